@@ -1,0 +1,54 @@
+//! Personas and slash commands: the source traits, static sources, and directory-backed
+//! sources that reload on change.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use lmchatkit_protocol::{Persona, SlashCommand};
+
+use crate::host::RequestContext;
+
+/// Called after a watched directory changed and was reloaded.
+pub type OnChange = Arc<dyn Fn() + Send + Sync>;
+
+/// Errors of a catalog source.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("catalog: {0}")]
+    Source(String),
+}
+
+/// Where personas come from. Consulted on every request, so a database-backed source needs no
+/// watcher.
+#[async_trait]
+pub trait PersonaSource: Send + Sync + 'static {
+    async fn personas(&self, cx: &RequestContext) -> Result<Vec<Persona>, CatalogError>;
+}
+
+/// Where slash commands come from. Consulted on every request.
+#[async_trait]
+pub trait CommandSource: Send + Sync + 'static {
+    async fn commands(&self, cx: &RequestContext) -> Result<Vec<SlashCommand>, CatalogError>;
+}
+
+/// A fixed list of personas.
+#[derive(Debug, Clone, Default)]
+pub struct StaticPersonas(pub Vec<Persona>);
+
+#[async_trait]
+impl PersonaSource for StaticPersonas {
+    async fn personas(&self, _cx: &RequestContext) -> Result<Vec<Persona>, CatalogError> {
+        Ok(self.0.clone())
+    }
+}
+
+/// A fixed list of slash commands.
+#[derive(Debug, Clone, Default)]
+pub struct StaticCommands(pub Vec<SlashCommand>);
+
+#[async_trait]
+impl CommandSource for StaticCommands {
+    async fn commands(&self, _cx: &RequestContext) -> Result<Vec<SlashCommand>, CatalogError> {
+        Ok(self.0.clone())
+    }
+}

@@ -1,0 +1,5 @@
+//! In-memory history store (stub until implemented).
+
+/// Keeps conversations in memory.
+#[derive(Debug, Default)]
+pub struct MemoryStore;

@@ -1,0 +1,91 @@
+//! Conversation history: the [`HistoryStore`] trait and its stores.
+//!
+//! Write model (DESIGN decision 3): every conversation has a `revision`. A save sends the full
+//! conversation with the revision it started from (`0` creates); the store keeps messages as
+//! rows, finds the longest common prefix with what it holds, rewrites only the rest and bumps
+//! the revision. A stale revision is a [`SaveOutcome::Conflict`] carrying the current copy, so
+//! nothing is overwritten silently. System messages are never stored. Everything is scoped by
+//! [`Principal`].
+
+use async_trait::async_trait;
+use lmchatkit_protocol::{ConversationPatch, ConversationSummary, StoredConversation};
+
+use crate::host::Principal;
+
+pub mod memory;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+
+pub use memory::MemoryStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;
+
+/// Errors of a history store.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// The id is empty, too long, or holds `/`, `..`, NUL or control characters.
+    #[error("invalid conversation id")]
+    InvalidId,
+    /// The store failed.
+    #[error("history store: {0}")]
+    Storage(String),
+}
+
+/// What a save did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SaveOutcome {
+    /// Saved; the new revision.
+    Saved { revision: u64 },
+    /// The base revision was stale (or `0` for an existing id): the current copy.
+    Conflict(Box<StoredConversation>),
+}
+
+/// Where conversations live. All methods are scoped to `principal`.
+#[async_trait]
+pub trait HistoryStore: Send + Sync + 'static {
+    /// Summaries, newest `updated_at` first (ties by id).
+    async fn list(&self, principal: &Principal) -> Result<Vec<ConversationSummary>, HistoryError>;
+
+    /// One conversation, without system messages; `None` when absent.
+    async fn get(
+        &self,
+        principal: &Principal,
+        id: &str,
+    ) -> Result<Option<StoredConversation>, HistoryError>;
+
+    /// Saves the full conversation; `conversation.revision` is the base revision.
+    async fn save(
+        &self,
+        principal: &Principal,
+        conversation: StoredConversation,
+    ) -> Result<SaveOutcome, HistoryError>;
+
+    /// Renames / changes setup; the new revision, or `None` when absent.
+    async fn patch(
+        &self,
+        principal: &Principal,
+        id: &str,
+        patch: ConversationPatch,
+    ) -> Result<Option<u64>, HistoryError>;
+
+    /// Deletes; `false` when absent.
+    async fn delete(&self, principal: &Principal, id: &str) -> Result<bool, HistoryError>;
+}
+
+/// Checks a conversation id: 1–128 bytes, no `/`, `\`, `..`, NUL or control characters.
+///
+/// ```
+/// assert!(lmchatkit::history::validate_id("c-abc123").is_ok());
+/// assert!(lmchatkit::history::validate_id("../etc").is_err());
+/// ```
+pub fn validate_id(id: &str) -> Result<(), HistoryError> {
+    let bad = id.is_empty()
+        || id.len() > 128
+        || id.contains("..")
+        || id.chars().any(|c| c == '/' || c == '\\' || c.is_control());
+    if bad {
+        Err(HistoryError::InvalidId)
+    } else {
+        Ok(())
+    }
+}

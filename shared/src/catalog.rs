@@ -1,0 +1,78 @@
+//! Models, personas and slash commands: the lists the UI shows on the start screen and in menus.
+
+use serde::{Deserialize, Serialize};
+
+/// Model parameters (`temperature`, `top_p`, `max_tokens`, `reasoning_effort`, …), forwarded to
+/// the provider at the top level of the completion request.
+pub type Params = serde_json::Map<String, serde_json::Value>;
+
+/// A model the user may pick.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Model {
+    /// Identifier sent upstream as `model`.
+    pub id: String,
+    /// Display name, when it differs from the id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Who serves it (shown as a subtitle in the picker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+}
+
+impl Model {
+    /// A model with only an id.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// A persona: a named system prompt with default model and parameters.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Persona {
+    /// Stable id (for file personas, derived from the file name).
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
+    #[serde(default, skip_serializing_if = "Params::is_empty")]
+    pub params: Params,
+}
+
+impl Persona {
+    /// The built-in persona offered when no other exists.
+    pub fn default_persona() -> Self {
+        Self {
+            id: "default".into(),
+            name: "Default".into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// A file-based slash command (`/name args`), expanded in the browser (`$ARGUMENTS`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SlashCommand {
+    pub id: String,
+    /// Lowercase command name, without the slash.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument_hint: Option<String>,
+    /// Tool names auto-allowed while this command runs (`Bash(git:*)` is kept as `Bash`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_tools: Vec<String>,
+    /// The template; `$ARGUMENTS` is replaced by what the user typed after the name.
+    pub body: String,
+    /// Where it came from (a file name, or a host-chosen label).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+}

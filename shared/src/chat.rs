@@ -1,0 +1,372 @@
+//! Messages and the events of the chat stream (`POST {prefix}/api/chat`).
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::mcp::UiToolMeta;
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// Message content: plain text, or an OpenAI content-part array (text, images, files, audio).
+///
+/// Always serialized (never omitted); `null` deserializes as empty text, as providers send
+/// `content: null` beside tool calls.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+impl Default for Content {
+    fn default() -> Self {
+        Content::Text(String::new())
+    }
+}
+
+impl Content {
+    /// The text of a `Text` content, or `None` for parts.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Content::Text(s) => Some(s),
+            Content::Parts(_) => None,
+        }
+    }
+
+    /// True for empty text or an empty part list.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Content::Text(s) => s.is_empty(),
+            Content::Parts(p) => p.is_empty(),
+        }
+    }
+}
+
+impl From<String> for Content {
+    fn from(s: String) -> Self {
+        Content::Text(s)
+    }
+}
+
+impl From<&str> for Content {
+    fn from(s: &str) -> Self {
+        Content::Text(s.to_owned())
+    }
+}
+
+impl Serialize for Content {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Content::Text(t) => s.serialize_str(t),
+            Content::Parts(p) => p.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Text(String),
+            Parts(Vec<ContentPart>),
+            Null(()),
+        }
+        Ok(
+            match Raw::deserialize(d).map_err(|_| {
+                serde::de::Error::custom(
+                    "content must be a string, an array of content parts, or null",
+                )
+            })? {
+                Raw::Text(t) => Content::Text(t),
+                Raw::Parts(p) => Content::Parts(p),
+                Raw::Null(()) => Content::default(),
+            },
+        )
+    }
+}
+
+/// One part of an OpenAI content array.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl },
+    InputAudio { input_audio: InputAudio },
+    File { file: FileData },
+}
+
+impl ContentPart {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentPart::Text { text: text.into() }
+    }
+
+    /// An image part from a URL (usually a `data:` URL).
+    pub fn image_url(url: impl Into<String>) -> Self {
+        ContentPart::ImageUrl {
+            image_url: ImageUrl {
+                url: url.into(),
+                detail: None,
+            },
+        }
+    }
+}
+
+/// `image_url` of an image part.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ImageUrl {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// `input_audio` of an audio part (base64 data).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InputAudio {
+    pub data: String,
+    pub format: String,
+}
+
+/// `file` of a file part (a PDF or other document as a data URL).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FileData {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_data: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_id: Option<String>,
+}
+
+/// The user's decision on a tool call. UI-only: persisted with the conversation, stripped before
+/// the host sees the messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Approval {
+    Pending,
+    Approved,
+    Denied,
+    Error,
+}
+
+/// A tool call requested by the model. `arguments` is a JSON value (normally an object), not a
+/// string; arguments a provider sent as invalid JSON are kept as a JSON string.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+    /// UI-only approval state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+impl ToolCall {
+    /// A call with the given id, name and arguments.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+            approval: None,
+        }
+    }
+}
+
+/// Token counts reported by the provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+}
+
+/// A chat message. `content` is always present on the wire; the UI-only fields (`id`,
+/// `thinking`, `info`, `created_at`, `usage`) are omitted when empty and never reach the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub role: Role,
+    #[serde(default)]
+    pub content: Content,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
+    /// An info card (UI-only; messages carrying one are never sent to the model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub info: Option<Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    #[serde(default, skip_serializing_if = "crate::is_false")]
+    pub is_error: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui: Option<UiToolMeta>,
+    /// When the message was written, in milliseconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<i64>,
+    /// Token usage of the turn that produced this (assistant) message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+impl Message {
+    /// A message with a role and content, every other field empty.
+    pub fn new(role: Role, content: impl Into<Content>) -> Self {
+        Self {
+            id: None,
+            role,
+            content: content.into(),
+            thinking: None,
+            info: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            tool_name: None,
+            is_error: false,
+            structured_content: None,
+            ui: None,
+            created_at: None,
+            usage: None,
+        }
+    }
+
+    /// A system message.
+    pub fn system(content: impl Into<Content>) -> Self {
+        Self::new(Role::System, content)
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<Content>) -> Self {
+        Self::new(Role::User, content)
+    }
+
+    /// An assistant message.
+    pub fn assistant(content: impl Into<Content>) -> Self {
+        Self::new(Role::Assistant, content)
+    }
+
+    /// A tool-result message answering `tool_call_id`.
+    pub fn tool(
+        tool_call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        content: impl Into<Content>,
+    ) -> Self {
+        let mut m = Self::new(Role::Tool, content);
+        m.tool_call_id = Some(tool_call_id.into());
+        m.tool_name = Some(tool_name.into());
+        m
+    }
+
+    /// Sets the id.
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Sets the tool calls.
+    pub fn with_tool_calls(mut self, calls: Vec<ToolCall>) -> Self {
+        self.tool_calls = calls;
+        self
+    }
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    Stop,
+    ToolCalls,
+    Length,
+    ContentFilter,
+}
+
+/// One event of the chat stream, sent as an SSE `data:` line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// Visible text.
+    Delta { delta: String },
+    /// Reasoning ("thinking") text.
+    Reasoning { reasoning: String },
+    /// A complete tool call.
+    ToolCall { tool_call: ToolCall },
+    /// The turn ended.
+    Done {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish_reason: Option<FinishReason>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    /// The turn failed; what was streamed before stays valid.
+    Error { error: String },
+}
+
+/// The kind of an [`Event`], without its payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventType {
+    Delta,
+    Reasoning,
+    ToolCall,
+    Done,
+    Error,
+}
+
+impl Event {
+    /// A text delta.
+    pub fn delta(s: impl Into<String>) -> Self {
+        Event::Delta { delta: s.into() }
+    }
+
+    /// A reasoning delta.
+    pub fn reasoning(s: impl Into<String>) -> Self {
+        Event::Reasoning {
+            reasoning: s.into(),
+        }
+    }
+
+    /// An error event.
+    pub fn error(s: impl Into<String>) -> Self {
+        Event::Error { error: s.into() }
+    }
+
+    /// A done event.
+    pub fn done(finish_reason: FinishReason, usage: Option<Usage>) -> Self {
+        Event::Done {
+            finish_reason: Some(finish_reason),
+            usage,
+        }
+    }
+
+    /// The event's kind.
+    pub fn kind(&self) -> EventType {
+        match self {
+            Event::Delta { .. } => EventType::Delta,
+            Event::Reasoning { .. } => EventType::Reasoning,
+            Event::ToolCall { .. } => EventType::ToolCall,
+            Event::Done { .. } => EventType::Done,
+            Event::Error { .. } => EventType::Error,
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! Wire types of the lmchatkit chat protocol, shared by the server (`lmchatkit`) and the
+//! browser UI (`lmchatkit-web`). Serde only, so it builds for `wasm32-unknown-unknown` and native.
+//!
+//! Every JSON shape the service sends or accepts is defined here, once. The golden tests in
+//! `tests/golden.rs` pin field names and the omitted-when-empty rules.
+//!
+//! ```
+//! use lmchatkit_protocol::{Event, FinishReason};
+//! let ev = Event::Done { finish_reason: Some(FinishReason::Stop), usage: None };
+//! assert_eq!(serde_json::to_string(&ev).unwrap(), r#"{"type":"done","finish_reason":"stop"}"#);
+//! ```
+
+mod catalog;
+mod chat;
+mod history;
+mod mcp;
+mod requests;
+
+pub use catalog::{Model, Params, Persona, SlashCommand};
+pub use chat::{
+    Approval, Content, ContentPart, Event, EventType, FileData, FinishReason, ImageUrl, InputAudio,
+    Message, Role, ToolCall, Usage,
+};
+pub use history::{
+    ConflictResponse, ConversationPatch, ConversationSummary, SaveResponse, ServerEvent,
+    ServerEventType, StoredConversation,
+};
+pub use mcp::{
+    Prompt, PromptArgument, PromptMessage, PromptResult, Resource, ResourceResult, Tool,
+    ToolResult, UiCsp, UiPermissions, UiResourceMeta, UiToolMeta, Visibility,
+};
+pub use requests::{
+    AppProxyRequest, AppViewRequest, AppViewResponse, ChatRequest, ConfigResponse, ErrorBody,
+    HistoryMode, McpServerStatus, PromptGetRequest, ResourceReadRequest, ToolCallRequest,
+    ToolCallSource, UploadResponse, UploadedFile,
+};
+
+/// Name of the virtual tool the service injects when `skill://` resources exist.
+pub const SKILL_TOOL_NAME: &str = "lmchatkit__get_skill";
+
+pub(crate) fn is_false(b: &bool) -> bool {
+    !*b
+}

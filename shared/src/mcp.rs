@@ -1,0 +1,224 @@
+//! Tools, prompts and resources as the service exposes them, plus the MCP Apps `_meta.ui` types.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::chat::Role;
+
+/// Who may call a tool (MCP Apps `_meta.ui.visibility`). Empty means both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Visibility {
+    /// The model may see and call it.
+    Model,
+    /// An MCP App view may call it.
+    App,
+}
+
+/// A tool's `_meta.ui` (camelCase keys, unknown keys ignored). `visibility` is read from MCP but
+/// never serialized, so the browser never sees it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UiToolMeta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_uri: Option<String>,
+    #[serde(default, skip_serializing)]
+    pub visibility: Vec<Visibility>,
+}
+
+/// A `ui://` resource's `_meta.ui` (camelCase keys, unknown keys ignored).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UiResourceMeta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csp: Option<UiCsp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<UiPermissions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefers_border: Option<bool>,
+}
+
+/// Domains an MCP App view may reach (`_meta.ui.csp`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UiCsp {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connect_domains: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_domains: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frame_domains: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub base_uri_domains: Vec<String>,
+}
+
+/// Browser permissions a view asks for; each present key is an empty object `{}`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UiPermissions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub camera: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microphone: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geolocation: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clipboard_write: Option<Value>,
+}
+
+/// A tool the model (or an app view) may call. Server-side only: the browser never receives
+/// tool lists, and `visibility` is never serialized.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui: Option<UiToolMeta>,
+    #[serde(skip)]
+    pub visibility: Vec<Visibility>,
+}
+
+impl Tool {
+    /// A tool with a name and nothing else.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, d: impl Into<String>) -> Self {
+        self.description = Some(d.into());
+        self
+    }
+
+    /// Sets the JSON schema of the arguments.
+    pub fn with_input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = Some(schema);
+        self
+    }
+
+    /// Sets who may call the tool.
+    pub fn with_visibility(mut self, v: Vec<Visibility>) -> Self {
+        self.visibility = v;
+        self
+    }
+
+    /// True when `who` may call this tool (empty visibility allows both).
+    pub fn visible_to(&self, who: Visibility) -> bool {
+        self.visibility.is_empty() || self.visibility.contains(&who)
+    }
+}
+
+/// The result of a tool call: model-facing text plus what a view needs.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub content: String,
+    #[serde(default, skip_serializing_if = "crate::is_false")]
+    pub is_error: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// The called tool's `_meta.ui` (only `resourceUri` is serialized).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui: Option<UiToolMeta>,
+}
+
+impl ToolResult {
+    /// A successful text result.
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            ..Self::default()
+        }
+    }
+
+    /// An error result the model sees (`is_error: true`).
+    pub fn error(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: true,
+            ..Self::default()
+        }
+    }
+}
+
+/// An argument of an MCP prompt.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PromptArgument {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "crate::is_false")]
+    pub required: bool,
+}
+
+/// An MCP prompt, offered as a `/name` command.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Prompt {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arguments: Vec<PromptArgument>,
+}
+
+/// One message of an expanded prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptMessage {
+    pub role: Role,
+    pub content: String,
+}
+
+/// An expanded prompt.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PromptResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub messages: Vec<PromptMessage>,
+}
+
+/// A resource (or, with `template`, a resource template whose `uri` keeps `{var}` placeholders).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Resource {
+    pub uri: String,
+    #[serde(default, skip_serializing_if = "crate::is_false")]
+    pub template: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+impl Resource {
+    /// A resource with a URI and nothing else.
+    pub fn new(uri: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// The content of a read resource: `text`, or a base64 `blob`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ResourceResult {
+    pub uri: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui: Option<UiResourceMeta>,
+}
