@@ -233,6 +233,37 @@ pub trait Host: Send + Sync + 'static {
         ToolSource::Unknown
     }
 
+    /// Resources of one source only (for views). The default lists everything when `source`
+    /// is empty and refuses otherwise.
+    async fn list_resources_from(
+        &self,
+        cx: &RequestContext,
+        source: &str,
+    ) -> Result<Vec<Resource>, HostError> {
+        if source.is_empty() {
+            self.list_resources(cx).await
+        } else {
+            Err(HostError::Unsupported(format!(
+                "this host cannot list resources of {source:?}"
+            )))
+        }
+    }
+
+    /// Prompts of one source only (for views); defaults like [`Host::list_resources_from`].
+    async fn list_prompts_from(
+        &self,
+        cx: &RequestContext,
+        source: &str,
+    ) -> Result<Vec<Prompt>, HostError> {
+        if source.is_empty() {
+            self.list_prompts(cx).await
+        } else {
+            Err(HostError::Unsupported(format!(
+                "this host cannot list prompts of {source:?}"
+            )))
+        }
+    }
+
     /// Reads a resource from one source only (for views). The default reads from anywhere
     /// when `source` is empty and refuses otherwise.
     async fn read_resource_from(

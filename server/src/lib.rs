@@ -4,15 +4,38 @@
 //! [`tower::Service`]. The host brings an LLM (any OpenAI-compatible endpoint, or its own
 //! [`Host`]) and, optionally, MCP tools, prompts and resources; lmchatkit brings the protocol,
 //! the embedded UI, personas, slash commands, history and cross-tab events.
+//!
+//! ```no_run
+//! # #[cfg(feature = "openai")]
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use lmchatkit::{ChatService, Config, llm::openai::{OpenAiBackend, OpenAiConfig}};
+//!
+//! let host = OpenAiBackend::new(OpenAiConfig::new("http://127.0.0.1:11434/v1"));
+//! let svc = ChatService::new(Config::builder(host).prefix("/chat").build()?);
+//! // Mount `svc` under /chat in any tower-compatible server, e.g. axum:
+//! // Router::new().nest_service("/chat", svc)
+//! # let _ = svc; Ok(()) }
+//! ```
 
 pub mod catalog;
+pub mod config;
+pub mod events;
 pub mod history;
 pub mod host;
+pub mod http_util;
 #[cfg(feature = "openai")]
 pub mod llm;
+mod routes;
+mod service;
+mod sse;
+mod turn;
 
 pub use async_trait::async_trait;
+pub use config::{Config, ConfigBuilder, ConfigError};
+pub use events::EventBroadcaster;
 pub use host::{
     CompleteRequest, EventStream, Host, HostError, Principal, RequestContext, ToolSource,
 };
+pub use http_util::{ApiError, ResponseBody};
 pub use lmchatkit_protocol as protocol;
+pub use service::ChatService;

@@ -1,0 +1,280 @@
+//! HTTP plumbing shared by every route: the response body type, JSON answers with ETags,
+//! bounded JSON bodies, and [`ApiError`] — the one place errors become responses.
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, StatusCode};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Empty, Full};
+use lmchatkit_protocol::ErrorBody;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
+
+use crate::history::HistoryError;
+use crate::host::HostError;
+
+/// Boxed error type of request and response bodies.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The one response body type of the service.
+pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// A response of the service.
+pub type Response = http::Response<ResponseBody>;
+
+/// A body with the given bytes.
+pub(crate) fn full(bytes: impl Into<Bytes>) -> ResponseBody {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// An empty body.
+pub(crate) fn empty() -> ResponseBody {
+    Empty::new().map_err(|never| match never {}).boxed_unsync()
+}
+
+const JSON: &str = "application/json; charset=utf-8";
+
+/// Every way a request can fail, each mapped to one status and a `{"error": ...}` body.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("authentication required")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("method not allowed")]
+    MethodNotAllowed(Vec<Method>),
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("{0}")]
+    BadGateway(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The JSON error response.
+    pub fn into_response(self) -> Response {
+        let mut res = json(
+            self.status(),
+            &ErrorBody {
+                error: self.to_string(),
+            },
+        );
+        if let ApiError::MethodNotAllowed(methods) = &self {
+            let allow = methods
+                .iter()
+                .map(Method::as_str)
+                .collect::<Vec<_>>()
+                .join(", ");
+            if let Ok(v) = HeaderValue::from_str(&allow) {
+                res.headers_mut().insert(header::ALLOW, v);
+            }
+        }
+        if matches!(self, ApiError::Internal(_) | ApiError::BadGateway(_)) {
+            tracing::warn!(status = %self.status(), error = %self, "request failed");
+        }
+        res
+    }
+}
+
+impl From<HostError> for ApiError {
+    fn from(e: HostError) -> Self {
+        match e {
+            HostError::NotFound(m) | HostError::Unsupported(m) => ApiError::NotFound(m),
+            HostError::InvalidInput(m) => ApiError::BadRequest(m),
+            HostError::Upstream(m) => ApiError::BadGateway(m),
+        }
+    }
+}
+
+impl From<HistoryError> for ApiError {
+    fn from(e: HistoryError) -> Self {
+        match e {
+            HistoryError::InvalidId => ApiError::BadRequest(e.to_string()),
+            HistoryError::Storage(_) => ApiError::Internal(e.to_string()),
+        }
+    }
+}
+
+/// A JSON response.
+pub(crate) fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => json_bytes(status, body),
+        Err(e) => {
+            let body = serde_json::to_vec(&ErrorBody {
+                error: format!("encoding response: {e}"),
+            })
+            .unwrap_or_default();
+            json_bytes(StatusCode::INTERNAL_SERVER_ERROR, body)
+        }
+    }
+}
+
+fn json_bytes(status: StatusCode, body: Vec<u8>) -> Response {
+    let mut res = http::Response::new(full(body));
+    *res.status_mut() = status;
+    res.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON));
+    res
+}
+
+/// A strong ETag over `body`: `"` + 16 hex chars of its SHA-256 + `"`.
+pub(crate) fn etag_of(body: &[u8]) -> String {
+    let digest = Sha256::digest(body);
+    format!("\"{}\"", hex::encode(&digest[..8]))
+}
+
+/// True when `If-None-Match` matches `etag` (list syntax, `*` and weak tags understood).
+pub(crate) fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
+    let bare = etag.trim_start_matches("W/");
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',')
+                .map(str::trim)
+                .any(|t| t == "*" || t.trim_start_matches("W/") == bare)
+        })
+}
+
+/// A 200 JSON response with an ETag, or 304 when the client has it.
+pub(crate) fn json_etag<T: Serialize + ?Sized>(req: &HeaderMap, value: &T) -> Response {
+    let body = match serde_json::to_vec(value) {
+        Ok(b) => b,
+        Err(_) => return json(StatusCode::OK, value),
+    };
+    let etag = etag_of(&body);
+    let mut res = if not_modified(req, &etag) {
+        let mut r = http::Response::new(empty());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        json_bytes(StatusCode::OK, body)
+    };
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        res.headers_mut().insert(header::ETAG, v);
+    }
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    res
+}
+
+fn body_too_large(limit: usize) -> ApiError {
+    ApiError::PayloadTooLarge(format!("request body exceeds {limit} bytes"))
+}
+
+/// Reads a whole body, at most `limit` bytes (413 beyond).
+pub(crate) async fn read_body(
+    headers: &HeaderMap,
+    body: ResponseBody,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(body_too_large(limit));
+    }
+    let mut body = body;
+    let mut buf = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|e| ApiError::BadRequest(format!("reading request body: {e}")))?;
+        if let Some(data) = frame.data_ref() {
+            if buf.len() + data.len() > limit {
+                return Err(body_too_large(limit));
+            }
+            buf.extend_from_slice(data);
+        }
+    }
+    Ok(buf.freeze())
+}
+
+/// Requires `Content-Type: application/json` (CSRF defence: a cross-site form cannot send it).
+pub(crate) fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
+    let ok = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        })
+        .unwrap_or(false);
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::UnsupportedMediaType(
+            "Content-Type must be application/json".into(),
+        ))
+    }
+}
+
+/// Reads and decodes a JSON body (bounded; malformed, wrong types, invalid UTF-8 and too-deep
+/// nesting are 400s).
+pub(crate) async fn read_json<T: DeserializeOwned>(
+    headers: &HeaderMap,
+    body: ResponseBody,
+    limit: usize,
+) -> Result<T, ApiError> {
+    require_json(headers)?;
+    let bytes = read_body(headers, body, limit).await?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::BadRequest(format!("invalid request body: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etag_matching_understands_lists_weak_and_star() {
+        let tag = etag_of(b"[]");
+        let mut h = HeaderMap::new();
+        assert!(!not_modified(&h, &tag));
+        h.insert(
+            header::IF_NONE_MATCH,
+            HeaderValue::from_str(&format!("\"x\", W/{tag}")).unwrap(),
+        );
+        assert!(not_modified(&h, &tag));
+        h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("*"));
+        assert!(not_modified(&h, &tag));
+        h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("\"other\""));
+        assert!(!not_modified(&h, &tag));
+    }
+
+    #[test]
+    fn method_not_allowed_sets_allow() {
+        let res = ApiError::MethodNotAllowed(vec![Method::GET, Method::PUT]).into_response();
+        assert_eq!(res.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(res.headers()[header::ALLOW], "GET, PUT");
+    }
+}

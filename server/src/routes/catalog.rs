@@ -1,0 +1,57 @@
+//! `GET /api/personas`, `/api/commands`, `/api/models` and `/api/config`.
+
+use lmchatkit_protocol::{ConfigResponse, HistoryMode, Persona};
+
+use crate::config::Config;
+use crate::http_util::{ApiError, Response, json_etag};
+use crate::service::Req;
+
+pub(crate) async fn personas(config: &Config, req: Req) -> Result<Response, ApiError> {
+    let mut list = match &config.personas {
+        Some(src) => src.personas(&req.cx).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "persona source failed; offering the Default persona");
+            Vec::new()
+        }),
+        None => Vec::new(),
+    };
+    if list.is_empty() {
+        list.push(Persona::default_persona());
+    }
+    if config.hide_system_prompts {
+        list.iter_mut().for_each(|p| p.system_prompt = None);
+    }
+    Ok(json_etag(&req.parts.headers, &list))
+}
+
+pub(crate) async fn commands(config: &Config, req: Req) -> Result<Response, ApiError> {
+    let list = match &config.commands {
+        Some(src) => src.commands(&req.cx).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "command source failed");
+            Vec::new()
+        }),
+        None => Vec::new(),
+    };
+    Ok(json_etag(&req.parts.headers, &list))
+}
+
+pub(crate) async fn models(config: &Config, req: Req) -> Result<Response, ApiError> {
+    let list = config.host.models(&req.cx).await?;
+    Ok(json_etag(&req.parts.headers, &list))
+}
+
+pub(crate) fn config(config: &Config, req: Req) -> Result<Response, ApiError> {
+    let body = ConfigResponse {
+        file_upload: config.file_upload,
+        max_upload_bytes: config.max_upload_bytes,
+        history: if config.history.is_some() {
+            HistoryMode::Server
+        } else {
+            HistoryMode::Browser
+        },
+        events: config.events.is_some(),
+        sandbox_origin: config.sandbox_origin.clone(),
+        demo: config.demo,
+        mcp: config.mcp_status.as_ref().map(|f| f()).unwrap_or_default(),
+    };
+    Ok(json_etag(&req.parts.headers, &body))
+}

@@ -1,0 +1,74 @@
+//! `POST /api/chat`: validates the request, prepares the turn (see [`crate::turn`]) and
+//! streams the host's events as SSE `data:` frames with a `: ping` heartbeat. The client
+//! closing the connection drops the body, which drops the host's stream and so cancels the
+//! upstream request. A stream that ends without `done` or `error` gets a `done`, so clients
+//! always see the end of a turn.
+
+use futures_util::StreamExt;
+use lmchatkit_protocol::{ChatRequest, Event};
+use tracing::Instrument;
+
+use crate::config::Config;
+use crate::http_util::{ApiError, Response, read_json};
+use crate::service::Req;
+use crate::{sse, turn};
+
+pub(crate) async fn chat(config: &Config, req: Req) -> Result<Response, ApiError> {
+    let body: ChatRequest = read_json(&req.parts.headers, req.body, config.body_limit).await?;
+    if body.model.trim().is_empty() {
+        return Err(ApiError::BadRequest("model is required".into()));
+    }
+    if body.messages.is_empty() {
+        return Err(ApiError::BadRequest("messages is required".into()));
+    }
+    let span =
+        tracing::info_span!("chat", model = %body.model.trim(), messages = body.messages.len());
+    let prepared = turn::prepare(config, &req.cx, body)
+        .instrument(span.clone())
+        .await;
+    let events = config.host.complete(&req.cx, prepared);
+    let frames = with_terminal(events).map(|ev| sse::frame(None, &ev));
+    Ok(sse::response(
+        tracing_futures_stream(frames, span),
+        config.heartbeat,
+    ))
+}
+
+/// Passes events through and appends `done` when the host ended without `done` or `error`.
+fn with_terminal(
+    events: impl futures_util::Stream<Item = Event> + Send + 'static,
+) -> impl futures_util::Stream<Item = Event> + Send + 'static {
+    let mut ended = false;
+    events
+        .map(Some)
+        .chain(futures_util::stream::once(async { None }))
+        .filter_map(move |ev| {
+            let out = match ev {
+                Some(ev) => {
+                    ended |= matches!(ev, Event::Done { .. } | Event::Error { .. });
+                    Some(ev)
+                }
+                None if !ended => Some(Event::Done {
+                    finish_reason: None,
+                    usage: None,
+                }),
+                None => None,
+            };
+            std::future::ready(out)
+        })
+}
+
+/// Keeps the turn's span entered while the stream is polled.
+fn tracing_futures_stream<S>(
+    s: S,
+    span: tracing::Span,
+) -> impl futures_util::Stream<Item = S::Item> + Send
+where
+    S: futures_util::Stream + Send + 'static,
+{
+    let mut s = Box::pin(s);
+    futures_util::stream::poll_fn(move |cx| {
+        let _g = span.enter();
+        s.as_mut().poll_next(cx)
+    })
+}

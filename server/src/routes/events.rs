@@ -1,0 +1,29 @@
+//! `GET /api/events`: the broadcaster's events as SSE, each with an `id:`; `Last-Event-ID`
+//! resumes (replay or `resync`).
+
+use futures_util::StreamExt;
+
+use crate::config::Config;
+use crate::http_util::{ApiError, Response};
+use crate::service::Req;
+use crate::sse;
+
+pub(crate) fn subscribe(config: &Config, req: Req) -> Result<Response, ApiError> {
+    let events = config
+        .events
+        .as_ref()
+        .ok_or_else(|| ApiError::NotFound("events are off".into()))?;
+    let last = req
+        .parts
+        .headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let frames = events
+        .subscribe(req.cx.principal(), last)
+        .map(|(id, ev)| sse::frame((id > 0).then_some(id), &ev));
+    // An initial comment makes proxies and browsers treat the stream as open at once.
+    let opening =
+        futures_util::stream::once(async { bytes::Bytes::from_static(b": connected\n\n") });
+    Ok(sse::response(opening.chain(frames), config.heartbeat))
+}

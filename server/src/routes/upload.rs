@@ -1,0 +1,80 @@
+//! `POST /api/upload` (opt-in): multipart `file` fields become data URLs the UI attaches to a
+//! message. Each file is capped (`max_upload_bytes`, 413 beyond, naming the file).
+
+use base64::Engine;
+use http::header;
+use http_body_util::BodyDataStream;
+use lmchatkit_protocol::{UploadResponse, UploadedFile};
+
+use crate::config::Config;
+use crate::http_util::{ApiError, Response, json};
+use crate::service::Req;
+
+pub(crate) async fn upload(config: &Config, req: Req) -> Result<Response, ApiError> {
+    let content_type = req
+        .parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let boundary = multer::parse_boundary(content_type).map_err(|_| {
+        ApiError::UnsupportedMediaType("Content-Type must be multipart/form-data".into())
+    })?;
+    let cap = config.max_upload_bytes;
+    let limits = multer::Constraints::new().size_limit(
+        multer::SizeLimit::new()
+            .whole_stream(cap.saturating_mul(8).max(config.body_limit as u64))
+            .per_field(cap),
+    );
+    let mut form =
+        multer::Multipart::with_constraints(BodyDataStream::new(req.body), boundary, limits);
+    let mut files = Vec::new();
+    loop {
+        let field = match form.next_field().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => return Err(multipart_error(e, cap, None)),
+        };
+        if field.name() != Some("file") {
+            continue;
+        }
+        let name = field.file_name().unwrap_or("file").to_owned();
+        let mime = field
+            .content_type()
+            .map(|m| m.essence_str().to_owned())
+            .filter(|m| m != "application/octet-stream")
+            .unwrap_or_else(|| {
+                mime_guess::from_path(&name)
+                    .first_or_octet_stream()
+                    .essence_str()
+                    .to_owned()
+            });
+        let data = field
+            .bytes()
+            .await
+            .map_err(|e| multipart_error(e, cap, Some(&name)))?;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&data);
+        files.push(UploadedFile {
+            data_url: format!("data:{mime};base64,{b64}"),
+            name,
+            mime_type: mime,
+            size: data.len() as u64,
+        });
+    }
+    if files.is_empty() {
+        return Err(ApiError::BadRequest("no file field in the upload".into()));
+    }
+    Ok(json(http::StatusCode::OK, &UploadResponse { files }))
+}
+
+fn multipart_error(e: multer::Error, cap: u64, name: Option<&str>) -> ApiError {
+    match e {
+        multer::Error::FieldSizeExceeded { .. } | multer::Error::StreamSizeExceeded { .. } => {
+            ApiError::PayloadTooLarge(format!(
+                "file {:?} exceeds {cap} bytes",
+                name.unwrap_or("upload")
+            ))
+        }
+        other => ApiError::BadRequest(format!("invalid upload: {other}")),
+    }
+}

@@ -1,0 +1,145 @@
+//! Turning a chat request into what the host completes: message cleaning, the system prompt
+//! (persona → fallback → augmenter), parameter merge, model-visible tools (+ the virtual skill
+//! tool), `@uri` resources and MCP-prompt `/commands`.
+
+mod refs;
+mod slash;
+
+use lmchatkit_protocol::{
+    ChatRequest, Content, Message, Params, Persona, Role, SKILL_TOOL_NAME, Tool, Visibility,
+};
+use serde_json::{Value, json};
+
+use crate::config::Config;
+use crate::host::{CompleteRequest, RequestContext};
+
+/// The system prompt used when the persona has none (some providers reject an empty one).
+pub(crate) const FALLBACK_SYSTEM_PROMPT: &str = "You are a helpful assistant.";
+
+/// Builds the host's request from a validated chat request.
+pub(crate) async fn prepare(
+    config: &Config,
+    cx: &RequestContext,
+    req: ChatRequest,
+) -> CompleteRequest {
+    let persona = find_persona(config, cx, &req.persona_id).await;
+    let mut messages = clean(req.messages);
+    refs::resolve(config, cx, &mut messages).await;
+    slash::resolve(config, cx, &mut messages).await;
+
+    let system = system_prompt(config, cx, persona.as_ref(), req.model_context.as_ref()).await;
+    messages.insert(0, Message::system(system));
+
+    CompleteRequest {
+        model: req.model.trim().to_owned(),
+        messages,
+        tools: model_tools(config, cx).await,
+        params: merge_params(persona.map(|p| p.params), req.params),
+    }
+}
+
+async fn find_persona(config: &Config, cx: &RequestContext, id: &str) -> Option<Persona> {
+    if id.is_empty() {
+        return None;
+    }
+    let list = config.personas.as_ref()?.personas(cx).await.ok()?;
+    list.into_iter().find(|p| p.id == id)
+}
+
+/// Drops info cards, system messages and empty assistant placeholders; strips UI-only fields.
+pub(crate) fn clean(messages: Vec<Message>) -> Vec<Message> {
+    messages
+        .into_iter()
+        .filter(|m| m.info.is_none() && m.role != Role::System)
+        .filter(|m| m.role != Role::Assistant || !m.content.is_empty() || !m.tool_calls.is_empty())
+        .map(|mut m| {
+            m.id = None;
+            m.thinking = None;
+            m.created_at = None;
+            m.usage = None;
+            m.structured_content = None;
+            m.ui = None;
+            m.tool_calls.iter_mut().for_each(|c| c.approval = None);
+            m
+        })
+        .collect()
+}
+
+async fn system_prompt(
+    config: &Config,
+    cx: &RequestContext,
+    persona: Option<&Persona>,
+    model_context: Option<&Value>,
+) -> String {
+    let base = persona
+        .and_then(|p| p.system_prompt.as_deref())
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .unwrap_or(FALLBACK_SYSTEM_PROMPT)
+        .to_owned();
+    let mut prompt = config.host.augment_system_prompt(cx, base).await;
+    if let Some(ctx) = model_context.filter(|v| !v.is_null()) {
+        prompt.push_str("\n\nContext reported by an open app view:\n");
+        prompt.push_str(&ctx.to_string());
+    }
+    prompt
+}
+
+/// Persona params are the base; request params win key by key; null and "" are dropped so the
+/// provider applies its own default.
+pub(crate) fn merge_params(persona: Option<Params>, request: Option<Params>) -> Params {
+    let mut out = persona.unwrap_or_default();
+    for (k, v) in request.unwrap_or_default() {
+        out.insert(k, v);
+    }
+    out.retain(|_, v| !(v.is_null() || v.as_str() == Some("")));
+    out
+}
+
+async fn model_tools(config: &Config, cx: &RequestContext) -> Vec<Tool> {
+    let mut tools: Vec<Tool> = match config.host.list_tools(cx).await {
+        Ok(t) => t
+            .into_iter()
+            .filter(|t| t.visible_to(Visibility::Model))
+            .collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "listing tools failed; the turn runs without tools");
+            Vec::new()
+        }
+    };
+    let has_skills = config
+        .host
+        .list_resources(cx)
+        .await
+        .map(|r| r.iter().any(|r| r.uri.starts_with("skill://")))
+        .unwrap_or(false);
+    if has_skills && !tools.iter().any(|t| t.name == SKILL_TOOL_NAME) {
+        tools.push(skill_tool());
+    }
+    tools
+}
+
+/// The virtual tool that reads a `skill://` resource.
+pub(crate) fn skill_tool() -> Tool {
+    Tool::new(SKILL_TOOL_NAME)
+        .with_description(
+            "Retrieve a skill's detailed instructions by URI, e.g. 'skill://golang/SKILL.md'. \
+             Call it before working on a task a listed skill covers.",
+        )
+        .with_input_schema(json!({
+            "type": "object",
+            "properties": {"uri": {"type": "string", "description": "The skill:// URI"}},
+            "required": ["uri"]
+        }))
+}
+
+/// The text of a user message that can hold references or a command.
+fn user_text(m: &Message) -> Option<&str> {
+    match (&m.role, &m.content) {
+        (Role::User, Content::Text(t)) => Some(t),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

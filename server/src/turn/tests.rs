@@ -1,0 +1,111 @@
+use lmchatkit_protocol::{Approval, Message, Prompt, PromptArgument, Role, ToolCall};
+use serde_json::json;
+
+use super::{clean, merge_params, refs, slash};
+
+fn params(v: serde_json::Value) -> lmchatkit_protocol::Params {
+    v.as_object().cloned().unwrap()
+}
+
+#[test]
+fn clean_drops_system_info_and_empty_assistant_and_strips_ui_fields() {
+    let mut info = Message::assistant("card");
+    info.info = Some(json!({"title": "x"}));
+    let mut call = ToolCall::new("c1", "search", json!({}));
+    call.approval = Some(Approval::Approved);
+    let mut user = Message::user("hi").with_id("m1");
+    user.created_at = Some(5);
+    let msgs = vec![
+        Message::system("client system prompt"),
+        user,
+        info,
+        Message::assistant(""),
+        Message::assistant("").with_tool_calls(vec![call]),
+        Message::tool("c1", "search", "result"),
+    ];
+    let out = clean(msgs);
+    assert_eq!(out.len(), 3);
+    assert_eq!(out[0].role, Role::User);
+    assert_eq!((out[0].id.as_deref(), out[0].created_at), (None, None));
+    assert_eq!(out[1].tool_calls[0].approval, None);
+    assert_eq!(out[2].role, Role::Tool);
+}
+
+#[test]
+fn params_merge_persona_base_request_wins_and_unset_dropped() {
+    let merged = merge_params(
+        Some(params(
+            json!({"reasoning_effort": "low", "temperature": 0.2, "top_k": 40}),
+        )),
+        Some(params(
+            json!({"temperature": 0.9, "top_k": null, "max_tokens": "", "seed": 0, "x": false}),
+        )),
+    );
+    assert_eq!(
+        serde_json::Value::Object(merged),
+        json!({"reasoning_effort": "low", "temperature": 0.9, "seed": 0, "x": false})
+    );
+}
+
+#[test]
+fn finds_resource_references_but_not_emails() {
+    assert_eq!(
+        refs::find("see @file:///a.txt, and (@skill://go/SKILL.md). mail me@x.com"),
+        vec![
+            "file:///a.txt".to_string(),
+            "skill://go/SKILL.md".to_string()
+        ]
+    );
+    assert!(refs::find("no refs @ here, nor @x://").is_empty());
+}
+
+#[test]
+fn slash_split_handles_multiline() {
+    assert_eq!(
+        slash::split("/review\nline one\nline two"),
+        Some(("review", "line one\nline two"))
+    );
+    assert_eq!(slash::split("/srv__name"), Some(("srv__name", "")));
+    assert_eq!(slash::split("not /a command"), None);
+}
+
+fn prompt(args: &[(&str, bool)]) -> Prompt {
+    Prompt {
+        name: "p".into(),
+        description: None,
+        arguments: args
+            .iter()
+            .map(|(n, r)| PromptArgument {
+                name: (*n).into(),
+                description: None,
+                required: *r,
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn prompt_args_single_required_takes_whole_remainder() {
+    let args = slash::parse_args(
+        &prompt(&[("code", true), ("lang", false)]),
+        "fn main() {}\n  more",
+    );
+    assert_eq!(
+        args.get("code").map(String::as_str),
+        Some("fn main() {}\n  more")
+    );
+    assert_eq!(args.len(), 1);
+}
+
+#[test]
+fn prompt_args_quoted_key_values() {
+    let args = slash::parse_args(
+        &prompt(&[("topic", true), ("style", true)]),
+        r#"topic="a b c" style=terse junk"#,
+    );
+    assert_eq!(args.get("topic").map(String::as_str), Some("a b c"));
+    assert_eq!(args.get("style").map(String::as_str), Some("terse"));
+    // One required argument, but the user used key=value explicitly.
+    let args = slash::parse_args(&prompt(&[("topic", true)]), r#"topic="x y""#);
+    assert_eq!(args.get("topic").map(String::as_str), Some("x y"));
+}
