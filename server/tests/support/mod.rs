@@ -1,0 +1,214 @@
+//! A scriptable in-process host and request helpers for the route tests.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use lmchatkit::protocol::*;
+use lmchatkit::{
+    ChatService, CompleteRequest, Config, ConfigBuilder, EventStream, Host, HostError,
+    RequestContext, ToolSource, async_trait,
+};
+use serde_json::Value;
+use tower::ServiceExt;
+
+/// A host whose answers are set by the test; it records every completion request.
+#[derive(Default)]
+pub struct FakeHost {
+    pub models: Vec<Model>,
+    pub events: Vec<Event>,
+    pub tools: Vec<Tool>,
+    /// tool name → owning server
+    pub sources: HashMap<String, String>,
+    pub unscoped: bool,
+    pub prompts: Vec<Prompt>,
+    pub resources: Vec<Resource>,
+    /// uri → (server, result)
+    pub contents: HashMap<String, (String, ResourceResult)>,
+    pub fail_tools_list: bool,
+    pub seen: Arc<Mutex<Vec<CompleteRequest>>>,
+    pub calls: Arc<Mutex<Vec<(String, Value)>>>,
+}
+
+#[async_trait]
+impl Host for FakeHost {
+    async fn models(&self, _: &RequestContext) -> Result<Vec<Model>, HostError> {
+        Ok(self.models.clone())
+    }
+    fn complete(&self, _: &RequestContext, req: CompleteRequest) -> EventStream {
+        self.seen.lock().unwrap().push(req);
+        Box::pin(futures_util::stream::iter(self.events.clone()))
+    }
+    async fn list_tools(&self, _: &RequestContext) -> Result<Vec<Tool>, HostError> {
+        if self.fail_tools_list {
+            return Err(HostError::Upstream("tools unavailable".into()));
+        }
+        Ok(self.tools.clone())
+    }
+    async fn call_tool(
+        &self,
+        _: &RequestContext,
+        name: &str,
+        args: Value,
+    ) -> Result<ToolResult, HostError> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push((name.to_owned(), args.clone()));
+        match name {
+            "broken" => Err(HostError::Upstream("server went away".into())),
+            _ => Ok(ToolResult::text(format!("{name}:{args}"))),
+        }
+    }
+    async fn list_prompts(&self, _: &RequestContext) -> Result<Vec<Prompt>, HostError> {
+        Ok(self.prompts.clone())
+    }
+    async fn get_prompt(
+        &self,
+        _: &RequestContext,
+        name: &str,
+        args: BTreeMap<String, String>,
+    ) -> Result<PromptResult, HostError> {
+        if name == "failing" {
+            return Err(HostError::Upstream("prompt server down".into()));
+        }
+        if !self.prompts.iter().any(|p| p.name == name) {
+            return Err(HostError::NotFound(format!("unknown prompt {name:?}")));
+        }
+        Ok(PromptResult {
+            description: None,
+            messages: vec![
+                PromptMessage {
+                    role: Role::User,
+                    content: format!("{name} {}", serde_json::to_string(&args).unwrap()),
+                },
+                PromptMessage {
+                    role: Role::Assistant,
+                    content: "ack".into(),
+                },
+            ],
+        })
+    }
+    async fn list_resources(&self, _: &RequestContext) -> Result<Vec<Resource>, HostError> {
+        Ok(self.resources.clone())
+    }
+    async fn read_resource(
+        &self,
+        _: &RequestContext,
+        uri: &str,
+    ) -> Result<ResourceResult, HostError> {
+        self.contents
+            .get(uri)
+            .map(|(_, r)| r.clone())
+            .ok_or_else(|| HostError::NotFound(format!("no resource {uri}")))
+    }
+    async fn tool_source(&self, _: &RequestContext, name: &str) -> ToolSource {
+        if self.unscoped {
+            return ToolSource::Unscoped;
+        }
+        self.sources
+            .get(name)
+            .map(|s| ToolSource::Scoped(s.clone()))
+            .unwrap_or(ToolSource::Unknown)
+    }
+    async fn read_resource_from(
+        &self,
+        _: &RequestContext,
+        source: &str,
+        uri: &str,
+    ) -> Result<ResourceResult, HostError> {
+        match self.contents.get(uri) {
+            Some((s, r)) if s == source => Ok(r.clone()),
+            _ => Err(HostError::NotFound(format!(
+                "no resource {uri} on {source}"
+            ))),
+        }
+    }
+    async fn list_resources_from(
+        &self,
+        _: &RequestContext,
+        source: &str,
+    ) -> Result<Vec<Resource>, HostError> {
+        Ok(self
+            .resources
+            .iter()
+            .filter(|r| self.contents.get(&r.uri).is_some_and(|(s, _)| s == source))
+            .cloned()
+            .collect())
+    }
+}
+
+pub fn service(builder: ConfigBuilder) -> ChatService {
+    ChatService::new(builder.build().unwrap())
+}
+
+pub fn config(host: FakeHost) -> ConfigBuilder {
+    Config::builder(host)
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    /// The JSON of every `data:` line of an SSE body.
+    pub fn sse(&self) -> Vec<Value> {
+        self.text()
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+    pub fn error(&self) -> String {
+        self.json()["error"].as_str().unwrap_or_default().to_owned()
+    }
+}
+
+pub async fn send(svc: &ChatService, req: Request<Full<Bytes>>) -> Reply {
+    let res = svc.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let headers = res.headers().clone();
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+pub fn get(uri: &str) -> Request<Full<Bytes>> {
+    Request::get(uri).body(Full::default()).unwrap()
+}
+
+pub fn with_json(method: &str, uri: &str, body: impl Into<Bytes>) -> Request<Full<Bytes>> {
+    Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", "application/json")
+        .body(Full::new(body.into()))
+        .unwrap()
+}
+
+pub fn post(uri: &str, body: &Value) -> Request<Full<Bytes>> {
+    with_json("POST", uri, serde_json::to_vec(body).unwrap())
+}
+
+pub fn put(uri: &str, body: &Value) -> Request<Full<Bytes>> {
+    with_json("PUT", uri, serde_json::to_vec(body).unwrap())
+}
+
+pub fn tool(name: &str, vis: &[Visibility]) -> Tool {
+    Tool::new(name).with_visibility(vis.to_vec())
+}

@@ -1,0 +1,386 @@
+//! Golden JSON shapes of the wire types: field names, what is omitted when empty, and what is
+//! never omitted. A failing test here is a protocol change: update both sides deliberately.
+
+use lmchatkit_protocol::*;
+use serde_json::{Value, json};
+
+fn to(v: &impl serde::Serialize) -> Value {
+    serde_json::to_value(v).unwrap()
+}
+
+#[test]
+fn events() {
+    assert_eq!(
+        to(&Event::delta("Hi")),
+        json!({"type": "delta", "delta": "Hi"})
+    );
+    assert_eq!(
+        to(&Event::reasoning("hm")),
+        json!({"type": "reasoning", "reasoning": "hm"})
+    );
+    let call = ToolCall::new("call_1", "search", json!({"q": "x"}));
+    assert_eq!(
+        to(&Event::ToolCall { tool_call: call }),
+        json!({"type": "tool_call", "tool_call": {"id": "call_1", "name": "search", "arguments": {"q": "x"}}})
+    );
+    assert_eq!(
+        to(&Event::Done {
+            finish_reason: None,
+            usage: None
+        }),
+        json!({"type": "done"})
+    );
+    let usage = Usage {
+        prompt_tokens: Some(3),
+        completion_tokens: Some(4),
+        total_tokens: Some(7),
+    };
+    assert_eq!(
+        to(&Event::done(FinishReason::ContentFilter, Some(usage))),
+        json!({"type": "done", "finish_reason": "content_filter",
+               "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}})
+    );
+    assert_eq!(
+        to(&Event::error("boom")),
+        json!({"type": "error", "error": "boom"})
+    );
+    for r in ["stop", "tool_calls", "length", "content_filter"] {
+        let ev: Event =
+            serde_json::from_value(json!({"type": "done", "finish_reason": r})).unwrap();
+        assert_eq!(to(&ev)["finish_reason"], r);
+    }
+    assert_eq!(Event::delta("x").kind(), EventType::Delta);
+    assert_eq!(to(&EventType::ToolCall), json!("tool_call"));
+}
+
+#[test]
+fn message_minimal_keeps_content() {
+    assert_eq!(
+        to(&Message::user("")),
+        json!({"role": "user", "content": ""})
+    );
+    assert_eq!(
+        to(&Message::assistant("x")),
+        json!({"role": "assistant", "content": "x"})
+    );
+}
+
+#[test]
+fn message_null_content_reads_as_empty_text() {
+    let m: Message = serde_json::from_value(json!({"role": "assistant", "content": null,
+        "tool_calls": [{"id": "a", "name": "f"}]}))
+    .unwrap();
+    assert_eq!(m.content, Content::Text(String::new()));
+    assert_eq!(m.tool_calls[0].arguments, json!({}));
+    let m: Message = serde_json::from_value(json!({"role": "assistant"})).unwrap();
+    assert_eq!(to(&m), json!({"role": "assistant", "content": ""}));
+}
+
+#[test]
+fn message_full_shape() {
+    let mut call = ToolCall::new("c1", "weather", json!({"city": "Oslo"}));
+    call.approval = Some(Approval::Denied);
+    let mut m = Message::assistant("")
+        .with_id("m-1")
+        .with_tool_calls(vec![call]);
+    m.thinking = Some("hmm".into());
+    m.created_at = Some(1_700_000_000_000);
+    m.usage = Some(Usage {
+        total_tokens: Some(9),
+        ..Usage::default()
+    });
+    assert_eq!(
+        to(&m),
+        json!({"id": "m-1", "role": "assistant", "content": "", "thinking": "hmm",
+               "tool_calls": [{"id": "c1", "name": "weather", "arguments": {"city": "Oslo"}, "approval": "denied"}],
+               "created_at": 1_700_000_000_000i64, "usage": {"total_tokens": 9}})
+    );
+    let mut t = Message::tool("c1", "weather", "sunny");
+    t.is_error = true;
+    t.structured_content = Some(json!({"t": 20}));
+    t.ui = Some(UiToolMeta {
+        resource_uri: Some("ui://w/view".into()),
+        visibility: vec![Visibility::App],
+    });
+    assert_eq!(
+        to(&t),
+        json!({"role": "tool", "content": "sunny", "tool_call_id": "c1", "tool_name": "weather",
+               "is_error": true, "structured_content": {"t": 20}, "ui": {"resourceUri": "ui://w/view"}})
+    );
+    let back: Message = serde_json::from_value(to(&m)).unwrap();
+    assert_eq!(back, m);
+}
+
+#[test]
+fn content_parts() {
+    let m = Message::user(Content::Parts(vec![
+        ContentPart::text("look"),
+        ContentPart::image_url("data:image/png;base64,AAA"),
+        ContentPart::File {
+            file: FileData {
+                filename: Some("a.pdf".into()),
+                file_data: Some("data:application/pdf;base64,B".into()),
+                file_id: None,
+            },
+        },
+        ContentPart::InputAudio {
+            input_audio: InputAudio {
+                data: "UklG".into(),
+                format: "wav".into(),
+            },
+        },
+    ]));
+    assert_eq!(
+        to(&m)["content"],
+        json!([
+            {"type": "text", "text": "look"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAA"}},
+            {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,B"}},
+            {"type": "input_audio", "input_audio": {"data": "UklG", "format": "wav"}}
+        ])
+    );
+    assert!(serde_json::from_value::<Message>(json!({"role": "user", "content": 5})).is_err());
+}
+
+#[test]
+fn catalog_types() {
+    assert_eq!(to(&Model::new("gpt")), json!({"id": "gpt"}));
+    assert_eq!(
+        to(&Persona::default_persona()),
+        json!({"id": "default", "name": "Default"})
+    );
+    let c = SlashCommand {
+        id: "1".into(),
+        name: "help".into(),
+        body: "b".into(),
+        ..Default::default()
+    };
+    assert_eq!(to(&c), json!({"id": "1", "name": "help", "body": "b"}));
+    let c = SlashCommand {
+        allowed_tools: vec!["search".into()],
+        argument_hint: Some("<x>".into()),
+        source: "help.md".into(),
+        ..c
+    };
+    assert_eq!(
+        to(&c),
+        json!({"id": "1", "name": "help", "argument_hint": "<x>", "allowed_tools": ["search"], "body": "b", "source": "help.md"})
+    );
+}
+
+#[test]
+fn tool_visibility_never_serialized() {
+    let t = Tool::new("x").with_visibility(vec![Visibility::App]);
+    assert_eq!(to(&t), json!({"name": "x"}));
+    assert!(!t.visible_to(Visibility::Model));
+    assert!(Tool::new("y").visible_to(Visibility::Model));
+    // `_meta.ui` as MCP sends it: camelCase, visibility read, unknown keys ignored.
+    let ui: UiToolMeta = serde_json::from_value(
+        json!({"resourceUri": "ui://a", "visibility": ["app"], "future": 1}),
+    )
+    .unwrap();
+    assert_eq!(ui.visibility, vec![Visibility::App]);
+    assert_eq!(to(&ui), json!({"resourceUri": "ui://a"}));
+}
+
+#[test]
+fn tool_result_and_resources() {
+    assert_eq!(to(&ToolResult::text("ok")), json!({"content": "ok"}));
+    assert_eq!(
+        to(&ToolResult::error("bad")),
+        json!({"content": "bad", "is_error": true})
+    );
+    assert_eq!(to(&Resource::new("file:///a")), json!({"uri": "file:///a"}));
+    let r = Resource {
+        template: true,
+        mime_type: Some("text/plain".into()),
+        ..Resource::new("file:///{p}")
+    };
+    assert_eq!(
+        to(&r),
+        json!({"uri": "file:///{p}", "template": true, "mime_type": "text/plain"})
+    );
+    let meta: UiResourceMeta = serde_json::from_value(json!({
+        "csp": {"connectDomains": ["https://api.x"], "resourceDomains": ["https://cdn.x"], "frameDomains": [], "baseUriDomains": ["https://b"]},
+        "permissions": {"camera": {}, "clipboardWrite": {}}, "domain": "x.example", "prefersBorder": true, "other": 1
+    })).unwrap();
+    assert_eq!(
+        to(&ResourceResult {
+            uri: "ui://v".into(),
+            text: Some("<p>".into()),
+            mime_type: Some("text/html;profile=mcp-app".into()),
+            ui: Some(meta),
+            blob: None
+        }),
+        json!({"uri": "ui://v", "text": "<p>", "mime_type": "text/html;profile=mcp-app", "ui": {
+            "csp": {"connectDomains": ["https://api.x"], "resourceDomains": ["https://cdn.x"], "baseUriDomains": ["https://b"]},
+            "permissions": {"camera": {}, "clipboardWrite": {}}, "domain": "x.example", "prefersBorder": true}})
+    );
+}
+
+#[test]
+fn prompts() {
+    let p = Prompt {
+        name: "p".into(),
+        description: None,
+        arguments: vec![PromptArgument {
+            name: "a".into(),
+            description: None,
+            required: true,
+        }],
+    };
+    assert_eq!(
+        to(&p),
+        json!({"name": "p", "arguments": [{"name": "a", "required": true}]})
+    );
+    let r = PromptResult {
+        description: None,
+        messages: vec![PromptMessage {
+            role: Role::User,
+            content: "x".into(),
+        }],
+    };
+    assert_eq!(
+        to(&r),
+        json!({"messages": [{"role": "user", "content": "x"}]})
+    );
+}
+
+#[test]
+fn history_types() {
+    let c = StoredConversation {
+        id: "c-1".into(),
+        title: "T".into(),
+        revision: 3,
+        messages: vec![Message::user("q")],
+        ..Default::default()
+    };
+    assert_eq!(
+        to(&c),
+        json!({"id": "c-1", "title": "T", "persona_id": "", "model": "", "created_at": 0, "updated_at": 0, "revision": 3,
+               "messages": [{"role": "user", "content": "q"}]})
+    );
+    assert_eq!(
+        to(&c.summary()),
+        json!({"id": "c-1", "title": "T", "persona_id": "", "model": "", "created_at": 0, "updated_at": 0, "revision": 3})
+    );
+    assert_eq!(
+        to(&SaveResponse {
+            ok: true,
+            revision: 4
+        }),
+        json!({"ok": true, "revision": 4})
+    );
+    let conflict = ConflictResponse {
+        error: "stale".into(),
+        revision: 3,
+        conversation: c,
+    };
+    assert_eq!(to(&conflict)["conversation"]["revision"], 3);
+    let patch: ConversationPatch =
+        serde_json::from_value(json!({"title": "n", "params": {}})).unwrap();
+    assert_eq!(patch.params, Some(Default::default()));
+    assert_eq!(patch.model, None);
+}
+
+#[test]
+fn server_events() {
+    assert_eq!(
+        to(&ServerEvent::new(ServerEventType::ToolsChanged)),
+        json!({"type": "tools_changed"})
+    );
+    assert_eq!(
+        to(&ServerEvent::conversation(
+            ServerEventType::ConversationSaved,
+            "c-1",
+            Some(2)
+        )),
+        json!({"type": "conversation_saved", "id": "c-1", "revision": 2})
+    );
+    assert_eq!(
+        to(&ServerEvent::new(ServerEventType::Resync)),
+        json!({"type": "resync"})
+    );
+    assert!(ServerEventType::ConversationDeleted.is_conversation());
+    assert!(!ServerEventType::PersonasChanged.is_conversation());
+}
+
+#[test]
+fn requests() {
+    let r: ChatRequest = serde_json::from_value(json!({"model": "m", "messages": []})).unwrap();
+    assert_eq!(
+        (
+            r.persona_id.as_str(),
+            r.params.is_none(),
+            r.model_context.is_none()
+        ),
+        ("", true, true)
+    );
+    assert!(serde_json::from_value::<ChatRequest>(json!({"messages": []})).is_err());
+    let t: ToolCallRequest = serde_json::from_value(json!({"name": "x"})).unwrap();
+    assert_eq!(
+        (t.source, t.arguments.clone()),
+        (ToolCallSource::Model, Value::Null)
+    );
+    let t: ToolCallRequest =
+        serde_json::from_value(json!({"name": "x", "source": "app", "via": "v"})).unwrap();
+    assert_eq!(t.source, ToolCallSource::App);
+    assert_eq!(
+        to(&PromptGetRequest {
+            name: "p".into(),
+            args: Default::default()
+        }),
+        json!({"name": "p", "args": {}})
+    );
+    assert_eq!(
+        to(&ResourceReadRequest {
+            uri: "u".into(),
+            via: None
+        }),
+        json!({"uri": "u"})
+    );
+    assert_eq!(
+        to(&AppProxyRequest {
+            method: "tools/call".into(),
+            params: json!({}),
+            via: "v".into()
+        }),
+        json!({"method": "tools/call", "params": {}, "via": "v"})
+    );
+    assert_eq!(
+        to(&AppViewResponse {
+            url: "/chat/apps/view/t".into(),
+            permissions: None,
+            prefers_border: Some(true)
+        }),
+        json!({"url": "/chat/apps/view/t", "prefers_border": true})
+    );
+    assert_eq!(
+        to(&ConfigResponse {
+            file_upload: true,
+            max_upload_bytes: 10,
+            history: HistoryMode::Server,
+            events: true,
+            sandbox_origin: None,
+            demo: false,
+            mcp: vec![McpServerStatus {
+                name: "fs".into(),
+                status: "connected".into(),
+                error: None
+            }]
+        }),
+        json!({"file_upload": true, "max_upload_bytes": 10, "history": "server", "events": true, "demo": false, "mcp": [{"name": "fs", "status": "connected"}]})
+    );
+    assert_eq!(
+        to(&UploadResponse {
+            files: vec![UploadedFile {
+                name: "a.txt".into(),
+                mime_type: "text/plain".into(),
+                data_url: "data:text/plain;base64,eA==".into(),
+                size: 1
+            }]
+        }),
+        json!({"files": [{"name": "a.txt", "mime_type": "text/plain", "data_url": "data:text/plain;base64,eA==", "size": 1}]})
+    );
+    assert_eq!(to(&ErrorBody { error: "x".into() }), json!({"error": "x"}));
+}
