@@ -54,8 +54,13 @@ pub(crate) fn common_prefix<'a>(
     stored
         .into_iter()
         .zip(incoming)
-        .take_while(|((id, body), row)| *id == row.id.as_deref() && *body == row.body)
+        .take_while(|((id, body), row)| row_matches(*id, body, row))
         .count()
+}
+
+/// True when a stored row (id, body) equals an incoming row: the prefix rule for one message.
+pub(crate) fn row_matches(id: Option<&str>, body: &str, row: &MessageRow) -> bool {
+    id == row.id.as_deref() && body == row.body
 }
 
 /// Milliseconds since the Unix epoch.
