@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use lmchatkit_protocol::{ConversationPatch, Message, StoredConversation};
 
+use super::schema::SCHEMA_VERSION;
 use super::*;
 use crate::history::conformance;
 
