@@ -6,13 +6,28 @@
 //! the revision. A stale revision is a [`SaveOutcome::Conflict`] carrying the current copy, so
 //! nothing is overwritten silently. System messages are never stored. Everything is scoped by
 //! [`Principal`].
+//!
+//! Decisions both stores implement (the test-only `conformance` suite runs against each store):
+//! - The common prefix is the longest run where both the message id and the full serialized JSON
+//!   are equal; stored rows after it are deleted and the rest inserted, so appending one turn
+//!   writes one turn and editing an earlier message rewrites from there.
+//! - A save with a base revision `> 0` for an id that is absent (e.g. deleted in another tab)
+//!   recreates it at revision 1 rather than failing: nothing is lost.
+//! - `created_at` is set by the first save (the body's value when `> 0`, else now) and kept after;
+//!   `updated_at` is now (ms) on every save and patch.
+//! - A patch whose title is blank after trimming keeps the stored title (the route rejects blank
+//!   titles; this only guards direct callers).
+//! - Only conversation ids are checked with [`validate_id`]; message ids are opaque data.
 
 use async_trait::async_trait;
 use lmchatkit_protocol::{ConversationPatch, ConversationSummary, StoredConversation};
 
 use crate::host::Principal;
 
+#[cfg(test)]
+mod conformance;
 pub mod memory;
+mod rows;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

@@ -1,5 +1,263 @@
-//! SQLite history store (stub until implemented).
+//! SQLite history store: one file (WAL journal, `synchronous=NORMAL`, foreign keys on, a busy
+//! timeout), the schema created or migrated at open and versioned with `PRAGMA user_version`.
+//!
+//! Tables: `conversations` (one row per principal and id, with the revision) and `messages` (one
+//! row per message: the id and the message as JSON, ordered by `seq`, deleted with their
+//! conversation through `ON DELETE CASCADE`). A save runs in one `IMMEDIATE` transaction, so the
+//! revision check and the write are atomic, even across processes sharing the file.
+//!
+//! rusqlite is blocking: every operation runs on [`tokio::task::spawn_blocking`] with the single
+//! connection behind a `std::sync::Mutex` (reads share it; SQLite serialises writers anyway).
 
-/// Keeps conversations in one SQLite file.
-#[derive(Debug)]
-pub struct SqliteStore;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+#[cfg(test)]
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use lmchatkit_protocol::{ConversationPatch, ConversationSummary, StoredConversation};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use self::queries::{Db, SUMMARY_COLUMNS, load, save_blocking, summary_from_row, with_params};
+use super::rows::{encode_messages, now_ms, storage};
+use super::{HistoryError, HistoryStore, SaveOutcome, validate_id};
+use crate::host::Principal;
+
+/// Keeps conversations in one SQLite file (or in memory), scoped by principal.
+///
+/// ```
+/// use lmchatkit::Principal;
+/// use lmchatkit::history::{HistoryStore, SaveOutcome, SqliteStore};
+/// use lmchatkit::protocol::{Message, StoredConversation};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("history.db");
+/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// rt.block_on(async {
+///     let store = SqliteStore::open(&path).unwrap();
+///     let me = Principal::anonymous();
+///     let conversation = StoredConversation {
+///         id: "c-1".into(),
+///         title: "Persisted".into(),
+///         messages: vec![Message::user("hi").with_id("m1")],
+///         ..Default::default()
+///     };
+///     assert_eq!(
+///         store.save(&me, conversation).await.unwrap(),
+///         SaveOutcome::Saved { revision: 1 }
+///     );
+///     drop(store);
+///
+///     // Reopened, the conversation is still there.
+///     let store = SqliteStore::open(&path).unwrap();
+///     let got = store.get(&me, "c-1").await.unwrap().unwrap();
+///     assert_eq!(got.title, "Persisted");
+///     assert_eq!(got.revision, 1);
+/// });
+/// ```
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+    path: Option<PathBuf>,
+    /// Message rows inserted plus deleted by saves (as SQLite reports them), for tests.
+    rows_written: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating when missing) the database file at `path`, sets WAL mode,
+    /// `synchronous=NORMAL`, foreign keys and a busy timeout, and creates or migrates the schema.
+    ///
+    /// Blocking (it touches the file): call it at startup or inside `spawn_blocking`. A file whose
+    /// schema is newer than this build fails with [`HistoryError::Storage`] rather than being
+    /// modified.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let store = lmchatkit::history::SqliteStore::open(dir.path().join("h.db")).unwrap();
+    /// # drop(store);
+    /// assert!(dir.path().join("h.db").exists());
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, HistoryError> {
+        let path = path.as_ref();
+        let conn = Connection::open(path).db()?;
+        Self::init(conn, Some(path.to_owned()))
+    }
+
+    /// A private in-memory database (nothing persists; for tests and demos).
+    ///
+    /// ```
+    /// use lmchatkit::Principal;
+    /// use lmchatkit::history::{HistoryStore, SqliteStore};
+    ///
+    /// let store = SqliteStore::in_memory().unwrap();
+    /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// assert!(rt.block_on(store.list(&Principal::anonymous())).unwrap().is_empty());
+    /// ```
+    pub fn in_memory() -> Result<Self, HistoryError> {
+        Self::init(Connection::open_in_memory().db()?, None)
+    }
+
+    fn init(mut conn: Connection, path: Option<PathBuf>) -> Result<Self, HistoryError> {
+        schema::configure(&conn, path.is_some())?;
+        schema::migrate(&mut conn)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+            path,
+            rows_written: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Runs `f` with the connection on the blocking pool.
+    async fn run<T, F>(&self, f: F) -> Result<T, HistoryError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &AtomicU64) -> Result<T, HistoryError> + Send + 'static,
+    {
+        let conn = self.conn.clone();
+        let counter = self.rows_written.clone();
+        tokio::task::spawn_blocking(move || {
+            // A panic mid-transaction rolled it back when the transaction dropped, so the
+            // connection behind a poisoned lock is still usable.
+            let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+            f(&mut conn, &counter)
+        })
+        .await
+        .map_err(storage)?
+    }
+
+    /// Message rows inserted plus deleted by saves since open.
+    #[cfg(test)]
+    pub(crate) fn rows_written(&self) -> u64 {
+        self.rows_written.load(Ordering::SeqCst)
+    }
+
+    /// Runs `f` on the connection synchronously (test inspection only).
+    #[cfg(test)]
+    pub(crate) fn with_conn<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
+        f(&self.conn.lock().unwrap())
+    }
+}
+
+#[async_trait]
+impl HistoryStore for SqliteStore {
+    async fn list(&self, principal: &Principal) -> Result<Vec<ConversationSummary>, HistoryError> {
+        let principal = principal.id().to_owned();
+        self.run(move |conn, _| {
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM conversations WHERE principal = ?1
+                     ORDER BY updated_at DESC, id ASC"
+                ))
+                .db()?;
+            let rows = stmt
+                .query_map(params![principal], summary_from_row)
+                .db()?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .db()?;
+            rows.into_iter().map(with_params).collect()
+        })
+        .await
+    }
+
+    async fn get(
+        &self,
+        principal: &Principal,
+        id: &str,
+    ) -> Result<Option<StoredConversation>, HistoryError> {
+        validate_id(id)?;
+        let (principal, id) = (principal.id().to_owned(), id.to_owned());
+        self.run(move |conn, _| load(conn, &principal, &id)).await
+    }
+
+    async fn save(
+        &self,
+        principal: &Principal,
+        conversation: StoredConversation,
+    ) -> Result<SaveOutcome, HistoryError> {
+        validate_id(&conversation.id)?;
+        let principal = principal.id().to_owned();
+        self.run(move |conn, counter| {
+            // Serialise off the async threads: a long conversation is real work.
+            let rows = encode_messages(&conversation.messages)?;
+            save_blocking(conn, counter, &principal, conversation, rows)
+        })
+        .await
+    }
+
+    async fn patch(
+        &self,
+        principal: &Principal,
+        id: &str,
+        patch: ConversationPatch,
+    ) -> Result<Option<u64>, HistoryError> {
+        validate_id(id)?;
+        let (principal, id) = (principal.id().to_owned(), id.to_owned());
+        let title = patch.title.trim().to_owned();
+        let params_json = patch
+            .params
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(storage)?;
+        let now = now_ms();
+        self.run(move |conn, _| {
+            let revision: Option<i64> = conn
+                .prepare_cached(
+                    "UPDATE conversations SET
+                        title = CASE WHEN ?3 = '' THEN title ELSE ?3 END,
+                        model = COALESCE(NULLIF(?4, ''), model),
+                        persona_id = COALESCE(NULLIF(?5, ''), persona_id),
+                        params = COALESCE(?6, params),
+                        updated_at = ?7,
+                        revision = revision + 1
+                     WHERE principal = ?1 AND id = ?2
+                     RETURNING revision",
+                )
+                .db()?
+                .query_row(
+                    params![
+                        principal,
+                        id,
+                        title,
+                        patch.model,
+                        patch.persona_id,
+                        params_json,
+                        now
+                    ],
+                    |r| r.get(0),
+                )
+                .optional()
+                .db()?;
+            Ok(revision.map(|r| r as u64))
+        })
+        .await
+    }
+
+    async fn delete(&self, principal: &Principal, id: &str) -> Result<bool, HistoryError> {
+        validate_id(id)?;
+        let (principal, id) = (principal.id().to_owned(), id.to_owned());
+        self.run(move |conn, _| {
+            // Messages go with it (ON DELETE CASCADE).
+            let n = conn
+                .prepare_cached("DELETE FROM conversations WHERE principal = ?1 AND id = ?2")
+                .db()?
+                .execute(params![principal, id])
+                .db()?;
+            Ok(n > 0)
+        })
+        .await
+    }
+}
+
+mod queries;
+mod schema;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,528 @@
+//! The conformance suite every [`HistoryStore`] must pass (tests only). Each store's test module
+//! calls [`run`], [`concurrency`] and [`large_conversation`].
+
+mod stress;
+
+pub(crate) use stress::{concurrency, large_conversation};
+
+use std::time::Duration;
+
+use lmchatkit_protocol::{
+    Approval, Content, ContentPart, ConversationPatch, Message, Params, StoredConversation,
+    ToolCall, UiToolMeta, Usage,
+};
+use serde_json::json;
+
+use super::{HistoryError, HistoryStore, SaveOutcome};
+use crate::host::Principal;
+
+pub(super) fn conv(id: &str, revision: u64, messages: Vec<Message>) -> StoredConversation {
+    StoredConversation {
+        id: id.into(),
+        title: format!("title of {id}"),
+        persona_id: "default".into(),
+        model: "demo".into(),
+        params: params(json!({"temperature": 0.5})),
+        revision,
+        messages,
+        ..Default::default()
+    }
+}
+
+fn params(v: serde_json::Value) -> Params {
+    v.as_object().cloned().expect("an object")
+}
+
+pub(super) fn msg(role: &str, id: &str, text: &str) -> Message {
+    let m = match role {
+        "user" => Message::user(text),
+        "assistant" => Message::assistant(text),
+        _ => Message::system(text),
+    };
+    m.with_id(id)
+}
+
+pub(super) async fn saved(store: &dyn HistoryStore, p: &Principal, c: StoredConversation) -> u64 {
+    match store.save(p, c).await.expect("save") {
+        SaveOutcome::Saved { revision } => revision,
+        SaveOutcome::Conflict(cur) => {
+            panic!("unexpected conflict, current revision {}", cur.revision)
+        }
+    }
+}
+
+async fn conflict(
+    store: &dyn HistoryStore,
+    p: &Principal,
+    c: StoredConversation,
+) -> StoredConversation {
+    match store.save(p, c).await.expect("save") {
+        SaveOutcome::Conflict(cur) => *cur,
+        SaveOutcome::Saved { revision } => panic!("expected a conflict, saved revision {revision}"),
+    }
+}
+
+pub(super) async fn get(store: &dyn HistoryStore, p: &Principal, id: &str) -> StoredConversation {
+    store.get(p, id).await.expect("get").expect("present")
+}
+
+/// A message of every shape the UI stores, to check the exact round trip.
+fn rich_messages() -> Vec<Message> {
+    let mut user = Message::new(
+        lmchatkit_protocol::Role::User,
+        Content::Parts(vec![
+            ContentPart::text("look at this"),
+            ContentPart::image_url("data:image/png;base64,iVBORw0KGgo="),
+        ]),
+    )
+    .with_id("r1");
+    user.created_at = Some(1_700_000_000_123);
+
+    let mut assistant = Message::assistant("").with_id("r2").with_tool_calls(vec![
+        ToolCall {
+            approval: Some(Approval::Approved),
+            ..ToolCall::new(
+                "call_1",
+                "srv__weather",
+                json!({"city": "Oslo", "days": [1, 2]}),
+            )
+        },
+        ToolCall {
+            approval: Some(Approval::Denied),
+            ..ToolCall::new("call_2", "srv__delete", json!("not json {"))
+        },
+    ]);
+    assistant.thinking = Some("let me think… ünïcødé 🎉".into());
+    assistant.created_at = Some(1_700_000_000_456);
+    assistant.usage = Some(Usage {
+        prompt_tokens: Some(10),
+        completion_tokens: Some(5),
+        total_tokens: Some(15),
+    });
+
+    let mut tool = Message::tool("call_1", "srv__weather", "sunny").with_id("r3");
+    tool.is_error = true;
+    tool.structured_content = Some(json!({"temp": 21.5, "nested": {"a": [null, true]}}));
+    tool.ui = Some(UiToolMeta {
+        resource_uri: Some("ui://weather/view.html".into()),
+        visibility: Vec::new(),
+    });
+
+    let mut info = Message::assistant("line 1\nline 2 \"quoted\" \u{0007}").with_id("r4");
+    info.info = Some(json!({"kind": "compacted", "n": 12}));
+
+    // No id at all is allowed too.
+    let plain = Message::user("no id");
+    vec![user, assistant, tool, info, plain]
+}
+
+/// The behaviour suite. `rows_written` reports the store's count of message rows inserted plus
+/// deleted by saves, so the prefix write can be checked.
+pub(crate) async fn run(store: &dyn HistoryStore, rows_written: &(dyn Fn() -> u64 + Sync)) {
+    let alice = Principal::new("alice");
+    let bob = Principal::new("bob");
+
+    // Empty store.
+    assert!(store.list(&alice).await.unwrap().is_empty());
+    assert!(store.get(&alice, "c-none").await.unwrap().is_none());
+    assert!(!store.delete(&alice, "c-none").await.unwrap());
+    let p = ConversationPatch {
+        title: "x".into(),
+        ..Default::default()
+    };
+    assert_eq!(store.patch(&alice, "c-none", p).await.unwrap(), None);
+
+    invalid_ids(store).await;
+    create_and_conflicts(store, &alice, rows_written).await;
+    prefix_writes(store, &alice, rows_written).await;
+    round_trip(store, &alice).await;
+    principals(store, &alice, &bob).await;
+    patching(store, &alice).await;
+    deleting(store, &alice).await;
+    ordering(store).await;
+}
+
+async fn invalid_ids(store: &dyn HistoryStore) {
+    let p = Principal::new("alice");
+    let long = "x".repeat(129);
+    for id in [
+        "",
+        "a/b",
+        "/",
+        "..",
+        "../etc",
+        "a..b",
+        "a\0b",
+        "a\\b",
+        "a\nb",
+        long.as_str(),
+    ] {
+        let is_invalid = |r: Result<(), HistoryError>| matches!(r, Err(HistoryError::InvalidId));
+        assert!(
+            is_invalid(store.get(&p, id).await.map(|_| ())),
+            "get {id:?}"
+        );
+        assert!(
+            is_invalid(store.save(&p, conv(id, 0, vec![])).await.map(|_| ())),
+            "save {id:?}"
+        );
+        let patch = ConversationPatch {
+            title: "t".into(),
+            ..Default::default()
+        };
+        assert!(
+            is_invalid(store.patch(&p, id, patch).await.map(|_| ())),
+            "patch {id:?}"
+        );
+        assert!(
+            is_invalid(store.delete(&p, id).await.map(|_| ())),
+            "delete {id:?}"
+        );
+    }
+    assert!(
+        store.list(&p).await.unwrap().is_empty(),
+        "nothing was stored"
+    );
+}
+
+async fn create_and_conflicts(
+    store: &dyn HistoryStore,
+    alice: &Principal,
+    rows_written: &(dyn Fn() -> u64 + Sync),
+) {
+    let before_ms = super::rows::now_ms();
+    let w0 = rows_written();
+    let messages = vec![
+        Message::system("you are helpful"),
+        msg("user", "u1", "hello"),
+        Message::system("a second system message"),
+        msg("assistant", "a1", "hi there"),
+    ];
+    assert_eq!(saved(store, alice, conv("c-1", 0, messages)).await, 1);
+    assert_eq!(rows_written() - w0, 2, "system messages are not written");
+
+    let got = get(store, alice, "c-1").await;
+    assert_eq!(got.id, "c-1");
+    assert_eq!(got.revision, 1);
+    assert_eq!(got.title, "title of c-1");
+    assert_eq!(got.persona_id, "default");
+    assert_eq!(got.model, "demo");
+    assert_eq!(got.params, params(json!({"temperature": 0.5})));
+    assert_eq!(
+        got.messages,
+        vec![
+            msg("user", "u1", "hello"),
+            msg("assistant", "a1", "hi there")
+        ]
+    );
+    assert!(got.created_at >= before_ms, "created_at defaults to now");
+    assert!(got.updated_at >= got.created_at);
+
+    // A body's created_at is kept on create.
+    let mut c2 = conv("c-2", 0, vec![]);
+    c2.created_at = 1234;
+    assert_eq!(saved(store, alice, c2).await, 1);
+    let got2 = get(store, alice, "c-2").await;
+    assert_eq!(got2.created_at, 1234);
+    assert!(got2.updated_at >= before_ms);
+    assert!(got2.messages.is_empty());
+
+    // Base 0 on an existing id, and a stale base: conflict with the current copy, nothing written.
+    let w1 = rows_written();
+    let cur = conflict(
+        store,
+        alice,
+        conv("c-1", 0, vec![msg("user", "x", "other")]),
+    )
+    .await;
+    assert_eq!(cur, got);
+    let cur = conflict(store, alice, conv("c-1", 7, vec![])).await;
+    assert_eq!(cur, got);
+    assert_eq!(rows_written(), w1);
+    assert_eq!(get(store, alice, "c-1").await, got);
+
+    // created_at is kept from the first save, whatever later bodies say.
+    let mut c = conv("c-1", 1, got.messages.clone());
+    c.created_at = 42;
+    c.title = "renamed by save".into();
+    assert_eq!(saved(store, alice, c).await, 2);
+    let after = get(store, alice, "c-1").await;
+    assert_eq!(after.created_at, got.created_at);
+    assert_eq!(after.title, "renamed by save");
+    assert!(after.updated_at >= got.updated_at);
+    assert_eq!(after.revision, 2);
+    assert!(store.delete(alice, "c-1").await.unwrap());
+    assert!(store.delete(alice, "c-2").await.unwrap());
+}
+
+async fn prefix_writes(
+    store: &dyn HistoryStore,
+    alice: &Principal,
+    rows_written: &(dyn Fn() -> u64 + Sync),
+) {
+    let id = "c-prefix";
+    let mut msgs = vec![msg("user", "u1", "one"), msg("assistant", "a1", "two")];
+    let w = rows_written();
+    let mut rev = saved(store, alice, conv(id, 0, msgs.clone())).await;
+    assert_eq!(rows_written() - w, 2);
+
+    // Appending one message writes one row; a turn (two messages) writes two.
+    msgs.push(msg("user", "u2", "three"));
+    let w = rows_written();
+    rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
+    assert_eq!(rows_written() - w, 1, "append one message");
+    msgs.push(msg("assistant", "a2", "four"));
+    msgs.push(msg("user", "u3", "five"));
+    let w = rows_written();
+    rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
+    assert_eq!(rows_written() - w, 2, "append a turn");
+    assert_eq!(rev, 3);
+
+    // Saving the same messages writes nothing (system messages do not count).
+    let mut with_system = msgs.clone();
+    with_system.insert(0, Message::system("sys"));
+    let w = rows_written();
+    rev = saved(store, alice, conv(id, rev, with_system)).await;
+    assert_eq!(rows_written() - w, 0, "unchanged");
+    assert_eq!(get(store, alice, id).await.messages, msgs);
+
+    // Editing an earlier message rewrites from there: 5 stored, edit index 1 → 4 deleted + 4 inserted.
+    msgs[1] = msg("assistant", "a1", "two, edited");
+    let w = rows_written();
+    rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
+    assert_eq!(rows_written() - w, 8, "edit at index 1");
+    assert_eq!(get(store, alice, id).await.messages, msgs);
+
+    // Same body, different id: not part of the prefix.
+    msgs[4] = msg("user", "u3-new", "five");
+    let w = rows_written();
+    rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
+    assert_eq!(rows_written() - w, 2, "id change at the end");
+
+    // A change inside a structured field (tool-call approval) also counts.
+    msgs[3].tool_calls = vec![ToolCall::new("call_9", "t", json!({}))];
+    let w = rows_written();
+    rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
+    msgs[3].tool_calls[0].approval = Some(Approval::Approved);
+    rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
+    assert_eq!(rows_written() - w, 8, "two rewrites of the last two rows");
+
+    // Truncation deletes only the tail.
+    msgs.truncate(2);
+    let w = rows_written();
+    rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
+    assert_eq!(rows_written() - w, 3, "truncate 5 → 2");
+    assert_eq!(get(store, alice, id).await.messages, msgs);
+
+    // Clearing everything, then starting over.
+    let w = rows_written();
+    rev = saved(store, alice, conv(id, rev, vec![])).await;
+    assert_eq!(rows_written() - w, 2);
+    assert!(get(store, alice, id).await.messages.is_empty());
+    msgs = vec![msg("user", "n1", "new start")];
+    rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
+    let got = get(store, alice, id).await;
+    assert_eq!(got.messages, msgs);
+    assert_eq!(got.revision, rev);
+    assert_eq!(rev, 11);
+    assert!(store.delete(alice, id).await.unwrap());
+}
+
+async fn round_trip(store: &dyn HistoryStore, alice: &Principal) {
+    let messages = rich_messages();
+    let rev = saved(store, alice, conv("c-rich", 0, messages.clone())).await;
+    let got = get(store, alice, "c-rich").await;
+    assert_eq!(got.messages, messages);
+    // Byte-exact JSON too (key order of arguments and structured content preserved).
+    assert_eq!(
+        serde_json::to_string(&got.messages).unwrap(),
+        serde_json::to_string(&messages).unwrap()
+    );
+    // Re-saving what was read writes a new revision and changes nothing.
+    let rev2 = saved(store, alice, conv("c-rich", rev, got.messages.clone())).await;
+    assert_eq!(rev2, rev + 1);
+    assert_eq!(get(store, alice, "c-rich").await.messages, messages);
+    assert!(store.delete(alice, "c-rich").await.unwrap());
+}
+
+async fn principals(store: &dyn HistoryStore, alice: &Principal, bob: &Principal) {
+    let anon = Principal::anonymous();
+    let id = "c-shared-id";
+    saved(store, alice, conv(id, 0, vec![msg("user", "1", "alice's")])).await;
+    assert!(store.get(bob, id).await.unwrap().is_none());
+    assert!(store.get(&anon, id).await.unwrap().is_none());
+    assert!(store.list(bob).await.unwrap().is_empty());
+    assert!(!store.delete(bob, id).await.unwrap());
+    let p = ConversationPatch {
+        title: "bob was here".into(),
+        ..Default::default()
+    };
+    assert_eq!(store.patch(bob, id, p).await.unwrap(), None);
+
+    // The same id for bob is his own conversation (base 0 creates, no conflict).
+    saved(store, bob, conv(id, 0, vec![msg("user", "1", "bob's")])).await;
+    saved(store, &anon, conv(id, 0, vec![msg("user", "1", "anon's")])).await;
+    let a = get(store, alice, id).await;
+    let b = get(store, bob, id).await;
+    assert_eq!(a.messages[0].content.as_text(), Some("alice's"));
+    assert_eq!(b.messages[0].content.as_text(), Some("bob's"));
+    assert_eq!(a.title, "title of c-shared-id");
+    assert_eq!(a.revision, 1);
+    assert_eq!(store.list(bob).await.unwrap().len(), 1);
+    assert_eq!(store.list(&anon).await.unwrap().len(), 1);
+
+    // Bob deleting his copy leaves alice's alone.
+    assert!(store.delete(bob, id).await.unwrap());
+    assert!(store.get(bob, id).await.unwrap().is_none());
+    assert_eq!(get(store, alice, id).await, a);
+    assert!(store.delete(&anon, id).await.unwrap());
+    assert!(store.delete(alice, id).await.unwrap());
+}
+
+async fn patching(store: &dyn HistoryStore, alice: &Principal) {
+    let id = "c-patch";
+    let rev = saved(store, alice, conv(id, 0, vec![msg("user", "1", "hi")])).await;
+    let before = get(store, alice, id).await;
+
+    let p = ConversationPatch {
+        title: "  New title \n".into(),
+        model: Some(String::new()),
+        persona_id: Some("coder".into()),
+        params: None,
+    };
+    let rev2 = store.patch(alice, id, p).await.unwrap().unwrap();
+    assert_eq!(rev2, rev + 1);
+    let got = get(store, alice, id).await;
+    assert_eq!(got.title, "New title");
+    assert_eq!(got.model, "demo", "an empty model is ignored");
+    assert_eq!(got.persona_id, "coder");
+    assert_eq!(got.params, before.params, "absent params are kept");
+    assert_eq!(got.revision, rev2);
+    assert!(got.updated_at >= before.updated_at);
+    assert_eq!(got.created_at, before.created_at);
+    assert_eq!(got.messages, before.messages);
+
+    // Params replace wholesale, even with {}.
+    let p = ConversationPatch {
+        title: "New title".into(),
+        model: Some("gpt-x".into()),
+        persona_id: Some(String::new()),
+        params: Some(Params::new()),
+    };
+    let rev3 = store.patch(alice, id, p).await.unwrap().unwrap();
+    assert_eq!(rev3, rev2 + 1);
+    let got = get(store, alice, id).await;
+    assert_eq!(got.model, "gpt-x");
+    assert_eq!(got.persona_id, "coder");
+    assert!(got.params.is_empty());
+    let p = ConversationPatch {
+        title: "New title".into(),
+        params: Some(params(json!({"top_p": 0.9, "max_tokens": 100}))),
+        ..Default::default()
+    };
+    store.patch(alice, id, p).await.unwrap().unwrap();
+    let got = get(store, alice, id).await;
+    assert_eq!(got.params, params(json!({"top_p": 0.9, "max_tokens": 100})));
+
+    // The list sees the patch, and a save from the pre-patch revision conflicts.
+    let summary = store.list(alice).await.unwrap();
+    assert_eq!(summary, vec![got.summary()]);
+    let cur = conflict(store, alice, conv(id, rev, vec![])).await;
+    assert_eq!(cur, got);
+    assert!(store.delete(alice, id).await.unwrap());
+}
+
+async fn deleting(store: &dyn HistoryStore, alice: &Principal) {
+    let id = "c-del";
+    let rev = saved(
+        store,
+        alice,
+        conv(
+            id,
+            0,
+            vec![msg("user", "1", "a"), msg("assistant", "2", "b")],
+        ),
+    )
+    .await;
+    saved(
+        store,
+        alice,
+        conv("c-keep", 0, vec![msg("user", "1", "keep")]),
+    )
+    .await;
+    assert!(store.delete(alice, id).await.unwrap());
+    assert!(store.get(alice, id).await.unwrap().is_none());
+    assert!(!store.delete(alice, id).await.unwrap());
+    let ids: Vec<String> = store
+        .list(alice)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids, ["c-keep"]);
+    // Recreating starts from revision 1 with none of the old messages.
+    assert_eq!(saved(store, alice, conv(id, 0, vec![])).await, 1);
+    assert!(get(store, alice, id).await.messages.is_empty());
+    // A save from an old base after a delete recreates (nothing is lost).
+    assert!(store.delete(alice, id).await.unwrap());
+    assert_eq!(
+        saved(store, alice, conv(id, rev, vec![msg("user", "1", "again")])).await,
+        1
+    );
+    assert_eq!(get(store, alice, id).await.messages.len(), 1);
+    assert!(store.delete(alice, id).await.unwrap());
+    assert!(store.delete(alice, "c-keep").await.unwrap());
+}
+
+fn assert_sorted(list: &[lmchatkit_protocol::ConversationSummary]) {
+    for w in list.windows(2) {
+        let ok = w[0].updated_at > w[1].updated_at
+            || (w[0].updated_at == w[1].updated_at && w[0].id < w[1].id);
+        assert!(ok, "list order: {:?} before {:?}", w[0], w[1]);
+    }
+}
+
+async fn ordering(store: &dyn HistoryStore) {
+    let carol = Principal::new("carol");
+    let tick = || tokio::time::sleep(Duration::from_millis(3));
+    let a = saved(store, &carol, conv("o-a", 0, vec![])).await;
+    tick().await;
+    saved(store, &carol, conv("o-b", 0, vec![])).await;
+    tick().await;
+    saved(store, &carol, conv("o-c", 0, vec![])).await;
+    tick().await;
+    let ids = |l: Vec<lmchatkit_protocol::ConversationSummary>| {
+        l.into_iter().map(|s| s.id).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids(store.list(&carol).await.unwrap()),
+        ["o-c", "o-b", "o-a"]
+    );
+    saved(store, &carol, conv("o-a", a, vec![])).await;
+    tick().await;
+    assert_eq!(
+        ids(store.list(&carol).await.unwrap()),
+        ["o-a", "o-c", "o-b"]
+    );
+    let p = ConversationPatch {
+        title: "bumped".into(),
+        ..Default::default()
+    };
+    store.patch(&carol, "o-b", p).await.unwrap().unwrap();
+    let list = store.list(&carol).await.unwrap();
+    assert_eq!(list[0].title, "bumped");
+    assert_eq!(ids(list), ["o-b", "o-a", "o-c"]);
+
+    // Ties by id ascending: create many in quick succession (most share a millisecond) and
+    // check the whole order.
+    for i in (0..40).rev() {
+        saved(store, &carol, conv(&format!("t-{i:02}"), 0, vec![])).await;
+    }
+    let list = store.list(&carol).await.unwrap();
+    assert_eq!(list.len(), 43);
+    assert_sorted(&list);
+    for s in list {
+        assert!(store.delete(&carol, &s.id).await.unwrap());
+    }
+}

@@ -1,0 +1,115 @@
+//! Helpers shared by the stores: message rows (id + serialized JSON), the common-prefix rule,
+//! and the clock.
+
+use lmchatkit_protocol::{Message, Role};
+
+use super::HistoryError;
+
+/// One stored message row: the message id (if any) and the message serialized as JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MessageRow {
+    pub id: Option<String>,
+    pub body: String,
+}
+
+/// Serializes the messages to rows, dropping system messages (they are never stored).
+pub(crate) fn encode_messages(messages: &[Message]) -> Result<Vec<MessageRow>, HistoryError> {
+    messages
+        .iter()
+        .filter(|m| m.role != Role::System)
+        .map(|m| {
+            Ok(MessageRow {
+                id: m.id.clone(),
+                body: serde_json::to_string(m).map_err(storage)?,
+            })
+        })
+        .collect()
+}
+
+/// Parses a stored message body.
+pub(crate) fn decode_message(body: &str) -> Result<Message, HistoryError> {
+    serde_json::from_str(body).map_err(storage)
+}
+
+/// Decodes rows in order, skipping any system message (defensive: none is ever written).
+pub(crate) fn decode_rows<'a>(
+    bodies: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<Message>, HistoryError> {
+    let mut out = Vec::new();
+    for body in bodies {
+        let m = decode_message(body)?;
+        if m.role != Role::System {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
+/// Length of the longest common prefix of `stored` and `incoming`: the run, from the start, where
+/// both the message id and the full serialized JSON are equal.
+pub(crate) fn common_prefix<'a>(
+    stored: impl IntoIterator<Item = (Option<&'a str>, &'a str)>,
+    incoming: &[MessageRow],
+) -> usize {
+    stored
+        .into_iter()
+        .zip(incoming)
+        .take_while(|((id, body), row)| row_matches(*id, body, row))
+        .count()
+}
+
+/// True when a stored row (id, body) equals an incoming row: the prefix rule for one message.
+pub(crate) fn row_matches(id: Option<&str>, body: &str, row: &MessageRow) -> bool {
+    id == row.id.as_deref() && body == row.body
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Wraps any error as [`HistoryError::Storage`].
+pub(crate) fn storage(e: impl std::fmt::Display) -> HistoryError {
+    HistoryError::Storage(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(ms: &[Message]) -> Vec<MessageRow> {
+        encode_messages(ms).unwrap()
+    }
+
+    #[test]
+    fn system_messages_are_dropped() {
+        let r = rows(&[Message::system("s"), Message::user("u").with_id("1")]);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].id.as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn prefix_needs_equal_id_and_body() {
+        let a = rows(&[
+            Message::user("a").with_id("1"),
+            Message::assistant("b").with_id("2"),
+        ]);
+        fn view(r: &[MessageRow]) -> Vec<(Option<&str>, &str)> {
+            r.iter()
+                .map(|x| (x.id.as_deref(), x.body.as_str()))
+                .collect()
+        }
+        assert_eq!(common_prefix(view(&a), &a), 2);
+        let b = rows(&[
+            Message::user("a").with_id("1"),
+            Message::assistant("c").with_id("2"),
+        ]);
+        assert_eq!(common_prefix(view(&a), &b), 1);
+        let c = rows(&[Message::user("a").with_id("9")]);
+        assert_eq!(common_prefix(view(&a), &c), 0);
+        assert_eq!(common_prefix(view(&a), &[]), 0);
+    }
+}

@@ -1,0 +1,228 @@
+//! The blocking SQL behind each store operation; each runs on the blocking pool with the
+//! store's connection.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use lmchatkit_protocol::{ConversationSummary, Params, StoredConversation};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use crate::history::rows::{MessageRow, decode_rows, now_ms, row_matches, storage};
+use crate::history::{HistoryError, SaveOutcome};
+
+/// `rusqlite` errors as [`HistoryError::Storage`].
+pub(super) trait Db<T> {
+    fn db(self) -> Result<T, HistoryError>;
+}
+
+impl<T> Db<T> for rusqlite::Result<T> {
+    fn db(self) -> Result<T, HistoryError> {
+        self.map_err(storage)
+    }
+}
+
+/// The columns [`summary_from_row`] reads, in order.
+pub(super) const SUMMARY_COLUMNS: &str =
+    "id, title, persona_id, model, params, created_at, updated_at, revision";
+
+/// A summary row, with its params still as JSON text (parsed by [`with_params`]).
+pub(super) fn summary_from_row(
+    r: &rusqlite::Row<'_>,
+) -> rusqlite::Result<(ConversationSummary, String)> {
+    Ok((
+        ConversationSummary {
+            id: r.get(0)?,
+            title: r.get(1)?,
+            persona_id: r.get(2)?,
+            model: r.get(3)?,
+            params: Params::new(),
+            created_at: r.get(5)?,
+            updated_at: r.get(6)?,
+            revision: r.get::<_, i64>(7)? as u64,
+        },
+        r.get(4)?,
+    ))
+}
+
+/// Parses the params JSON into the summary.
+pub(super) fn with_params(
+    (mut s, params): (ConversationSummary, String),
+) -> Result<ConversationSummary, HistoryError> {
+    s.params = serde_json::from_str(&params).map_err(storage)?;
+    Ok(s)
+}
+
+/// The whole conversation, or `None`.
+pub(super) fn load(
+    conn: &Connection,
+    principal: &str,
+    id: &str,
+) -> Result<Option<StoredConversation>, HistoryError> {
+    let row = conn
+        .prepare_cached(&format!(
+            "SELECT {SUMMARY_COLUMNS} FROM conversations WHERE principal = ?1 AND id = ?2"
+        ))
+        .db()?
+        .query_row(params![principal, id], summary_from_row)
+        .optional()
+        .db()?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let s = with_params(row)?;
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT body FROM messages WHERE principal = ?1 AND conversation_id = ?2 ORDER BY seq",
+        )
+        .db()?;
+    let bodies = stmt
+        .query_map(params![principal, id], |r| r.get::<_, String>(0))
+        .db()?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .db()?;
+    Ok(Some(StoredConversation {
+        id: s.id,
+        title: s.title,
+        persona_id: s.persona_id,
+        model: s.model,
+        params: s.params,
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+        revision: s.revision,
+        messages: decode_rows(bodies.iter().map(String::as_str))?,
+    }))
+}
+
+/// Length of the common prefix of the stored rows and `incoming`, reading only as far as needed.
+fn stored_prefix(
+    conn: &Connection,
+    principal: &str,
+    id: &str,
+    incoming: &[MessageRow],
+) -> Result<usize, HistoryError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT message_id, body FROM messages
+             WHERE principal = ?1 AND conversation_id = ?2 ORDER BY seq",
+        )
+        .db()?;
+    let mut rows = stmt.query(params![principal, id]).db()?;
+    let mut keep = 0;
+    while keep < incoming.len() {
+        let Some(r) = rows.next().db()? else { break };
+        let id = r.get_ref(0).db()?.as_str_or_null().map_err(storage)?;
+        let body = r.get_ref(1).db()?.as_str().map_err(storage)?;
+        if !row_matches(id, body, &incoming[keep]) {
+            break;
+        }
+        keep += 1;
+    }
+    Ok(keep)
+}
+
+/// Inserts `rows` with `seq` numbers from `first_seq`; the number inserted.
+fn insert_rows(
+    conn: &Connection,
+    principal: &str,
+    id: &str,
+    first_seq: usize,
+    rows: &[MessageRow],
+) -> Result<u64, HistoryError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "INSERT INTO messages (principal, conversation_id, seq, message_id, body)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .db()?;
+    let mut n = 0;
+    for (i, row) in rows.iter().enumerate() {
+        let seq = (first_seq + i) as i64;
+        n += stmt
+            .execute(params![principal, id, seq, row.id, row.body])
+            .db()? as u64;
+    }
+    Ok(n)
+}
+
+/// The whole save in one `IMMEDIATE` transaction: revision check, prefix write, row update.
+pub(super) fn save_blocking(
+    conn: &mut Connection,
+    counter: &AtomicU64,
+    principal: &str,
+    c: StoredConversation,
+    rows: Vec<MessageRow>,
+) -> Result<SaveOutcome, HistoryError> {
+    let now = now_ms();
+    let params_json = serde_json::to_string(&c.params).map_err(storage)?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .db()?;
+    let current: Option<i64> = tx
+        .prepare_cached("SELECT revision FROM conversations WHERE principal = ?1 AND id = ?2")
+        .db()?
+        .query_row(params![principal, c.id], |r| r.get(0))
+        .optional()
+        .db()?;
+    let (revision, written) = match current {
+        None => {
+            // Absent: create (also for a base > 0, e.g. deleted elsewhere — nothing is lost).
+            let created_at = if c.created_at > 0 { c.created_at } else { now };
+            tx.prepare_cached(
+                "INSERT INTO conversations
+                 (principal, id, title, persona_id, model, params, created_at, updated_at, revision)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1)",
+            )
+            .db()?
+            .execute(params![
+                principal,
+                c.id,
+                c.title,
+                c.persona_id,
+                c.model,
+                params_json,
+                created_at,
+                now
+            ])
+            .db()?;
+            (1, insert_rows(&tx, principal, &c.id, 0, &rows)?)
+        }
+        Some(stored) if c.revision == 0 || c.revision != stored as u64 => {
+            let current = load(&tx, principal, &c.id)?
+                .ok_or_else(|| HistoryError::Storage("conversation vanished".into()))?;
+            return Ok(SaveOutcome::Conflict(Box::new(current)));
+        }
+        Some(stored) => {
+            let keep = stored_prefix(&tx, principal, &c.id, &rows)?;
+            let deleted = tx
+                .prepare_cached(
+                    "DELETE FROM messages WHERE principal = ?1 AND conversation_id = ?2 AND seq >= ?3",
+                )
+                .db()?
+                .execute(params![principal, c.id, keep as i64])
+                .db()? as u64;
+            let inserted = insert_rows(&tx, principal, &c.id, keep, &rows[keep..])?;
+            let revision = stored + 1;
+            tx.prepare_cached(
+                "UPDATE conversations
+                 SET title = ?3, persona_id = ?4, model = ?5, params = ?6, updated_at = ?7,
+                     revision = ?8
+                 WHERE principal = ?1 AND id = ?2",
+            )
+            .db()?
+            .execute(params![
+                principal,
+                c.id,
+                c.title,
+                c.persona_id,
+                c.model,
+                params_json,
+                now,
+                revision
+            ])
+            .db()?;
+            (revision as u64, deleted + inserted)
+        }
+    };
+    tx.commit().db()?;
+    counter.fetch_add(written, Ordering::SeqCst);
+    Ok(SaveOutcome::Saved { revision })
+}

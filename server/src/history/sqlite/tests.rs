@@ -1,0 +1,234 @@
+//! SQLite-specific tests, plus the shared conformance suite on an in-memory and a file database.
+
+use std::sync::Arc;
+
+use lmchatkit_protocol::{ConversationPatch, Message, StoredConversation};
+
+use super::schema::SCHEMA_VERSION;
+use super::*;
+use crate::history::conformance;
+
+fn conv(id: &str, revision: u64, messages: Vec<Message>) -> StoredConversation {
+    StoredConversation {
+        id: id.into(),
+        title: "t".into(),
+        revision,
+        messages,
+        ..Default::default()
+    }
+}
+
+fn user(id: &str, text: &str) -> Message {
+    Message::user(text).with_id(id)
+}
+
+async fn saved(store: &SqliteStore, p: &Principal, c: StoredConversation) -> u64 {
+    match store.save(p, c).await.unwrap() {
+        SaveOutcome::Saved { revision } => revision,
+        SaveOutcome::Conflict(c) => panic!("conflict at {}", c.revision),
+    }
+}
+
+#[tokio::test]
+async fn conformance_in_memory() {
+    let store = SqliteStore::in_memory().unwrap();
+    conformance::run(&store, &|| store.rows_written()).await;
+}
+
+#[tokio::test]
+async fn conformance_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("h.db")).unwrap();
+    conformance::run(&store, &|| store.rows_written()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_saves() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("h.db")).unwrap();
+    conformance::concurrency(Arc::new(store)).await;
+}
+
+#[tokio::test]
+async fn large_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("h.db")).unwrap();
+    conformance::large_conversation(&store).await;
+}
+
+#[tokio::test]
+async fn pragmas_and_schema_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("h.db")).unwrap();
+    store.with_conn(|c| {
+        let q = |name: &str| -> String {
+            c.pragma_query_value(None, name, |r| {
+                r.get::<_, rusqlite::types::Value>(0).map(|v| format!("{v:?}"))
+            })
+            .unwrap()
+        };
+        assert_eq!(q("journal_mode"), "Text(\"wal\")");
+        assert_eq!(q("synchronous"), "Integer(1)", "NORMAL");
+        assert_eq!(q("foreign_keys"), "Integer(1)");
+        assert_eq!(q("user_version"), format!("Integer({SCHEMA_VERSION})"));
+        assert!(q("busy_timeout") != "Integer(0)");
+        let index: i64 = c
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'conversations_by_updated'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(index, 1);
+    });
+}
+
+#[tokio::test]
+async fn reopen_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let alice = Principal::new("alice");
+    let (before, list) = {
+        let store = SqliteStore::open(&path).unwrap();
+        let rev = saved(&store, &alice, conv("c-1", 0, vec![user("1", "hello")])).await;
+        let rev = saved(
+            &store,
+            &alice,
+            conv("c-1", rev, vec![user("1", "hello"), user("2", "again")]),
+        )
+        .await;
+        let patch = ConversationPatch {
+            title: "Kept".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            store.patch(&alice, "c-1", patch).await.unwrap(),
+            Some(rev + 1)
+        );
+        saved(&store, &alice, conv("c-2", 0, vec![])).await;
+        (
+            store.get(&alice, "c-1").await.unwrap().unwrap(),
+            store.list(&alice).await.unwrap(),
+        )
+    };
+    let store = SqliteStore::open(&path).unwrap();
+    let after = store.get(&alice, "c-1").await.unwrap().unwrap();
+    assert_eq!(after, before);
+    assert_eq!(after.title, "Kept");
+    assert_eq!(after.revision, 3);
+    assert_eq!(after.messages.len(), 2);
+    assert_eq!(store.list(&alice).await.unwrap(), list);
+    // The revision carries on after reopening.
+    assert_eq!(
+        saved(&store, &alice, conv("c-1", 3, after.messages.clone())).await,
+        4
+    );
+}
+
+#[tokio::test]
+async fn two_stores_on_one_file_see_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let a = SqliteStore::open(&path).unwrap();
+    let b = SqliteStore::open(&path).unwrap();
+    let p = Principal::anonymous();
+    saved(&a, &p, conv("c-1", 0, vec![user("1", "x")])).await;
+    assert_eq!(b.get(&p, "c-1").await.unwrap().unwrap().revision, 1);
+    // A stale base through the other connection still conflicts.
+    saved(&b, &p, conv("c-1", 1, vec![])).await;
+    assert!(matches!(
+        a.save(&p, conv("c-1", 1, vec![])).await.unwrap(),
+        SaveOutcome::Conflict(c) if c.revision == 2
+    ));
+}
+
+#[tokio::test]
+async fn append_changes_one_message_row() {
+    let store = SqliteStore::in_memory().unwrap();
+    let p = Principal::new("alice");
+    let changes = || store.with_conn(|c| c.total_changes());
+    let mut msgs = vec![user("1", "a"), user("2", "b")];
+    let before = changes();
+    let rev = saved(&store, &p, conv("c", 0, msgs.clone())).await;
+    assert_eq!(changes() - before, 3, "conversation row + 2 messages");
+
+    msgs.push(user("3", "c"));
+    let before = changes();
+    let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(changes() - before, 2, "conversation update + 1 insert");
+
+    let before = changes();
+    let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(changes() - before, 1, "conversation update only");
+
+    msgs[1] = user("2", "edited");
+    let before = changes();
+    saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(changes() - before, 5, "update + 2 deletes + 2 inserts");
+}
+
+#[tokio::test]
+async fn delete_cascades_to_messages() {
+    let store = SqliteStore::in_memory().unwrap();
+    let p = Principal::new("alice");
+    let q = Principal::new("bob");
+    saved(
+        &store,
+        &p,
+        conv("c", 0, vec![user("1", "a"), user("2", "b")]),
+    )
+    .await;
+    saved(&store, &q, conv("c", 0, vec![user("1", "bob")])).await;
+    let count = |principal: &str| {
+        store.with_conn(|c| {
+            c.query_row(
+                "SELECT count(*) FROM messages WHERE principal = ?1",
+                [principal],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+        })
+    };
+    assert_eq!(count("alice"), 2);
+    assert!(store.delete(&p, "c").await.unwrap());
+    assert_eq!(count("alice"), 0);
+    assert_eq!(count("bob"), 1);
+}
+
+#[test]
+fn newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    drop(SqliteStore::open(&path).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    drop(conn);
+    let err = SqliteStore::open(&path).unwrap_err();
+    assert!(
+        matches!(err, HistoryError::Storage(ref m) if m.contains("newer")),
+        "{err}"
+    );
+}
+
+#[test]
+fn unopenable_path_is_a_storage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = SqliteStore::open(dir.path().join("missing-dir").join("h.db")).unwrap_err();
+    assert!(matches!(err, HistoryError::Storage(_)));
+}
+
+#[tokio::test]
+async fn corrupt_row_is_a_storage_error_not_a_panic() {
+    let store = SqliteStore::in_memory().unwrap();
+    let p = Principal::anonymous();
+    saved(&store, &p, conv("c", 0, vec![user("1", "a")])).await;
+    store.with_conn(|c| {
+        c.execute("UPDATE messages SET body = 'not json'", [])
+            .unwrap();
+    });
+    assert!(matches!(
+        store.get(&p, "c").await,
+        Err(HistoryError::Storage(_))
+    ));
+}
