@@ -1,1 +1,5 @@
-//! Shared helpers for the end-to-end tests.
+//! Shared pieces of the end-to-end tests (and, later, the benchmarks): a mock OpenAI-compatible
+//! upstream that speaks the real wire format, and helpers to serve a `ChatService` on loopback.
+
+pub mod mock_upstream;
+pub mod serve;

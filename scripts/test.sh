@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every test: installs what building and testing need (idempotent, fast when present),
+# builds the UI bundle, then formatting, lints, the wasm build and all tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+JOBS=${JOBS:-2}
+
+./scripts/setup.sh
+./scripts/build-ui.sh
+
+echo "== fmt";     cargo fmt --all -- --check
+echo "== clippy";  cargo clippy --workspace --all-targets -j"$JOBS" -- -D warnings
+echo "== clippy (no default features)"
+cargo clippy -p lmchatkit --no-default-features --lib -j"$JOBS" -- -D warnings
+echo "== wasm32";  cargo check -p lmchatkit-protocol -p lmchatkit-web --target wasm32-unknown-unknown -j"$JOBS"
+echo "== tests";   cargo test --workspace -j"$JOBS"
+echo "== all tests passed"

@@ -1,0 +1,45 @@
+//! Serves a `ChatService` on a real hyper server on loopback, as the standalone app does.
+
+use std::net::SocketAddr;
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::service::TowerToHyperService;
+use lmchatkit::ChatService;
+use tokio::net::TcpListener;
+
+/// A running server; aborted when dropped.
+pub struct Served {
+    pub addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Served {
+    /// `http://127.0.0.1:N` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+}
+
+/// Serves `svc` on 127.0.0.1 with a random port (HTTP/1.1 and HTTP/2).
+pub async fn serve(svc: ChatService) -> Served {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { continue };
+            let svc = TowerToHyperService::new(svc.clone());
+            tokio::spawn(async move {
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    Served { addr, task }
+}

@@ -1,0 +1,190 @@
+//! The chat route over a real hyper server on loopback, against the mock OpenAI-compatible
+//! upstream: tool-call round trip, reasoning, usage, upstream failures, and a client
+//! disconnect cancelling the upstream request.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+use lmchatkit::protocol::{Model, Tool, ToolResult};
+use lmchatkit::{
+    ChatService, CompleteRequest, Config, EventStream, Host, HostError, RequestContext, ToolSource, async_trait,
+};
+use lmchatkit_tests::mock_upstream::MockUpstream;
+use lmchatkit_tests::serve::{Served, serve};
+use serde_json::{Value, json};
+
+/// The OpenAI backend plus one local tool: how a host composes an LLM with its own tools.
+struct WeatherHost(OpenAiBackend);
+
+#[async_trait]
+impl Host for WeatherHost {
+    async fn models(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
+        self.0.models(cx).await
+    }
+    fn complete(&self, cx: &RequestContext, req: CompleteRequest) -> EventStream {
+        self.0.complete(cx, req)
+    }
+    async fn list_tools(&self, _: &RequestContext) -> Result<Vec<Tool>, HostError> {
+        Ok(vec![Tool::new("get_weather").with_description("Weather for a city").with_input_schema(
+            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        )])
+    }
+    async fn call_tool(&self, _: &RequestContext, name: &str, args: Value) -> Result<ToolResult, HostError> {
+        match (name, args["city"].as_str()) {
+            ("get_weather", Some(city)) => Ok(ToolResult::text(format!("{city}: sunny, 21 °C"))),
+            _ => Err(HostError::InvalidInput("city is required".into())),
+        }
+    }
+    async fn tool_source(&self, _: &RequestContext, _: &str) -> ToolSource {
+        ToolSource::Unscoped
+    }
+}
+
+async fn setup() -> (MockUpstream, Served) {
+    let mock = MockUpstream::start().await;
+    let backend = OpenAiBackend::new(
+        OpenAiConfig::new(mock.base_url()).with_api_key("sk-test").with_idle_timeout(Duration::from_millis(800)),
+    );
+    let svc = ChatService::new(Config::builder(WeatherHost(backend)).build().unwrap());
+    (mock, serve(svc).await)
+}
+
+async fn chat(server: &Served, messages: Value) -> Vec<Value> {
+    let res = reqwest::Client::new()
+        .post(server.url("/chat/api/chat"))
+        .json(&json!({"model": "mock-small", "messages": messages}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-type"], "text/event-stream");
+    let text = res.text().await.unwrap();
+    text.lines().filter_map(|l| l.strip_prefix("data: ")).map(|d| serde_json::from_str(d).unwrap()).collect()
+}
+
+#[tokio::test]
+async fn models_come_from_the_upstream() {
+    let (_mock, server) = setup().await;
+    let models: Value = reqwest::get(server.url("/chat/api/models")).await.unwrap().json().await.unwrap();
+    assert_eq!(models, json!([{"id": "mock-small", "provider": "mock"}, {"id": "mock-large", "provider": "mock"}]));
+}
+
+#[tokio::test]
+async fn tool_call_round_trip_with_usage() {
+    let (mock, server) = setup().await;
+    let mut messages = json!([{"role": "user", "content": "please use the tool for Oslo"}]);
+    let events = chat(&server, messages.clone()).await;
+    assert_eq!(
+        events,
+        vec![
+            json!({"type": "tool_call", "tool_call": {"id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"}}}),
+            json!({"type": "done", "finish_reason": "tool_calls"}),
+        ]
+    );
+    // The upstream got the system prompt, the tool schema, stream options and the bearer token.
+    let first = mock.observed.requests.lock().unwrap()[0].clone();
+    assert_eq!(first["messages"][0], json!({"role": "system", "content": "You are a helpful assistant."}));
+    assert_eq!(first["tools"][0]["function"]["name"], "get_weather");
+    assert_eq!(first["stream_options"], json!({"include_usage": true}));
+    assert_eq!(mock.observed.auth.lock().unwrap()[0].as_deref(), Some("Bearer sk-test"));
+
+    // The browser approves and runs the call, then posts the next turn.
+    let call = events[0]["tool_call"].clone();
+    let result: Value = reqwest::Client::new()
+        .post(server.url("/chat/api/tools/call"))
+        .json(&json!({"name": call["name"], "arguments": call["arguments"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(result, json!({"content": "Oslo: sunny, 21 °C"}));
+    let arr = messages.as_array_mut().unwrap();
+    arr.push(json!({"role": "assistant", "content": "", "tool_calls": [call]}));
+    arr.push(json!({"role": "tool", "tool_call_id": "call_1", "tool_name": "get_weather", "content": result["content"]}));
+    let events = chat(&server, messages).await;
+    let text: String = events.iter().filter_map(|e| e["delta"].as_str()).collect();
+    assert_eq!(text, "The weather in Oslo is sunny.");
+    assert_eq!(
+        events.last().unwrap(),
+        &json!({"type": "done", "finish_reason": "stop", "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}})
+    );
+    let second = mock.observed.requests.lock().unwrap()[1].clone();
+    assert_eq!(second["messages"][2]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Oslo\"}");
+    assert_eq!(second["messages"][3], json!({"role": "tool", "content": "Oslo: sunny, 21 °C", "tool_call_id": "call_1"}));
+}
+
+#[tokio::test]
+async fn reasoning_streams_before_text() {
+    let (_mock, server) = setup().await;
+    let events = chat(&server, json!([{"role": "user", "content": "think first"}])).await;
+    assert_eq!(
+        events,
+        vec![
+            json!({"type": "reasoning", "reasoning": "Let me "}),
+            json!({"type": "reasoning", "reasoning": "think."}),
+            json!({"type": "delta", "delta": "Thought it through."}),
+            json!({"type": "done", "finish_reason": "stop"}),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn upstream_failures_become_error_events_and_the_service_stays_up() {
+    let (_mock, server) = setup().await;
+    let events = chat(&server, json!([{"role": "user", "content": "fail500"}])).await;
+    assert_eq!(events.len(), 1);
+    let err = events[0]["error"].as_str().unwrap();
+    assert!(err.contains("500") && err.contains("mock exploded"), "{err}");
+
+    let events = chat(&server, json!([{"role": "user", "content": "cut me off"}])).await;
+    let text: String = events.iter().filter_map(|e| e["delta"].as_str()).collect();
+    assert_eq!(text, "partial reply", "what streamed before the cut is kept");
+    assert_eq!(events.last().unwrap()["type"], "error");
+
+    let events = chat(&server, json!([{"role": "user", "content": "stall now"}])).await;
+    assert_eq!(events[0], json!({"type": "delta", "delta": "waiting"}));
+    assert!(events[1]["error"].as_str().unwrap().contains("stalled"), "{:?}", events[1]);
+
+    // Still serving.
+    let events = chat(&server, json!([{"role": "user", "content": "hello"}])).await;
+    assert_eq!(events.last().unwrap()["finish_reason"], "stop");
+}
+
+#[tokio::test]
+async fn refused_upstream_is_an_error_event() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let backend = OpenAiBackend::new(OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1")));
+    let server = serve(ChatService::new(Config::builder(backend).build().unwrap())).await;
+    let events = chat(&server, json!([{"role": "user", "content": "hi"}])).await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["type"], "error");
+    let res = reqwest::get(server.url("/chat/api/models")).await.unwrap();
+    assert_eq!(res.status(), 502);
+}
+
+#[tokio::test]
+async fn client_disconnect_cancels_the_upstream_request() {
+    let (mock, server) = setup().await;
+    let res = reqwest::Client::new()
+        .post(server.url("/chat/api/chat"))
+        .json(&json!({"model": "mock-small", "messages": [{"role": "user", "content": "slow please"}]}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = res.bytes_stream();
+    let first = body.next().await.unwrap().unwrap();
+    assert!(first.starts_with(b"data: {\"type\":\"delta\""));
+    drop(body);
+    let observed = Arc::clone(&mock.observed);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while observed.dropped_early.load(Ordering::SeqCst) == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "the upstream never saw the connection close");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(observed.completed.load(Ordering::SeqCst), 0);
+}
