@@ -300,7 +300,7 @@ where
         let mut body = body?;
         match tokio::time::timeout(idle, body.next()).await {
             Ok(Some(Ok(bytes))) => Some((Ok(bytes), Some(body))),
-            Ok(Some(Err(e))) => Some((Err(BodyError::Transport(describe(&e))), None)),
+            Ok(Some(Err(e))) => Some((Err(BodyError::Transport(causes(&e))), None)),
             Ok(None) => None,
             Err(_) => Some((Err(BodyError::Stalled(stalled(idle))), None)),
         }
@@ -347,21 +347,29 @@ fn snippet(body: &[u8]) -> String {
 fn describe(e: &reqwest::Error) -> String {
     let origin = e
         .url()
-        .map(|u| u.origin().ascii_serialization())
+        .map(|u| format!(" {}", u.origin().ascii_serialization()))
         .unwrap_or_default();
     let what = if e.is_timeout() {
-        format!("upstream {origin} timed out")
+        format!("upstream{origin} timed out")
     } else if e.is_connect() {
-        format!("cannot connect to upstream {origin}")
+        format!("cannot connect to upstream{origin}")
     } else {
-        format!("upstream {origin} request failed")
+        format!("upstream{origin} request failed")
     };
-    let mut out = what.replace("  ", " ");
+    format!("{what}: {}", causes(e))
+}
+
+/// The error's causes joined with `: ` (its own text when it has none).
+fn causes(e: &reqwest::Error) -> String {
+    let mut parts = Vec::new();
     let mut source = e.source();
     while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
+        parts.push(s.to_string());
         source = s.source();
     }
-    out
+    if parts.is_empty() {
+        e.to_string()
+    } else {
+        parts.join(": ")
+    }
 }
