@@ -20,7 +20,8 @@
 //!   [`OpenAiConfig::with_idle_timeout`], default 120 s) an `Error` with the reason.
 //! - **Cancellation**: the returned stream owns the request and the response; no task is
 //!   spawned, so dropping the stream closes the upstream connection.
-//! - A server that ignores `stream: true` and answers with one JSON completion is read too.
+//! - A server that ignores `stream: true` and answers with one JSON completion is read too
+//!   (decided by the body's first byte, not its content type, which servers get wrong).
 
 mod request;
 mod translate;
@@ -201,7 +202,7 @@ impl Host for OpenAiBackend {
                 "no models configured, and a full completions URL has no /models endpoint".into(),
             ));
         };
-        let fail = |what: String| HostError::Upstream(format!("listing models from {url}: {what}"));
+        let fail = |what: String| HostError::Upstream(format!("cannot list models: {what}"));
         let send = self.request(reqwest::Method::GET, url).send();
         let resp = tokio::time::timeout(self.config.idle_timeout, send)
             .await
@@ -213,7 +214,10 @@ impl Host for OpenAiBackend {
             .map_err(|_| fail("timed out".into()))?
             .map_err(|e| fail(describe(&e)))?;
         if !status.is_success() {
-            return Err(fail(format!("{status}: {}", snippet(&body))));
+            return Err(fail(format!(
+                "upstream returned {status}: {}",
+                snippet(&body)
+            )));
         }
         let json: Value = serde_json::from_slice(&body)
             .map_err(|e| fail(format!("the reply is not JSON ({e})")))?;
@@ -245,7 +249,7 @@ impl Host for OpenAiBackend {
             .header(http::header::ACCEPT, "text/event-stream")
             .json(&body)
             .send();
-        tracing::debug!(url = %self.config.chat_url, model = %req.model, "upstream completion");
+        let span = tracing::info_span!("upstream", url = %self.config.chat_url, model = %req.model);
         let reply = async move {
             let resp = match tokio::time::timeout(idle, send).await {
                 Err(_) => return error_stream(stalled(idle)),
@@ -263,22 +267,73 @@ impl Host for OpenAiBackend {
                 };
                 return error_stream(msg);
             }
-            let is_json = resp
-                .headers()
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|ct| ct.starts_with("application/json"));
-            if is_json {
-                // Not streamed: read the one completion as a single SSE chunk.
-                let body = read_prefix(resp, JSON_BODY_LIMIT, idle).await;
-                let line = String::from_utf8_lossy(&body).replace(['\r', '\n'], " ");
-                let sse = Bytes::from(format!("data: {line}\n\n"));
-                return Box::pin(translate(stream::iter([Ok::<_, BodyError>(sse)]))) as EventStream;
-            }
-            Box::pin(translate(guard(resp.bytes_stream(), idle))) as EventStream
+            reply_events(resp, idle).await
         };
-        Box::pin(stream::once(reply).flatten())
+        Box::pin(InSpan {
+            inner: Box::pin(stream::once(reply).flatten()),
+            span,
+        })
     }
+}
+
+/// Polls a stream inside a tracing span, so the translator's warnings carry the upstream call.
+struct InSpan {
+    inner: EventStream,
+    span: tracing::Span,
+}
+
+impl Stream for InSpan {
+    type Item = Event;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Event>> {
+        let this = &mut *self;
+        let _entered = this.span.enter();
+        this.inner.as_mut().poll_next(cx)
+    }
+}
+
+/// The events of a 2xx reply. Normally SSE; a server that ignores `stream: true` (whatever
+/// its content type says) answers with one JSON completion, which is read as a single chunk.
+async fn reply_events(resp: reqwest::Response, idle: Duration) -> EventStream {
+    let mut body = Box::pin(guard(resp.bytes_stream(), idle));
+    let mut head: Vec<Result<Bytes, BodyError>> = Vec::new();
+    let first = loop {
+        match body.next().await {
+            Some(Ok(chunk)) => {
+                let first = chunk.iter().copied().find(|c| !c.is_ascii_whitespace());
+                head.push(Ok(chunk));
+                if first.is_some() {
+                    break first;
+                }
+            }
+            Some(Err(e)) => {
+                head.push(Err(e));
+                break None;
+            }
+            None => break None,
+        }
+    };
+    if first != Some(b'{') {
+        return Box::pin(translate(stream::iter(head).chain(body)));
+    }
+    let mut json = Vec::new();
+    let mut items = stream::iter(head).chain(body);
+    while let Some(item) = items.next().await {
+        match item {
+            Ok(chunk) if json.len() + chunk.len() <= JSON_BODY_LIMIT => {
+                json.extend_from_slice(&chunk)
+            }
+            Ok(_) => return error_stream("upstream reply too large".into()),
+            Err(e) => return Box::pin(translate(stream::iter([Err(e)]))),
+        }
+    }
+    // JSON has no raw newlines inside strings, so flattening it keeps it one `data:` line.
+    let line = String::from_utf8_lossy(&json).replace(['\r', '\n'], " ");
+    let sse = Bytes::from(format!("data: {line}\n\n"));
+    Box::pin(translate(stream::iter([Ok::<_, BodyError>(sse)])))
 }
 
 /// Why the reply body ended early.
@@ -312,6 +367,7 @@ fn stalled(idle: Duration) -> String {
 }
 
 fn error_stream(msg: String) -> EventStream {
+    tracing::warn!(error = %msg, "upstream completion failed");
     Box::pin(stream::iter([Event::error(msg)]))
 }
 

@@ -144,7 +144,7 @@ async fn a_non_streamed_json_reply_is_read_too() {
     let base = serve(|_req| async {
         let reply = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "all\nat once"}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}});
-        full(StatusCode::OK, "application/json", reply.to_string())
+        full(StatusCode::OK, "application/json", format!("\n{reply:#}"))
     })
     .await;
     let backend = OpenAiBackend::new(OpenAiConfig::new(base));
@@ -153,6 +153,24 @@ async fn a_non_streamed_json_reply_is_read_too() {
     assert!(
         matches!(got[1], Event::Done { usage: Some(_), .. }),
         "{got:?}"
+    );
+}
+
+#[tokio::test]
+async fn sse_mislabelled_as_json_is_still_streamed() {
+    let base = serve(|_req| async {
+        let sse = [delta("still"), delta(" sse"), "data: [DONE]\n\n".into()].concat();
+        full(StatusCode::OK, "application/json", sse)
+    })
+    .await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    assert_eq!(
+        collect(&backend).await,
+        [
+            Event::delta("still"),
+            Event::delta(" sse"),
+            Event::done(FinishReason::Stop, None)
+        ]
     );
 }
 
@@ -327,7 +345,10 @@ async fn models_are_listed_from_the_models_endpoint() {
     let Err(HostError::Upstream(msg)) = unauthorized.models(&cx()).await else {
         panic!("expected an upstream error")
     };
-    assert!(msg.contains("401 Unauthorized: no key"), "{msg}");
+    assert_eq!(
+        msg,
+        "cannot list models: upstream returned 401 Unauthorized: no key"
+    );
 }
 
 #[tokio::test]
@@ -347,7 +368,7 @@ async fn configured_models_and_full_completions_urls() {
         panic!("expected an upstream error")
     };
     assert!(
-        msg.starts_with("listing models from http://127.0.0.1:9/v1/models: cannot connect"),
+        msg.starts_with("cannot list models: cannot connect to upstream http://127.0.0.1:9: "),
         "{msg}"
     );
 }

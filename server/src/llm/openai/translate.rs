@@ -64,6 +64,7 @@ where
                 }
                 Some(Err(err)) => {
                     st.events = None;
+                    tracing::warn!(error = %err, "upstream stream ended with an error");
                     st.queue.push_back(Event::error(match err {
                         EventStreamError::Transport(e) => e.to_string(),
                         EventStreamError::Utf8(_) => "upstream sent invalid UTF-8".to_owned(),
