@@ -22,6 +22,8 @@
 //!   spawned, so dropping the stream closes the upstream connection.
 //! - A server that ignores `stream: true` and answers with one JSON completion is read too
 //!   (decided by the body's first byte, not its content type, which servers get wrong).
+//! - Over Go: an empty `tool` message keeps `content: ""` (OpenAI requires it); `/models` is
+//!   sorted by id, `owned_by` becoming the provider; only the first choice of a chunk is read.
 
 mod request;
 mod translate;
