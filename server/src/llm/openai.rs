@@ -1,0 +1,277 @@
+//! The OpenAI-compatible backend: [`OpenAiBackend`] is a [`Host`] that lists models from and
+//! streams completions out of any `/chat/completions` endpoint (OpenAI, Ollama, llama.cpp,
+//! vLLM, LM Studio, OpenRouter, DeepSeek, Gemini's OpenAI compatibility, …).
+//!
+//! The request body is built by [`request_body`] and the SSE reply read by [`translate`].
+//!
+//! Decisions (and fixes over the Go version):
+//! - **URL**: the base URL is taken as OpenAI's SDKs take `OPENAI_BASE_URL` (normally ending in
+//!   `/v1`); `/chat/completions` and `/models` are appended. A full completions URL
+//!   ([`OpenAiConfig::completions_url`]) overrides; then models must be configured.
+//! - **Params** never override `model`, `messages` or `stream` (Go let them); `null` and `""`
+//!   params are skipped, `0` and `false` kept.
+//! - **Usage** is requested (`stream_options.include_usage`) and reported in `Done`.
+//! - **Provider errors** inside the stream (`{"error": …}`) become an `Error` event instead of a
+//!   silent `done: stop`; `content_filter` and `refusal` are surfaced.
+//! - **Tool-call arguments** are normalised (empty → `{}`, invalid JSON kept as a string), so a
+//!   call is never lost.
+//! - **Failures are events**: a non-2xx reply is `Error("upstream returned <status>: <body>")`
+//!   (first 512 bytes), an unreachable upstream, a reset connection or a stall (no bytes for
+//!   [`OpenAiConfig::with_idle_timeout`], default 120 s) an `Error` with the reason.
+//! - **Cancellation**: the returned stream owns the request and the response; no task is
+//!   spawned, so dropping the stream closes the upstream connection.
+//! - A server that ignores `stream: true` and answers with one JSON completion is read too
+//!   (decided by the body's first byte, not its content type, which servers get wrong).
+//! - Over Go: an empty `tool` message keeps `content: ""` (OpenAI requires it); `/models` is
+//!   sorted by id, `owned_by` becoming the provider; only the first choice of a chunk is read.
+
+mod request;
+mod translate;
+mod transport;
+
+#[cfg(test)]
+mod tests_http;
+#[cfg(test)]
+mod tests_request;
+#[cfg(test)]
+mod tests_translate;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::{StreamExt, stream};
+use http::{HeaderName, HeaderValue};
+use lmchatkit_protocol::Model;
+use serde_json::Value;
+
+use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
+
+pub use request::request_body;
+pub use translate::translate;
+
+use transport::{
+    ERROR_BODY_LIMIT, InSpan, describe, error_stream, read_prefix, reply_events, snippet, stalled,
+};
+
+/// Where and how to reach an OpenAI-compatible endpoint.
+///
+/// ```
+/// use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+///
+/// let cfg = OpenAiConfig::new("http://localhost:11434/v1")
+///     .with_api_key("sk-…")
+///     .with_header("OpenAI-Organization", "org-1");
+/// assert_eq!(cfg.chat_url(), "http://localhost:11434/v1/chat/completions");
+/// assert_eq!(cfg.models_url(), Some("http://localhost:11434/v1/models"));
+/// let _backend = OpenAiBackend::new(cfg);
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    chat_url: String,
+    models_url: Option<String>,
+    api_key: Option<String>,
+    headers: Vec<(String, String)>,
+    models: Option<Vec<Model>>,
+    client: Option<reqwest::Client>,
+    idle_timeout: Duration,
+}
+
+impl OpenAiConfig {
+    /// From a base URL as OpenAI's SDKs take `OPENAI_BASE_URL` (e.g. `https://api.openai.com/v1`):
+    /// completions go to `{base}/chat/completions`, models come from `{base}/models`.
+    pub fn new(base_url: impl AsRef<str>) -> Self {
+        let base = base_url.as_ref().trim_end_matches('/');
+        Self::with_urls(
+            format!("{base}/chat/completions"),
+            Some(format!("{base}/models")),
+        )
+    }
+
+    /// From a full chat-completions URL (e.g. Gemini's
+    /// `…/v1beta/openai/chat/completions`). There is no models URL: configure the models with
+    /// [`with_models`](Self::with_models).
+    pub fn completions_url(url: impl Into<String>) -> Self {
+        Self::with_urls(url.into(), None)
+    }
+
+    fn with_urls(chat_url: String, models_url: Option<String>) -> Self {
+        Self {
+            chat_url,
+            models_url,
+            api_key: None,
+            headers: Vec::new(),
+            models: None,
+            client: None,
+            idle_timeout: Duration::from_secs(120),
+        }
+    }
+
+    /// Sends `Authorization: Bearer {key}` (an empty key sends nothing).
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into()).filter(|k: &String| !k.is_empty());
+        self
+    }
+
+    /// Adds a header to every upstream request (invalid names or values are skipped with a
+    /// warning when the request is made).
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The models offered, instead of asking `{base}/models`.
+    pub fn with_models(mut self, models: Vec<Model>) -> Self {
+        self.models = Some(models);
+        self
+    }
+
+    /// The HTTP client to use (default: one with a 30 s connect timeout and no total timeout).
+    pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// How long the upstream may send nothing (before the reply headers, or between body bytes)
+    /// before the turn fails with `upstream stalled`. Default 120 s.
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// The chat-completions URL requests are posted to.
+    pub fn chat_url(&self) -> &str {
+        &self.chat_url
+    }
+
+    /// The models URL, when the config was made from a base URL.
+    pub fn models_url(&self) -> Option<&str> {
+        self.models_url.as_deref()
+    }
+}
+
+/// A [`Host`] backed by an OpenAI-compatible endpoint (models and completions only; no tools).
+#[derive(Debug, Clone)]
+pub struct OpenAiBackend {
+    config: OpenAiConfig,
+    client: reqwest::Client,
+}
+
+impl OpenAiBackend {
+    /// A backend for `config`.
+    pub fn new(config: OpenAiConfig) -> Self {
+        let client = config.client.clone().unwrap_or_else(|| {
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(30))
+                .build()
+                .unwrap_or_default()
+        });
+        Self { config, client }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    fn request(&self, method: reqwest::Method, url: &str) -> reqwest::RequestBuilder {
+        let mut rb = self.client.request(method, url);
+        if let Some(key) = &self.config.api_key {
+            rb = rb.bearer_auth(key);
+        }
+        for (name, value) in &self.config.headers {
+            match (
+                HeaderName::try_from(name.as_str()),
+                HeaderValue::try_from(value.as_str()),
+            ) {
+                (Ok(n), Ok(v)) => rb = rb.header(n, v),
+                _ => tracing::warn!(header = %name, "skipping an invalid upstream header"),
+            }
+        }
+        rb
+    }
+}
+
+#[async_trait]
+impl Host for OpenAiBackend {
+    async fn models(&self, _cx: &RequestContext) -> Result<Vec<Model>, HostError> {
+        if let Some(models) = &self.config.models {
+            return Ok(models.clone());
+        }
+        let Some(url) = self.config.models_url.as_deref() else {
+            return Err(HostError::Upstream(
+                "no models configured, and a full completions URL has no /models endpoint".into(),
+            ));
+        };
+        let fail = |what: String| HostError::Upstream(format!("cannot list models: {what}"));
+        let send = self.request(reqwest::Method::GET, url).send();
+        let resp = tokio::time::timeout(self.config.idle_timeout, send)
+            .await
+            .map_err(|_| fail("timed out".into()))?
+            .map_err(|e| fail(describe(&e)))?;
+        let status = resp.status();
+        let body = tokio::time::timeout(self.config.idle_timeout, resp.bytes())
+            .await
+            .map_err(|_| fail("timed out".into()))?
+            .map_err(|e| fail(describe(&e)))?;
+        if !status.is_success() {
+            return Err(fail(format!(
+                "upstream returned {status}: {}",
+                snippet(&body)
+            )));
+        }
+        let json: Value = serde_json::from_slice(&body)
+            .map_err(|e| fail(format!("the reply is not JSON ({e})")))?;
+        let Some(data) = json.get("data").and_then(Value::as_array) else {
+            return Err(fail("the reply has no `data` array".into()));
+        };
+        let mut models: Vec<Model> = data
+            .iter()
+            .filter_map(|m| {
+                let id = m.get("id")?.as_str()?.to_owned();
+                let mut model = Model::new(id);
+                model.provider = m
+                    .get("owned_by")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned);
+                Some(model)
+            })
+            .collect();
+        models.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(models)
+    }
+
+    fn complete(&self, _cx: &RequestContext, req: CompleteRequest) -> EventStream {
+        let body = request_body(&req);
+        let idle = self.config.idle_timeout;
+        let send = self
+            .request(reqwest::Method::POST, &self.config.chat_url)
+            .header(http::header::ACCEPT, "text/event-stream")
+            .json(&body)
+            .send();
+        let span = tracing::info_span!("upstream", url = %self.config.chat_url, model = %req.model);
+        let reply = async move {
+            let resp = match tokio::time::timeout(idle, send).await {
+                Err(_) => return error_stream(stalled(idle)),
+                Ok(Err(e)) => return error_stream(describe(&e)),
+                Ok(Ok(resp)) => resp,
+            };
+            let status = resp.status();
+            if !status.is_success() {
+                let body = read_prefix(resp, ERROR_BODY_LIMIT, idle).await;
+                let body = snippet(&body);
+                let msg = if body.is_empty() {
+                    format!("upstream returned {status}")
+                } else {
+                    format!("upstream returned {status}: {body}")
+                };
+                return error_stream(msg);
+            }
+            reply_events(resp, idle).await
+        };
+        Box::pin(InSpan {
+            inner: Box::pin(stream::once(reply).flatten()),
+            span,
+        })
+    }
+}

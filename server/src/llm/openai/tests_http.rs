@@ -1,0 +1,374 @@
+//! [`OpenAiBackend`] against a tiny HTTP server on 127.0.0.1: streamed replies, error statuses,
+//! unreachable upstreams, cut and stalled streams, cancellation, and model listing.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::{Request, Response, StatusCode};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use lmchatkit_protocol::{Event, FinishReason, Message, Model};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::{OpenAiBackend, OpenAiConfig};
+use crate::host::{CompleteRequest, Host, HostError, RequestContext};
+
+type Body = BoxBody<Bytes, std::io::Error>;
+type Chunks = mpsc::Sender<Result<Frame<Bytes>, std::io::Error>>;
+
+/// Serves `handler` on a fresh port; returns the base URL (`http://127.0.0.1:port/v1`).
+async fn serve<F, Fut>(handler: F) -> String
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Response<Body>> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let handler = handler.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req| {
+                    let h = handler.clone();
+                    async move { Ok::<_, Infallible>(h(req).await) }
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), svc)
+                    .await;
+            });
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(Full::new(body.into()).map_err(|e| match e {}).boxed())
+        .unwrap()
+}
+
+/// A streamed SSE reply whose body the test feeds through the returned sender.
+fn streamed() -> (Chunks, Response<Body>) {
+    let (tx, rx) = mpsc::channel(16);
+    let body = BodyExt::boxed(StreamBody::new(ReceiverStream::new(rx)));
+    let resp = Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(body)
+        .unwrap();
+    (tx, resp)
+}
+
+async fn send(tx: &Chunks, text: &str) {
+    let frame = Frame::data(Bytes::copy_from_slice(text.as_bytes()));
+    tx.send(Ok(frame)).await.unwrap();
+}
+
+fn delta(text: &str) -> String {
+    format!(
+        "data: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+    )
+}
+
+fn chat() -> CompleteRequest {
+    CompleteRequest {
+        model: "test-model".into(),
+        messages: vec![Message::user("hi")],
+        ..Default::default()
+    }
+}
+
+fn cx() -> RequestContext {
+    RequestContext::default()
+}
+
+async fn collect(backend: &OpenAiBackend) -> Vec<Event> {
+    let events = backend.complete(&cx(), chat()).collect::<Vec<_>>();
+    tokio::time::timeout(Duration::from_secs(10), events)
+        .await
+        .expect("the stream ends")
+}
+
+#[tokio::test]
+async fn streams_a_reply_and_sends_the_right_request() {
+    let (seen_tx, mut seen) = mpsc::unbounded_channel();
+    let base = serve(move |req: Request<Incoming>| {
+        let seen_tx = seen_tx.clone();
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let _ = seen_tx.send((parts, serde_json::from_slice::<Value>(&body).unwrap()));
+            let sse = [delta("Hel"), delta("lo"), "data: [DONE]\n\n".into()].concat();
+            full(StatusCode::OK, "text/event-stream", sse)
+        }
+    })
+    .await;
+    let backend = OpenAiBackend::new(
+        OpenAiConfig::new(format!("{base}/"))
+            .with_api_key("sk-test")
+            .with_header("x-extra", "yes"),
+    );
+    assert_eq!(
+        collect(&backend).await,
+        [
+            Event::delta("Hel"),
+            Event::delta("lo"),
+            Event::done(FinishReason::Stop, None)
+        ]
+    );
+    let (parts, body) = seen.recv().await.unwrap();
+    assert_eq!(parts.method, http::Method::POST);
+    assert_eq!(parts.uri.path(), "/v1/chat/completions");
+    assert_eq!(parts.headers["authorization"], "Bearer sk-test");
+    assert_eq!(parts.headers["x-extra"], "yes");
+    assert_eq!(parts.headers["accept"], "text/event-stream");
+    assert_eq!(body["model"], "test-model");
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["messages"], json!([{"role": "user", "content": "hi"}]));
+}
+
+#[tokio::test]
+async fn a_non_streamed_json_reply_is_read_too() {
+    let base = serve(|_req| async {
+        let reply = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "all\nat once"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}});
+        full(StatusCode::OK, "application/json", format!("\n{reply:#}"))
+    })
+    .await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    let got = collect(&backend).await;
+    assert_eq!(got[0], Event::delta("all\nat once"));
+    assert!(
+        matches!(got[1], Event::Done { usage: Some(_), .. }),
+        "{got:?}"
+    );
+}
+
+#[tokio::test]
+async fn sse_mislabelled_as_json_is_still_streamed() {
+    let base = serve(|_req| async {
+        let sse = [delta("still"), delta(" sse"), "data: [DONE]\n\n".into()].concat();
+        full(StatusCode::OK, "application/json", sse)
+    })
+    .await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    assert_eq!(
+        collect(&backend).await,
+        [
+            Event::delta("still"),
+            Event::delta(" sse"),
+            Event::done(FinishReason::Stop, None)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_error_status_becomes_one_error_event_with_the_body() {
+    let base = serve(|_req| async {
+        full(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "application/json",
+            "  {\"error\":\"boom\"}\n",
+        )
+    })
+    .await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    assert_eq!(
+        collect(&backend).await,
+        [Event::error(
+            "upstream returned 500 Internal Server Error: {\"error\":\"boom\"}"
+        )]
+    );
+}
+
+#[tokio::test]
+async fn a_long_error_body_is_cut_at_512_bytes() {
+    let base = serve(|_req| async {
+        full(
+            StatusCode::TOO_MANY_REQUESTS,
+            "text/plain",
+            "é".repeat(1000),
+        )
+    })
+    .await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    let got = collect(&backend).await;
+    let [Event::Error { error }] = got.as_slice() else {
+        panic!("{got:?}")
+    };
+    let body = error
+        .strip_prefix("upstream returned 429 Too Many Requests: ")
+        .unwrap();
+    assert_eq!(body, "é".repeat(256));
+}
+
+#[tokio::test]
+async fn connection_refused_is_an_error_event() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let backend = OpenAiBackend::new(OpenAiConfig::new(format!("http://{addr}/v1")));
+    let got = collect(&backend).await;
+    let [Event::Error { error }] = got.as_slice() else {
+        panic!("{got:?}")
+    };
+    assert!(
+        error.starts_with(&format!("cannot connect to upstream http://{addr}")),
+        "{error}"
+    );
+    assert!(error.to_lowercase().contains("refused"), "{error}");
+}
+
+#[tokio::test]
+async fn a_stream_cut_midway_keeps_prior_deltas_and_ends_with_an_error() {
+    let base = serve(|_req| async {
+        let (tx, resp) = streamed();
+        tokio::spawn(async move {
+            // Pauses let hyper flush each frame: it drops unflushed output on a body error.
+            send(&tx, &delta("first")).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            send(&tx, "data: {\"choices\":[{\"index\":0,\"del").await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let reset = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+            let _ = tx.send(Err(reset)).await;
+        });
+        resp
+    })
+    .await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    let got = collect(&backend).await;
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0], Event::delta("first"));
+    let Event::Error { error } = &got[1] else {
+        panic!("{got:?}")
+    };
+    assert!(
+        error.starts_with("upstream connection failed mid-stream: error reading a body"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_stalled_stream_ends_with_an_error() {
+    let base = serve(|_req| async {
+        let (tx, resp) = streamed();
+        tokio::spawn(async move {
+            send(&tx, &delta("before the stall")).await;
+            tx.closed().await; // hold the body open until the client goes away
+        });
+        resp
+    })
+    .await;
+    let backend =
+        OpenAiBackend::new(OpenAiConfig::new(base).with_idle_timeout(Duration::from_millis(300)));
+    assert_eq!(
+        collect(&backend).await,
+        [
+            Event::delta("before the stall"),
+            Event::error("upstream stalled: no data for 0.3 s")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn dropping_the_stream_closes_the_upstream_connection() {
+    let (closed_tx, mut closed) = mpsc::unbounded_channel();
+    let base = serve(move |_req| {
+        let closed_tx = closed_tx.clone();
+        async move {
+            let (tx, resp) = streamed();
+            tokio::spawn(async move {
+                send(&tx, &delta("tick")).await;
+                // Keep-alives until the body is dropped, which only happens when the client
+                // closes the connection.
+                loop {
+                    let ping = Frame::data(Bytes::from_static(b": ping\n\n"));
+                    if tx.send(Ok(ping)).await.is_err() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                let _ = closed_tx.send(());
+            });
+            resp
+        }
+    })
+    .await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    let mut events = backend.complete(&cx(), chat());
+    assert_eq!(events.next().await, Some(Event::delta("tick")));
+    drop(events);
+    tokio::time::timeout(Duration::from_secs(10), closed.recv())
+        .await
+        .expect("the server sees the connection close")
+        .unwrap();
+}
+
+#[tokio::test]
+async fn models_are_listed_from_the_models_endpoint() {
+    let base = serve(|req: Request<Incoming>| async move {
+        let authorized = req.headers().get("authorization").map(|v| v.as_bytes())
+            == Some(b"Bearer sk-m".as_slice());
+        match (req.uri().path(), authorized) {
+            ("/v1/models", true) => full(
+                StatusCode::OK,
+                "application/json",
+                json!({"object": "list", "data": [
+                    {"id": "gpt-4o", "object": "model", "owned_by": "openai"},
+                    {"id": "a-local", "object": "model", "owned_by": ""}
+                ]})
+                .to_string(),
+            ),
+            _ => full(StatusCode::UNAUTHORIZED, "text/plain", "no key"),
+        }
+    })
+    .await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(&base).with_api_key("sk-m"));
+    let models = backend.models(&cx()).await.unwrap();
+    let mut gpt = Model::new("gpt-4o");
+    gpt.provider = Some("openai".into());
+    assert_eq!(models, [Model::new("a-local"), gpt]);
+
+    let unauthorized = OpenAiBackend::new(OpenAiConfig::new(&base));
+    let Err(HostError::Upstream(msg)) = unauthorized.models(&cx()).await else {
+        panic!("expected an upstream error")
+    };
+    assert_eq!(
+        msg,
+        "cannot list models: upstream returned 401 Unauthorized: no key"
+    );
+}
+
+#[tokio::test]
+async fn configured_models_and_full_completions_urls() {
+    let cfg = OpenAiConfig::completions_url("http://127.0.0.1:9/v1beta/openai/chat/completions");
+    assert_eq!(cfg.models_url(), None);
+    let backend = OpenAiBackend::new(cfg.clone());
+    assert!(matches!(
+        backend.models(&cx()).await,
+        Err(HostError::Upstream(_))
+    ));
+    let listed = vec![Model::new("gemini-2.5-flash")];
+    let backend = OpenAiBackend::new(cfg.with_models(listed.clone()));
+    assert_eq!(backend.models(&cx()).await.unwrap(), listed);
+    let unreachable = OpenAiBackend::new(OpenAiConfig::new("http://127.0.0.1:9/v1"));
+    let Err(HostError::Upstream(msg)) = unreachable.models(&cx()).await else {
+        panic!("expected an upstream error")
+    };
+    assert!(
+        msg.starts_with("cannot list models: cannot connect to upstream http://127.0.0.1:9: "),
+        "{msg}"
+    );
+}

@@ -1,0 +1,333 @@
+//! The stream translator: OpenAI-compatible chat-completion SSE chunks in, [`Event`]s out.
+//!
+//! SSE framing (CRLF, `:` keep-alives, `event:`/`id:` lines, chunk boundaries mid-line or
+//! mid-UTF-8) is the `eventsource-stream` crate's job; this module reads the JSON chunks.
+//! `<think>` tags inside `content` are left alone: the UI splits them out.
+
+use std::collections::VecDeque;
+use std::fmt::Display;
+
+use bytes::Bytes;
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures_util::{Stream, StreamExt, stream};
+use lmchatkit_protocol::{Event, FinishReason, ToolCall, Usage};
+use serde_json::Value;
+
+/// Translates an OpenAI-compatible chat-completions SSE body into chat [`Event`]s.
+///
+/// - `delta.content` → `Delta`; a `refusal` → `Delta` too, so the user sees it; content given
+///   as an array of `{type:"text", text}` parts is read as well.
+/// - `delta.reasoning_content` and `delta.reasoning` → `Reasoning` (once when a chunk carries
+///   both with the same text).
+/// - `delta.tool_calls[]` are accumulated by `index` (`id`/`name` set when non-empty,
+///   `arguments` appended); a fragment without an index continues the current call unless it
+///   carries a different `id`; a legacy `delta.function_call` is read as a tool call. At the
+///   end they are emitted in index order, `arguments` normalised: empty → `{}`, valid JSON →
+///   that value, invalid JSON → kept as a JSON string. A call without an id gets a generated
+///   `call_…` id; a call without a name is dropped with a warning (nothing could run it).
+/// - `finish_reason` (last wins) maps `stop`, `length`, `content_filter`, `tool_calls` and legacy
+///   `function_call`; anything else is `stop`, and `stop`/none becomes `tool_calls` when calls
+///   were made.
+/// - `usage` (any chunk, including a final one with empty `choices`; also Groq's
+///   `x_groq.usage`) → `Done.usage`, the last one winning.
+/// - A `{"error": …}` chunk (or an `event: error` frame) → one `Error` event, ending the stream.
+/// - A chunk that is not JSON is skipped with a warning.
+/// - `[DONE]` or the end of the body (a missing `[DONE]` is fine; so is a last event without
+///   its blank line) → the tool calls, then `Done`. Nothing after `[DONE]` is read.
+/// - A transport error → `Error` with the error's `Display` text (what was already emitted
+///   stays valid); the tool calls gathered so far and `Done` are not emitted.
+///
+/// Only the first choice (`index` 0 or absent) is read: the chat shows one answer.
+pub fn translate<S, E>(bytes: S) -> impl Stream<Item = Event> + Send
+where
+    S: Stream<Item = Result<Bytes, E>> + Send,
+    E: Display + Send,
+{
+    // Pads the body so a final event missing its blank line is still dispatched.
+    let padded = bytes.chain(stream::once(async { Ok(Bytes::from_static(b"\n\n")) }));
+    let state = State {
+        events: Some(Box::pin(padded.eventsource())),
+        acc: Accumulator::default(),
+        queue: VecDeque::new(),
+    };
+    stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(ev) = st.queue.pop_front() {
+                return Some((ev, st));
+            }
+            let events = st.events.as_mut()?;
+            match events.next().await {
+                Some(Ok(sse)) => {
+                    if st.acc.on_sse(&sse.event, &sse.data, &mut st.queue) == Flow::End {
+                        st.events = None;
+                    }
+                }
+                Some(Err(err)) => {
+                    st.events = None;
+                    tracing::warn!(error = %err, "upstream stream ended with an error");
+                    st.queue.push_back(Event::error(match err {
+                        EventStreamError::Transport(e) => e.to_string(),
+                        EventStreamError::Utf8(_) => "upstream sent invalid UTF-8".to_owned(),
+                        EventStreamError::Parser(e) => {
+                            format!("upstream sent a malformed event stream: {e}")
+                        }
+                    }));
+                }
+                None => {
+                    st.events = None;
+                    st.acc.finish(&mut st.queue);
+                }
+            }
+        }
+    })
+}
+
+struct State<T> {
+    /// The SSE events; `None` once the turn has ended (drops the body).
+    events: Option<std::pin::Pin<Box<T>>>,
+    acc: Accumulator,
+    queue: VecDeque<Event>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    End,
+}
+
+/// A tool call being assembled from fragments.
+#[derive(Debug, Default)]
+struct PendingCall {
+    index: u64,
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+#[derive(Debug, Default)]
+struct Accumulator {
+    calls: Vec<PendingCall>,
+    /// Position in `calls` of the call the last fragment went to.
+    current: Option<usize>,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+}
+
+impl Accumulator {
+    fn on_sse(&mut self, event: &str, data: &str, out: &mut VecDeque<Event>) -> Flow {
+        let data = data.trim();
+        if data.is_empty() {
+            return Flow::Continue;
+        }
+        if data == "[DONE]" {
+            self.finish(out);
+            return Flow::End;
+        }
+        let chunk: Value = match serde_json::from_str(data) {
+            Ok(v @ Value::Object(_)) => v,
+            // Gemini may wrap an error object in an array.
+            Ok(Value::Array(mut items))
+                if items.first().is_some_and(|i| i.get("error").is_some()) =>
+            {
+                items.swap_remove(0)
+            }
+            Ok(_) | Err(_) if event == "error" => {
+                out.push_back(Event::error(format!("provider error: {data}")));
+                return Flow::End;
+            }
+            Ok(_) | Err(_) => {
+                tracing::warn!(chunk = %truncate(data, 200), "skipping an upstream chunk that is not a JSON object");
+                return Flow::Continue;
+            }
+        };
+        if let Some(err) = chunk.get("error").filter(|e| !e.is_null()) {
+            out.push_back(Event::error(format!(
+                "provider error: {}",
+                error_message(err)
+            )));
+            return Flow::End;
+        }
+        if event == "error" {
+            out.push_back(Event::error(format!("provider error: {data}")));
+            return Flow::End;
+        }
+        for usage in [chunk.get("usage"), chunk.pointer("/x_groq/usage")] {
+            if let Some(u) = usage.and_then(parse_usage) {
+                self.usage = Some(u);
+            }
+        }
+        let choices = chunk.get("choices").and_then(Value::as_array);
+        for choice in choices.into_iter().flatten() {
+            if choice.get("index").and_then(Value::as_u64).unwrap_or(0) == 0 {
+                self.on_choice(choice, out);
+            }
+        }
+        Flow::Continue
+    }
+
+    fn on_choice(&mut self, choice: &Value, out: &mut VecDeque<Event>) {
+        // `message` stands in for `delta` in a non-streamed reply.
+        if let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) {
+            let rc = text(delta.get("reasoning_content"));
+            let r = text(delta.get("reasoning"));
+            if let Some(rc) = rc {
+                out.push_back(Event::reasoning(rc));
+            }
+            if let Some(r) = r.filter(|r| Some(*r) != rc) {
+                out.push_back(Event::reasoning(r));
+            }
+            match delta.get("content") {
+                Some(Value::Array(parts)) => {
+                    for part in parts {
+                        if let Some(t) = text(part.get("text")) {
+                            out.push_back(Event::delta(t));
+                        }
+                    }
+                }
+                content => {
+                    if let Some(t) = text(content) {
+                        out.push_back(Event::delta(t));
+                    }
+                }
+            }
+            if let Some(t) = text(delta.get("refusal")) {
+                out.push_back(Event::delta(t));
+            }
+            let calls = delta.get("tool_calls").and_then(Value::as_array);
+            for call in calls.into_iter().flatten() {
+                let index = call.get("index").and_then(Value::as_u64);
+                self.fragment(index, call.get("id"), call.get("function"));
+            }
+            if let Some(fc) = delta.get("function_call").filter(|f| f.is_object()) {
+                self.fragment(None, None, Some(fc));
+            }
+        }
+        if let Some(reason) = text(choice.get("finish_reason")) {
+            self.finish_reason = Some(reason.to_owned());
+        }
+    }
+
+    /// Adds one tool-call fragment.
+    fn fragment(&mut self, index: Option<u64>, id: Option<&Value>, function: Option<&Value>) {
+        let id = text(id).unwrap_or("");
+        let clash = |call: &PendingCall| !call.id.is_empty() && !id.is_empty() && call.id != id;
+        let found = match index {
+            Some(i) => self.calls.iter().rposition(|c| c.index == i),
+            None => self.current,
+        };
+        let pos = match found {
+            Some(p) if !clash(&self.calls[p]) => p,
+            _ => {
+                let index = index
+                    .unwrap_or_else(|| self.calls.iter().map(|c| c.index + 1).max().unwrap_or(0));
+                self.calls.push(PendingCall {
+                    index,
+                    ..PendingCall::default()
+                });
+                self.calls.len() - 1
+            }
+        };
+        self.current = Some(pos);
+        let call = &mut self.calls[pos];
+        if !id.is_empty() {
+            call.id = id.to_owned();
+        }
+        let Some(function) = function else { return };
+        if let Some(name) = text(function.get("name")) {
+            call.name = name.to_owned();
+        }
+        match function.get("arguments") {
+            Some(Value::String(s)) => call.arguments.push_str(s),
+            None | Some(Value::Null) => {}
+            // Some servers send the arguments as an object rather than a string.
+            Some(other) => call.arguments.push_str(&other.to_string()),
+        }
+    }
+
+    /// Emits the gathered tool calls, then `Done`.
+    fn finish(&mut self, out: &mut VecDeque<Event>) {
+        let mut calls = std::mem::take(&mut self.calls);
+        calls.sort_by_key(|c| c.index);
+        let mut emitted = 0;
+        for call in calls {
+            if call.name.is_empty() {
+                tracing::warn!(id = %call.id, "dropping an upstream tool call without a name");
+                continue;
+            }
+            let id = if call.id.is_empty() {
+                format!("call_{:016x}", rand::random::<u64>())
+            } else {
+                call.id
+            };
+            let tool_call = ToolCall::new(id, call.name, arguments(&call.arguments));
+            out.push_back(Event::ToolCall { tool_call });
+            emitted += 1;
+        }
+        let reason = match self.finish_reason.as_deref().map(str::to_ascii_lowercase) {
+            Some(r) if r == "length" => FinishReason::Length,
+            Some(r) if r == "content_filter" => FinishReason::ContentFilter,
+            Some(r) if r == "tool_calls" || r == "function_call" => FinishReason::ToolCalls,
+            _ if emitted > 0 => FinishReason::ToolCalls,
+            _ => FinishReason::Stop,
+        };
+        out.push_back(Event::done(reason, self.usage));
+    }
+}
+
+/// A non-empty string value.
+fn text(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+/// Normalises accumulated arguments: empty → `{}`, JSON → the value, otherwise the raw string.
+fn arguments(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    match serde_json::from_str(raw) {
+        Ok(Value::Null) => Value::Object(Default::default()),
+        Ok(v) => v,
+        Err(_) => Value::String(raw.to_owned()),
+    }
+}
+
+fn parse_usage(v: &Value) -> Option<Usage> {
+    let field = |k: &str| v.get(k).and_then(Value::as_u64);
+    let mut u = Usage {
+        prompt_tokens: field("prompt_tokens"),
+        completion_tokens: field("completion_tokens"),
+        total_tokens: field("total_tokens"),
+    };
+    if u == Usage::default() {
+        return None;
+    }
+    if u.total_tokens.is_none() {
+        u.total_tokens = u.prompt_tokens.zip(u.completion_tokens).map(|(p, c)| p + c);
+    }
+    Some(u)
+}
+
+/// The message of a provider error: `{"error": "…"}` or `{"error": {"message", "code"?}}`.
+fn error_message(err: &Value) -> String {
+    let message = match err {
+        Value::String(s) => return s.clone(),
+        Value::Object(o) => match text(o.get("message")) {
+            Some(m) => m.to_owned(),
+            None => return err.to_string(),
+        },
+        other => return other.to_string(),
+    };
+    match err.get("code").filter(|c| !c.is_null()) {
+        Some(Value::String(c)) => format!("{message} (code {c})"),
+        Some(c) => format!("{message} (code {c})"),
+        None => message,
+    }
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}

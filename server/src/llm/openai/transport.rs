@@ -1,0 +1,171 @@
+//! The HTTP side of a completion: reading the reply body with the idle timeout, error-body
+//! snippets, readable transport errors, and the tracing span around the event stream.
+
+use std::error::Error as StdError;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt, stream};
+use lmchatkit_protocol::Event;
+
+use super::translate;
+use crate::host::EventStream;
+
+/// How much of an error reply's body goes into the error event.
+pub(super) const ERROR_BODY_LIMIT: usize = 512;
+/// The largest non-streamed JSON reply read.
+const JSON_BODY_LIMIT: usize = 16 << 20;
+
+/// Polls a stream inside a tracing span, so the translator's warnings carry the upstream call.
+pub(super) struct InSpan {
+    pub(super) inner: EventStream,
+    pub(super) span: tracing::Span,
+}
+
+impl Stream for InSpan {
+    type Item = Event;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Event>> {
+        let this = &mut *self;
+        let _entered = this.span.enter();
+        this.inner.as_mut().poll_next(cx)
+    }
+}
+
+/// The events of a 2xx reply. Normally SSE; a server that ignores `stream: true` (whatever
+/// its content type says) answers with one JSON completion, which is read as a single chunk.
+pub(super) async fn reply_events(resp: reqwest::Response, idle: Duration) -> EventStream {
+    let mut body = Box::pin(guard(resp.bytes_stream(), idle));
+    let mut head: Vec<Result<Bytes, BodyError>> = Vec::new();
+    let first = loop {
+        match body.next().await {
+            Some(Ok(chunk)) => {
+                let first = chunk.iter().copied().find(|c| !c.is_ascii_whitespace());
+                head.push(Ok(chunk));
+                if first.is_some() {
+                    break first;
+                }
+            }
+            Some(Err(e)) => {
+                head.push(Err(e));
+                break None;
+            }
+            None => break None,
+        }
+    };
+    if first != Some(b'{') {
+        return Box::pin(translate(stream::iter(head).chain(body)));
+    }
+    let mut json = Vec::new();
+    let mut items = stream::iter(head).chain(body);
+    while let Some(item) = items.next().await {
+        match item {
+            Ok(chunk) if json.len() + chunk.len() <= JSON_BODY_LIMIT => {
+                json.extend_from_slice(&chunk)
+            }
+            Ok(_) => return error_stream("upstream reply too large".into()),
+            Err(e) => return Box::pin(translate(stream::iter([Err(e)]))),
+        }
+    }
+    // JSON has no raw newlines inside strings, so flattening it keeps it one `data:` line.
+    let line = String::from_utf8_lossy(&json).replace(['\r', '\n'], " ");
+    let sse = Bytes::from(format!("data: {line}\n\n"));
+    Box::pin(translate(stream::iter([Ok::<_, BodyError>(sse)])))
+}
+
+/// Why the reply body ended early.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error("{0}")]
+    Stalled(String),
+    #[error("upstream connection failed mid-stream: {0}")]
+    Transport(String),
+}
+
+/// Adds the idle timeout to a body stream and turns its errors into readable ones. After an
+/// error the body is dropped.
+fn guard<S>(body: S, idle: Duration) -> impl Stream<Item = Result<Bytes, BodyError>> + Send
+where
+    S: Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
+{
+    stream::unfold(Some(Box::pin(body)), move |body| async move {
+        let mut body = body?;
+        match tokio::time::timeout(idle, body.next()).await {
+            Ok(Some(Ok(bytes))) => Some((Ok(bytes), Some(body))),
+            Ok(Some(Err(e))) => Some((Err(BodyError::Transport(causes(&e))), None)),
+            Ok(None) => None,
+            Err(_) => Some((Err(BodyError::Stalled(stalled(idle))), None)),
+        }
+    })
+}
+
+pub(super) fn stalled(idle: Duration) -> String {
+    format!("upstream stalled: no data for {} s", idle.as_secs_f64())
+}
+
+pub(super) fn error_stream(msg: String) -> EventStream {
+    tracing::warn!(error = %msg, "upstream completion failed");
+    Box::pin(stream::iter([Event::error(msg)]))
+}
+
+/// Reads up to `limit` bytes of a body (less on error or timeout).
+pub(super) async fn read_prefix(resp: reqwest::Response, limit: usize, idle: Duration) -> Vec<u8> {
+    let mut body = Box::pin(resp.bytes_stream());
+    let mut buf = Vec::new();
+    while buf.len() < limit {
+        match tokio::time::timeout(idle, body.next()).await {
+            Ok(Some(Ok(chunk))) => buf.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    buf.truncate(limit);
+    buf
+}
+
+/// The body as trimmed text, cut to [`ERROR_BODY_LIMIT`] bytes on a character boundary.
+pub(super) fn snippet(body: &[u8]) -> String {
+    let cut = &body[..body.len().min(ERROR_BODY_LIMIT)];
+    let text = match std::str::from_utf8(cut) {
+        Ok(t) => t.to_owned(),
+        Err(e) if e.error_len().is_none() => {
+            String::from_utf8_lossy(&cut[..e.valid_up_to()]).into()
+        }
+        Err(_) => String::from_utf8_lossy(cut).into_owned(),
+    };
+    text.trim().to_owned()
+}
+
+/// A readable description of a request error: what failed and its causes, without the URL's
+/// path or query (which may carry secrets).
+pub(super) fn describe(e: &reqwest::Error) -> String {
+    let origin = e
+        .url()
+        .map(|u| format!(" {}", u.origin().ascii_serialization()))
+        .unwrap_or_default();
+    let what = if e.is_timeout() {
+        format!("upstream{origin} timed out")
+    } else if e.is_connect() {
+        format!("cannot connect to upstream{origin}")
+    } else {
+        format!("upstream{origin} request failed")
+    };
+    format!("{what}: {}", causes(e))
+}
+
+/// The error's causes joined with `: ` (its own text when it has none).
+fn causes(e: &reqwest::Error) -> String {
+    let mut parts = Vec::new();
+    let mut source = e.source();
+    while let Some(s) = source {
+        parts.push(s.to_string());
+        source = s.source();
+    }
+    if parts.is_empty() {
+        e.to_string()
+    } else {
+        parts.join(": ")
+    }
+}
