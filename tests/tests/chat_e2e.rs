@@ -69,7 +69,8 @@ async fn chat(server: &Served, messages: Value) -> Vec<Value> {
 async fn models_come_from_the_upstream() {
     let (_mock, server) = setup().await;
     let models: Value = reqwest::get(server.url("/chat/api/models")).await.unwrap().json().await.unwrap();
-    assert_eq!(models, json!([{"id": "mock-small", "provider": "mock"}, {"id": "mock-large", "provider": "mock"}]));
+    // Sorted by id.
+    assert_eq!(models, json!([{"id": "mock-large", "provider": "mock"}, {"id": "mock-small", "provider": "mock"}]));
 }
 
 #[tokio::test]
