@@ -43,8 +43,9 @@ use crate::host::RequestContext;
 
 /// Slash commands loaded from the `*.md` files of a directory.
 ///
-/// Loaded eagerly by [`open`](Self::open); with feature `watch` and an `on_change` callback the
-/// directory is watched and reloaded after a debounce, and dropping the value stops the watcher.
+/// Loaded eagerly by [`open`](Self::open); with feature `watch` the directory is watched and
+/// reloaded after a debounce (then the optional `on_change` callback runs), and dropping the value
+/// stops the watcher.
 /// A missing directory is not an error: the list is empty, and the watcher picks the directory up
 /// when it appears.
 ///
@@ -70,10 +71,10 @@ pub struct CommandDir {
 }
 
 impl CommandDir {
-    /// Loads the commands in `dir` now. With feature `watch` and `Some(on_change)`, the directory
-    /// is watched too: a burst of changes causes one reload after [`DEBOUNCE`](super::DEBOUNCE)
-    /// of quiet, followed by one `on_change()` call when the list changed. The callback runs on
-    /// the watcher's thread. Never fails: problems are logged.
+    /// Loads the commands in `dir` now. With feature `watch`, the directory is watched too:
+    /// a burst of changes causes one reload after [`DEBOUNCE`](super::DEBOUNCE) of quiet,
+    /// followed by one `on_change()` call (when given) if the list changed. The callback runs on
+    /// the watcher's thread; keep it short. Never fails: problems are logged.
     pub fn open(dir: impl Into<PathBuf>, on_change: Option<OnChange>) -> Self {
         Self {
             catalog: DirCatalog::open(dir.into(), load_dir, is_md, on_change),
@@ -96,7 +97,7 @@ impl CommandDir {
         self.catalog.dir()
     }
 
-    /// True while a watcher runs (feature `watch`, an `on_change` given, and the watcher started).
+    /// True while a watcher runs (feature `watch`, and the watcher could start).
     pub fn is_watching(&self) -> bool {
         self.catalog.is_watching()
     }
@@ -328,6 +329,7 @@ fn load_dir(dir: &Path) -> Vec<SlashCommand> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::watch::test_support::capture_warnings;
     use std::fs;
 
     fn write(dir: &Path, name: &str, text: &str) {
@@ -443,6 +445,38 @@ mod tests {
             ("good.md", "---\ndescription: ok\n---\nbody"),
         ]);
         assert_eq!(names(&list), ["good"]);
+    }
+
+    #[test]
+    fn skipped_files_are_named_in_warnings() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "bad name.md", "x");
+        write(dir.path(), "broken.md", "---\ndescription: [x\n---\nb");
+        write(dir.path(), "Dup.md", "x");
+        write(dir.path(), "dup.md", "x");
+        let log = capture_warnings(|| {
+            let list = CommandDir::open(dir.path(), None).commands();
+            assert_eq!(names(&list), ["dup"]);
+        });
+        assert!(log.contains("bad name.md"), "{log}");
+        assert!(log.contains("broken.md"), "{log}");
+        if !dir.path().join("DUP.md").exists() {
+            assert!(log.contains("Dup.md"), "{log}");
+        }
+    }
+
+    #[test]
+    fn the_shipped_examples_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/commands");
+        let log = capture_warnings(|| {
+            let list = CommandDir::open(&dir, None).commands();
+            assert_eq!(names(&list), ["eli5", "help", "review"]);
+            assert!(list.iter().all(|c| c.description.is_some()));
+            assert!(list[0].body.contains("$ARGUMENTS"));
+            assert_eq!(list[1].argument_hint.as_deref(), Some("(none)"));
+            assert_eq!(list[2].allowed_tools, ["search", "execute_tool", "Bash"]);
+        });
+        assert!(log.is_empty(), "{log}");
     }
 
     #[test]

@@ -32,8 +32,9 @@ use crate::host::RequestContext;
 
 /// Personas loaded from the `*.toml` files of a directory.
 ///
-/// Loaded eagerly by [`open`](Self::open); with feature `watch` and an `on_change` callback the
-/// directory is watched and reloaded after a debounce, and dropping the value stops the watcher.
+/// Loaded eagerly by [`open`](Self::open); with feature `watch` the directory is watched and
+/// reloaded after a debounce (then the optional `on_change` callback runs), and dropping the value
+/// stops the watcher.
 /// A missing directory is not an error: the list is just [`Persona::default_persona`], and the
 /// watcher picks the directory up when it appears.
 ///
@@ -57,10 +58,10 @@ pub struct PersonaDir {
 }
 
 impl PersonaDir {
-    /// Loads the personas in `dir` now. With feature `watch` and `Some(on_change)`, the directory
-    /// is watched too: a burst of changes causes one reload after [`DEBOUNCE`](super::DEBOUNCE)
-    /// of quiet, followed by one `on_change()` call when the list changed. The callback runs on
-    /// the watcher's thread. Never fails: problems are logged.
+    /// Loads the personas in `dir` now. With feature `watch`, the directory is watched too:
+    /// a burst of changes causes one reload after [`DEBOUNCE`](super::DEBOUNCE) of quiet,
+    /// followed by one `on_change()` call (when given) if the list changed. The callback runs on
+    /// the watcher's thread; keep it short. Never fails: problems are logged.
     pub fn open(dir: impl Into<PathBuf>, on_change: Option<OnChange>) -> Self {
         Self {
             catalog: DirCatalog::open(dir.into(), load_dir, is_toml, on_change),
@@ -84,7 +85,7 @@ impl PersonaDir {
         self.catalog.dir()
     }
 
-    /// True while a watcher runs (feature `watch`, an `on_change` given, and the watcher started).
+    /// True while a watcher runs (feature `watch`, and the watcher could start).
     pub fn is_watching(&self) -> bool {
         self.catalog.is_watching()
     }
@@ -209,6 +210,7 @@ fn load_dir(dir: &Path) -> Vec<Persona> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::watch::test_support::capture_warnings;
     use serde_json::json;
     use std::fs;
 
@@ -309,6 +311,33 @@ stop = ["\n\n"]
     }
 
     #[test]
+    fn a_malformed_file_is_named_in_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "broken.toml", "name = ");
+        let log = capture_warnings(|| {
+            assert_eq!(PersonaDir::open(dir.path(), None).personas().len(), 1);
+        });
+        assert!(log.contains("broken.toml"), "{log}");
+        let log = capture_warnings(|| {
+            PersonaDir::open(dir.path().join("missing"), None);
+        });
+        assert!(log.contains("missing"), "{log}");
+    }
+
+    #[test]
+    fn the_shipped_examples_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/personas");
+        let log = capture_warnings(|| {
+            let list = PersonaDir::open(&dir, None).personas();
+            let names: Vec<_> = list.iter().map(|p| p.name.as_str()).collect();
+            assert_eq!(names, ["Default", "Coder", "Writer"]);
+            assert_eq!(list[2].params["top_k"], json!(40));
+            assert!(list[2].params["temperature"].is_f64());
+        });
+        assert!(log.is_empty(), "{log}");
+    }
+
+    #[test]
     fn non_finite_floats_are_dropped() {
         let p = PersonaDir::parse("x", "[params]\na = nan\nb = 1\n").unwrap();
         assert!(!p.params.contains_key("a"));
@@ -380,6 +409,23 @@ stop = ["\n\n"]
             write(&dir, "later.toml", "name = \"Later\"");
             counter.wait_for(2);
             assert!(store.personas().iter().any(|p| p.name == "Later"));
+        }
+
+        #[test]
+        fn watches_without_a_callback_too() {
+            let dir = tempfile::tempdir().unwrap();
+            let store = PersonaDir::open(dir.path(), None);
+            assert!(store.is_watching());
+            write(dir.path(), "a.toml", "name = \"A\"");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while store.personas().len() < 2 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "a.toml never appeared"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            assert_eq!(store.personas()[1].name, "A");
         }
 
         #[test]

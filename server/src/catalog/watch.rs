@@ -196,7 +196,7 @@ impl<T> DirCatalog<T> {
 }
 
 impl<T: Clone + PartialEq + Send + Sync + 'static> DirCatalog<T> {
-    /// Loads `dir` now and, with feature `watch` and an `on_change`, starts watching it.
+    /// Loads `dir` now and, with feature `watch`, starts watching it (`on_change` is optional).
     /// `interesting` says which file names can change the list (`*.toml`, `*.md`).
     pub(crate) fn open(
         dir: PathBuf,
@@ -214,18 +214,14 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> DirCatalog<T> {
         });
         #[cfg(feature = "watch")]
         {
-            let watcher = on_change.map(|on_change| {
-                let weak = Arc::downgrade(&shared);
-                let reload: imp::Reload = Arc::new(move || {
-                    weak.upgrade()
-                        .is_some_and(|shared: Arc<Shared<T>>| shared.reload())
-                });
-                imp::DirWatcher::start(shared.dir.clone(), interesting, reload, on_change)
+            let weak = Arc::downgrade(&shared);
+            let reload: imp::Reload = Arc::new(move || {
+                weak.upgrade()
+                    .is_some_and(|shared: Arc<Shared<T>>| shared.reload())
             });
-            Self {
-                shared,
-                watcher: watcher.flatten(),
-            }
+            let watcher =
+                imp::DirWatcher::start(shared.dir.clone(), interesting, reload, on_change);
+            Self { shared, watcher }
         }
         #[cfg(not(feature = "watch"))]
         {
@@ -288,7 +284,7 @@ mod imp {
             dir: PathBuf,
             interesting: fn(&Path) -> bool,
             reload: Reload,
-            on_change: OnChange,
+            on_change: Option<OnChange>,
         ) -> Option<Self> {
             let (tx, rx) = mpsc::channel();
             let events = tx.clone();
@@ -339,7 +335,7 @@ mod imp {
         /// The failure to watch the directory was logged already.
         watch_warned: bool,
         reload: Reload,
-        on_change: OnChange,
+        on_change: Option<OnChange>,
     }
 
     impl Loop {
@@ -438,58 +434,95 @@ mod imp {
         fn reload_and_notify(&self) {
             if (self.reload)() {
                 tracing::debug!(dir = %self.dir.display(), "catalog reloaded");
-                (self.on_change)();
+                if let Some(on_change) = &self.on_change {
+                    on_change();
+                }
             }
         }
     }
 }
 
-#[cfg(all(test, feature = "watch"))]
+#[cfg(test)]
 pub(crate) mod test_support {
-    //! A callback counter for the watcher tests: waits with a deadline, never a fixed long sleep.
+    //! Test helpers: captured log output, and (feature `watch`) a callback counter that waits
+    //! with a deadline, never a fixed long sleep.
 
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::time::{Duration, Instant};
+    use std::io;
+    use std::sync::{Arc, Mutex};
 
-    use super::{DEBOUNCE, OnChange};
-
-    /// Counts `on_change` calls.
-    #[derive(Clone, Default)]
-    pub(crate) struct Counter(Arc<AtomicUsize>);
-
-    impl Counter {
-        pub(crate) fn callback(&self) -> OnChange {
-            let count = self.0.clone();
-            Arc::new(move || {
-                count.fetch_add(1, Ordering::SeqCst);
-            })
-        }
-
-        pub(crate) fn get(&self) -> usize {
-            self.0.load(Ordering::SeqCst)
-        }
-
-        /// Polls until the count reaches `n` (panics after 10 s or when it overshoots).
-        pub(crate) fn wait_for(&self, n: usize) {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while self.get() < n {
-                assert!(
-                    Instant::now() < deadline,
-                    "on_change fired {} times, expected {n}",
-                    self.get()
-                );
-                std::thread::sleep(Duration::from_millis(10));
+    /// Runs `f` with a `tracing` subscriber that captures WARN and above; returns the output.
+    pub(crate) fn capture_warnings(f: impl FnOnce()) -> String {
+        #[derive(Clone, Default)]
+        struct Buf(Arc<Mutex<Vec<u8>>>);
+        impl io::Write for Buf {
+            fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(data);
+                Ok(data.len())
             }
-            assert_eq!(self.get(), n, "on_change fired too often");
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
         }
+        let buf = Buf::default();
+        let writer = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, f);
+        let out = buf.0.lock().unwrap().clone();
+        String::from_utf8(out).unwrap()
+    }
 
-        /// Checks that no further call arrives within a few debounce periods.
-        pub(crate) fn assert_stays(&self, n: usize) {
-            let deadline = Instant::now() + DEBOUNCE * 3;
-            while Instant::now() < deadline {
-                assert_eq!(self.get(), n, "on_change fired again");
-                std::thread::sleep(Duration::from_millis(10));
+    #[cfg(feature = "watch")]
+    pub(crate) use counter::Counter;
+
+    #[cfg(feature = "watch")]
+    mod counter {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::time::{Duration, Instant};
+
+        use crate::catalog::{DEBOUNCE, OnChange};
+
+        /// Counts `on_change` calls.
+        #[derive(Clone, Default)]
+        pub(crate) struct Counter(Arc<AtomicUsize>);
+
+        impl Counter {
+            pub(crate) fn callback(&self) -> OnChange {
+                let count = self.0.clone();
+                Arc::new(move || {
+                    count.fetch_add(1, Ordering::SeqCst);
+                })
+            }
+
+            pub(crate) fn get(&self) -> usize {
+                self.0.load(Ordering::SeqCst)
+            }
+
+            /// Polls until the count reaches `n` (panics after 10 s or when it overshoots).
+            pub(crate) fn wait_for(&self, n: usize) {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while self.get() < n {
+                    assert!(
+                        Instant::now() < deadline,
+                        "on_change fired {} times, expected {n}",
+                        self.get()
+                    );
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                assert_eq!(self.get(), n, "on_change fired too often");
+            }
+
+            /// Checks that no further call arrives within a few debounce periods.
+            pub(crate) fn assert_stays(&self, n: usize) {
+                let deadline = Instant::now() + DEBOUNCE * 3;
+                while Instant::now() < deadline {
+                    assert_eq!(self.get(), n, "on_change fired again");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
             }
         }
     }
