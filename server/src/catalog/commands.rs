@@ -385,6 +385,10 @@ mod tests {
         assert_eq!(c.argument_hint.as_deref(), Some("[file]"));
         let c = CommandDir::parse("x.md", "---\nargument-hint: (none)\n---\nb").unwrap();
         assert_eq!(c.argument_hint.as_deref(), Some("(none)"));
+        let c =
+            CommandDir::parse("x.md", "\u{feff}---\r\ndescription: d\r\n---\r\nbody\r\n").unwrap();
+        assert_eq!(c.description.as_deref(), Some("d"));
+        assert_eq!(c.body, "body");
     }
 
     #[test]

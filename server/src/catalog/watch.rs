@@ -221,6 +221,10 @@ impl<T: Clone + PartialEq + Send + Sync + 'static> DirCatalog<T> {
             });
             let watcher =
                 imp::DirWatcher::start(shared.dir.clone(), interesting, reload, on_change);
+            if watcher.is_some() {
+                // A change between the first load and the watch being in place would be lost.
+                shared.reload();
+            }
             Self { shared, watcher }
         }
         #[cfg(not(feature = "watch"))]
@@ -450,8 +454,42 @@ pub(crate) mod test_support {
     use std::io;
     use std::sync::{Arc, Mutex};
 
+    /// Never any thread's default; registered only so that `tracing`'s process-wide callsite
+    /// interest cache is computed over several dispatchers and answers "sometimes". Without it a
+    /// sibling test thread with no subscriber can be the first to hit a `warn!` and cache it as
+    /// "never" for the whole process, and a capture would miss the event (a known flake).
+    struct Anchor;
+
+    impl tracing::Subscriber for Anchor {
+        fn register_callsite(
+            &self,
+            _: &'static tracing::Metadata<'static>,
+        ) -> tracing::subscriber::Interest {
+            tracing::subscriber::Interest::sometimes()
+        }
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            false
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {}
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    static ANCHORS: std::sync::OnceLock<[tracing::Dispatch; 2]> = std::sync::OnceLock::new();
+
     /// Runs `f` with a `tracing` subscriber that captures WARN and above; returns the output.
     pub(crate) fn capture_warnings(f: impl FnOnce()) -> String {
+        ANCHORS.get_or_init(|| {
+            [
+                tracing::Dispatch::new(Anchor),
+                tracing::Dispatch::new(Anchor),
+            ]
+        });
         #[derive(Clone, Default)]
         struct Buf(Arc<Mutex<Vec<u8>>>);
         impl io::Write for Buf {
