@@ -1,5 +1,6 @@
 //! Personas and slash commands: the source traits, static sources, and directory-backed
-//! sources that reload on change.
+//! sources that reload on change ([`PersonaDir`], [`CommandDir`]; debounced watching with the
+//! `watch` feature, see [`DEBOUNCE`]).
 
 use std::sync::Arc;
 
@@ -7,6 +8,14 @@ use async_trait::async_trait;
 use lmchatkit_protocol::{Persona, SlashCommand};
 
 use crate::host::RequestContext;
+
+mod commands;
+mod personas;
+mod watch;
+
+pub use commands::CommandDir;
+pub use personas::PersonaDir;
+pub use watch::{DEBOUNCE, MAX_DELAY, POLL_MISSING, stable_id};
 
 /// Called after a watched directory changed and was reloaded.
 pub type OnChange = Arc<dyn Fn() + Send + Sync>;
