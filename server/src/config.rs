@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lmchatkit_protocol::McpServerStatus;
+use lmchatkit_protocol::{McpServerStatus, ServerEvent, ServerEventType};
 
-use crate::catalog::{CommandSource, PersonaSource};
+use crate::catalog::{CommandDir, CommandSource, OnChange, PersonaDir, PersonaSource};
 use crate::events::EventBroadcaster;
 use crate::history::HistoryStore;
 use crate::host::Host;
@@ -107,6 +107,8 @@ impl Config {
                 sandbox_origin: None,
                 mcp_status: None,
             },
+            personas_dir: None,
+            commands_dir: None,
         }
     }
 
@@ -124,6 +126,8 @@ impl Config {
 /// Builds a [`Config`]; every setter has a sensible default.
 pub struct ConfigBuilder {
     config: Config,
+    personas_dir: Option<std::path::PathBuf>,
+    commands_dir: Option<std::path::PathBuf>,
 }
 
 impl ConfigBuilder {
@@ -142,6 +146,19 @@ impl ConfigBuilder {
     /// Where slash commands come from (default: none).
     pub fn commands(mut self, source: impl CommandSource) -> Self {
         self.config.commands = Some(Arc::new(source));
+        self
+    }
+
+    /// Personas from a directory of `.toml` files, reloaded on change (a `personas_changed`
+    /// event goes to every tab). A missing directory is an empty list and a warning.
+    pub fn personas_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.personas_dir = Some(dir.into());
+        self
+    }
+
+    /// Slash commands from a directory of `.md` files, reloaded on change (`commands_changed`).
+    pub fn commands_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.commands_dir = Some(dir.into());
         self
     }
 
@@ -262,6 +279,17 @@ impl ConfigBuilder {
             return Err(ConfigError::InvalidPrefix(self.config.prefix));
         }
         self.config.prefix = p;
+        // Opened here, so the reload events go to the broadcaster the config ends up with.
+        if let Some(dir) = self.personas_dir.take() {
+            let on_change =
+                change_notifier(self.config.events.clone(), ServerEventType::PersonasChanged);
+            self.config.personas = Some(Arc::new(PersonaDir::open(dir, on_change)));
+        }
+        if let Some(dir) = self.commands_dir.take() {
+            let on_change =
+                change_notifier(self.config.events.clone(), ServerEventType::CommandsChanged);
+            self.config.commands = Some(Arc::new(CommandDir::open(dir, on_change)));
+        }
         if self.config.body_limit == 0 {
             return Err(ConfigError::ZeroLimit("body_limit"));
         }
@@ -270,4 +298,10 @@ impl ConfigBuilder {
         }
         Ok(self.config)
     }
+}
+
+/// A reload callback that broadcasts `kind` (nothing when events are off).
+fn change_notifier(events: Option<EventBroadcaster>, kind: ServerEventType) -> Option<OnChange> {
+    let events = events?;
+    Some(Arc::new(move || events.broadcast(ServerEvent::new(kind))))
 }

@@ -16,14 +16,32 @@ impl Drop for App {
 
 fn start(args: &[&str], env: &[(&str, &str)]) -> App {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lmchatkit"));
-    cmd.args(["--listen", "127.0.0.1:0", "--db", "memory:"]).args(args);
-    for key in ["OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_COMPLETIONS_URL", "LMCHATKIT_MODELS"] {
+    cmd.args(["--listen", "127.0.0.1:0", "--db", "memory:"])
+        .args(args);
+    for key in [
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_COMPLETIONS_URL",
+        "LMCHATKIT_MODELS",
+    ] {
         cmd.env_remove(key);
     }
-    let mut child = cmd.envs(env.iter().copied()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child = cmd
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.split("open ").nth(1).expect("the app prints the URL to open").trim().to_owned();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split("open ")
+        .nth(1)
+        .expect("the app prints the URL to open")
+        .trim()
+        .to_owned();
     App(child, url)
 }
 
@@ -34,7 +52,10 @@ async fn get(url: &str) -> (u16, String) {
 }
 
 fn http_client() -> reqwest::Client {
-    reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap()
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
 }
 
 #[tokio::test]
@@ -43,8 +64,14 @@ async fn serves_page_and_api_and_says_when_no_model_is_configured() {
     assert!(app.1.ends_with("/chat"), "{}", app.1);
     let (status, page) = get(&app.1).await;
     assert_eq!(status, 200);
-    assert!(page.contains("data-prefix=\"/chat\"") && page.contains("/chat/assets/lmchatkit.js"), "{page}");
-    assert_eq!(get(&format!("{}/api/models", app.1)).await, (200, "[]".into()));
+    assert!(
+        page.contains("data-prefix=\"/chat\"") && page.contains("/chat/assets/lmchatkit.js"),
+        "{page}"
+    );
+    assert_eq!(
+        get(&format!("{}/api/models", app.1)).await,
+        (200, "[]".into())
+    );
     let (_, config) = get(&format!("{}/api/config", app.1)).await;
     assert!(config.contains("\"history\":\"server\""), "{config}");
     let res = http_client()
@@ -59,12 +86,21 @@ async fn serves_page_and_api_and_says_when_no_model_is_configured() {
 
 #[tokio::test]
 async fn configured_models_prefix_and_graceful_exit() {
-    let mut app = start(&["--prefix", "/assistant", "--model", "a,b"], &[("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")]);
+    let mut app = start(
+        &["--prefix", "/assistant", "--model", "a,b"],
+        &[("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")],
+    );
     assert!(app.1.ends_with("/assistant"));
     let (_, models) = get(&format!("{}/api/models", app.1)).await;
     assert_eq!(models, r#"[{"id":"a"},{"id":"b"}]"#);
     let pid = app.0.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         if let Some(status) = app.0.try_wait().unwrap() {

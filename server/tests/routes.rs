@@ -552,3 +552,58 @@ async fn events_stream_delivers_and_resumes_with_last_event_id() {
     let off = service(config(FakeHost::default()).events(false));
     assert_eq!(send(&off, get("/chat/api/events")).await.status, 404);
 }
+
+#[tokio::test]
+async fn persona_and_command_dirs_reload_and_notify() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pdir, cdir) = (dir.path().join("personas"), dir.path().join("commands"));
+    std::fs::create_dir_all(&pdir).unwrap();
+    std::fs::create_dir_all(&cdir).unwrap();
+    std::fs::write(
+        pdir.join("coder.toml"),
+        "name = \"Coder\"\nsystem_prompt = \"Write Rust.\"\n",
+    )
+    .unwrap();
+    let svc = service(
+        config(FakeHost::default())
+            .personas_dir(&pdir)
+            .commands_dir(&cdir),
+    );
+    let names = |v: serde_json::Value| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(send(&svc, get("/chat/api/personas")).await.json()),
+        ["Default", "Coder"]
+    );
+    let mut events = svc
+        .clone()
+        .oneshot(get("/chat/api/events"))
+        .await
+        .unwrap()
+        .into_body();
+    std::fs::write(
+        cdir.join("Help.md"),
+        "---\ndescription: Show help\n---\nHelp with $ARGUMENTS\n",
+    )
+    .unwrap();
+    let mut seen = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !seen.contains("commands_changed") {
+        let f = tokio::time::timeout_at(deadline, events.frame())
+            .await
+            .expect("commands_changed arrives")
+            .unwrap()
+            .unwrap();
+        seen.push_str(std::str::from_utf8(f.data_ref().unwrap()).unwrap());
+    }
+    let cmds = send(&svc, get("/chat/api/commands")).await.json();
+    assert_eq!(
+        (cmds[0]["name"].as_str(), cmds[0]["description"].as_str()),
+        (Some("help"), Some("Show help"))
+    );
+}

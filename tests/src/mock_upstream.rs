@@ -58,13 +58,17 @@ impl Drop for MockUpstream {
 impl MockUpstream {
     /// Starts the mock on 127.0.0.1 with a random port.
     pub async fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind mock upstream");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind mock upstream");
         let addr = listener.local_addr().unwrap();
         let observed = Arc::new(Observed::default());
         let obs = observed.clone();
         let task = tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else { continue };
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
                 let obs = obs.clone();
                 tokio::spawn(async move {
                     let svc = hyper::service::service_fn(move |req| handle(req, obs.clone()));
@@ -74,7 +78,11 @@ impl MockUpstream {
                 });
             }
         });
-        Self { addr, observed, task }
+        Self {
+            addr,
+            observed,
+            task,
+        }
     }
 
     /// The base URL as OpenAI SDKs take it (`http://127.0.0.1:N/v1`).
@@ -87,20 +95,32 @@ type Body = BoxBody<Bytes, std::io::Error>;
 
 async fn handle(req: Request<Incoming>, obs: Arc<Observed>) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path().to_owned();
-    let auth = req.headers().get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let auth = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     Ok(match (req.method().as_str(), path.as_str()) {
         ("GET", "/v1/models") => json_response(
             StatusCode::OK,
             json!({"object": "list", "data": [{"id": "mock-small", "object": "model", "owned_by": "mock"}, {"id": "mock-large", "object": "model", "owned_by": "mock"}]}),
         ),
         ("POST", "/v1/chat/completions") => {
-            let body = req.into_body().collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+            let body = req
+                .into_body()
+                .collect()
+                .await
+                .map(|c| c.to_bytes())
+                .unwrap_or_default();
             let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             obs.auth.lock().unwrap().push(auth);
             obs.requests.lock().unwrap().push(body.clone());
             completion(&body, obs)
         }
-        _ => json_response(StatusCode::NOT_FOUND, json!({"error": {"message": "not found"}})),
+        _ => json_response(
+            StatusCode::NOT_FOUND,
+            json!({"error": {"message": "not found"}}),
+        ),
     })
 }
 
@@ -108,7 +128,11 @@ fn json_response(status: StatusCode, v: Value) -> Response<Body> {
     Response::builder()
         .status(status)
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(v.to_string())).map_err(|never| match never {}).boxed())
+        .body(
+            Full::new(Bytes::from(v.to_string()))
+                .map_err(|never| match never {})
+                .boxed(),
+        )
         .unwrap()
 }
 
@@ -123,7 +147,11 @@ fn last_user_text(body: &Value) -> String {
     let last_user = msgs.iter().rev().find(|m| m["role"] == "user");
     match last_user.map(|m| &m["content"]) {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(" "),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
         _ => String::new(),
     }
 }
@@ -137,22 +165,33 @@ enum Step {
 
 fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
     let text = last_user_text(body);
-    let has_tool_result = body["messages"].as_array().is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+    let has_tool_result = body["messages"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
     let usage = "data: {\"id\":\"chatcmpl-mock\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":5,\"total_tokens\":16}}\n\n";
     let mut steps = Vec::new();
     if text.contains("fail500") {
-        return json_response(StatusCode::INTERNAL_SERVER_ERROR, json!({"error": {"message": "mock exploded", "type": "server_error"}}));
+        return json_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({"error": {"message": "mock exploded", "type": "server_error"}}),
+        );
     } else if text.contains("use the tool") && !has_tool_result {
         steps.push(Step::Send(chunk(json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ""}}]}), None)));
         for frag in ["{\"ci", "ty\": \"Os", "lo\"}"] {
-            steps.push(Step::Send(chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": frag}}]}), None)));
+            steps.push(Step::Send(chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": frag}}]}),
+                None,
+            )));
         }
         steps.push(Step::Send(chunk(json!({}), Some("tool_calls"))));
     } else if text.contains("think") {
         for r in ["Let me ", "think."] {
             steps.push(Step::Send(chunk(json!({"reasoning_content": r}), None)));
         }
-        steps.push(Step::Send(chunk(json!({"content": "Thought it through."}), None)));
+        steps.push(Step::Send(chunk(
+            json!({"content": "Thought it through."}),
+            None,
+        )));
         steps.push(Step::Send(chunk(json!({}), Some("stop"))));
     } else if text.contains("cut") {
         steps.push(Step::Send(chunk(json!({"content": "partial "}), None)));
@@ -164,12 +203,19 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
         steps.push(Step::Wait(Duration::from_secs(3600)));
     } else if text.contains("slow") {
         for i in 0..1500 {
-            steps.push(Step::Send(chunk(json!({"content": format!("t{i} ")}), None)));
+            steps.push(Step::Send(chunk(
+                json!({"content": format!("t{i} ")}),
+                None,
+            )));
             steps.push(Step::Wait(Duration::from_millis(20)));
         }
         steps.push(Step::Send(chunk(json!({}), Some("stop"))));
     } else {
-        let reply = if has_tool_result { "The weather in Oslo is sunny." } else { "Hello from the mock model." };
+        let reply = if has_tool_result {
+            "The weather in Oslo is sunny."
+        } else {
+            "Hello from the mock model."
+        };
         for w in reply.split_inclusive(' ') {
             steps.push(Step::Send(chunk(json!({"content": w}), None)));
         }
@@ -179,25 +225,36 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
     if !matches!(steps.last(), Some(Step::Cut) | Some(Step::Wait(_))) {
         steps.push(Step::Send("data: [DONE]\n\n".into()));
     }
-    let guard = DropGuard { obs, finished: false };
-    let stream = futures_util::stream::unfold((steps.into_iter(), guard), |(mut it, mut guard)| async move {
-        loop {
-            match it.next() {
-                Some(Step::Send(s)) => return Some((Ok(Frame::data(Bytes::from(s))), (it, guard))),
-                Some(Step::Wait(d)) => tokio::time::sleep(d).await,
-                Some(Step::Cut) => {
-                    guard.finished = true;
-                    let cut = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "mock cut the stream");
-                    return Some((Err(cut), (it, guard)));
-                }
-                None => {
-                    guard.finished = true;
-                    guard.obs.completed.fetch_add(1, Ordering::SeqCst);
-                    return None;
+    let guard = DropGuard {
+        obs,
+        finished: false,
+    };
+    let stream = futures_util::stream::unfold(
+        (steps.into_iter(), guard),
+        |(mut it, mut guard)| async move {
+            loop {
+                match it.next() {
+                    Some(Step::Send(s)) => {
+                        return Some((Ok(Frame::data(Bytes::from(s))), (it, guard)));
+                    }
+                    Some(Step::Wait(d)) => tokio::time::sleep(d).await,
+                    Some(Step::Cut) => {
+                        guard.finished = true;
+                        let cut = std::io::Error::new(
+                            std::io::ErrorKind::ConnectionReset,
+                            "mock cut the stream",
+                        );
+                        return Some((Err(cut), (it, guard)));
+                    }
+                    None => {
+                        guard.finished = true;
+                        guard.obs.completed.fetch_add(1, Ordering::SeqCst);
+                        return None;
+                    }
                 }
             }
-        }
-    });
+        },
+    );
     // A body error makes hyper abort the connection: the client sees a cut stream.
     Response::builder()
         .header("content-type", "text/event-stream")

@@ -32,7 +32,9 @@ pub async fn serve(svc: ChatService) -> Served {
     let addr = listener.local_addr().unwrap();
     let task = tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
             let svc = TowerToHyperService::new(svc.clone());
             tokio::spawn(async move {
                 let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())

@@ -10,7 +10,8 @@ use futures_util::StreamExt;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::protocol::{Model, Tool, ToolResult};
 use lmchatkit::{
-    ChatService, CompleteRequest, Config, EventStream, Host, HostError, RequestContext, ToolSource, async_trait,
+    ChatService, CompleteRequest, Config, EventStream, Host, HostError, RequestContext, ToolSource,
+    async_trait,
 };
 use lmchatkit_tests::mock_upstream::MockUpstream;
 use lmchatkit_tests::serve::{Served, serve};
@@ -32,7 +33,12 @@ impl Host for WeatherHost {
             json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
         )])
     }
-    async fn call_tool(&self, _: &RequestContext, name: &str, args: Value) -> Result<ToolResult, HostError> {
+    async fn call_tool(
+        &self,
+        _: &RequestContext,
+        name: &str,
+        args: Value,
+    ) -> Result<ToolResult, HostError> {
         match (name, args["city"].as_str()) {
             ("get_weather", Some(city)) => Ok(ToolResult::text(format!("{city}: sunny, 21 °C"))),
             _ => Err(HostError::InvalidInput("city is required".into())),
@@ -46,7 +52,9 @@ impl Host for WeatherHost {
 async fn setup() -> (MockUpstream, Served) {
     let mock = MockUpstream::start().await;
     let backend = OpenAiBackend::new(
-        OpenAiConfig::new(mock.base_url()).with_api_key("sk-test").with_idle_timeout(Duration::from_millis(800)),
+        OpenAiConfig::new(mock.base_url())
+            .with_api_key("sk-test")
+            .with_idle_timeout(Duration::from_millis(800)),
     );
     let svc = ChatService::new(Config::builder(WeatherHost(backend)).build().unwrap());
     (mock, serve(svc).await)
@@ -62,15 +70,26 @@ async fn chat(server: &Served, messages: Value) -> Vec<Value> {
     assert_eq!(res.status(), 200);
     assert_eq!(res.headers()["content-type"], "text/event-stream");
     let text = res.text().await.unwrap();
-    text.lines().filter_map(|l| l.strip_prefix("data: ")).map(|d| serde_json::from_str(d).unwrap()).collect()
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
 }
 
 #[tokio::test]
 async fn models_come_from_the_upstream() {
     let (_mock, server) = setup().await;
-    let models: Value = reqwest::get(server.url("/chat/api/models")).await.unwrap().json().await.unwrap();
+    let models: Value = reqwest::get(server.url("/chat/api/models"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     // Sorted by id.
-    assert_eq!(models, json!([{"id": "mock-large", "provider": "mock"}, {"id": "mock-small", "provider": "mock"}]));
+    assert_eq!(
+        models,
+        json!([{"id": "mock-large", "provider": "mock"}, {"id": "mock-small", "provider": "mock"}])
+    );
 }
 
 #[tokio::test]
@@ -87,10 +106,16 @@ async fn tool_call_round_trip_with_usage() {
     );
     // The upstream got the system prompt, the tool schema, stream options and the bearer token.
     let first = mock.observed.requests.lock().unwrap()[0].clone();
-    assert_eq!(first["messages"][0], json!({"role": "system", "content": "You are a helpful assistant."}));
+    assert_eq!(
+        first["messages"][0],
+        json!({"role": "system", "content": "You are a helpful assistant."})
+    );
     assert_eq!(first["tools"][0]["function"]["name"], "get_weather");
     assert_eq!(first["stream_options"], json!({"include_usage": true}));
-    assert_eq!(mock.observed.auth.lock().unwrap()[0].as_deref(), Some("Bearer sk-test"));
+    assert_eq!(
+        mock.observed.auth.lock().unwrap()[0].as_deref(),
+        Some("Bearer sk-test")
+    );
 
     // The browser approves and runs the call, then posts the next turn.
     let call = events[0]["tool_call"].clone();
@@ -115,8 +140,14 @@ async fn tool_call_round_trip_with_usage() {
         &json!({"type": "done", "finish_reason": "stop", "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}})
     );
     let second = mock.observed.requests.lock().unwrap()[1].clone();
-    assert_eq!(second["messages"][2]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Oslo\"}");
-    assert_eq!(second["messages"][3], json!({"role": "tool", "content": "Oslo: sunny, 21 °C", "tool_call_id": "call_1"}));
+    assert_eq!(
+        second["messages"][2]["tool_calls"][0]["function"]["arguments"],
+        "{\"city\":\"Oslo\"}"
+    );
+    assert_eq!(
+        second["messages"][3],
+        json!({"role": "tool", "content": "Oslo: sunny, 21 °C", "tool_call_id": "call_1"})
+    );
 }
 
 #[tokio::test]
@@ -140,16 +171,26 @@ async fn upstream_failures_become_error_events_and_the_service_stays_up() {
     let events = chat(&server, json!([{"role": "user", "content": "fail500"}])).await;
     assert_eq!(events.len(), 1);
     let err = events[0]["error"].as_str().unwrap();
-    assert!(err.contains("500") && err.contains("mock exploded"), "{err}");
+    assert!(
+        err.contains("500") && err.contains("mock exploded"),
+        "{err}"
+    );
 
     let events = chat(&server, json!([{"role": "user", "content": "cut me off"}])).await;
     let text: String = events.iter().filter_map(|e| e["delta"].as_str()).collect();
-    assert_eq!(text, "partial reply", "what streamed before the cut is kept");
+    assert_eq!(
+        text, "partial reply",
+        "what streamed before the cut is kept"
+    );
     assert_eq!(events.last().unwrap()["type"], "error");
 
     let events = chat(&server, json!([{"role": "user", "content": "stall now"}])).await;
     assert_eq!(events[0], json!({"type": "delta", "delta": "waiting"}));
-    assert!(events[1]["error"].as_str().unwrap().contains("stalled"), "{:?}", events[1]);
+    assert!(
+        events[1]["error"].as_str().unwrap().contains("stalled"),
+        "{:?}",
+        events[1]
+    );
 
     // Still serving.
     let events = chat(&server, json!([{"role": "user", "content": "hello"}])).await;
@@ -158,7 +199,11 @@ async fn upstream_failures_become_error_events_and_the_service_stays_up() {
 
 #[tokio::test]
 async fn refused_upstream_is_an_error_event() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let backend = OpenAiBackend::new(OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1")));
     let server = serve(ChatService::new(Config::builder(backend).build().unwrap())).await;
     let events = chat(&server, json!([{"role": "user", "content": "hi"}])).await;
@@ -184,7 +229,10 @@ async fn client_disconnect_cancels_the_upstream_request() {
     let observed = Arc::clone(&mock.observed);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while observed.dropped_early.load(Ordering::SeqCst) == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "the upstream never saw the connection close");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the upstream never saw the connection close"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(observed.completed.load(Ordering::SeqCst), 0);

@@ -13,7 +13,9 @@ use hyper_util::service::TowerToHyperService;
 use lmchatkit::history::{HistoryStore, MemoryStore, SqliteStore};
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::protocol::{Event, Model};
-use lmchatkit::{ChatService, CompleteRequest, Config, EventStream, Host, HostError, RequestContext, async_trait};
+use lmchatkit::{
+    ChatService, CompleteRequest, Config, EventStream, Host, HostError, RequestContext, async_trait,
+};
 use tokio::net::TcpListener;
 
 /// A chat UI for any OpenAI-compatible LLM endpoint.
@@ -65,7 +67,9 @@ impl Host for NoUpstream {
     }
     fn complete(&self, _: &RequestContext, _: CompleteRequest) -> EventStream {
         Box::pin(futures_util::stream::once(async {
-            Event::error("No model is configured. Start lmchatkit with OPENAI_BASE_URL pointing at an OpenAI-compatible endpoint.")
+            Event::error(
+                "No model is configured. Start lmchatkit with OPENAI_BASE_URL pointing at an OpenAI-compatible endpoint.",
+            )
         }))
     }
 }
@@ -110,7 +114,9 @@ fn host(args: &Args) -> Arc<dyn Host> {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::new(&args.log)).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(&args.log))
+        .init();
 
     let mut builder = Config::builder_arc(host(&args))
         .prefix(args.prefix.clone())
@@ -128,7 +134,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let listener = TcpListener::bind(args.listen).await?;
     let addr = listener.local_addr()?;
-    println!("lmchatkit is listening: open http://{addr}{}", svc.config().prefix());
+    println!(
+        "lmchatkit is listening: open http://{addr}{}",
+        svc.config().prefix()
+    );
     serve(listener, svc).await;
     Ok(())
 }
@@ -162,7 +171,8 @@ async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
         tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
     }
     #[cfg(not(unix))]
