@@ -5,6 +5,7 @@
 //! [`Host`]) and, optionally, MCP tools, prompts and resources; lmchatkit brings the protocol,
 //! the embedded UI, personas, slash commands, history and cross-tab events.
 
+pub(crate) mod bundle;
 pub mod catalog;
 pub mod history;
 pub mod host;
