@@ -313,9 +313,12 @@ for (const href of [{css_list}]) {{
   }}
 }}
 
+// Fetch the wasm in parallel with the JS glue; wasm-bindgen's init awaits the response.
+const wasm = fetch(new URL({wasm_url}, import.meta.url));
+wasm.catch(() => {{}}); // reported through init below
 try {{
   const {{ default: init }} = await import(new URL({js_url}, import.meta.url).href);
-  await init({{ module_or_path: new URL({wasm_url}, import.meta.url) }});
+  await init({{ module_or_path: wasm }});
 }} catch (error) {{
   lmckShowMessage("The lmchatkit UI failed to load: " + error);
 }}
