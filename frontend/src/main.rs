@@ -1,7 +1,5 @@
-//! The lmchatkit chat UI (placeholder until the UI issue lands).
-use leptos::prelude::*;
+//! Binary entry point trunk builds into the wasm bundle; all of the UI lives in the library.
 
 fn main() {
-    console_error_panic_hook::set_once();
-    leptos::mount::mount_to_body(|| view! { <p class="lmck-placeholder">"lmchatkit"</p> });
+    lmchatkit_web::start();
 }

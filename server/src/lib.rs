@@ -17,6 +17,7 @@
 //! # let _ = svc; Ok(()) }
 //! ```
 
+pub(crate) mod bundle;
 pub mod catalog;
 pub mod config;
 pub mod events;

@@ -1,0 +1,253 @@
+//! The embedded UI bundle (DESIGN, "Decisions on the contracts" 1): what is served at `{prefix}`
+//! and below `{prefix}/assets/`. Pure lookups, no HTTP types; the `assets` route turns an
+//! [`Asset`] into a response.
+//!
+//! - trunk builds the UI into `server/assets/` (`./scripts/build-ui.sh`); `build.rs` embeds every
+//!   file there except trunk's `index.html`, with its content type and a strong ETag computed at
+//!   build time. Without a bundle the crate still builds and the loader shows how to build the UI.
+//! - `{prefix}/assets/lmchatkit.js` is the **stable loader** (not immutable: serve it with
+//!   `Cache-Control: no-cache` and its ETag). It imports trunk's content-hashed JS relative to its
+//!   own URL, starts the hashed wasm and links the hashed CSS, so the page and host pages never
+//!   name a hash. The hashed files are [`Asset::immutable`] (`public, max-age=31536000, immutable`).
+//! - The page at `{prefix}` is [`page_html`], rendered with the run-time prefix (trunk's
+//!   `index.html` is never served). It has no inline script or style, so a strict CSP
+//!   (`script-src 'self'`, `style-src 'self'`) works. Host pages embed the UI with the same two
+//!   elements: the mount `<div data-lmchatkit data-prefix="…">` and the loader `<script>`.
+
+// Used by the `assets` route and the page route, which land separately; drop this then.
+#![allow(dead_code)]
+
+mod table {
+    use super::Asset;
+    include!(concat!(env!("OUT_DIR"), "/bundle_table.rs"));
+}
+
+/// Path of the stable loader, relative to `{prefix}/assets/`.
+pub(crate) const LOADER_PATH: &str = "lmchatkit.js";
+
+/// One file served below `{prefix}/assets/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Asset {
+    /// The file's bytes.
+    pub body: &'static [u8],
+    /// `Content-Type` header value.
+    pub content_type: &'static str,
+    /// Strong ETag, quotes included (`"0123456789abcdef"`).
+    pub etag: &'static str,
+    /// Content-hashed name: cache forever (`immutable`); otherwise revalidate (`no-cache`).
+    pub immutable: bool,
+}
+
+/// The file at `path`, relative to `{prefix}/assets/` (already percent-decoded, no leading `/`).
+/// Only exact names of embedded files match, so `..`, absolute paths, `index.html` and anything
+/// else unknown are `None`.
+pub(crate) fn asset(path: &str) -> Option<Asset> {
+    if path == LOADER_PATH {
+        return Some(table::LOADER);
+    }
+    if path.is_empty() || path.starts_with('/') || path.split('/').any(|s| s == ".." || s == ".") {
+        return None;
+    }
+    table::FILES
+        .binary_search_by(|(p, _)| (*p).cmp(path))
+        .ok()
+        .map(|i| table::FILES[i].1)
+}
+
+/// Whether a UI bundle (trunk's JS entry and wasm) is embedded. When not, the loader only shows
+/// how to build it.
+pub(crate) fn is_built() -> bool {
+    table::BUILT
+}
+
+/// The page served at `{prefix}`: the mount element carrying the prefix and the stable loader.
+/// `prefix` is the public prefix (`/chat`, or `""` at the root; a trailing `/` is ignored); it and
+/// `title` are HTML-escaped.
+pub(crate) fn page_html(prefix: &str, title: &str) -> String {
+    let prefix = escape_html(prefix.trim_end_matches('/'));
+    let title = escape_html(title);
+    format!(
+        "<!doctype html>\n\
+         <html lang=\"en\">\n\
+         <head>\n\
+         <meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{title}</title>\n\
+         <script type=\"module\" src=\"{prefix}/assets/{LOADER_PATH}\"></script>\n\
+         </head>\n\
+         <body>\n\
+         <div data-lmchatkit data-prefix=\"{prefix}\"></div>\n\
+         <noscript>lmchatkit needs JavaScript and WebAssembly.</noscript>\n\
+         </body>\n\
+         </html>\n"
+    )
+}
+
+/// Escapes text for HTML element content and quoted attribute values.
+fn escape_html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sha2::{Digest, Sha256};
+
+    fn loader_text() -> &'static str {
+        std::str::from_utf8(asset(LOADER_PATH).expect("loader").body).expect("utf-8 loader")
+    }
+
+    fn expected_etag(body: &[u8]) -> String {
+        format!("\"{}\"", &hex::encode(Sha256::digest(body))[..16])
+    }
+
+    #[test]
+    fn loader_matches_the_build_state() {
+        let loader = asset(LOADER_PATH).unwrap();
+        assert!(!loader.immutable, "the loader must be revalidated");
+        assert_eq!(loader.content_type, "text/javascript; charset=utf-8");
+        let text = loader_text();
+        if is_built() {
+            let js = table::JS_ENTRY.expect("js entry");
+            let wasm = table::WASM.expect("wasm");
+            assert!(text.contains(&format!("\"./{js}\"")), "{text}");
+            assert!(text.contains(&format!("\"./{wasm}\"")), "{text}");
+            assert!(text.contains("import.meta.url"));
+            for css in table::CSS {
+                assert!(text.contains(&format!("\"./{css}\"")), "{text}");
+                assert!(asset(css).unwrap().content_type.starts_with("text/css"));
+            }
+            let js = asset(js).expect("hashed js embedded");
+            assert!(js.immutable);
+            assert_eq!(js.content_type, "text/javascript; charset=utf-8");
+            let wasm = asset(wasm).expect("hashed wasm embedded");
+            assert!(wasm.immutable);
+            assert_eq!(wasm.content_type, "application/wasm");
+            assert_eq!(&wasm.body[..4], b"\0asm");
+            assert!(!text.contains("is not built"));
+        } else {
+            assert!(table::JS_ENTRY.is_none() && table::WASM.is_none());
+            assert!(text.contains(
+                "The lmchatkit UI bundle is not built. Run ./scripts/setup.sh && \
+                 ./scripts/build-ui.sh, then rebuild the server."
+            ));
+            assert!(
+                text.contains("textContent"),
+                "the message is text, not HTML"
+            );
+        }
+    }
+
+    #[test]
+    fn etags_are_the_sha256_of_the_embedded_bytes() {
+        let loader = asset(LOADER_PATH).unwrap();
+        assert_eq!(loader.etag, expected_etag(loader.body));
+        for (path, a) in table::FILES {
+            assert_eq!(a.etag, expected_etag(a.body), "{path}");
+            assert_eq!(asset(path), Some(*a));
+        }
+    }
+
+    /// Paths below `dir` as build.rs embeds them (no hidden entries, no trunk `index.html`).
+    fn servable_files(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
+        let Ok(read) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in read.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            if name.starts_with('.') {
+                continue;
+            }
+            if path.is_dir() {
+                servable_files(root, &path, out);
+                continue;
+            }
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            if rel != "index.html" && rel != LOADER_PATH {
+                out.push(rel);
+            }
+        }
+    }
+
+    #[test]
+    fn table_matches_the_assets_directory() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
+        let mut on_disk = Vec::new();
+        servable_files(&root, &root, &mut on_disk);
+        on_disk.sort();
+        let embedded: Vec<&str> = table::FILES.iter().map(|(p, _)| *p).collect();
+        assert_eq!(
+            embedded, on_disk,
+            "build.rs must embed exactly server/assets/"
+        );
+        for (path, a) in table::FILES {
+            let disk = std::fs::read(root.join(path)).unwrap();
+            assert_eq!(a.body, &disk[..], "{path} changed since the build");
+        }
+    }
+
+    #[test]
+    fn files_are_sorted_and_trunk_index_is_not_served() {
+        assert!(table::FILES.windows(2).all(|w| w[0].0 < w[1].0));
+        assert_eq!(asset("index.html"), None);
+    }
+
+    #[test]
+    fn unknown_and_traversal_paths_are_none() {
+        assert_eq!(asset("nope.js"), None);
+        assert_eq!(asset(""), None);
+        assert_eq!(asset("../x"), None);
+        assert_eq!(asset("../Cargo.toml"), None);
+        assert_eq!(asset("./lmchatkit.js"), None);
+        assert_eq!(asset("/lmchatkit.js"), None);
+        assert_eq!(asset("snippets/../../build.rs"), None);
+        if let Some(js) = table::JS_ENTRY {
+            assert_eq!(asset(&format!("../{js}")), None);
+            assert_eq!(asset(&format!("x/../{js}")), None);
+        }
+    }
+
+    #[test]
+    fn page_loads_the_stable_loader_with_the_prefix() {
+        let page = page_html("/chat/", "lmchatkit");
+        assert!(page.starts_with("<!doctype html>"));
+        assert!(page.contains("<meta charset=\"utf-8\">"));
+        assert!(page.contains("<meta name=\"viewport\""));
+        assert!(page.contains("<title>lmchatkit</title>"));
+        assert!(page.contains("<div data-lmchatkit data-prefix=\"/chat\"></div>"));
+        assert!(
+            page.contains("<script type=\"module\" src=\"/chat/assets/lmchatkit.js\"></script>")
+        );
+        assert_eq!(page.matches("<script").count(), 1, "no inline script");
+        assert!(!page.contains("<style"), "no inline style");
+        let root = page_html("", "t");
+        assert!(root.contains("data-prefix=\"\""));
+        assert!(root.contains("src=\"/assets/lmchatkit.js\""));
+    }
+
+    #[test]
+    fn page_escapes_prefix_and_title() {
+        let page = page_html("/a\"><script>&'", "<b>\"Tom & Jerry\"</b>");
+        assert!(page.contains("<title>&lt;b&gt;&quot;Tom &amp; Jerry&quot;&lt;/b&gt;</title>"));
+        assert!(page.contains("data-prefix=\"/a&quot;&gt;&lt;script&gt;&amp;&#39;\""));
+        assert!(page.contains("src=\"/a&quot;&gt;&lt;script&gt;&amp;&#39;/assets/lmchatkit.js\""));
+        assert_eq!(page.matches("<script").count(), 1);
+        assert!(!page.contains("Tom & Jerry"));
+    }
+}
