@@ -14,5 +14,5 @@ echo "== clippy";  cargo clippy --workspace --all-targets -j"$JOBS" -- -D warnin
 echo "== clippy (no default features)"
 cargo clippy -p lmchatkit --no-default-features --lib -j"$JOBS" -- -D warnings
 echo "== wasm32";  cargo check -p lmchatkit-protocol -p lmchatkit-web --target wasm32-unknown-unknown -j"$JOBS"
-echo "== tests";   cargo test --workspace -j"$JOBS"
+echo "== tests";   LMCHATKIT_EXPECT_BUNDLE=1 cargo test --workspace -j"$JOBS"
 echo "== all tests passed"

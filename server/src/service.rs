@@ -57,6 +57,9 @@ pub struct ChatService {
 impl ChatService {
     /// A service for `config`.
     pub fn new(config: Config) -> Self {
+        if config.page && !crate::bundle::is_built() {
+            tracing::warn!("the UI bundle is not built: run ./scripts/build-ui.sh and rebuild");
+        }
         Self {
             config: Arc::new(config),
         }

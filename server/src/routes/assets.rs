@@ -1,14 +1,65 @@
-//! The page at `{prefix}` and the bundle under `{prefix}/assets/` (placeholder until the
-//! bundle module lands).
+//! The page at `{prefix}` and the bundle under `{prefix}/assets/` (DESIGN decision 1): the
+//! stable loader revalidates (`no-cache` + ETag), content-hashed files are `immutable`; `HEAD`
+//! answers the headers only.
 
+use http::StatusCode;
+use http::header::{self, HeaderValue};
+
+use crate::bundle;
 use crate::config::Config;
-use crate::http_util::{ApiError, Response};
+use crate::http_util::{ApiError, Response, empty, etag_of, full, not_modified};
 use crate::service::Req;
 
-pub(crate) fn page(_config: &Config, _head: bool) -> Result<Response, ApiError> {
-    Err(ApiError::NotFound("the UI bundle is not wired yet".into()))
+pub(crate) fn page(config: &Config, head: bool) -> Result<Response, ApiError> {
+    let html = bundle::page_html(&config.prefix, &config.title);
+    let mut res = http::Response::new(if head { empty() } else { full(html.clone()) });
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Ok(v) = HeaderValue::from_str(&etag_of(html.as_bytes())) {
+        h.insert(header::ETAG, v);
+    }
+    Ok(res)
 }
 
-pub(crate) fn asset(_req: &Req, _path: &str, _head: bool) -> Result<Response, ApiError> {
-    Err(ApiError::NotFound("not found".into()))
+pub(crate) fn asset(req: &Req, raw: &str, head: bool) -> Result<Response, ApiError> {
+    let path = percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .map_err(|_| not_found())?;
+    let asset = bundle::asset(&path).ok_or_else(not_found)?;
+    let fresh = not_modified(&req.parts.headers, asset.etag);
+    let mut res = http::Response::new(if head || fresh {
+        empty()
+    } else {
+        full(asset.body)
+    });
+    if fresh {
+        *res.status_mut() = StatusCode::NOT_MODIFIED;
+    }
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(asset.content_type),
+    );
+    h.insert(header::ETAG, HeaderValue::from_static(asset.etag));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(if asset.immutable {
+            "public, max-age=31536000, immutable"
+        } else {
+            "no-cache"
+        }),
+    );
+    Ok(res)
+}
+
+fn not_found() -> ApiError {
+    ApiError::NotFound("not found".into())
 }
