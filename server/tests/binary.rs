@@ -39,7 +39,7 @@ fn start(args: &[&str], env: &[(&str, &str)]) -> App {
     let url = line
         .split("open ")
         .nth(1)
-        .expect("the app prints the URL to open")
+        .unwrap_or_else(|| panic!("the app prints the URL to open first, got {line:?}"))
         .trim()
         .to_owned();
     App(child, url)

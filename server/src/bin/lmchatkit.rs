@@ -115,6 +115,7 @@ fn host(args: &Args) -> Arc<dyn Host> {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::new(&args.log))
         .init();
 
