@@ -26,9 +26,12 @@ pub mod host;
 pub mod http_util;
 #[cfg(feature = "openai")]
 pub mod llm;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod routes;
 mod service;
 mod sse;
+pub mod standard_host;
 mod turn;
 
 pub use async_trait::async_trait;
@@ -39,4 +42,7 @@ pub use host::{
 };
 pub use http_util::{ApiError, ResponseBody};
 pub use lmchatkit_protocol as protocol;
+#[cfg(feature = "mcp")]
+pub use mcp::{McpConfigFile, McpHub, McpServerConfig};
 pub use service::ChatService;
+pub use standard_host::StandardHost;

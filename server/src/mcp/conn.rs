@@ -1,0 +1,346 @@
+//! One configured MCP server: connecting (stdio child, Streamable HTTP, in-process pipe) with
+//! the MCP Apps extension advertised and protocol negotiation (`server/discover` for
+//! 2026-07-28 servers, falling back to `initialize`), reconnecting with backoff, and the
+//! `list_changed` plumbing (handler callbacks on legacy connections, a `subscriptions/listen`
+//! stream on 2026-07-28 ones) that invalidates the listing caches and forwards events.
+
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lmchatkit_protocol::{McpServerStatus, ServerEvent, ServerEventType};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ExtensionCapabilities, Implementation, ProtocolVersion,
+    ServerNotification, SubscriptionFilter,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
+use tokio::io::AsyncBufReadExt;
+
+use super::config::{McpServerConfig, McpTransport};
+use crate::events::EventBroadcaster;
+
+/// The MCP Apps extension id and the MIME type the hub can render.
+pub(crate) const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
+/// The MCP Apps view MIME type.
+pub const MCP_APP_MIME: &str = "text/html;profile=mcp-app";
+/// How long one connection attempt (spawn + handshake) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest wait between reconnection attempts of a failing server.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Which listing a `list_changed` notification invalidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    Tools,
+    Prompts,
+    Resources,
+}
+
+/// Cached listings of one server, each with a generation so a listing that raced with a
+/// `list_changed` notification is not stored.
+#[derive(Default)]
+pub(crate) struct Cache {
+    pub tools: Option<Arc<Vec<rmcp::model::Tool>>>,
+    pub prompts: Option<Arc<Vec<rmcp::model::Prompt>>>,
+    pub resources: Option<Arc<super::server::ResourceListing>>,
+}
+
+/// What the notification handler and the listen task share with the server.
+pub(crate) struct Shared {
+    pub name: String,
+    pub cache: Mutex<Cache>,
+    pub generation: AtomicU64,
+    pub events: Option<EventBroadcaster>,
+}
+
+impl Shared {
+    /// A list changed: drop the cached listing and tell `/api/events` subscribers.
+    pub fn changed(&self, kind: ListKind) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        {
+            let mut c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            match kind {
+                ListKind::Tools => c.tools = None,
+                ListKind::Prompts => c.prompts = None,
+                ListKind::Resources => c.resources = None,
+            }
+        }
+        tracing::debug!(server = %self.name, ?kind, "MCP list changed");
+        if let Some(ev) = &self.events {
+            ev.broadcast(ServerEvent::new(match kind {
+                ListKind::Tools => ServerEventType::ToolsChanged,
+                ListKind::Prompts => ServerEventType::PromptsChanged,
+                ListKind::Resources => ServerEventType::ResourcesChanged,
+            }));
+        }
+    }
+
+    /// Drops every cached listing (after a reconnect the server may have changed).
+    pub fn clear(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        *self.cache.lock().unwrap_or_else(|p| p.into_inner()) = Cache::default();
+    }
+}
+
+/// The rmcp client handler: advertises the MCP Apps extension and forwards `list_changed`.
+#[derive(Clone)]
+pub(crate) struct Handler(pub Arc<Shared>);
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        let mut caps = ClientCapabilities::default();
+        let mut ext = ExtensionCapabilities::new();
+        ext.insert(
+            UI_EXTENSION.into(),
+            rmcp::object!({ "mimeTypes": [MCP_APP_MIME] }),
+        );
+        caps.extensions = Some(ext);
+        ClientConfig::new(
+            caps,
+            Implementation::new("lmchatkit", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        self.0.changed(ListKind::Tools);
+    }
+
+    async fn on_prompt_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        self.0.changed(ListKind::Prompts);
+    }
+
+    async fn on_resource_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        self.0.changed(ListKind::Resources);
+    }
+}
+
+/// A live connection.
+pub(crate) struct Client {
+    pub svc: RunningService<RoleClient, Handler>,
+    pub pid: Option<u32>,
+    listen: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Client {
+    /// The connection is gone (child died, pipe closed, service loop ended).
+    pub fn is_dead(&self) -> bool {
+        self.svc.is_closed() || self.svc.peer().is_transport_closed()
+    }
+
+    /// The server's advertised capabilities.
+    pub fn capabilities(&self) -> rmcp::model::ServerCapabilities {
+        self.svc
+            .peer_info()
+            .map(|i| i.capabilities.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if let Some(t) = self.listen.take() {
+            t.abort();
+        }
+        // Dropping `svc` cancels the service; its child process is killed (kill_on_drop).
+    }
+}
+
+/// Connection state of one server (behind an async mutex: one connect at a time).
+#[derive(Default)]
+pub(crate) struct ConnState {
+    pub client: Option<Arc<Client>>,
+    pub failures: u32,
+    pub retry_at: Option<Instant>,
+    pub last_error: Option<String>,
+}
+
+/// What `/api/config` shows.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StatusCell {
+    pub status: &'static str,
+    pub error: Option<String>,
+}
+
+impl StatusCell {
+    pub fn to_wire(&self, name: &str) -> McpServerStatus {
+        McpServerStatus {
+            name: name.to_owned(),
+            status: if self.status.is_empty() {
+                "pending"
+            } else {
+                self.status
+            }
+            .to_owned(),
+            error: self.error.clone(),
+        }
+    }
+}
+
+/// The delay before the next attempt after `failures` consecutive failed connects.
+pub(crate) fn backoff(failures: u32) -> Duration {
+    if failures == 0 {
+        return Duration::ZERO;
+    }
+    let ms = 500u64.saturating_mul(1 << (failures - 1).min(10));
+    Duration::from_millis(ms).min(MAX_BACKOFF)
+}
+
+/// Opens a connection to `cfg` (spawn/connect + handshake).
+pub(crate) async fn connect(cfg: &McpServerConfig, shared: Arc<Shared>) -> Result<Client, String> {
+    let handler = Handler(shared.clone());
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    };
+    let name = cfg.name.clone();
+    let fut = async {
+        match &cfg.transport {
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env).kill_on_drop(true);
+                if let Some(dir) = cwd {
+                    cmd.current_dir(dir);
+                }
+                let (proc, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("cannot start {command:?}: {e}"))?;
+                let pid = proc.id();
+                if let Some(stderr) = stderr {
+                    let name = name.clone();
+                    tokio::spawn(async move {
+                        let mut lines = tokio::io::BufReader::new(stderr).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            tracing::debug!(server = %name, "stderr: {line}");
+                        }
+                    });
+                }
+                let svc = handler
+                    .serve_with_lifecycle(proc, lifecycle)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok::<_, String>((svc, pid))
+            }
+            McpTransport::Http {
+                url,
+                headers,
+                bearer,
+            } => {
+                let mut hs = std::collections::HashMap::new();
+                for (k, v) in headers {
+                    let k = http::HeaderName::try_from(k.as_str())
+                        .map_err(|e| format!("header {k:?}: {e}"))?;
+                    let v = http::HeaderValue::try_from(v.as_str())
+                        .map_err(|e| format!("header {k:?}: {e}"))?;
+                    hs.insert(k, v);
+                }
+                let mut c = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(hs)
+                    .reinit_on_expired_session(true);
+                if let Some(token) = bearer {
+                    c = c.auth_header(token.clone());
+                }
+                let t = StreamableHttpClientTransport::from_config(c);
+                let svc = handler
+                    .serve_with_lifecycle(t, lifecycle)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok((svc, None))
+            }
+            McpTransport::InProcess(connect) => {
+                let svc = handler
+                    .serve_with_lifecycle(connect(), lifecycle)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok((svc, None))
+            }
+        }
+    };
+    let (svc, pid) = tokio::time::timeout(CONNECT_TIMEOUT, fut)
+        .await
+        .map_err(|_| format!("no answer within {CONNECT_TIMEOUT:?}"))??;
+    let listen = start_listen(&svc, shared).await;
+    let info = svc.peer_info();
+    tracing::info!(
+        server = %cfg.name,
+        protocol = info.as_ref().map(|i| i.protocol_version.to_string()).unwrap_or_default(),
+        "MCP server connected"
+    );
+    Ok(Client { svc, pid, listen })
+}
+
+/// On a 2026-07-28 connection, unsolicited `list_changed` notifications arrive only on a
+/// `subscriptions/listen` stream: open one for what the server advertises.
+async fn start_listen(
+    svc: &RunningService<RoleClient, Handler>,
+    shared: Arc<Shared>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let info = svc.peer_info()?;
+    if info.protocol_version.has_initialize() {
+        return None;
+    }
+    let caps = &info.capabilities;
+    let mut filter = SubscriptionFilter::builder();
+    let mut any = false;
+    if caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true) {
+        filter = filter.tools_list_changed();
+        any = true;
+    }
+    if caps.prompts.as_ref().and_then(|t| t.list_changed) == Some(true) {
+        filter = filter.prompts_list_changed();
+        any = true;
+    }
+    if caps.resources.as_ref().and_then(|t| t.list_changed) == Some(true) {
+        filter = filter.resources_list_changed();
+        any = true;
+    }
+    if !any {
+        return None;
+    }
+    let mut sub = match svc.peer().listen(filter.build()).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::debug!(server = %shared.name, "subscriptions/listen refused: {e}");
+            return None;
+        }
+    };
+    Some(tokio::spawn(async move {
+        while let Ok(Some(n)) = sub.next().await {
+            match n {
+                ServerNotification::ToolListChangedNotification(_) => {
+                    shared.changed(ListKind::Tools)
+                }
+                ServerNotification::PromptListChangedNotification(_) => {
+                    shared.changed(ListKind::Prompts)
+                }
+                ServerNotification::ResourceListChangedNotification(_) => {
+                    shared.changed(ListKind::Resources)
+                }
+                _ => {}
+            }
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        assert_eq!(backoff(0), Duration::ZERO);
+        assert_eq!(backoff(1), Duration::from_millis(500));
+        assert_eq!(backoff(3), Duration::from_secs(2));
+        assert_eq!(backoff(30), MAX_BACKOFF);
+    }
+}

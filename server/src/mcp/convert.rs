@@ -1,0 +1,336 @@
+//! From rmcp's model types to the service's protocol types: tools (schema, annotations,
+//! `_meta.ui`), prompts, resources and templates, and the model-facing text of tool results
+//! and prompt messages (text joined; images, audio and blobs summarised; results over the cap
+//! cut to head + tail with a marker).
+//!
+//! The rmcp structs are `#[non_exhaustive]` and change between minor versions, so they are
+//! read through their serde form (the MCP wire JSON), which is the stable contract.
+
+use lmchatkit_protocol::{
+    Prompt, PromptArgument, PromptMessage, Resource, ResourceResult, Role, Tool, ToolResult,
+    UiResourceMeta, UiToolMeta,
+};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// The wire JSON of an rmcp value (`Null` if it cannot be serialised, which rmcp types can).
+pub(crate) fn wire<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+fn str_of(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// A tool's `_meta.ui`: `_meta.ui` (`resourceUri`, `visibility`), else the legacy flat
+/// `_meta["ui/resourceUri"]`. A resource URI that is not `ui://…` is ignored.
+pub(crate) fn ui_tool_meta(meta: Option<&Value>) -> Option<UiToolMeta> {
+    let meta = meta?.as_object()?;
+    let mut ui: UiToolMeta = meta
+        .get("ui")
+        .and_then(|u| serde_json::from_value(u.clone()).ok())
+        .unwrap_or_default();
+    if ui.resource_uri.is_none() {
+        ui.resource_uri = meta
+            .get("ui/resourceUri")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+    }
+    if ui
+        .resource_uri
+        .as_deref()
+        .is_some_and(|u| !u.starts_with("ui://"))
+    {
+        tracing::warn!(uri = ?ui.resource_uri, "ignoring a tool's _meta.ui.resourceUri that is not ui://");
+        ui.resource_uri = None;
+    }
+    (ui.resource_uri.is_some() || !ui.visibility.is_empty()).then_some(ui)
+}
+
+/// A resource's `_meta.ui` (CSP, permissions, domain, prefersBorder).
+pub(crate) fn ui_resource_meta(meta: Option<&Value>) -> Option<UiResourceMeta> {
+    let ui = meta?.get("ui")?;
+    serde_json::from_value(ui.clone()).ok()
+}
+
+/// Field-wise merge: the content-level meta wins over the listing-level one.
+pub(crate) fn merge_ui(
+    listing: Option<UiResourceMeta>,
+    content: Option<UiResourceMeta>,
+) -> Option<UiResourceMeta> {
+    match (listing, content) {
+        (None, c) => c,
+        (l, None) => l,
+        (Some(l), Some(c)) => Some(UiResourceMeta {
+            csp: c.csp.or(l.csp),
+            permissions: c.permissions.or(l.permissions),
+            domain: c.domain.or(l.domain),
+            prefers_border: c.prefers_border.or(l.prefers_border),
+        }),
+    }
+}
+
+/// An MCP tool exposed under `exposed` (its namespaced name).
+pub(crate) fn tool(t: &rmcp::model::Tool, exposed: &str) -> Tool {
+    let v = wire(t);
+    let ui = ui_tool_meta(v.get("_meta"));
+    let mut out = Tool::new(exposed);
+    out.description = str_of(&v, "description").or_else(|| str_of(&v, "title"));
+    out.input_schema = v.get("inputSchema").cloned();
+    out.annotations = v.get("annotations").filter(|a| !a.is_null()).cloned();
+    out.visibility = ui
+        .as_ref()
+        .map(|u| u.visibility.clone())
+        .unwrap_or_default();
+    out.ui = ui;
+    out
+}
+
+/// An MCP prompt exposed under `exposed`.
+pub(crate) fn prompt(p: &rmcp::model::Prompt, exposed: &str) -> Prompt {
+    let v = wire(p);
+    let arguments = v
+        .get("arguments")
+        .and_then(Value::as_array)
+        .map(|args| {
+            args.iter()
+                .map(|a| PromptArgument {
+                    name: str_of(a, "name").unwrap_or_default(),
+                    description: str_of(a, "description"),
+                    required: a.get("required").and_then(Value::as_bool).unwrap_or(false),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Prompt {
+        name: exposed.to_owned(),
+        description: str_of(&v, "description").or_else(|| str_of(&v, "title")),
+        arguments,
+    }
+}
+
+/// A static resource (URI kept as is).
+pub(crate) fn resource(r: &rmcp::model::Resource) -> Resource {
+    Resource {
+        uri: r.uri.clone(),
+        template: false,
+        name: Some(r.name.clone()),
+        description: r.description.clone(),
+        mime_type: r.mime_type.clone(),
+    }
+}
+
+/// A resource template (`template: true`, `uri` keeps its `{var}` placeholders).
+pub(crate) fn template(r: &rmcp::model::ResourceTemplate) -> Resource {
+    Resource {
+        uri: r.uri_template.clone(),
+        template: true,
+        name: Some(r.name.clone()),
+        description: r.description.clone(),
+        mime_type: r.mime_type.clone(),
+    }
+}
+
+/// Bytes encoded by a base64 string (without decoding it).
+fn b64_len(data: &str) -> usize {
+    let data = data.trim_end();
+    let pad = data.bytes().rev().take_while(|&b| b == b'=').count();
+    (data.len() / 4) * 3 + [0, 0, 1, 2][data.len() % 4] - pad.min(2)
+}
+
+/// The model-facing text of one content block (MCP wire JSON).
+pub(crate) fn block_text(b: &Value) -> String {
+    let kind = b.get("type").and_then(Value::as_str).unwrap_or("");
+    let mime = |v: &Value| str_of(v, "mimeType").unwrap_or_else(|| "unknown".into());
+    match kind {
+        "text" => str_of(b, "text").unwrap_or_default(),
+        "image" | "audio" => format!(
+            "[{kind}: {}, {} bytes]",
+            mime(b),
+            b64_len(b.get("data").and_then(Value::as_str).unwrap_or(""))
+        ),
+        "resource" => {
+            let r = b.get("resource").cloned().unwrap_or(Value::Null);
+            let uri = str_of(&r, "uri").unwrap_or_default();
+            match (str_of(&r, "text"), str_of(&r, "blob")) {
+                (Some(text), _) => format!("[resource: {uri}, {}]\n{text}", mime(&r)),
+                (None, Some(blob)) => {
+                    format!("[resource: {uri}, {}, {} bytes]", mime(&r), b64_len(&blob))
+                }
+                _ => format!("[resource: {uri}]"),
+            }
+        }
+        "resource_link" => {
+            let uri = str_of(b, "uri").unwrap_or_default();
+            match str_of(b, "name") {
+                Some(n) => format!("[resource link: {uri} ({n})]"),
+                None => format!("[resource link: {uri}]"),
+            }
+        }
+        other => format!("[{other}]"),
+    }
+}
+
+/// Cuts `s` to about `cap` bytes: head + marker + tail, on char boundaries.
+pub(crate) fn cap_text(s: String, cap: usize) -> String {
+    if s.len() <= cap {
+        return s;
+    }
+    let half = cap / 2;
+    let mut head = half;
+    while !s.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = s.len() - half;
+    while !s.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n\n[… {} bytes omitted: the tool result exceeded {} bytes …]\n\n{}",
+        &s[..head],
+        tail - head,
+        cap,
+        &s[tail..]
+    )
+}
+
+/// A `CallToolResult` as the model and the UI see it.
+pub(crate) fn call_result(
+    r: &rmcp::model::CallToolResult,
+    ui: Option<UiToolMeta>,
+    cap: usize,
+) -> ToolResult {
+    let v = wire(r);
+    let parts: Vec<String> = v
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|c| c.iter().map(block_text).collect())
+        .unwrap_or_default();
+    let structured = v.get("structuredContent").filter(|s| !s.is_null()).cloned();
+    let mut content = parts.join("\n");
+    if content.is_empty()
+        && let Some(s) = &structured
+    {
+        // A tool that answers only with structured content still tells the model something.
+        content = s.to_string();
+    }
+    ToolResult {
+        content: cap_text(content, cap),
+        is_error: v.get("isError").and_then(Value::as_bool).unwrap_or(false),
+        structured_content: structured,
+        ui,
+    }
+}
+
+/// The first content of a `resources/read` result, with its `_meta.ui` merged over the
+/// listing's.
+pub(crate) fn read_result(
+    uri: &str,
+    r: &rmcp::model::ReadResourceResult,
+    listing_ui: Option<UiResourceMeta>,
+) -> Option<ResourceResult> {
+    let v = wire(r);
+    let first = v.get("contents")?.as_array()?.first()?.clone();
+    let content_ui = ui_resource_meta(first.get("_meta"));
+    Some(ResourceResult {
+        uri: str_of(&first, "uri").unwrap_or_else(|| uri.to_owned()),
+        text: str_of(&first, "text"),
+        blob: str_of(&first, "blob"),
+        mime_type: str_of(&first, "mimeType"),
+        ui: merge_ui(listing_ui, content_ui),
+    })
+}
+
+/// Every message of a `prompts/get` result (text content; other content summarised).
+pub(crate) fn prompt_messages(
+    r: &rmcp::model::GetPromptResult,
+) -> (Option<String>, Vec<PromptMessage>) {
+    let v = wire(r);
+    let messages = v
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(|ms| {
+            ms.iter()
+                .map(|m| PromptMessage {
+                    role: if m.get("role").and_then(Value::as_str) == Some("assistant") {
+                        Role::Assistant
+                    } else {
+                        Role::User
+                    },
+                    content: m.get("content").map(block_text).unwrap_or_default(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (str_of(&v, "description"), messages)
+}
+
+/// Prompt arguments as MCP wants them (string values).
+pub(crate) fn string_args(args: std::collections::BTreeMap<String, String>) -> Map<String, Value> {
+    args.into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_ui_meta_both_forms() {
+        let nested = json!({"ui": {"resourceUri": "ui://a/b.html", "visibility": ["app"]}});
+        let ui = ui_tool_meta(Some(&nested)).unwrap();
+        assert_eq!(ui.resource_uri.as_deref(), Some("ui://a/b.html"));
+        assert_eq!(ui.visibility, vec![lmchatkit_protocol::Visibility::App]);
+        let flat = json!({"ui/resourceUri": "ui://flat"});
+        assert_eq!(
+            ui_tool_meta(Some(&flat)).unwrap().resource_uri.as_deref(),
+            Some("ui://flat")
+        );
+        assert!(ui_tool_meta(Some(&json!({"ui": {"resourceUri": "https://x"}}))).is_none());
+        assert!(ui_tool_meta(Some(&json!({"other": 1}))).is_none());
+    }
+
+    #[test]
+    fn blocks_are_summarised() {
+        assert_eq!(block_text(&json!({"type": "text", "text": "hi"})), "hi");
+        assert_eq!(
+            block_text(&json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"})),
+            "[image: image/png, 8 bytes]"
+        );
+        assert_eq!(
+            block_text(&json!({"type": "audio", "data": "AAAA", "mimeType": "audio/wav"})),
+            "[audio: audio/wav, 3 bytes]"
+        );
+        assert_eq!(
+            block_text(
+                &json!({"type": "resource", "resource": {"uri": "x://b", "blob": "AAA=", "mimeType": "application/gzip"}})
+            ),
+            "[resource: x://b, application/gzip, 2 bytes]"
+        );
+        assert_eq!(
+            block_text(&json!({"type": "resource_link", "uri": "x://l", "name": "L"})),
+            "[resource link: x://l (L)]"
+        );
+    }
+
+    #[test]
+    fn cap_keeps_head_and_tail() {
+        let s = format!("{}{}", "a".repeat(100), "é".repeat(100));
+        let out = cap_text(s.clone(), 64);
+        assert!(out.starts_with(&"a".repeat(32)));
+        assert!(out.ends_with("éééé"));
+        assert!(out.contains("bytes omitted"));
+        assert_eq!(cap_text("short".into(), 64), "short");
+    }
+
+    #[test]
+    fn content_meta_wins_field_wise() {
+        let l = ui_resource_meta(Some(&json!({"ui": {"prefersBorder": true, "domain": "a"}})));
+        let c = ui_resource_meta(Some(&json!({"ui": {"prefersBorder": false}})));
+        let m = merge_ui(l, c).unwrap();
+        assert_eq!(m.prefers_border, Some(false));
+        assert_eq!(m.domain.as_deref(), Some("a"));
+    }
+}

@@ -1,0 +1,443 @@
+//! [`McpHub`]: many MCP servers behind one [`Host`]-shaped surface. Tools and prompts are
+//! namespaced `server__name`; calls route back to the owning server; resources keep their URIs
+//! and remember their owner. One broken server never hides the others: its error is logged
+//! and shown in [`McpHub::status`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use lmchatkit_protocol::{
+    McpServerStatus, Prompt, PromptResult, Resource, ResourceResult, Tool, ToolResult,
+};
+use serde_json::Value;
+
+use super::config::McpServerConfig;
+use super::convert;
+use super::server::{CallError, Server};
+use crate::events::EventBroadcaster;
+use crate::host::{HostError, ToolSource};
+
+/// Default per-call timeout.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default cap on the model-facing text of one tool result (128 KiB).
+pub const DEFAULT_RESULT_CAP: usize = 128 << 10;
+/// Default namespace separator (`server__tool`).
+pub const DEFAULT_SEPARATOR: &str = "__";
+
+struct Inner {
+    servers: Vec<Server>,
+    call_timeout: Duration,
+    result_cap: usize,
+    separator: String,
+}
+
+/// A client of any number of MCP servers (stdio, Streamable HTTP or in-process), cheap to
+/// clone (`Arc` inside).
+///
+/// **Connecting.** Servers connect lazily, on first use, or all at once (in parallel) when
+/// [`McpHub::start`] is awaited; either way a server that fails is retried on a later use with
+/// backoff (0.5 s doubling to 30 s), and a stdio server that died is restarted on its next use.
+/// Child processes are killed when the last clone of the hub is dropped.
+///
+/// **Names.** A namespaced server `fs` exposes tool `read` as `fs__read` (see
+/// [`McpHub::with_separator`]); an un-namespaced one exposes `read`. Resources keep their URIs.
+///
+/// ```no_run
+/// # async fn run() {
+/// use lmchatkit::mcp::{McpHub, McpServerConfig};
+/// let hub = McpHub::new(vec![
+///     McpServerConfig::stdio("everything", "npx", ["-y", "@modelcontextprotocol/server-everything", "stdio"]),
+/// ]);
+/// hub.start().await;
+/// let tools = hub.list_tools().await.unwrap();
+/// let r = hub.call_tool("everything__echo", serde_json::json!({"message": "hi"})).await.unwrap();
+/// # let _ = (tools, r); }
+/// ```
+#[derive(Clone)]
+pub struct McpHub {
+    inner: Arc<Inner>,
+    configs: Arc<Vec<McpServerConfig>>,
+    events: Option<EventBroadcaster>,
+}
+
+impl std::fmt::Debug for McpHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHub")
+            .field(
+                "servers",
+                &self
+                    .inner
+                    .servers
+                    .iter()
+                    .map(Server::name)
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpHub {
+    /// A hub over these servers (nothing is started yet).
+    pub fn new(servers: Vec<McpServerConfig>) -> Self {
+        Self::build(
+            Arc::new(servers),
+            None,
+            DEFAULT_CALL_TIMEOUT,
+            DEFAULT_RESULT_CAP,
+            DEFAULT_SEPARATOR.into(),
+        )
+    }
+
+    fn build(
+        configs: Arc<Vec<McpServerConfig>>,
+        events: Option<EventBroadcaster>,
+        call_timeout: Duration,
+        result_cap: usize,
+        separator: String,
+    ) -> Self {
+        let servers = configs
+            .iter()
+            .map(|c| Server::new(c.clone(), events.clone()))
+            .collect();
+        Self {
+            inner: Arc::new(Inner {
+                servers,
+                call_timeout,
+                result_cap,
+                separator,
+            }),
+            configs,
+            events,
+        }
+    }
+
+    fn rebuild(
+        self,
+        f: impl FnOnce(&mut Duration, &mut usize, &mut String, &mut Option<EventBroadcaster>),
+    ) -> Self {
+        let (mut t, mut cap, mut sep, mut ev) = (
+            self.inner.call_timeout,
+            self.inner.result_cap,
+            self.inner.separator.clone(),
+            self.events.clone(),
+        );
+        f(&mut t, &mut cap, &mut sep, &mut ev);
+        Self::build(self.configs.clone(), ev, t, cap, sep)
+    }
+
+    /// Sends `tools_changed` / `prompts_changed` / `resources_changed` here when a server
+    /// reports a list change (share it with [`ConfigBuilder::event_broadcaster`](crate::ConfigBuilder::event_broadcaster)).
+    /// Call the `with_*` methods before [`McpHub::start`]: each returns a fresh hub.
+    pub fn with_events(self, events: EventBroadcaster) -> Self {
+        self.rebuild(|_, _, _, ev| *ev = Some(events))
+    }
+
+    /// Per-call timeout (default 60 s); a call that takes longer gets an `is_error` result.
+    pub fn with_call_timeout(self, timeout: Duration) -> Self {
+        self.rebuild(|t, _, _, _| *t = timeout)
+    }
+
+    /// Cap on the model-facing text of one tool result (default 128 KiB); longer results
+    /// keep their head and tail around a marker.
+    pub fn with_result_cap(self, bytes: usize) -> Self {
+        self.rebuild(|_, c, _, _| *c = bytes.max(64))
+    }
+
+    /// The namespace separator (default `__`).
+    pub fn with_separator(self, separator: impl Into<String>) -> Self {
+        let separator = separator.into();
+        self.rebuild(|_, _, s, _| *s = separator)
+    }
+
+    /// Connects every server now, in parallel. Failures are logged and kept for
+    /// [`McpHub::status`]; they do not fail the hub.
+    pub async fn start(&self) {
+        join_all(self.inner.servers.iter().map(|s| async move {
+            let _ = s.client().await;
+        }))
+        .await;
+    }
+
+    /// Each server's state for `/api/config` (`pending`, `connecting`, `connected`, `error`).
+    pub fn status(&self) -> Vec<McpServerStatus> {
+        self.inner
+            .servers
+            .iter()
+            .map(|s| s.status().to_wire(s.name()))
+            .collect()
+    }
+
+    /// The process id of a connected stdio server (diagnostics and tests).
+    pub async fn pid(&self, server: &str) -> Option<u32> {
+        self.server(server)?.pid().await
+    }
+
+    /// Closes every connection and stops the child processes (dropping the hub does the
+    /// same without waiting).
+    pub async fn shutdown(&self) {
+        join_all(self.inner.servers.iter().map(Server::shutdown)).await;
+    }
+
+    /// The configured server names, in order.
+    pub fn server_names(&self) -> Vec<String> {
+        self.inner
+            .servers
+            .iter()
+            .map(|s| s.name().to_owned())
+            .collect()
+    }
+
+    fn server(&self, name: &str) -> Option<&Server> {
+        self.inner.servers.iter().find(|s| s.name() == name)
+    }
+
+    fn exposed(&self, s: &Server, name: &str) -> String {
+        if s.cfg.namespaced {
+            format!("{}{}{}", s.name(), self.inner.separator, name)
+        } else {
+            name.to_owned()
+        }
+    }
+
+    /// `(server, original name)` for an exposed tool name, from the (cached) listings.
+    async fn resolve_tool(&self, exposed: &str) -> Option<(&Server, String)> {
+        for s in &self.inner.servers {
+            let original = if s.cfg.namespaced {
+                match exposed.strip_prefix(&format!("{}{}", s.name(), self.inner.separator)) {
+                    Some(rest) => rest,
+                    None => continue,
+                }
+            } else {
+                exposed
+            };
+            if let Ok(tools) = s.tools(self.inner.call_timeout).await
+                && tools.iter().any(|t| t.name == original)
+            {
+                return Some((s, original.to_owned()));
+            }
+        }
+        None
+    }
+
+    /// Every tool of every reachable server, including app-only ones (with visibility).
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, HostError> {
+        let t = self.inner.call_timeout;
+        let lists = join_all(
+            self.inner
+                .servers
+                .iter()
+                .map(|s| async move { (s, s.tools(t).await) }),
+        )
+        .await;
+        let mut out = Vec::new();
+        for (s, r) in lists {
+            match r {
+                Ok(tools) => out.extend(
+                    tools
+                        .iter()
+                        .map(|t| convert::tool(t, &self.exposed(s, &t.name))),
+                ),
+                Err(e) => tracing::warn!(server = %s.name(), "skipping MCP server's tools: {e}"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Which server owns an exposed tool name (`Unknown` when no server lists it).
+    pub async fn tool_source(&self, name: &str) -> ToolSource {
+        match self.resolve_tool(name).await {
+            Some((s, _)) => ToolSource::Scoped(s.name().to_owned()),
+            None => ToolSource::Unknown,
+        }
+    }
+
+    /// Calls a tool. The server's own error and a transport failure (the server died, timed
+    /// out or is unreachable) are `Ok` with `is_error: true` naming the server.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<ToolResult, HostError> {
+        let args = match arguments {
+            Value::Null => None,
+            Value::Object(m) => Some(m),
+            other => {
+                return Err(HostError::InvalidInput(format!(
+                    "tool arguments must be a JSON object, not {other}"
+                )));
+            }
+        };
+        let Some((s, original)) = self.resolve_tool(name).await else {
+            return Err(HostError::NotFound(format!("unknown tool {name:?}")));
+        };
+        let ui = s
+            .tools(self.inner.call_timeout)
+            .await
+            .ok()
+            .and_then(|ts| {
+                ts.iter()
+                    .find(|t| t.name == original)
+                    .map(|t| convert::tool(t, name).ui)
+            })
+            .flatten();
+        match s.call_tool(&original, args, self.inner.call_timeout).await {
+            Ok(r) => Ok(convert::call_result(&r, ui, self.inner.result_cap)),
+            Err(CallError::Mcp(e)) => Ok(ToolResult::error(format!("Error: {e}"))),
+            Err(e) => Ok(ToolResult::error(format!("Error calling {name}: {e}"))),
+        }
+    }
+
+    /// Every prompt of every reachable server (namespaced like tools).
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, HostError> {
+        let mut out = Vec::new();
+        for s in &self.inner.servers {
+            out.extend(self.prompts_of(s).await);
+        }
+        Ok(out)
+    }
+
+    async fn prompts_of(&self, s: &Server) -> Vec<Prompt> {
+        match s.prompts(self.inner.call_timeout).await {
+            Ok(ps) => ps
+                .iter()
+                .map(|p| convert::prompt(p, &self.exposed(s, &p.name)))
+                .collect(),
+            Err(e) => {
+                tracing::warn!(server = %s.name(), "skipping MCP server's prompts: {e}");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Prompts of one server only.
+    pub async fn list_prompts_from(&self, source: &str) -> Result<Vec<Prompt>, HostError> {
+        let s = self.named(source)?;
+        Ok(self.prompts_of(s).await)
+    }
+
+    fn named(&self, source: &str) -> Result<&Server, HostError> {
+        self.server(source)
+            .ok_or_else(|| HostError::NotFound(format!("unknown MCP server {source:?}")))
+    }
+
+    /// Expands a prompt (every message; non-text content summarised).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        args: BTreeMap<String, String>,
+    ) -> Result<PromptResult, HostError> {
+        for s in &self.inner.servers {
+            let original = if s.cfg.namespaced {
+                match name.strip_prefix(&format!("{}{}", s.name(), self.inner.separator)) {
+                    Some(rest) => rest.to_owned(),
+                    None => continue,
+                }
+            } else {
+                name.to_owned()
+            };
+            let Ok(prompts) = s.prompts(self.inner.call_timeout).await else {
+                continue;
+            };
+            if !prompts.iter().any(|p| p.name == original) {
+                continue;
+            }
+            let r = s
+                .get_prompt(
+                    &original,
+                    convert::string_args(args),
+                    self.inner.call_timeout,
+                )
+                .await
+                .map_err(|e| match e {
+                    CallError::Mcp(m) => HostError::InvalidInput(m),
+                    other => HostError::Upstream(other.to_string()),
+                })?;
+            let (description, messages) = convert::prompt_messages(&r);
+            return Ok(PromptResult {
+                description,
+                messages,
+            });
+        }
+        Err(HostError::NotFound(format!("unknown prompt {name:?}")))
+    }
+
+    /// Resources and templates of every reachable server, URIs unchanged.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, HostError> {
+        let mut out = Vec::new();
+        for s in &self.inner.servers {
+            out.extend(self.resources_of(s).await);
+        }
+        Ok(out)
+    }
+
+    async fn resources_of(&self, s: &Server) -> Vec<Resource> {
+        match s.resources(self.inner.call_timeout).await {
+            Ok(l) => l
+                .resources
+                .iter()
+                .map(convert::resource)
+                .chain(l.templates.iter().map(convert::template))
+                .collect(),
+            Err(e) => {
+                tracing::warn!(server = %s.name(), "skipping MCP server's resources: {e}");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Resources of one server only.
+    pub async fn list_resources_from(&self, source: &str) -> Result<Vec<Resource>, HostError> {
+        let s = self.named(source)?;
+        Ok(self.resources_of(s).await)
+    }
+
+    /// Reads a resource from the server that lists it; a URI no server lists (e.g. an
+    /// expanded template) is tried on each server with resources, in order.
+    pub async fn read_resource(&self, uri: &str) -> Result<ResourceResult, HostError> {
+        let mut owners = Vec::new();
+        let mut others = Vec::new();
+        for s in &self.inner.servers {
+            match s.resources(self.inner.call_timeout).await {
+                Ok(l) if l.resources.iter().any(|r| r.uri == uri) => owners.push(s),
+                Ok(_) => others.push(s),
+                Err(_) => {}
+            }
+        }
+        let mut last = None;
+        for s in owners.into_iter().chain(others) {
+            match self.read_from(s, uri).await {
+                Ok(r) => return Ok(r),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| HostError::NotFound(format!("unknown resource {uri:?}"))))
+    }
+
+    /// Reads a resource from one server only (for MCP App views).
+    pub async fn read_resource_from(
+        &self,
+        source: &str,
+        uri: &str,
+    ) -> Result<ResourceResult, HostError> {
+        let s = self.named(source)?;
+        self.read_from(s, uri).await
+    }
+
+    async fn read_from(&self, s: &Server, uri: &str) -> Result<ResourceResult, HostError> {
+        let r = s
+            .read_resource(uri, self.inner.call_timeout)
+            .await
+            .map_err(|e| match e {
+                CallError::Mcp(m) => HostError::NotFound(format!("{uri}: {m}")),
+                other => HostError::Upstream(other.to_string()),
+            })?;
+        let listing_ui = s
+            .resources(self.inner.call_timeout)
+            .await
+            .ok()
+            .and_then(|l| {
+                let r = l.resources.iter().find(|r| r.uri == uri)?;
+                convert::ui_resource_meta(convert::wire(r).get("_meta"))
+            });
+        convert::read_result(uri, &r, listing_ui)
+            .ok_or_else(|| HostError::NotFound(format!("resource {uri:?} has no contents")))
+    }
+}

@@ -1,0 +1,43 @@
+//! The MCP hub: lmchatkit as an MCP client (through the official Rust SDK, `rmcp`, pinned to
+//! an exact version) of any number of servers — stdio child processes, Streamable HTTP
+//! endpoints or in-process pipes. [`McpHub`] supplies the tool, prompt and resource side of a
+//! [`Host`](crate::Host); [`StandardHost`](crate::standard_host::StandardHost) combines it
+//! with an LLM host.
+//!
+//! Decisions written down here:
+//! - **Connecting** is lazy (first use) or eager with [`McpHub::start`]; the handshake tries
+//!   the 2026-07-28 `server/discover` lifecycle and falls back to `initialize` (2025-11-25),
+//!   so both new and older servers work. The client advertises the MCP Apps extension
+//!   (`io.modelcontextprotocol/ui`, `mimeTypes: ["text/html;profile=mcp-app"]`).
+//! - **Listings** are cached per server and dropped on `list_changed` (which also reaches
+//!   `/api/events` as `tools_changed` / `prompts_changed` / `resources_changed`) and on
+//!   reconnect. On 2026-07-28 connections the notifications come on a `subscriptions/listen`
+//!   stream the hub opens for what the server advertises; on older ones, via the handler.
+//! - **Failures**: a tool's own error, a timeout (default 60 s) and a server that died during
+//!   the call are all `is_error` results (naming the server), never transport errors to the
+//!   model. A dead stdio server restarts on its next use; an HTTP session that expired (404)
+//!   is re-initialised by the transport. Failed connects back off (0.5 s doubling to 30 s).
+
+mod config;
+mod conn;
+mod convert;
+mod hub;
+mod server;
+mod skills;
+
+pub use config::{
+    InProcessConnector, McpConfigError, McpConfigFile, McpServerConfig, McpTransport, expand_env,
+};
+pub use conn::MCP_APP_MIME;
+pub use hub::{DEFAULT_CALL_TIMEOUT, DEFAULT_RESULT_CAP, DEFAULT_SEPARATOR, McpHub};
+pub use skills::{SKILL_INDEX_HEADER, append_skill_index, skill_index};
+
+impl McpHub {
+    /// Appends the skill index (every `skill://` resource with its name and description) to
+    /// the system prompt; the ready-made augmenter of
+    /// [`StandardHost`](crate::standard_host::StandardHost).
+    pub async fn augment_system_prompt(&self, current: String) -> String {
+        let resources = self.list_resources().await.unwrap_or_default();
+        append_skill_index(current, &resources)
+    }
+}

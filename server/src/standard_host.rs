@@ -1,0 +1,239 @@
+//! [`StandardHost`]: the ready-made [`Host`] — an LLM host (e.g. the OpenAI-compatible
+//! backend) for models and completions, plus an optional [`McpHub`] for tools, prompts,
+//! resources, tool sources and the skill index. Every `Host` method is implemented by
+//! delegating: without a hub it behaves like the LLM host alone.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use lmchatkit_protocol::{Model, Prompt, PromptResult, Resource, ResourceResult, Tool, ToolResult};
+use serde_json::Value;
+
+use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext, ToolSource};
+#[cfg(feature = "mcp")]
+use crate::mcp::McpHub;
+
+/// A system-prompt augmenter: `(context, current prompt) -> new prompt`.
+pub type Augmenter = Arc<
+    dyn Fn(RequestContext, String) -> futures_util::future::BoxFuture<'static, String>
+        + Send
+        + Sync,
+>;
+
+/// An LLM host plus (optionally) an MCP hub.
+///
+/// ```no_run
+/// # #[cfg(all(feature = "openai", feature = "mcp"))]
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+/// use lmchatkit::mcp::{McpConfigFile, McpHub};
+/// use lmchatkit::standard_host::StandardHost;
+/// use lmchatkit::{ChatService, Config, EventBroadcaster};
+///
+/// let events = EventBroadcaster::new();
+/// let hub = McpHub::new(McpConfigFile::from_path("lmchatkit.toml")?.servers).with_events(events.clone());
+/// hub.start().await;
+/// let status = hub.clone();
+/// let host = StandardHost::new(OpenAiBackend::new(OpenAiConfig::new("http://127.0.0.1:11434/v1")))
+///     .with_mcp(hub);
+/// let svc = ChatService::new(
+///     Config::builder(host).event_broadcaster(events).mcp_status(move || status.status()).build()?,
+/// );
+/// # let _ = svc; Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct StandardHost {
+    llm: Arc<dyn Host>,
+    #[cfg(feature = "mcp")]
+    mcp: Option<McpHub>,
+    augmenter: Option<Augmenter>,
+    skill_index: bool,
+}
+
+impl StandardHost {
+    /// Wraps an LLM host (its tools, prompts and resources are not used once a hub is set).
+    pub fn new(llm: impl Host) -> Self {
+        Self::from_arc(Arc::new(llm))
+    }
+
+    /// Like [`StandardHost::new`], for a host already in an `Arc`.
+    pub fn from_arc(llm: Arc<dyn Host>) -> Self {
+        Self {
+            llm,
+            #[cfg(feature = "mcp")]
+            mcp: None,
+            augmenter: None,
+            skill_index: true,
+        }
+    }
+
+    /// Takes tools, prompts and resources from this hub.
+    #[cfg(feature = "mcp")]
+    pub fn with_mcp(mut self, hub: McpHub) -> Self {
+        self.mcp = Some(hub);
+        self
+    }
+
+    /// The hub, if any.
+    #[cfg(feature = "mcp")]
+    pub fn mcp(&self) -> Option<&McpHub> {
+        self.mcp.as_ref()
+    }
+
+    /// Appends the skill index to the system prompt (default on; needs a hub).
+    pub fn with_skill_index(mut self, on: bool) -> Self {
+        self.skill_index = on;
+        self
+    }
+
+    /// A custom augmenter, run after the LLM host's own and before the skill index.
+    pub fn with_augmenter<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(RequestContext, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = String> + Send + 'static,
+    {
+        self.augmenter = Some(Arc::new(move |cx, s| Box::pin(f(cx, s))));
+        self
+    }
+}
+
+#[async_trait]
+impl Host for StandardHost {
+    async fn models(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
+        self.llm.models(cx).await
+    }
+
+    fn complete(&self, cx: &RequestContext, req: CompleteRequest) -> EventStream {
+        self.llm.complete(cx, req)
+    }
+
+    async fn list_tools(&self, cx: &RequestContext) -> Result<Vec<Tool>, HostError> {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub.list_tools().await;
+        }
+        self.llm.list_tools(cx).await
+    }
+
+    async fn call_tool(
+        &self,
+        cx: &RequestContext,
+        name: &str,
+        arguments: Value,
+    ) -> Result<ToolResult, HostError> {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub.call_tool(name, arguments).await;
+        }
+        self.llm.call_tool(cx, name, arguments).await
+    }
+
+    async fn list_prompts(&self, cx: &RequestContext) -> Result<Vec<Prompt>, HostError> {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub.list_prompts().await;
+        }
+        self.llm.list_prompts(cx).await
+    }
+
+    async fn get_prompt(
+        &self,
+        cx: &RequestContext,
+        name: &str,
+        args: BTreeMap<String, String>,
+    ) -> Result<PromptResult, HostError> {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub.get_prompt(name, args).await;
+        }
+        self.llm.get_prompt(cx, name, args).await
+    }
+
+    async fn list_resources(&self, cx: &RequestContext) -> Result<Vec<Resource>, HostError> {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub.list_resources().await;
+        }
+        self.llm.list_resources(cx).await
+    }
+
+    async fn read_resource(
+        &self,
+        cx: &RequestContext,
+        uri: &str,
+    ) -> Result<ResourceResult, HostError> {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub.read_resource(uri).await;
+        }
+        self.llm.read_resource(cx, uri).await
+    }
+
+    async fn augment_system_prompt(&self, cx: &RequestContext, current: String) -> String {
+        let mut prompt = self.llm.augment_system_prompt(cx, current).await;
+        if let Some(f) = &self.augmenter {
+            prompt = f(cx.clone(), prompt).await;
+        }
+        #[cfg(feature = "mcp")]
+        if self.skill_index
+            && let Some(hub) = &self.mcp
+        {
+            prompt = hub.augment_system_prompt(prompt).await;
+        }
+        prompt
+    }
+
+    async fn list_all_tools(&self, cx: &RequestContext) -> Result<Vec<Tool>, HostError> {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub.list_tools().await;
+        }
+        self.llm.list_all_tools(cx).await
+    }
+
+    async fn tool_source(&self, cx: &RequestContext, name: &str) -> ToolSource {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub.tool_source(name).await;
+        }
+        self.llm.tool_source(cx, name).await
+    }
+
+    async fn list_resources_from(
+        &self,
+        cx: &RequestContext,
+        source: &str,
+    ) -> Result<Vec<Resource>, HostError> {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub.list_resources_from(source).await;
+        }
+        self.llm.list_resources_from(cx, source).await
+    }
+
+    async fn list_prompts_from(
+        &self,
+        cx: &RequestContext,
+        source: &str,
+    ) -> Result<Vec<Prompt>, HostError> {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub.list_prompts_from(source).await;
+        }
+        self.llm.list_prompts_from(cx, source).await
+    }
+
+    async fn read_resource_from(
+        &self,
+        cx: &RequestContext,
+        source: &str,
+        uri: &str,
+    ) -> Result<ResourceResult, HostError> {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub.read_resource_from(source, uri).await;
+        }
+        self.llm.read_resource_from(cx, source, uri).await
+    }
+}
