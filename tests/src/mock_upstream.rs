@@ -5,6 +5,8 @@
 //! | last user message contains | reply |
 //! |---|---|
 //! | `use the tool` (and no tool result yet) | a `get_weather` tool call, fragmented over chunks |
+//! | `call tool NAME {json}` (and no tool result yet) | a call of tool `NAME` with those arguments (`{}` when absent) |
+//! | `call tool …` after a tool result | `Tool said: ` + the last tool message's content |
 //! | `think` | `reasoning_content` deltas, then text |
 //! | `fail500` | HTTP 500 with a JSON error body |
 //! | `cut` | two deltas, then the connection is closed mid-stream |
@@ -175,6 +177,24 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
             StatusCode::INTERNAL_SERVER_ERROR,
             json!({"error": {"message": "mock exploded", "type": "server_error"}}),
         );
+    } else if let Some(rest) = text.split("call tool ").nth(1) {
+        let rest = rest.trim();
+        let (name, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
+        if has_tool_result {
+            let last_tool = body["messages"]
+                .as_array()
+                .and_then(|m| m.iter().rev().find(|m| m["role"] == "tool"))
+                .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+                .unwrap_or_default();
+            steps.push(Step::Send(chunk(
+                json!({"content": format!("Tool said: {last_tool}")}),
+                None,
+            )));
+            steps.push(Step::Send(chunk(json!({}), Some("stop"))));
+        } else {
+            steps.push(Step::Send(chunk(json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_mcp", "type": "function", "function": {"name": name, "arguments": args.trim()}}]}), None)));
+            steps.push(Step::Send(chunk(json!({}), Some("tool_calls"))));
+        }
     } else if text.contains("use the tool") && !has_tool_result {
         steps.push(Step::Send(chunk(json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ""}}]}), None)));
         for frag in ["{\"ci", "ty\": \"Os", "lo\"}"] {

@@ -174,6 +174,12 @@ impl McpHub {
         self.server(server)?.pid().await
     }
 
+    /// The MCP protocol version negotiated with a connected server (e.g. `2026-07-28`, or
+    /// `2025-11-25` for an `initialize`-only server).
+    pub async fn protocol_version(&self, server: &str) -> Option<String> {
+        self.server(server)?.protocol_version().await
+    }
+
     /// Closes every connection and stops the child processes (dropping the hub does the
     /// same without waiting).
     pub async fn shutdown(&self) {

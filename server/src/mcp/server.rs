@@ -141,6 +141,13 @@ impl Server {
         self.conn.lock().await.client.as_ref().and_then(|c| c.pid)
     }
 
+    /// The negotiated MCP protocol version, once connected.
+    pub async fn protocol_version(&self) -> Option<String> {
+        let st = self.conn.lock().await;
+        let info = st.client.as_ref()?.svc.peer_info()?;
+        Some(info.protocol_version.to_string())
+    }
+
     /// Closes the connection (a child process is stopped).
     pub async fn shutdown(&self) {
         let client = self.conn.lock().await.client.take();
