@@ -250,7 +250,10 @@ pub(crate) async fn connect(cfg: &McpServerConfig, shared: Arc<Shared>) -> Resul
                 if let Some(token) = bearer {
                     c = c.auth_header(token.clone());
                 }
-                let t = StreamableHttpClientTransport::from_config(c);
+                let t = StreamableHttpClientTransport::with_client(
+                    super::http_client::SessionAwareClient::default(),
+                    c,
+                );
                 let svc = handler
                     .serve_with_lifecycle(t, lifecycle)
                     .await

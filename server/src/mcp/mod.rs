@@ -21,6 +21,7 @@
 mod config;
 mod conn;
 mod convert;
+mod http_client;
 mod hub;
 mod server;
 mod skills;
