@@ -16,25 +16,20 @@
 //!
 //! Prompts: `greet {name, style?}` (two messages). Resources: `test://static/hello.txt`,
 //! `ui://test/app.html` (MCP App HTML, listing `prefersBorder`, content CSP),
-//! `skill://testing/SKILL.md`; template `test://item/{id}`.
+//! `skill://testing/SKILL.md` (on a second page of `resources/list`); template `test://item/{id}`.
 //!
 //! It speaks both lifecycles: `initialize` (list_changed through the peer) and 2026-07-28
 //! (list_changed on `subscriptions/listen` streams). Run it [`serve_stdio`], [`serve_http`]
 //! on loopback, or in-process with [`duplex_connector`].
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::service::TowerToHyperService;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::*;
 use rmcp::service::{RequestContext, SubscriptionContext};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{
-    ErrorData as McpError, RoleServer, ServerHandler, ServiceExt, prompt, prompt_handler,
-    prompt_router, schemars, tool, tool_handler, tool_router,
+    ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_handler, prompt_router,
+    schemars, tool, tool_handler, tool_router,
 };
 use tokio::sync::broadcast;
 
@@ -290,22 +285,29 @@ impl ServerHandler for TestServer {
         }
     }
 
+    /// Two pages (`next_cursor`), so the client must follow the cursor to see the skill.
     async fn list_resources(
         &self,
-        _: Option<PaginatedRequestParams>,
+        page: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        Ok(ListResourcesResult::with_all_items(vec![
+        if page.and_then(|p| p.cursor).as_deref() == Some("page2") {
+            return Ok(ListResourcesResult::with_all_items(vec![
+                Resource::new(SKILL_URI, "testing")
+                    .with_description("How to write good tests")
+                    .with_mime_type("text/markdown"),
+            ]));
+        }
+        let mut first = ListResourcesResult::with_all_items(vec![
             Resource::new("test://static/hello.txt", "hello").with_mime_type("text/plain"),
             Resource::new(UI_URI, "test_app")
                 .with_mime_type(APP_MIME)
                 .with_meta(MetaObject(
                     rmcp::object!({"ui": {"prefersBorder": true, "domain": "listing.example"}}),
                 )),
-            Resource::new(SKILL_URI, "testing")
-                .with_description("How to write good tests")
-                .with_mime_type("text/markdown"),
-        ]))
+        ]);
+        first.next_cursor = Some("page2".into());
+        Ok(first)
     }
 
     async fn list_resource_templates(
@@ -348,103 +350,5 @@ impl ServerHandler for TestServer {
     }
 }
 
-/// Serves one server on stdin/stdout until the client goes away.
-pub async fn serve_stdio() -> std::io::Result<()> {
-    let svc = TestServer::new()
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(std::io::Error::other)?;
-    let _ = svc.waiting().await;
-    Ok(())
-}
-
-/// A test server on the other end of an in-process pipe, fresh per call: a connector for
-/// `McpServerConfig::in_process`. The returned server task ends when the client side closes.
-pub fn duplex_connector() -> impl Fn() -> tokio::io::DuplexStream + Send + Sync + 'static {
-    let server = TestServer::new();
-    move || {
-        let (client, srv) = tokio::io::duplex(1 << 20);
-        let server = server.clone();
-        tokio::spawn(async move {
-            if let Ok(running) = server.serve(srv).await {
-                let _ = running.waiting().await;
-            }
-        });
-        client
-    }
-}
-
-/// A Streamable HTTP server on 127.0.0.1 (random port) at `/mcp`; aborted when dropped.
-pub struct HttpTestServer {
-    /// The bound address.
-    pub addr: SocketAddr,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl HttpTestServer {
-    /// `http://127.0.0.1:N/mcp`.
-    pub fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
-    }
-}
-
-impl Drop for HttpTestServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// Starts the test server over Streamable HTTP on loopback.
-pub async fn serve_http() -> HttpTestServer {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().unwrap();
-    let server = TestServer::new();
-    let svc: StreamableHttpService<TestServer, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Default::default(),
-        StreamableHttpServerConfig::default(),
-    );
-    let task = tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
-            let svc = TowerToHyperService::new(svc.clone());
-            tokio::spawn(async move {
-                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    HttpTestServer { addr, task }
-}
-
-/// A binary of the npm MCP servers installed by `scripts/setup-test.sh` (in
-/// `.tools/mcp/node_modules/.bin/`, or `$LMCHATKIT_MCP_TOOLS/node_modules/.bin/`), or `None`
-/// with a note on stderr when it is missing (`cargo test` alone never downloads anything).
-pub fn npm_bin(name: &str) -> Option<std::path::PathBuf> {
-    let root = std::env::var_os("LMCHATKIT_MCP_TOOLS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/mcp"));
-    let bin = root.join("node_modules/.bin").join(name);
-    if bin.exists() {
-        Some(bin)
-    } else {
-        eprintln!(
-            "SKIPPED: {} not found; run ./scripts/setup-test.sh (the README test command does)",
-            bin.display()
-        );
-        None
-    }
-}
-
-/// A TCP port that was free a moment ago on 127.0.0.1.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
+mod run;
+pub use run::{HttpTestServer, duplex_connector, free_port, npm_bin, serve_http, serve_stdio};

@@ -244,6 +244,9 @@ async fn basic_vanillajs_app_tool_and_view() {
     let r = hub.call_tool("basic__get-time", json!({})).await.unwrap();
     assert!(!r.is_error);
     assert_eq!(r.ui.unwrap().resource_uri.as_deref(), Some(uri.as_str()));
+    // It advertises no prompts: none are asked for, and the server stays healthy.
+    assert!(hub.list_prompts().await.unwrap().is_empty());
+    assert_eq!(hub.status()[0].status, "connected");
     let view = hub.read_resource_from("basic", &uri).await.unwrap();
     assert_eq!(view.mime_type.as_deref(), Some(MCP_APP_MIME));
     assert!(view.text.unwrap().to_lowercase().contains("<html"));

@@ -181,6 +181,10 @@ async fn resources_templates_and_ui_meta() {
     let uris: Vec<_> = res.iter().map(|r| (r.uri.as_str(), r.template)).collect();
     assert!(uris.contains(&("test://static/hello.txt", false)));
     assert!(uris.contains(&("test://item/{id}", true)), "{uris:?}");
+    assert!(
+        uris.contains(&(SKILL_URI, false)),
+        "the second page is followed: {uris:?}"
+    );
 
     let r = hub.read_resource("test://static/hello.txt").await.unwrap();
     assert_eq!(r.text.as_deref(), Some("Hello, resource!"));

@@ -154,6 +154,10 @@ impl Drop for Client {
 #[derive(Default)]
 pub(crate) struct ConnState {
     pub client: Option<Arc<Client>>,
+    /// When the current connection was opened.
+    pub connected_at: Option<Instant>,
+    /// Consecutive connections that died soon after opening (a crash loop).
+    pub quick_deaths: u32,
     pub failures: u32,
     pub retry_at: Option<Instant>,
     pub last_error: Option<String>,
@@ -177,6 +181,31 @@ impl StatusCell {
             }
             .to_owned(),
             error: self.error.clone(),
+        }
+    }
+}
+
+/// A connection that dies sooner than this after opening counts towards crash-loop backoff.
+pub(crate) const QUICK_DEATH: Duration = Duration::from_secs(10);
+/// Longest wait before restarting a server in a crash loop.
+pub(crate) const MAX_RESTART_DELAY: Duration = Duration::from_secs(5);
+
+impl ConnState {
+    /// The connection died: drop it and count a quick death.
+    pub fn note_death(&mut self) {
+        self.client = None;
+        let quick = self.connected_at.is_some_and(|t| t.elapsed() < QUICK_DEATH);
+        self.quick_deaths = if quick { self.quick_deaths + 1 } else { 0 };
+        self.connected_at = None;
+    }
+
+    /// How long to wait before restarting after a death (0 for the first quick death's
+    /// predecessor, i.e. a server that ran for a while restarts at once).
+    pub fn restart_delay(&self) -> Duration {
+        if self.quick_deaths <= 1 {
+            Duration::ZERO
+        } else {
+            backoff(self.quick_deaths - 1).min(MAX_RESTART_DELAY)
         }
     }
 }
@@ -338,6 +367,33 @@ async fn start_listen(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn crash_loops_slow_down_restarts() {
+        let mut st = ConnState::default();
+        st.connected_at = Some(Instant::now());
+        st.note_death();
+        assert_eq!(
+            st.restart_delay(),
+            Duration::ZERO,
+            "the first crash restarts at once"
+        );
+        st.connected_at = Some(Instant::now());
+        st.note_death();
+        assert_eq!(st.restart_delay(), Duration::from_millis(500));
+        for _ in 0..10 {
+            st.connected_at = Some(Instant::now());
+            st.note_death();
+        }
+        assert_eq!(st.restart_delay(), MAX_RESTART_DELAY);
+        st.connected_at = Some(Instant::now() - QUICK_DEATH * 2);
+        st.note_death();
+        assert_eq!(
+            st.restart_delay(),
+            Duration::ZERO,
+            "a long-lived connection resets the count"
+        );
+    }
 
     #[test]
     fn backoff_grows_and_caps() {

@@ -18,6 +18,7 @@
 //!   model. A dead stdio server restarts on its next use; an HTTP session that expired (404)
 //!   is re-initialised by the transport. Failed connects back off (0.5 s doubling to 30 s).
 
+mod catalog;
 mod config;
 mod conn;
 mod convert;
@@ -25,6 +26,7 @@ mod http_client;
 mod hub;
 mod server;
 mod skills;
+mod ui_meta;
 
 pub use config::{
     InProcessConnector, McpConfigError, McpConfigFile, McpServerConfig, McpTransport, expand_env,

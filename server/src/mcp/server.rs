@@ -87,8 +87,14 @@ impl Server {
                 return Ok(c.clone());
             }
             tracing::warn!(server = %self.name(), "MCP server connection lost; restarting it");
-            st.client = None;
+            st.note_death();
             self.shared.clear();
+        }
+        let delay = st.restart_delay();
+        if !delay.is_zero() {
+            // A crash loop: restart, but not at full speed.
+            tracing::warn!(server = %self.name(), "MCP server keeps dying; restarting in {delay:?}");
+            tokio::time::sleep(delay).await;
         }
         if let Some(at) = st.retry_at
             && Instant::now() < at
@@ -105,6 +111,7 @@ impl Server {
             Ok(c) => {
                 let c = Arc::new(c);
                 st.client = Some(c.clone());
+                st.connected_at = Some(Instant::now());
                 st.failures = 0;
                 st.retry_at = None;
                 st.last_error = None;
@@ -130,7 +137,7 @@ impl Server {
     async fn forget(&self, dead: &Arc<Client>, why: &str) {
         let mut st = self.conn.lock().await;
         if st.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, dead)) {
-            st.client = None;
+            st.note_death();
             self.shared.clear();
             self.set_status("error", Some(why.to_owned()));
         }
