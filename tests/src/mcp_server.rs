@@ -351,4 +351,6 @@ impl ServerHandler for TestServer {
 }
 
 mod run;
-pub use run::{HttpTestServer, duplex_connector, free_port, npm_bin, serve_http, serve_stdio};
+pub use run::{
+    HttpTestServer, SeenHeaders, duplex_connector, free_port, npm_bin, serve_http, serve_stdio,
+};

@@ -111,6 +111,13 @@ async fn calls_route_back_and_results_are_model_text() {
     );
     assert_eq!(hub.tool_source("other__add").await, ToolSource::Unknown);
     assert_eq!(hub.tool_source("add").await, ToolSource::Unknown);
+
+    // A view's bare names resolve within the mounting tool's server.
+    let resolved = hub.resolve_view_tool("test__show_app", "app_refresh").await;
+    assert_eq!(resolved.as_deref(), Some("test__app_refresh"));
+    let kept = hub.resolve_view_tool("test__show_app", "test__add").await;
+    assert_eq!(kept.as_deref(), Some("test__add"));
+    assert_eq!(hub.resolve_view_tool("nope__x", "add").await, None);
 }
 
 #[tokio::test]

@@ -370,8 +370,10 @@ mod tests {
 
     #[test]
     fn crash_loops_slow_down_restarts() {
-        let mut st = ConnState::default();
-        st.connected_at = Some(Instant::now());
+        let mut st = ConnState {
+            connected_at: Some(Instant::now()),
+            ..ConnState::default()
+        };
         st.note_death();
         assert_eq!(
             st.restart_delay(),

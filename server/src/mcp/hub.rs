@@ -248,6 +248,23 @@ impl McpHub {
         Ok(out)
     }
 
+    /// What a bare tool name from an MCP App view means. Views call their server's tools by
+    /// the server's own names: a view mounted by `fs__show` calling `refresh` means
+    /// `fs__refresh`. A name already carrying that server's prefix is kept as it is. `None`
+    /// when `via` is unknown. (For the app proxy; it does not check that the tool exists.)
+    pub async fn resolve_view_tool(&self, via: &str, name: &str) -> Option<String> {
+        let (s, _) = self.resolve_tool(via).await?;
+        if !s.cfg.namespaced {
+            return Some(name.to_owned());
+        }
+        let prefix = format!("{}{}", s.name(), self.inner.separator);
+        Some(if name.starts_with(&prefix) {
+            name.to_owned()
+        } else {
+            format!("{prefix}{name}")
+        })
+    }
+
     /// Which server owns an exposed tool name (`Unknown` when no server lists it).
     pub async fn tool_source(&self, name: &str) -> ToolSource {
         match self.resolve_tool(name).await {

@@ -11,7 +11,7 @@ use rmcp::ServiceError;
 use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
 use serde_json::{Map, Value};
 
-use super::config::McpServerConfig;
+use super::config::{McpServerConfig, McpTransport};
 use super::conn::{Cache, Client, ConnState, Shared, StatusCell, backoff, connect};
 use crate::events::EventBroadcaster;
 
@@ -175,8 +175,8 @@ impl Server {
         }
     }
 
-    /// Runs `f` on the connection. A failure to send (the server was already gone) is retried
-    /// once on a fresh connection; a failure during the call is returned (and the connection
+    /// Runs `f` on the connection. A failure to send over a pipe (the server was already gone)
+    /// is retried once on a fresh connection; a failure during the call is returned (and the connection
     /// dropped, so the next use restarts the server).
     async fn run<T, F, Fut>(&self, timeout: Duration, f: F) -> Result<T, CallError>
     where
@@ -198,7 +198,10 @@ impl Server {
                     return Err(CallError::Mcp(e.message.to_string()));
                 }
                 Ok(Err(e)) => {
-                    let not_sent = matches!(e, ServiceError::TransportSend(_));
+                    // Over a pipe, a failed send never reached the server, so it is safe to
+                    // retry; an HTTP POST may have been processed before it failed.
+                    let not_sent = matches!(e, ServiceError::TransportSend(_))
+                        && !matches!(self.cfg.transport, McpTransport::Http { .. });
                     let err = self.map_err(e);
                     if c.is_dead() || not_sent {
                         self.forget(&c, &err.to_string()).await;

@@ -12,6 +12,9 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::TestServer;
 
+/// `(authorization, x-test)` headers of the requests an [`HttpTestServer`] received.
+pub type SeenHeaders = Arc<Mutex<Vec<(Option<String>, Option<String>)>>>;
+
 /// Serves one server on stdin/stdout until the client goes away.
 pub async fn serve_stdio() -> std::io::Result<()> {
     let svc = TestServer::new()
@@ -43,7 +46,7 @@ pub struct HttpTestServer {
     /// The bound address.
     pub addr: SocketAddr,
     /// `(authorization, x-test)` headers of every request received.
-    pub headers: Arc<Mutex<Vec<(Option<String>, Option<String>)>>>,
+    pub headers: SeenHeaders,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -72,7 +75,7 @@ pub async fn serve_http() -> HttpTestServer {
         Default::default(),
         StreamableHttpServerConfig::default(),
     );
-    let headers: Arc<Mutex<Vec<(Option<String>, Option<String>)>>> = Arc::default();
+    let headers = SeenHeaders::default();
     let seen = headers.clone();
     let svc = tower::ServiceBuilder::new()
         .map_request(move |req: http::Request<hyper::body::Incoming>| {
