@@ -17,6 +17,8 @@
 //! # let _ = svc; Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 pub(crate) mod bundle;
 pub mod catalog;
 pub mod config;
