@@ -26,7 +26,6 @@ pub mod events;
 pub mod history;
 pub mod host;
 pub mod http_util;
-#[cfg(feature = "openai")]
 pub mod llm;
 mod routes;
 mod service;
