@@ -127,7 +127,8 @@ async fn with_nothing_configured_the_demo_model_answers() {
         .unwrap();
     let body = res.text().await.unwrap();
     assert!(
-        body.contains("\"type\":\"reasoning\"") && body.contains(r#"{"type":"delta","delta":"built-in "}"#),
+        body.contains("\"type\":\"reasoning\"")
+            && body.contains(r#"{"type":"delta","delta":"built-in "}"#),
         "{body}"
     );
     assert!(body.contains("\"finish_reason\":\"stop\""), "{body}");
