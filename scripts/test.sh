@@ -14,6 +14,7 @@ echo "== fmt";     cargo fmt --all -- --check
 echo "== clippy";  cargo clippy --workspace --all-targets -j"$JOBS" -- -D warnings
 echo "== clippy (no default features)"
 cargo clippy -p lmchatkit --no-default-features --lib -j"$JOBS" -- -D warnings
+echo "== docs";    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit -p lmchatkit-protocol -j"$JOBS"
 echo "== wasm32";  cargo check -p lmchatkit-protocol -p lmchatkit-web --target wasm32-unknown-unknown -j"$JOBS"
 echo "== tests";   LMCHATKIT_EXPECT_BUNDLE=1 cargo test --workspace -j"$JOBS"
 echo "== all tests passed"

@@ -14,6 +14,7 @@
 //! [`NO_MODEL_NOTICE`].
 
 pub mod api;
+pub mod markdown;
 
 use leptos::prelude::*;
 use lmchatkit_protocol::{ConfigResponse, HistoryMode, Model};

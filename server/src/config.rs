@@ -64,6 +64,7 @@ pub struct Config {
     pub(crate) demo: bool,
     pub(crate) sandbox_origin: Option<String>,
     pub(crate) mcp_status: Option<Arc<dyn Fn() -> Vec<McpServerStatus> + Send + Sync>>,
+    pub(crate) turn_cache: Arc<crate::turn::TurnCache>,
 }
 
 impl std::fmt::Debug for Config {
@@ -106,6 +107,7 @@ impl Config {
                 demo: false,
                 sandbox_origin: None,
                 mcp_status: None,
+                turn_cache: Arc::default(),
             },
             personas_dir: None,
             commands_dir: None,

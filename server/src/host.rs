@@ -107,9 +107,13 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Event> + Send + 'static>>;
 /// model-visible tools and the merged params.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CompleteRequest {
+    /// Model id from the chat request.
     pub model: String,
+    /// The cleaned messages, starting with the derived system message.
     pub messages: Vec<Message>,
+    /// Tools the model may call (visibility already filtered); empty when none.
     pub tools: Vec<Tool>,
+    /// Persona params overridden key by key by the request's; empty when none.
     pub params: Params,
 }
 

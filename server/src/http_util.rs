@@ -40,22 +40,31 @@ const JSON: &str = "application/json; charset=utf-8";
 /// Every way a request can fail, each mapped to one status and a `{"error": ...}` body.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
+    /// Malformed or invalid request (400).
     #[error("{0}")]
     BadRequest(String),
+    /// A principal is required and none was given (401).
     #[error("authentication required")]
     Unauthorized,
+    /// Not allowed: a cross-origin request, or a visibility or ownership check failed (403).
     #[error("{0}")]
     Forbidden(String),
+    /// No such route, conversation, tool, prompt or resource (404).
     #[error("{0}")]
     NotFound(String),
+    /// The path exists but not for this method (405); carries the methods for the `Allow` header.
     #[error("method not allowed")]
     MethodNotAllowed(Vec<Method>),
+    /// The body is larger than the limit (413).
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// The request's `Content-Type` is not the one the route takes (415).
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// The upstream (LLM or MCP server) failed (502).
     #[error("{0}")]
     BadGateway(String),
+    /// The service or a store failed (500).
     #[error("{0}")]
     Internal(String),
 }

@@ -17,6 +17,8 @@
 //! # let _ = svc; Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 pub(crate) mod bundle;
 pub mod catalog;
 pub mod config;
@@ -24,7 +26,6 @@ pub mod events;
 pub mod history;
 pub mod host;
 pub mod http_util;
-#[cfg(feature = "openai")]
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;

@@ -60,7 +60,7 @@ fn http_client() -> reqwest::Client {
 
 #[tokio::test]
 async fn serves_page_and_api_and_says_when_no_model_is_configured() {
-    let app = start(&[], &[]);
+    let app = start(&["--no-demo"], &[]);
     assert!(app.1.ends_with("/chat"), "{}", app.1);
     let (status, page) = get(&app.1).await;
     assert_eq!(status, 200);
@@ -110,4 +110,26 @@ async fn configured_models_prefix_and_graceful_exit() {
         assert!(Instant::now() < deadline, "did not exit on SIGTERM");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[tokio::test]
+async fn with_nothing_configured_the_demo_model_answers() {
+    let app = start(&[], &[]);
+    let (_, models) = get(&format!("{}/api/models", app.1)).await;
+    assert!(models.contains("\"id\":\"lmchatkit-demo\""), "{models}");
+    let (_, config) = get(&format!("{}/api/config", app.1)).await;
+    assert!(config.contains("\"demo\":true"), "{config}");
+    let res = http_client()
+        .post(format!("{}/api/chat", app.1))
+        .json(&serde_json::json!({"model": "lmchatkit-demo", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    let body = res.text().await.unwrap();
+    assert!(
+        body.contains("\"type\":\"reasoning\"")
+            && body.contains(r#"{"type":"delta","delta":"built-in "}"#),
+        "{body}"
+    );
+    assert!(body.contains("\"finish_reason\":\"stop\""), "{body}");
 }

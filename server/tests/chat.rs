@@ -319,3 +319,52 @@ async fn rejects_missing_model_or_messages() {
         (400, "messages is required")
     );
 }
+
+#[tokio::test]
+async fn earlier_turns_reuse_their_resolution_and_the_latest_resolves_fresh() {
+    let mut h = host();
+    h.prompts = vec![Prompt {
+        name: "review".into(),
+        ..Default::default()
+    }];
+    let notes = ResourceResult {
+        uri: "file:///n.txt".into(),
+        text: Some("v1".into()),
+        ..Default::default()
+    };
+    h.contents.insert(notes.uri.clone(), ("fs".into(), notes));
+    let lookups = h.lookups.clone();
+    let svc = service(config(h));
+    let turn1 = json!([{"role": "user", "content": "/review x=1"}]);
+    send(
+        &svc,
+        post("/chat/api/chat", &json!({"model": "m", "messages": turn1})),
+    )
+    .await;
+    let turn2 = json!([
+        {"role": "user", "content": "/review x=1"}, {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "see @file:///n.txt"}
+    ]);
+    send(
+        &svc,
+        post(
+            "/chat/api/chat",
+            &json!({"model": "m", "messages": turn2.clone()}),
+        ),
+    )
+    .await;
+    let mut turn3 = turn2.as_array().unwrap().clone();
+    turn3.push(json!({"role": "assistant", "content": "seen"}));
+    turn3.push(json!({"role": "user", "content": "again @file:///n.txt"}));
+    send(
+        &svc,
+        post("/chat/api/chat", &json!({"model": "m", "messages": turn3})),
+    )
+    .await;
+    // Turn 2 reused the prompt; turn 3 reused turn 2's read for the old message and read fresh
+    // for the new one.
+    assert_eq!(
+        *lookups.lock().unwrap(),
+        ["prompt review", "read file:///n.txt", "read file:///n.txt"]
+    );
+}

@@ -36,12 +36,17 @@ pub struct Persona {
     pub id: String,
     /// Display name.
     pub name: String,
+    /// One-line summary shown in the persona picker; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The system prompt sent first in every turn; omitted when unset or hidden by the host.
+    /// A blank prompt falls back to a generic assistant prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
+    /// Model id to select when the persona is chosen; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_model: Option<String>,
+    /// Default model parameters; request params override them key by key. Omitted when empty.
     #[serde(default, skip_serializing_if = "Params::is_empty")]
     pub params: Params,
 }
@@ -60,11 +65,15 @@ impl Persona {
 /// A file-based slash command (`/name args`), expanded in the browser (`$ARGUMENTS`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SlashCommand {
+    /// Stable id (for file commands, derived from the file name).
     pub id: String,
     /// Lowercase command name, without the slash.
     pub name: String,
+    /// One-line summary shown in the command menu (frontmatter `description`); omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// What to type after the name, shown in the menu (frontmatter `argument-hint`); omitted when
+    /// unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument_hint: Option<String>,
     /// Tool names auto-allowed while this command runs (`Bash(git:*)` is kept as `Bash`).

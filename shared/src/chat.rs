@@ -9,9 +9,14 @@ use crate::mcp::UiToolMeta;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// The system prompt. Derived by the server per request; never stored, and dropped when the
+    /// browser sends one.
     System,
+    /// The person chatting.
     User,
+    /// The model.
     Assistant,
+    /// A tool result answering one of the assistant's tool calls.
     Tool,
 }
 
@@ -21,7 +26,9 @@ pub enum Role {
 /// `content: null` beside tool calls.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Content {
+    /// Plain text (a JSON string).
     Text(String),
+    /// Content parts (a JSON array).
     Parts(Vec<ContentPart>),
 }
 
@@ -97,10 +104,26 @@ impl<'de> Deserialize<'de> for Content {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
-    Text { text: String },
-    ImageUrl { image_url: ImageUrl },
-    InputAudio { input_audio: InputAudio },
-    File { file: FileData },
+    /// Text: `{"type":"text","text":…}`.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image: `{"type":"image_url","image_url":{…}}`.
+    ImageUrl {
+        /// Where the image is.
+        image_url: ImageUrl,
+    },
+    /// Audio: `{"type":"input_audio","input_audio":{…}}`.
+    InputAudio {
+        /// The audio data and its format.
+        input_audio: InputAudio,
+    },
+    /// A document: `{"type":"file","file":{…}}`.
+    File {
+        /// The file, inline or by id.
+        file: FileData,
+    },
 }
 
 impl ContentPart {
@@ -123,7 +146,9 @@ impl ContentPart {
 /// `image_url` of an image part.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ImageUrl {
+    /// The image as an `https:` or `data:` URL.
     pub url: String,
+    /// OpenAI detail level (`auto`, `low`, `high`); omitted when unset (the provider decides).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
@@ -131,17 +156,22 @@ pub struct ImageUrl {
 /// `input_audio` of an audio part (base64 data).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct InputAudio {
+    /// The audio bytes, base64-encoded.
     pub data: String,
+    /// The audio format, e.g. `wav` or `mp3`.
     pub format: String,
 }
 
 /// `file` of a file part (a PDF or other document as a data URL).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct FileData {
+    /// The original file name; omitted when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filename: Option<String>,
+    /// The file as a base64 `data:` URL; omitted when the file is given by `file_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_data: Option<String>,
+    /// A provider-side file id, instead of `file_data`; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_id: Option<String>,
 }
@@ -151,9 +181,13 @@ pub struct FileData {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Approval {
+    /// Waiting for the user's decision.
     Pending,
+    /// Allowed; the call runs (or ran).
     Approved,
+    /// Refused by the user; the tool is not called.
     Denied,
+    /// Allowed, but the call failed.
     Error,
 }
 
@@ -161,8 +195,11 @@ pub enum Approval {
 /// string; arguments a provider sent as invalid JSON are kept as a JSON string.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolCall {
+    /// Provider-assigned call id; the tool message answering it carries it as `tool_call_id`.
     pub id: String,
+    /// Name of the tool to call.
     pub name: String,
+    /// The arguments, normally an object; `{}` when absent.
     #[serde(default = "empty_object")]
     pub arguments: Value,
     /// UI-only approval state.
@@ -189,10 +226,13 @@ impl ToolCall {
 /// Token counts reported by the provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
+    /// Tokens of the prompt; omitted when not reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens: Option<u64>,
+    /// Tokens generated; omitted when not reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens: Option<u64>,
+    /// Prompt plus generated tokens; omitted when not reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
 }
@@ -201,26 +241,38 @@ pub struct Usage {
 /// `thinking`, `info`, `created_at`, `usage`) are omitted when empty and never reach the host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
+    /// Client-assigned message id (UI-only); omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// Who wrote the message.
     pub role: Role,
+    /// The content; always serialized, and `null` or absent reads as empty text.
     #[serde(default)]
     pub content: Content,
+    /// Reasoning text streamed before the answer (UI-only); omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<String>,
     /// An info card (UI-only; messages carrying one are never sent to the model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub info: Option<Value>,
+    /// Tool calls an assistant message asks for; omitted when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
+    /// On a tool message: the [`ToolCall::id`] it answers; omitted otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// On a tool message: the name of the called tool; omitted otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
+    /// On a tool message: the tool reported a failure; omitted when `false`.
     #[serde(default, skip_serializing_if = "crate::is_false")]
     pub is_error: bool,
+    /// On a tool message: the tool's MCP `structuredContent` for an app view (stripped before the
+    /// host sees the messages); omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
+    /// On a tool message: the called tool's `_meta.ui`, so a reloaded chat can mount its view again
+    /// without re-running the tool (stripped before the host sees the messages); omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ui: Option<UiToolMeta>,
     /// When the message was written, in milliseconds since the Unix epoch.
@@ -295,9 +347,13 @@ impl Message {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
+    /// The model finished its answer (`"stop"`).
     Stop,
+    /// The model asked for tool calls (`"tool_calls"`).
     ToolCalls,
+    /// The output token limit was reached (`"length"`).
     Length,
+    /// The provider's content filter stopped the answer (`"content_filter"`).
     ContentFilter,
 }
 
@@ -306,30 +362,49 @@ pub enum FinishReason {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     /// Visible text.
-    Delta { delta: String },
+    Delta {
+        /// Text to append to the answer.
+        delta: String,
+    },
     /// Reasoning ("thinking") text.
-    Reasoning { reasoning: String },
+    Reasoning {
+        /// Reasoning text to append.
+        reasoning: String,
+    },
     /// A complete tool call.
-    ToolCall { tool_call: ToolCall },
+    ToolCall {
+        /// The call, with its complete arguments.
+        tool_call: ToolCall,
+    },
     /// The turn ended.
     Done {
+        /// Why the model stopped; omitted when the provider did not say.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         finish_reason: Option<FinishReason>,
+        /// Token counts of the turn; omitted when not reported.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
     },
     /// The turn failed; what was streamed before stays valid.
-    Error { error: String },
+    Error {
+        /// What went wrong, for display.
+        error: String,
+    },
 }
 
 /// The kind of an [`Event`], without its payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventType {
+    /// [`Event::Delta`].
     Delta,
+    /// [`Event::Reasoning`].
     Reasoning,
+    /// [`Event::ToolCall`].
     ToolCall,
+    /// [`Event::Done`].
     Done,
+    /// [`Event::Error`].
     Error,
 }
 

@@ -8,17 +8,23 @@ use crate::chat::Message;
 /// A conversation in the sidebar list.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ConversationSummary {
+    /// Conversation id, chosen by the client.
     pub id: String,
+    /// Title shown in the sidebar.
     pub title: String,
+    /// Persona the conversation uses; `""` (the default) when none.
     #[serde(default)]
     pub persona_id: String,
+    /// Model id the conversation uses; `""` (the default) when none.
     #[serde(default)]
     pub model: String,
+    /// Model parameters of the conversation; omitted when empty.
     #[serde(default, skip_serializing_if = "Params::is_empty")]
     pub params: Params,
     /// Milliseconds since the Unix epoch.
     #[serde(default)]
     pub created_at: i64,
+    /// Time of the last save or patch, in milliseconds since the Unix epoch.
     #[serde(default)]
     pub updated_at: i64,
     /// Bumped by every save; a PUT names the revision it started from (`0` creates).
@@ -29,21 +35,31 @@ pub struct ConversationSummary {
 /// A whole conversation, as `GET` returns it and `PUT` sends it. System messages are never stored.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct StoredConversation {
+    /// Conversation id, chosen by the client; in a PUT the path id overrides it.
     pub id: String,
+    /// Title shown in the sidebar; `""` when absent.
     #[serde(default)]
     pub title: String,
+    /// Persona the conversation uses; `""` when absent.
     #[serde(default)]
     pub persona_id: String,
+    /// Model id the conversation uses; `""` when absent.
     #[serde(default)]
     pub model: String,
+    /// Model parameters of the conversation; omitted when empty.
     #[serde(default, skip_serializing_if = "Params::is_empty")]
     pub params: Params,
+    /// Creation time in milliseconds since the Unix epoch, set by the first save (the body's
+    /// value when `> 0`, else now) and kept after.
     #[serde(default)]
     pub created_at: i64,
+    /// Time of the last save or patch, in milliseconds since the Unix epoch; set by the store.
     #[serde(default)]
     pub updated_at: i64,
+    /// In a GET, the current revision; in a PUT, the revision the edit started from (`0` creates).
     #[serde(default)]
     pub revision: u64,
+    /// The messages, oldest first, without system messages; `[]` when absent.
     #[serde(default)]
     pub messages: Vec<Message>,
 }
@@ -67,24 +83,32 @@ impl StoredConversation {
 /// Body of a successful `PUT {prefix}/api/conversations/{id}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SaveResponse {
+    /// Always `true`.
     pub ok: bool,
+    /// The revision after this save; send it as the base of the next PUT.
     pub revision: u64,
 }
 
 /// Body of a `409 Conflict` answer to a PUT with a stale revision: the current copy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConflictResponse {
+    /// Why the save was refused, for display.
     pub error: String,
+    /// The current revision (the same as `conversation.revision`).
     pub revision: u64,
+    /// The stored copy the client should merge with before retrying.
     pub conversation: StoredConversation,
 }
 
 /// Body of `PATCH {prefix}/api/conversations/{id}`: rename and/or change setup.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ConversationPatch {
+    /// The new title; required, trimmed, must not be blank.
     pub title: String,
+    /// The new model id; omitted (or `""`) keeps the stored one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The new persona id; omitted (or `""`) keeps the stored one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persona_id: Option<String>,
     /// When present (even `{}`), replaces the stored params wholesale.
@@ -96,13 +120,21 @@ pub struct ConversationPatch {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ServerEventType {
+    /// A conversation was saved (`id` and `revision` set).
     ConversationSaved,
+    /// A conversation was renamed or its setup changed (`id` set).
     ConversationRenamed,
+    /// A conversation was deleted (`id` set).
     ConversationDeleted,
+    /// The persona list changed: refetch `/api/personas`.
     PersonasChanged,
+    /// The slash-command list changed: refetch `/api/commands`.
     CommandsChanged,
+    /// The MCP prompt list changed: refetch `/api/prompts`.
     PromptsChanged,
+    /// The resource list changed: refetch `/api/resources`.
     ResourcesChanged,
+    /// The host's tool list changed.
     ToolsChanged,
     /// The client missed events older than the replay buffer: refetch every list.
     Resync,
@@ -121,6 +153,7 @@ impl ServerEventType {
 /// One event of `GET {prefix}/api/events`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerEvent {
+    /// The event's kind, serialized as `type`.
     #[serde(rename = "type")]
     pub kind: ServerEventType,
     /// The conversation id, for conversation events.

@@ -10,6 +10,8 @@
 //! assert_eq!(serde_json::to_string(&ev).unwrap(), r#"{"type":"done","finish_reason":"stop"}"#);
 //! ```
 
+#![warn(missing_docs)]
+
 mod catalog;
 mod chat;
 mod history;

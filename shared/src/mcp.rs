@@ -20,8 +20,10 @@ pub enum Visibility {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UiToolMeta {
+    /// The `ui://` resource holding the tool's view; omitted when the tool has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_uri: Option<String>,
+    /// Who may call the tool (empty: both); read from MCP, never serialized.
     #[serde(default, skip_serializing)]
     pub visibility: Vec<Visibility>,
 }
@@ -30,12 +32,16 @@ pub struct UiToolMeta {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UiResourceMeta {
+    /// Domains the view may reach; omitted when unset (no external domains).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub csp: Option<UiCsp>,
+    /// Browser permissions the view asks for; omitted when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permissions: Option<UiPermissions>,
+    /// Dedicated origin the view asks to run on; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
+    /// Whether the host should draw a border around the view; omitted when unset (host decides).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefers_border: Option<bool>,
 }
@@ -44,12 +50,16 @@ pub struct UiResourceMeta {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UiCsp {
+    /// Origins the view may `fetch`/connect to (CSP `connect-src`); omitted when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub connect_domains: Vec<String>,
+    /// Origins the view may load scripts, styles, images and fonts from; omitted when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resource_domains: Vec<String>,
+    /// Origins the view may embed in frames (CSP `frame-src`); omitted when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub frame_domains: Vec<String>,
+    /// Origins allowed as the document base URI (CSP `base-uri`); omitted when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub base_uri_domains: Vec<String>,
 }
@@ -58,12 +68,16 @@ pub struct UiCsp {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UiPermissions {
+    /// Camera access (`{}` when asked for); omitted otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub camera: Option<Value>,
+    /// Microphone access (`{}` when asked for); omitted otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub microphone: Option<Value>,
+    /// Geolocation access (`{}` when asked for); omitted otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub geolocation: Option<Value>,
+    /// Clipboard write access (`{}` when asked for, key `clipboardWrite`); omitted otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clipboard_write: Option<Value>,
 }
@@ -72,15 +86,21 @@ pub struct UiPermissions {
 /// tool lists, and `visibility` is never serialized.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Tool {
+    /// Tool name, as the model calls it and `/api/tools/call` names it.
     pub name: String,
+    /// What the tool does, for the model; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// JSON Schema of the arguments; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<Value>,
+    /// MCP tool annotations (hints such as `readOnlyHint`), passed through; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
+    /// The tool's `_meta.ui`; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ui: Option<UiToolMeta>,
+    /// Who may call the tool (empty: both); never serialized.
     #[serde(skip)]
     pub visibility: Vec<Visibility>,
 }
@@ -121,9 +141,12 @@ impl Tool {
 /// The result of a tool call: model-facing text plus what a view needs.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolResult {
+    /// Text the model sees as the tool result.
     pub content: String,
+    /// The tool reported a failure; omitted when `false`.
     #[serde(default, skip_serializing_if = "crate::is_false")]
     pub is_error: bool,
+    /// The MCP `structuredContent`, for an app view; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
     /// The called tool's `_meta.ui` (only `resourceUri` is serialized).
@@ -153,9 +176,12 @@ impl ToolResult {
 /// An argument of an MCP prompt.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PromptArgument {
+    /// Argument name.
     pub name: String,
+    /// What the argument means; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The prompt cannot run without it; omitted when `false`.
     #[serde(default, skip_serializing_if = "crate::is_false")]
     pub required: bool,
 }
@@ -163,9 +189,12 @@ pub struct PromptArgument {
 /// An MCP prompt, offered as a `/name` command.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Prompt {
+    /// Prompt name, typed as `/name`.
     pub name: String,
+    /// What the prompt does, shown in the command menu; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The arguments it takes; omitted when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arguments: Vec<PromptArgument>,
 }
@@ -173,28 +202,37 @@ pub struct Prompt {
 /// One message of an expanded prompt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PromptMessage {
+    /// Who the message is from (`user` or `assistant`).
     pub role: Role,
+    /// The message text.
     pub content: String,
 }
 
 /// An expanded prompt.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PromptResult {
+    /// What the expanded prompt does; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The messages that replace the `/name` message, in order.
     pub messages: Vec<PromptMessage>,
 }
 
 /// A resource (or, with `template`, a resource template whose `uri` keeps `{var}` placeholders).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Resource {
+    /// Resource URI; for a template, with `{var}` placeholders.
     pub uri: String,
+    /// `true` for a resource template; omitted when `false`.
     #[serde(default, skip_serializing_if = "crate::is_false")]
     pub template: bool,
+    /// Display name; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// What the resource holds; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// MIME type of the content; omitted when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
 }
@@ -212,13 +250,18 @@ impl Resource {
 /// The content of a read resource: `text`, or a base64 `blob`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceResult {
+    /// URI of the resource read.
     pub uri: String,
+    /// Text content; omitted for binary content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// Binary content, base64-encoded; omitted for text content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob: Option<String>,
+    /// MIME type of the content; omitted when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
+    /// The resource's `_meta.ui` (for `ui://` views); omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ui: Option<UiResourceMeta>,
 }

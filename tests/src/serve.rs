@@ -45,3 +45,25 @@ pub async fn serve(svc: ChatService) -> Served {
     });
     Served { addr, task }
 }
+
+/// Serves `svc` on `$ADDR` (default 127.0.0.1 with a random port), prints
+/// `listening on http://ADDR{prefix}` and serves until the process ends (for the examples).
+pub async fn run_printing_url(svc: ChatService, prefix: &str) {
+    let addr = std::env::var("ADDR").unwrap_or_else(|_| "127.0.0.1:0".into());
+    let listener = TcpListener::bind(addr).await.expect("bind");
+    println!(
+        "listening on http://{}{prefix}",
+        listener.local_addr().unwrap()
+    );
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let svc = TowerToHyperService::new(svc.clone());
+        tokio::spawn(async move {
+            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}

@@ -11,6 +11,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use lmchatkit::history::{HistoryStore, MemoryStore, SqliteStore};
+use lmchatkit::llm::DemoModel;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::protocol::{Event, Model};
 use lmchatkit::{
@@ -52,6 +53,9 @@ struct Args {
     /// Allow file uploads (attachments).
     #[arg(long, env = "LMCHATKIT_UPLOAD", default_value_t = true, action = clap::ArgAction::Set)]
     upload: bool,
+    /// Without an upstream, do not offer the built-in demo model.
+    #[arg(long, env = "LMCHATKIT_NO_DEMO")]
+    no_demo: bool,
     /// Log filter (e.g. info, lmchatkit=debug).
     #[arg(long, env = "LMCHATKIT_LOG", default_value = "info")]
     log: String,
@@ -92,13 +96,18 @@ fn history(db: Option<&str>) -> Result<Arc<dyn HistoryStore>, Box<dyn std::error
     Ok(Arc::new(SqliteStore::open(&path)?))
 }
 
-fn host(args: &Args) -> Arc<dyn Host> {
+/// The LLM host, and whether it is the demo model.
+fn host(args: &Args) -> (Arc<dyn Host>, bool) {
     let cfg = match (&args.completions_url, &args.openai_base_url) {
         (Some(url), _) => OpenAiConfig::completions_url(url.clone()),
         (None, Some(base)) => OpenAiConfig::new(base.clone()),
-        (None, None) => {
+        (None, None) if args.no_demo => {
             tracing::warn!("no upstream configured (set OPENAI_BASE_URL); the UI will say so");
-            return Arc::new(NoUpstream);
+            return (Arc::new(NoUpstream), false);
+        }
+        (None, None) => {
+            tracing::warn!("no upstream configured (set OPENAI_BASE_URL): running the demo model");
+            return (Arc::new(DemoModel::new()), true);
         }
     };
     let mut cfg = match &args.openai_api_key {
@@ -108,7 +117,7 @@ fn host(args: &Args) -> Arc<dyn Host> {
     if !args.models.is_empty() {
         cfg = cfg.with_models(args.models.iter().map(|m| Model::new(m.trim())).collect());
     }
-    Arc::new(OpenAiBackend::new(cfg))
+    (Arc::new(OpenAiBackend::new(cfg)), false)
 }
 
 #[tokio::main]
@@ -119,7 +128,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_env_filter(tracing_subscriber::EnvFilter::new(&args.log))
         .init();
 
-    let mut builder = Config::builder_arc(host(&args))
+    let (host, demo) = host(&args);
+    let mut builder = Config::builder_arc(host)
+        .demo(demo)
         .prefix(args.prefix.clone())
         .history_arc(history(args.db.as_deref())?)
         .file_upload(args.upload)

@@ -23,6 +23,7 @@ pub type OnChange = Arc<dyn Fn() + Send + Sync>;
 /// Errors of a catalog source.
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
+    /// The source failed; the message says why.
     #[error("catalog: {0}")]
     Source(String),
 }
@@ -31,12 +32,14 @@ pub enum CatalogError {
 /// watcher.
 #[async_trait]
 pub trait PersonaSource: Send + Sync + 'static {
+    /// The personas offered to the caller of `cx`.
     async fn personas(&self, cx: &RequestContext) -> Result<Vec<Persona>, CatalogError>;
 }
 
 /// Where slash commands come from. Consulted on every request.
 #[async_trait]
 pub trait CommandSource: Send + Sync + 'static {
+    /// The slash commands offered to the caller of `cx`.
     async fn commands(&self, cx: &RequestContext) -> Result<Vec<SlashCommand>, CatalogError>;
 }
 

@@ -50,7 +50,10 @@ pub enum HistoryError {
 #[derive(Debug, Clone, PartialEq)]
 pub enum SaveOutcome {
     /// Saved; the new revision.
-    Saved { revision: u64 },
+    Saved {
+        /// The revision after this save.
+        revision: u64,
+    },
     /// The base revision was stale (or `0` for an existing id): the current copy.
     Conflict(Box<StoredConversation>),
 }

@@ -2,8 +2,11 @@
 //! (persona → fallback → augmenter), parameter merge, model-visible tools (+ the virtual skill
 //! tool), `@uri` resources and MCP-prompt `/commands`.
 
+mod cache;
 mod refs;
 mod slash;
+
+pub(crate) use cache::TurnCache;
 
 use lmchatkit_protocol::{
     ChatRequest, Content, Message, Params, Persona, Role, SKILL_TOOL_NAME, Tool, Visibility,
@@ -24,8 +27,8 @@ pub(crate) async fn prepare(
 ) -> CompleteRequest {
     let persona = find_persona(config, cx, &req.persona_id).await;
     let mut messages = clean(req.messages);
-    refs::resolve(config, cx, &mut messages).await;
-    slash::resolve(config, cx, &mut messages).await;
+    refs::resolve(config, cx, &config.turn_cache, &mut messages).await;
+    slash::resolve(config, cx, &config.turn_cache, &mut messages).await;
 
     let system = system_prompt(config, cx, persona.as_ref(), req.model_context.as_ref()).await;
     messages.insert(0, Message::system(system));
@@ -131,6 +134,11 @@ pub(crate) fn skill_tool() -> Tool {
             "properties": {"uri": {"type": "string", "description": "The skill:// URI"}},
             "required": ["uri"]
         }))
+}
+
+/// Index of the last user message.
+fn latest_user(messages: &[Message]) -> Option<usize> {
+    messages.iter().rposition(|m| m.role == Role::User)
 }
 
 /// The text of a user message that can hold references or a command.

@@ -1,9 +1,8 @@
 //! `@scheme://uri` references in user messages become content parts: images as `image_url`
 //! data URLs, PDFs as `file` parts, text as `Resource <uri>:` text parts, failures as a visible
-//! `[error: …]` part. The stored transcript keeps the original `@uri` text; each URI is read
-//! once per request.
+//! `[error: …]` part. The stored transcript keeps the original `@uri` text. Earlier turns reuse
+//! what they resolved (see [`super::cache`]); the latest user message reads fresh.
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use lmchatkit_protocol::{Content, ContentPart, FileData, Message, ResourceResult};
@@ -11,6 +10,8 @@ use regex::Regex;
 
 use crate::config::Config;
 use crate::host::RequestContext;
+
+use super::cache::{Resolved, TurnCache};
 
 /// `@` at the start or after whitespace/opening punctuation, then `scheme://rest`.
 static REF: LazyLock<Regex> = LazyLock::new(|| {
@@ -28,9 +29,15 @@ pub(super) fn find(text: &str) -> Vec<String> {
         .collect()
 }
 
-pub(super) async fn resolve(config: &Config, cx: &RequestContext, messages: &mut [Message]) {
-    let mut cache: HashMap<String, Vec<ContentPart>> = HashMap::new();
-    for m in messages.iter_mut() {
+pub(super) async fn resolve(
+    config: &Config,
+    cx: &RequestContext,
+    cache: &TurnCache,
+    messages: &mut [Message],
+) {
+    let latest = super::latest_user(messages);
+    let principal = cx.principal();
+    for (i, m) in messages.iter_mut().enumerate() {
         let Some(text) = super::user_text(m) else {
             continue;
         };
@@ -42,16 +49,27 @@ pub(super) async fn resolve(config: &Config, cx: &RequestContext, messages: &mut
         let mut parts = Vec::new();
         for uri in uris {
             rest = rest.replace(&format!("@{uri}"), "");
-            if !cache.contains_key(&uri) {
-                let read = match config.host.read_resource(cx, &uri).await {
-                    Ok(r) => to_parts(&uri, r),
-                    Err(e) => vec![ContentPart::text(format!(
-                        "[error: could not read resource {uri}: {e}]"
-                    ))],
-                };
-                cache.insert(uri.clone(), read);
-            }
-            parts.extend(cache[&uri].iter().cloned());
+            let key = format!("ref {uri}");
+            let cached = match cache.get(principal.id(), &key) {
+                Some(Resolved::Parts(p)) if Some(i) != latest => Some(p),
+                _ => None,
+            };
+            let read = match cached {
+                Some(p) => p,
+                None => {
+                    let p = match config.host.read_resource(cx, &uri).await {
+                        Ok(r) => to_parts(&uri, r),
+                        Err(e) => {
+                            vec![ContentPart::text(format!(
+                                "[error: could not read resource {uri}: {e}]"
+                            ))]
+                        }
+                    };
+                    cache.put(principal.id(), key, Resolved::Parts(p.clone()));
+                    p
+                }
+            };
+            parts.extend(read);
         }
         let rest = rest.trim();
         if !rest.is_empty() {

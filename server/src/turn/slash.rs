@@ -1,7 +1,8 @@
 //! `/name args` user messages naming an MCP prompt are replaced by the prompt's messages.
 //! Multi-line messages work; arguments are `key=value` (quotes honoured: `key="a b"`), or the
 //! whole remainder when the prompt has exactly one required argument. Unknown names pass
-//! through as text (file commands were expanded by the browser already).
+//! through as text (file commands were expanded by the browser already). Earlier turns reuse
+//! their expansion (see [`super::cache`]); the latest user message expands fresh.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -11,6 +12,8 @@ use regex::Regex;
 
 use crate::config::Config;
 use crate::host::RequestContext;
+
+use super::cache::{Resolved, TurnCache};
 
 static COMMAND: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?s)\A/([A-Za-z0-9_][\w.-]*)(?:\s+(.*))?\z").expect("valid regex")
@@ -52,7 +55,12 @@ pub(super) fn parse_args(prompt: &Prompt, rest: &str) -> BTreeMap<String, String
     args
 }
 
-pub(super) async fn resolve(config: &Config, cx: &RequestContext, messages: &mut Vec<Message>) {
+pub(super) async fn resolve(
+    config: &Config,
+    cx: &RequestContext,
+    cache: &TurnCache,
+    messages: &mut Vec<Message>,
+) {
     if !messages
         .iter()
         .any(|m| super::user_text(m).is_some_and(|t| t.trim_start().starts_with('/')))
@@ -63,8 +71,10 @@ pub(super) async fn resolve(config: &Config, cx: &RequestContext, messages: &mut
         Ok(p) if !p.is_empty() => p,
         _ => return,
     };
+    let latest = super::latest_user(messages);
+    let principal = cx.principal();
     let mut out = Vec::with_capacity(messages.len());
-    for m in messages.drain(..) {
+    for (i, m) in messages.drain(..).enumerate() {
         let found = super::user_text(&m)
             .and_then(split)
             .and_then(|(name, rest)| {
@@ -78,16 +88,29 @@ pub(super) async fn resolve(config: &Config, cx: &RequestContext, messages: &mut
             out.push(m);
             continue;
         };
-        match config
-            .host
-            .get_prompt(cx, &prompt.name, parse_args(&prompt, &rest))
-            .await
+        let args = parse_args(&prompt, &rest);
+        let key = format!(
+            "prompt {} {}",
+            prompt.name,
+            serde_json::to_string(&args).unwrap_or_default()
+        );
+        if Some(i) != latest
+            && let Some(Resolved::Messages(cached)) = cache.get(principal.id(), &key)
         {
-            Ok(r) => out.extend(
-                r.messages
+            out.extend(cached);
+            continue;
+        }
+        match config.host.get_prompt(cx, &prompt.name, args).await {
+            Ok(r) => {
+                let expanded: Vec<Message> = r
+                    .messages
                     .into_iter()
-                    .map(|pm| Message::new(pm.role, pm.content)),
-            ),
+                    .map(|pm| Message::new(pm.role, pm.content))
+                    .collect();
+                cache.put(principal.id(), key, Resolved::Messages(expanded.clone()));
+                out.extend(expanded);
+            }
+            // Failures are not cached: the next turn tries again.
             Err(e) => out.push(Message::assistant(format!(
                 "[error: prompt {} failed: {e}]",
                 prompt.name

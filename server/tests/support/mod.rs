@@ -31,6 +31,8 @@ pub struct FakeHost {
     pub fail_tools_list: bool,
     pub seen: Arc<Mutex<Vec<CompleteRequest>>>,
     pub calls: Arc<Mutex<Vec<(String, Value)>>>,
+    /// Every `get_prompt` name and `read_resource` URI, in order.
+    pub lookups: Arc<Mutex<Vec<String>>>,
 }
 
 #[async_trait]
@@ -72,6 +74,7 @@ impl Host for FakeHost {
         name: &str,
         args: BTreeMap<String, String>,
     ) -> Result<PromptResult, HostError> {
+        self.lookups.lock().unwrap().push(format!("prompt {name}"));
         if name == "failing" {
             return Err(HostError::Upstream("prompt server down".into()));
         }
@@ -100,6 +103,7 @@ impl Host for FakeHost {
         _: &RequestContext,
         uri: &str,
     ) -> Result<ResourceResult, HostError> {
+        self.lookups.lock().unwrap().push(format!("read {uri}"));
         self.contents
             .get(uri)
             .map(|(_, r)| r.clone())
