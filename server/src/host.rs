@@ -268,6 +268,13 @@ pub trait Host: Send + Sync + 'static {
         }
     }
 
+    /// The full tool name a view means when it calls `name` (views know their server's tools by
+    /// their own, un-namespaced names). `via` is the tool that mounted the view. The default
+    /// keeps `name`; the MCP hub adds `via`'s server namespace.
+    async fn resolve_view_tool(&self, _cx: &RequestContext, _via: &str, name: &str) -> String {
+        name.to_owned()
+    }
+
     /// Reads a resource from one source only (for views). The default reads from anywhere
     /// when `source` is empty and refuses otherwise.
     async fn read_resource_from(

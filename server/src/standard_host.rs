@@ -192,6 +192,16 @@ impl Host for StandardHost {
         self.llm.list_all_tools(cx).await
     }
 
+    async fn resolve_view_tool(&self, cx: &RequestContext, via: &str, name: &str) -> String {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp
+            && let Some(full) = hub.resolve_view_tool(via, name).await
+        {
+            return full;
+        }
+        self.llm.resolve_view_tool(cx, via, name).await
+    }
+
     async fn tool_source(&self, cx: &RequestContext, name: &str) -> ToolSource {
         #[cfg(feature = "mcp")]
         if let Some(hub) = &self.mcp {

@@ -191,6 +191,17 @@ async fn skills_visibility_and_views_through_the_routes() {
         (status, r["content"][0]["text"].as_str()),
         (200, Some("refreshed"))
     );
+    // A view knows its server's tools by their own names: `app_refresh` means `test__app_refresh`.
+    let (status, r) = post(
+        &server,
+        "/chat/api/app-proxy",
+        json!({"method": "tools/call", "params": {"name": "app_refresh"}, "via": "test__show_app"}),
+    )
+    .await;
+    assert_eq!(
+        (status, r["content"][0]["text"].as_str()),
+        (200, Some("refreshed"))
+    );
     let (status, _) = post(
         &server,
         "/chat/api/app-proxy",

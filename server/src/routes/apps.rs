@@ -28,7 +28,13 @@ pub(crate) async fn proxy(config: &Config, req: Req) -> Result<Response, ApiErro
                 .get("name")
                 .and_then(Value::as_str)
                 .unwrap_or("")
-                .to_owned();
+                .trim();
+            // Views name their server's tools without the namespace.
+            let name = if name.is_empty() {
+                String::new()
+            } else {
+                config.host.resolve_view_tool(cx, via, name).await
+            };
             let call = ToolCallRequest {
                 name,
                 arguments: body.params.get("arguments").cloned().unwrap_or(Value::Null),
