@@ -1,0 +1,131 @@
+//! `bench`: the benchmark driver of issue 7 (see `lmchatkit_tests::bench`).
+//!
+//! `bench` runs everything and writes `results.json` and `results.md`; `bench --smoke` is the
+//! seconds-long CI version; `bench serve mock|echo|lmchatkit` are the servers it starts in
+//! their own processes (each prints `LISTEN addr`).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use lmchatkit_tests::bench::{echo, mock, relay, run};
+
+/// Benchmarks lmchatkit against a direct connection, a bare echo and the peers.
+#[derive(Debug, Parser)]
+#[command(name = "bench")]
+struct Args {
+    #[command(subcommand)]
+    serve: Option<Cmd>,
+    /// Tiny phases, no peers: the CI smoke.
+    #[arg(long)]
+    smoke: bool,
+    /// Where results.json and results.md go.
+    #[arg(long, default_value = "bench-results")]
+    out: PathBuf,
+    /// Rounds of the latency matrix (medians are reported).
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Folder holding the pinned AI SDK node_modules.
+    #[arg(long)]
+    aisdk_dir: Option<PathBuf>,
+    /// The litellm CLI of the pinned venv.
+    #[arg(long)]
+    litellm_bin: Option<PathBuf>,
+    /// Streams of the open-streams phase (default 10000; 200 with --smoke; 0 skips it).
+    #[arg(long)]
+    open_streams: Option<usize>,
+    /// A peer's install time, `name=seconds` (repeatable; recorded in the results).
+    #[arg(long = "install-time")]
+    install_time: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Serve one of the bench's servers.
+    Serve {
+        #[command(subcommand)]
+        what: Server,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum Server {
+    /// The mock OpenAI-compatible upstream.
+    Mock,
+    /// The bare hyper SSE echo in front of `upstream`.
+    Echo {
+        #[arg(long)]
+        upstream: String,
+    },
+    /// lmchatkit with the OpenAI backend and SQLite history.
+    Lmchatkit {
+        #[arg(long)]
+        upstream: String,
+        #[arg(long)]
+        db: PathBuf,
+        /// Speak HTTP/2 (prior knowledge) to the upstream.
+        #[arg(long)]
+        upstream_h2: bool,
+        /// Leave TCP_NODELAY off on accepted connections (as the lmchatkit binary does today).
+        #[arg(long)]
+        no_nodelay: bool,
+    },
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let any: SocketAddr = "127.0.0.1:0".parse()?;
+    if let Some(Cmd::Serve { what }) = args.serve {
+        let addr = match what {
+            Server::Mock => mock::serve(any).await?,
+            Server::Echo { upstream } => echo::serve(any, upstream).await?,
+            Server::Lmchatkit {
+                upstream,
+                db,
+                upstream_h2,
+                no_nodelay,
+            } => relay::serve(any, &upstream, &db, upstream_h2, !no_nodelay).await?,
+        };
+        println!("LISTEN {addr}");
+        std::future::pending::<()>().await;
+        return Ok(());
+    }
+    let install_s: BTreeMap<String, f64> = args
+        .install_time
+        .iter()
+        .filter_map(|kv| kv.split_once('='))
+        .filter_map(|(k, v)| Some((k.to_owned(), v.parse().ok()?)))
+        .collect();
+    let opts = run::Options {
+        smoke: args.smoke,
+        out_dir: args.out,
+        rounds: args.rounds.unwrap_or(if args.smoke { 1 } else { 3 }),
+        aisdk_dir: args.aisdk_dir.filter(|_| !args.smoke),
+        litellm_bin: args.litellm_bin.filter(|_| !args.smoke),
+        install_s,
+        open_streams: args
+            .open_streams
+            .unwrap_or(if args.smoke { 200 } else { 10_000 }),
+    };
+    let results = run::run(&opts).await?;
+    println!(
+        "{}",
+        std::fs::read_to_string(opts.out_dir.join("results.md"))?
+    );
+    let missed = results
+        .targets
+        .iter()
+        .filter(|c| c.met == Some(false))
+        .count();
+    eprintln!(
+        "{} targets met, {missed} missed",
+        results
+            .targets
+            .iter()
+            .filter(|c| c.met == Some(true))
+            .count()
+    );
+    Ok(())
+}
