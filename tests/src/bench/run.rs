@@ -19,7 +19,7 @@ use super::workload::{Flavor, Workload};
 pub struct Options {
     /// The CI smoke: tiny phases, no peers, seconds in all.
     pub smoke: bool,
-    /// Where `results.json`, `results.md` and scratch files go.
+    /// Where `results.json` and `results.md` go (scratch files go to a temporary folder).
     pub out_dir: PathBuf,
     /// Rounds of the latency matrix and the throughput phase (medians are reported).
     pub rounds: usize,
@@ -55,7 +55,7 @@ fn target(name: &str, addr: std::net::SocketAddr, path: &str, flavor: Flavor) ->
 
 /// Runs everything and writes the results; returns them.
 pub async fn run(opts: &Options) -> Result<Results, String> {
-    let work = opts.out_dir.join("work");
+    let work = std::env::temp_dir().join(format!("lmchatkit-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
     let nofile = raise_nofile();
     let mut results = Results::new(opts, nofile);
@@ -212,7 +212,7 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
             "/chat/api/chat",
             Flavor::Lmchatkit,
         );
-        let (c, max, secs) = (levels[0].0, 200, 2.0);
+        let (c, max, secs) = (levels[0].0, if opts.smoke { 10 } else { 200 }, 2.0);
         let phase = Phase {
             concurrency: c,
             max_requests: max,
@@ -332,6 +332,7 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
         if opts.smoke { 3 } else { 25 },
     )
     .await?;
+    let _ = std::fs::remove_dir_all(&work);
     results.finish();
     report::write(&results, &opts.out_dir)?;
     Ok(results)
