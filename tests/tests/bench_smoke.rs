@@ -44,6 +44,7 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
             "throughput",
             "open_streams",
             "history",
+            "pipeline",
             "ratios",
             "targets",
             "install_s",
@@ -137,6 +138,16 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
             ],
         );
     }
+    keys(
+        &r["pipeline"],
+        "pipeline",
+        &[
+            "events",
+            "translate_and_frame_ns",
+            "value_parse_ns",
+            "typed_parse_ns",
+        ],
+    );
     for t in r["targets"].as_array().unwrap() {
         keys(t, "target", &["target", "met", "detail"]);
     }

@@ -103,6 +103,13 @@ pub fn render(r: &Results) -> String {
             h.messages, h.load_ms, h.load_us_per_message, h.save_turn_ms
         );
     }
+    if let Some(p) = &r.pipeline {
+        let _ = writeln!(
+            s,
+            "\nlmchatkit's per-event CPU in-process ({} events per stream): translate + frame {:.0} ns, of which parsing the chunk into a `serde_json::Value` {:.0} ns (a typed borrowed parse: {:.0} ns) and framing {:.0} ns.",
+            p.events, p.translate_and_frame_ns, p.value_parse_ns, p.typed_parse_ns, p.frame_ns
+        );
+    }
     s.push_str("\nTargets:\n\n");
     for c in &r.targets {
         let mark = match c.met {

@@ -15,6 +15,7 @@ pub mod history;
 pub mod load;
 pub mod markdown;
 pub mod mock;
+pub mod pipeline;
 pub mod point;
 pub mod procs;
 pub mod relay;

@@ -109,6 +109,8 @@ pub struct Results {
     pub open_streams: Option<OpenStreams>,
     /// History store costs by size.
     pub history: Vec<HistoryPoint>,
+    /// lmchatkit's per-event CPU by stage, in-process (profiling evidence).
+    pub pipeline: Option<super::pipeline::Stages>,
     /// Our overhead / the peers'.
     pub ratios: Vec<Ratio>,
     /// The targets, met or not.
@@ -151,6 +153,7 @@ impl Results {
             throughput: Throughput::default(),
             open_streams: None,
             history: Vec::new(),
+            pipeline: None,
             ratios: Vec::new(),
             targets: Vec::new(),
             install_s: opts.install_s.clone(),

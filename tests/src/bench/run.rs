@@ -332,6 +332,7 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
         if opts.smoke { 3 } else { 25 },
     )
     .await?;
+    results.pipeline = Some(super::pipeline::run(500, if opts.smoke { 5 } else { 400 }).await);
     let _ = std::fs::remove_dir_all(&work);
     results.finish();
     report::write(&results, &opts.out_dir)?;

@@ -9,7 +9,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use lmchatkit_tests::bench::{echo, mock, relay, run};
+use std::time::Duration;
+
+use lmchatkit_tests::bench::workload::{Flavor, Workload};
+use lmchatkit_tests::bench::{echo, history, load, mock, pipeline, relay, run};
 
 /// Benchmarks lmchatkit against a direct connection, a bare echo and the peers.
 #[derive(Debug, Parser)]
@@ -35,6 +38,18 @@ struct Args {
     /// Streams of the open-streams phase (default 10000; 200 with --smoke; 0 skips it).
     #[arg(long)]
     open_streams: Option<usize>,
+    /// Only time the history store (sizes 10 to 5,000) and print the points; for profiling.
+    #[arg(long)]
+    history_only: bool,
+    /// Conversation sizes of `--history-only` (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = [10, 100, 1000, 5000])]
+    history_sizes: Vec<usize>,
+    /// Only time lmchatkit's per-event pipeline stages in-process and print them.
+    #[arg(long)]
+    pipeline_only: bool,
+    /// Passes of the pipeline timing.
+    #[arg(long, default_value_t = 400)]
+    pipeline_passes: usize,
     /// A peer's install time, `name=seconds` (repeatable; recorded in the results).
     #[arg(long = "install-time")]
     install_time: Vec<String>,
@@ -42,6 +57,24 @@ struct Args {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
+    /// Load one running server alone (for profiling it): prints the phase's numbers.
+    Load {
+        /// The server's address.
+        #[arg(long)]
+        addr: SocketAddr,
+        /// `openai` (the mock, the echo) or `lmchatkit`.
+        #[arg(long, default_value = "lmchatkit")]
+        flavor: String,
+        /// Concurrent streams.
+        #[arg(long, default_value_t = 50)]
+        concurrency: usize,
+        /// Tokens per stream.
+        #[arg(long, default_value_t = 500)]
+        tokens: u32,
+        /// Seconds.
+        #[arg(long, default_value_t = 10.0)]
+        secs: f64,
+    },
     /// Serve one of the bench's servers.
     Serve {
         #[command(subcommand)]
@@ -77,6 +110,50 @@ enum Server {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let any: SocketAddr = "127.0.0.1:0".parse()?;
+    if let Some(Cmd::Load {
+        addr,
+        flavor,
+        concurrency,
+        tokens,
+        secs,
+    }) = args.serve
+    {
+        let (path, flavor) = match flavor.as_str() {
+            "openai" => ("/v1/chat/completions", Flavor::OpenAi),
+            _ => ("/chat/api/chat", Flavor::Lmchatkit),
+        };
+        let target = load::Target {
+            name: "load".into(),
+            addr,
+            path: path.into(),
+            flavor,
+            auth: None,
+            history_prefix: None,
+        };
+        let phase = load::Phase {
+            concurrency,
+            max_requests: usize::MAX,
+            duration: Duration::from_secs_f64(secs),
+            timeout: Duration::from_secs(30),
+            workload: Workload {
+                tokens,
+                ..Workload::default()
+            },
+            history: false,
+            verify: false,
+            ramp: Duration::ZERO,
+        };
+        let o = load::run(&target, phase).await;
+        println!(
+            "{}/{} ok, {:.0} streams/s, {:.0} events/s, errors {:?}",
+            o.completed,
+            o.requests,
+            o.completed as f64 / o.elapsed_s,
+            o.events as f64 / o.elapsed_s,
+            o.errors
+        );
+        return Ok(());
+    }
     if let Some(Cmd::Serve { what }) = args.serve {
         let addr = match what {
             Server::Mock => mock::serve(any).await?,
@@ -90,6 +167,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         println!("LISTEN {addr}");
         std::future::pending::<()>().await;
+        return Ok(());
+    }
+    if args.pipeline_only {
+        let stages = pipeline::run(500, args.pipeline_passes).await;
+        println!("{}", serde_json::to_string_pretty(&stages)?);
+        return Ok(());
+    }
+    if args.history_only {
+        let db = std::env::temp_dir().join(format!("lmchatkit-history-{}.db", std::process::id()));
+        let points = history::run(&db, &args.history_sizes, 25).await?;
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", db.display()));
+        }
+        println!("{}", serde_json::to_string_pretty(&points)?);
         return Ok(());
     }
     let install_s: BTreeMap<String, f64> = args
