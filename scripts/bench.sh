@@ -4,7 +4,8 @@
 # Installs the peers pinned into project-local folders (npm: .tools/bench, pip: .tools/litellm-venv),
 # builds the bench in release, runs every path side by side on loopback and writes
 # bench-results/results.json and bench-results/results.md (ratios printed last).
-# Takes about 10 minutes on 2 cores. BENCH_REINSTALL=1 reinstalls the peers.
+# Takes about 10 minutes on 2 cores (plus a first release build, which honours CARGO_TARGET_DIR).
+# BENCH_REINSTALL=1 reinstalls the peers (their install times go into the results).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
