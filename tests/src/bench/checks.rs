@@ -1,0 +1,135 @@
+//! The targets of issue 7, checked against a run's numbers. They are reported, never asserted:
+//! a shared 2-core machine is too noisy for a pass/fail gate.
+
+use super::report::{Check, OURS, PEERS, Results};
+
+fn check_of(target: &str, met: Option<bool>, detail: String) -> Check {
+    Check {
+        target: target.into(),
+        met,
+        detail,
+    }
+}
+
+/// Every target, met, missed or not measured.
+pub fn check(r: &Results) -> Vec<Check> {
+    let mut out = Vec::new();
+    let levels: Vec<usize> = r
+        .latency
+        .iter()
+        .filter(|p| p.path == OURS)
+        .map(|p| p.concurrency)
+        .collect();
+    let lowest = levels.iter().copied().min().unwrap_or(1);
+    let mid = levels.get(1).copied().unwrap_or(lowest);
+    let highest = levels.iter().copied().max().unwrap_or(1);
+
+    let o1 = r.point(OURS, lowest).and_then(|p| p.ttft_overhead_ms);
+    out.push(check_of(
+        "TTFT overhead <= 0.25 ms at 1 stream",
+        o1.map(|o| o.p50 <= 0.25),
+        o1.map_or("not measured".into(), |o| {
+            let echo = r.point("echo", lowest).and_then(|p| p.ttft_overhead_ms);
+            format!(
+                "p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms over direct (the bare echo's own p50: {})",
+                o.p50,
+                o.p90,
+                o.p99,
+                echo.map_or("—".into(), |e| format!("{:.3} ms", e.p50))
+            )
+        }),
+    ));
+
+    let p50s: Vec<_> = r.ratios.iter().filter(|x| x.percentile == "p50").collect();
+    let measured: Vec<&str> = PEERS
+        .iter()
+        .copied()
+        .filter(|peer| p50s.iter().any(|x| x.peer == *peer))
+        .collect();
+    let all_10x = p50s.iter().all(|x| x.ratio.is_some_and(|v| v <= 0.1));
+    let detail = p50s
+        .iter()
+        .map(|x| {
+            format!(
+                "{} c={}: {:.3} vs {:.3} ms",
+                x.peer, x.concurrency, x.ours_ms, x.peer_ms
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    out.push(check_of(
+        "TTFT overhead >= 10x lower than both peers at every concurrency (p50)",
+        (!measured.is_empty()).then_some(all_10x && measured.len() == PEERS.len()),
+        if detail.is_empty() {
+            "peers not measured".into()
+        } else {
+            detail
+        },
+    ));
+
+    let h = r.point("lmchatkit+history", mid);
+    out.push(check_of(
+        ">= 3,000 streams/s of 50 tokens with SQLite history on",
+        h.map(|p| p.streams_per_s >= 3000.0),
+        h.map_or("not measured".into(), |p| {
+            format!(
+                "{:.0} turns/s (stream + PUT) at {} concurrent; relay only {:.0}/s",
+                p.streams_per_s,
+                mid,
+                r.point(OURS, mid).map_or(0.0, |q| q.streams_per_s)
+            )
+        }),
+    ));
+
+    let (o, d) = (r.point(OURS, highest), r.point("direct", highest));
+    out.push(check_of(
+        &format!("at {highest} concurrent streams no errors and TTFT p99 <= 2x direct's"),
+        o.zip(d)
+            .map(|(o, d)| o.error_count() == 0 && o.ttft_ms.p99 <= 2.0 * d.ttft_ms.p99),
+        o.zip(d).map_or("not measured".into(), |(o, d)| {
+            format!(
+                "{} errors; p99 {:.2} ms vs direct {:.2} ms ({:.2}x)",
+                o.error_count(),
+                o.ttft_ms.p99,
+                d.ttft_ms.p99,
+                o.ttft_ms.p99 / d.ttft_ms.p99.max(1e-9)
+            )
+        }),
+    ));
+
+    let f = r.throughput.of_echo.get(OURS).copied();
+    out.push(check_of(
+        "relay throughput >= 70% of a bare hyper SSE echo",
+        f.map(|f| f >= 0.7),
+        f.map_or("not measured".into(), |f| {
+            format!("{:.0}% of the echo's events/s", f * 100.0)
+        }),
+    ));
+
+    let s = r.open_streams.as_ref();
+    out.push(check_of(
+        "10k open streams under 300 MiB RSS, all complete",
+        s.map(|s| s.streams >= 10_000 && s.completed == s.streams && s.peak_rss_mib < 300.0),
+        s.map_or("not measured".into(), |s| {
+            format!(
+                "{} streams, {} completed, {} open at once, peak RSS {:.1} MiB ({:.1} KiB/stream)",
+                s.streams, s.completed, s.max_open, s.peak_rss_mib, s.kib_per_stream
+            )
+        }),
+    ));
+
+    let at = |n: usize| r.history.iter().find(|h| h.messages == n);
+    let flat = at(100).zip(r.history.iter().max_by_key(|h| h.messages));
+    out.push(check_of(
+        "load time per message flat from 100 to 5,000 messages",
+        flat.filter(|(_, b)| b.messages >= 5000)
+            .map(|(a, b)| b.load_us_per_message <= 1.5 * a.load_us_per_message),
+        flat.map_or("not measured".into(), |(a, b)| {
+            format!(
+                "{:.2} µs/message at {} vs {:.2} µs/message at {}",
+                a.load_us_per_message, a.messages, b.load_us_per_message, b.messages
+            )
+        }),
+    ));
+    out
+}

@@ -1,0 +1,166 @@
+//! `results.md`: the short tables of a run, ending with the ratios.
+
+use std::fmt::Write;
+
+use super::point::Point;
+use super::report::Results;
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("—".into(), |v| format!("{v:.digits$}"))
+}
+
+fn errors(p: &Point) -> String {
+    if p.errors.is_empty() {
+        "0".into()
+    } else {
+        p.errors
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Renders the markdown report.
+pub fn render(r: &Results) -> String {
+    let mut s = String::new();
+    let w = &r.workload;
+    let _ = writeln!(
+        s,
+        "Run {} ({} mode, {} cores, load at start {}), medians of {} rounds; workload {} tokens × {} chars, no delay.\n",
+        r.date,
+        r.mode,
+        r.machine.get("cores").map_or("?", String::as_str),
+        r.machine
+            .get("loadavg_at_start")
+            .map_or("?", String::as_str),
+        r.rounds,
+        w.tokens,
+        w.chunk
+    );
+    s.push_str("| path | streams | TTFT p50 / p90 / p99 (ms) | overhead p50 / p99 (ms) | streams/s | PUT p50 (ms) | errors | relay CPU ms/stream | relay peak RSS (MiB) |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    for p in &r.latency {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.3} / {:.3} / {:.3} | {} | {:.0} | {} | {} | {} | {} |",
+            p.path,
+            p.concurrency,
+            p.ttft_ms.p50,
+            p.ttft_ms.p90,
+            p.ttft_ms.p99,
+            p.ttft_overhead_ms
+                .map_or("—".into(), |o| format!("{:.3} / {:.3}", o.p50, o.p99)),
+            p.streams_per_s,
+            opt(p.put_ms.map(|x| x.p50), 3),
+            errors(p),
+            opt(p.cpu_ms_per_stream, 3),
+            opt(p.peak_rss_mib, 0),
+        );
+    }
+    if let Some(tw) = &r.throughput.workload {
+        let _ = writeln!(
+            s,
+            "\nRelay throughput ({} tokens per stream, 0 interval):\n\n| path | streams | events/s | of echo | relay CPU s | peak RSS (MiB) |\n|---|---|---|---|---|---|",
+            tw.tokens
+        );
+        for p in &r.throughput.points {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.0} | {} | {} | {} |",
+                p.path,
+                p.concurrency,
+                p.events_per_s,
+                r.throughput
+                    .of_echo
+                    .get(&p.path)
+                    .map_or("—".into(), |f| format!("{:.0}%", f * 100.0)),
+                opt(p.cpu_s, 2),
+                opt(p.peak_rss_mib, 0),
+            );
+        }
+    }
+    if let Some(o) = &r.open_streams {
+        let _ = writeln!(
+            s,
+            "\nOpen streams: {} at once through lmchatkit ({} tokens every {} ms): {} completed, {} open at the same time, RSS {:.1} MiB idle → {:.1} MiB peak ({:.1} KiB per stream), {:.1} CPU s.",
+            o.streams,
+            o.workload.tokens,
+            o.workload.interval_us / 1000,
+            o.completed,
+            o.max_open,
+            o.idle_rss_mib,
+            o.peak_rss_mib,
+            o.kib_per_stream,
+            o.cpu_s
+        );
+    }
+    s.push_str("\nHistory (SQLite file):\n\n| messages | load (ms) | load per message (µs) | save one more turn (ms) |\n|---|---|---|---|\n");
+    for h in &r.history {
+        let _ = writeln!(
+            s,
+            "| {} | {:.3} | {:.2} | {:.3} |",
+            h.messages, h.load_ms, h.load_us_per_message, h.save_turn_ms
+        );
+    }
+    if let Some(p) = &r.pipeline {
+        let _ = writeln!(
+            s,
+            "\nlmchatkit's per-event CPU in-process ({} events per stream): translate + frame {:.0} ns, of which parsing the chunk into a `serde_json::Value` {:.0} ns (a typed borrowed parse: {:.0} ns) and framing {:.0} ns.",
+            p.events, p.translate_and_frame_ns, p.value_parse_ns, p.typed_parse_ns, p.frame_ns
+        );
+    }
+    s.push_str("\nTargets:\n\n");
+    for c in &r.targets {
+        let mark = match c.met {
+            Some(true) => "met",
+            Some(false) => "MISSED",
+            None => "not measured",
+        };
+        let _ = writeln!(s, "- {} — **{mark}**: {}", c.target, c.detail);
+    }
+    if !r.notes.is_empty() {
+        s.push_str("\nNotes:\n\n");
+        for n in &r.notes {
+            let _ = writeln!(s, "- {n}");
+        }
+    }
+    if !r.install_s.is_empty() {
+        let list: Vec<String> = r
+            .install_s
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.0} s"))
+            .collect();
+        let _ = writeln!(s, "\nPeer install times: {}.", list.join(", "));
+    }
+    s.push_str("\nTTFT overhead, ours / peer (lower is better; target ≤ 0.1):\n\n| peer | streams | p50 | p90 | p99 |\n|---|---|---|---|---|\n");
+    let mut rows: Vec<(String, usize)> = r
+        .ratios
+        .iter()
+        .map(|x| (x.peer.clone(), x.concurrency))
+        .collect();
+    rows.dedup();
+    for (peer, c) in rows {
+        let cell = |pc: &str| {
+            r.ratios
+                .iter()
+                .find(|x| x.peer == peer && x.concurrency == c && x.percentile == pc)
+                .map_or("—".into(), |x| {
+                    format!(
+                        "{:.3} ms / {:.3} ms = {}",
+                        x.ours_ms,
+                        x.peer_ms,
+                        opt(x.ratio, 3)
+                    )
+                })
+        };
+        let _ = writeln!(
+            s,
+            "| {peer} | {c} | {} | {} | {} |",
+            cell("p50"),
+            cell("p90"),
+            cell("p99")
+        );
+    }
+    s
+}

@@ -1,0 +1,57 @@
+//! lmchatkit as the bench runs it: a `ChatService` over the OpenAI-compatible backend and the
+//! SQLite history store, served by hyper-util's auto builder exactly as the `lmchatkit` binary
+//! serves it (`server/src/bin/lmchatkit.rs`), in its own process so its CPU and RSS are its own.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::service::TowerToHyperService;
+use lmchatkit::history::SqliteStore;
+use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+use lmchatkit::protocol::Model;
+use lmchatkit::{ChatService, Config};
+
+/// Serves lmchatkit on `addr` with the upstream at `base_url` (ending in `/v1`) and history in
+/// the SQLite file `db`. `upstream_h2` makes the upstream client speak HTTP/2 (prior
+/// knowledge), so thousands of upstream streams share a few sockets — as they do against a
+/// real HTTPS provider, which negotiates HTTP/2. `nodelay` sets `TCP_NODELAY` on accepted
+/// connections; without it (as `server/src/bin/lmchatkit.rs` accepts today) Nagle's algorithm
+/// holds the first event behind the response head until the client's delayed ACK (~40 ms on
+/// Linux) on every keep-alive request after the first.
+pub async fn serve(
+    addr: SocketAddr,
+    base_url: &str,
+    db: &Path,
+    upstream_h2: bool,
+    nodelay: bool,
+) -> Result<SocketAddr, Box<dyn std::error::Error>> {
+    let mut upstream = OpenAiConfig::new(base_url)
+        .with_api_key("sk-bench")
+        .with_models(vec![Model::new("mock-small")]);
+    if upstream_h2 {
+        let client = reqwest::Client::builder().http2_prior_knowledge().build()?;
+        upstream = upstream.with_http_client(client);
+    }
+    let config = Config::builder(OpenAiBackend::new(upstream))
+        .history(SqliteStore::open(db)?)
+        .title("lmchatkit")
+        .build()?;
+    let svc = ChatService::new(config);
+    let listener = super::sys::listen(addr)?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            if nodelay {
+                let _ = stream.set_nodelay(true);
+            }
+            let svc = TowerToHyperService::new(svc.clone());
+            tokio::spawn(async move {
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection_with_upgrades(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    Ok(addr)
+}

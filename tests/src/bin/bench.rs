@@ -1,0 +1,222 @@
+//! `bench`: the benchmark driver of issue 7 (see `lmchatkit_tests::bench`).
+//!
+//! `bench` runs everything and writes `results.json` and `results.md`; `bench --smoke` is the
+//! seconds-long CI version; `bench serve mock|echo|lmchatkit` are the servers it starts in
+//! their own processes (each prints `LISTEN addr`).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use std::time::Duration;
+
+use lmchatkit_tests::bench::workload::{Flavor, Workload};
+use lmchatkit_tests::bench::{echo, history, load, mock, pipeline, relay, run};
+
+/// Benchmarks lmchatkit against a direct connection, a bare echo and the peers.
+#[derive(Debug, Parser)]
+#[command(name = "bench")]
+struct Args {
+    #[command(subcommand)]
+    serve: Option<Cmd>,
+    /// Tiny phases, no peers: the CI smoke.
+    #[arg(long)]
+    smoke: bool,
+    /// Where results.json and results.md go.
+    #[arg(long, default_value = "bench-results")]
+    out: PathBuf,
+    /// Rounds of the latency matrix (medians are reported).
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Folder holding the pinned AI SDK node_modules.
+    #[arg(long)]
+    aisdk_dir: Option<PathBuf>,
+    /// The litellm CLI of the pinned venv.
+    #[arg(long)]
+    litellm_bin: Option<PathBuf>,
+    /// Streams of the open-streams phase (default 10000; 200 with --smoke; 0 skips it).
+    #[arg(long)]
+    open_streams: Option<usize>,
+    /// Only time the history store (sizes 10 to 5,000) and print the points; for profiling.
+    #[arg(long)]
+    history_only: bool,
+    /// Conversation sizes of `--history-only` (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = [10, 100, 1000, 5000])]
+    history_sizes: Vec<usize>,
+    /// Only time lmchatkit's per-event pipeline stages in-process and print them.
+    #[arg(long)]
+    pipeline_only: bool,
+    /// Passes of the pipeline timing.
+    #[arg(long, default_value_t = 400)]
+    pipeline_passes: usize,
+    /// A peer's install time, `name=seconds` (repeatable; recorded in the results).
+    #[arg(long = "install-time")]
+    install_time: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Load one running server alone (for profiling it): prints the phase's numbers.
+    Load {
+        /// The server's address.
+        #[arg(long)]
+        addr: SocketAddr,
+        /// `openai` (the mock, the echo) or `lmchatkit`.
+        #[arg(long, default_value = "lmchatkit")]
+        flavor: String,
+        /// Concurrent streams.
+        #[arg(long, default_value_t = 50)]
+        concurrency: usize,
+        /// Tokens per stream.
+        #[arg(long, default_value_t = 500)]
+        tokens: u32,
+        /// Seconds.
+        #[arg(long, default_value_t = 10.0)]
+        secs: f64,
+    },
+    /// Serve one of the bench's servers.
+    Serve {
+        #[command(subcommand)]
+        what: Server,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum Server {
+    /// The mock OpenAI-compatible upstream.
+    Mock,
+    /// The bare hyper SSE echo in front of `upstream`.
+    Echo {
+        #[arg(long)]
+        upstream: String,
+    },
+    /// lmchatkit with the OpenAI backend and SQLite history.
+    Lmchatkit {
+        #[arg(long)]
+        upstream: String,
+        #[arg(long)]
+        db: PathBuf,
+        /// Speak HTTP/2 (prior knowledge) to the upstream.
+        #[arg(long)]
+        upstream_h2: bool,
+        /// Leave TCP_NODELAY off on accepted connections (as the lmchatkit binary does today).
+        #[arg(long)]
+        no_nodelay: bool,
+    },
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let any: SocketAddr = "127.0.0.1:0".parse()?;
+    if let Some(Cmd::Load {
+        addr,
+        flavor,
+        concurrency,
+        tokens,
+        secs,
+    }) = args.serve
+    {
+        let (path, flavor) = match flavor.as_str() {
+            "openai" => ("/v1/chat/completions", Flavor::OpenAi),
+            _ => ("/chat/api/chat", Flavor::Lmchatkit),
+        };
+        let target = load::Target {
+            name: "load".into(),
+            addr,
+            path: path.into(),
+            flavor,
+            auth: None,
+            history_prefix: None,
+        };
+        let phase = load::Phase {
+            concurrency,
+            max_requests: usize::MAX,
+            duration: Duration::from_secs_f64(secs),
+            timeout: Duration::from_secs(30),
+            workload: Workload {
+                tokens,
+                ..Workload::default()
+            },
+            history: false,
+            verify: false,
+            ramp: Duration::ZERO,
+        };
+        let o = load::run(&target, phase).await;
+        println!(
+            "{}/{} ok, {:.0} streams/s, {:.0} events/s, errors {:?}",
+            o.completed,
+            o.requests,
+            o.completed as f64 / o.elapsed_s,
+            o.events as f64 / o.elapsed_s,
+            o.errors
+        );
+        return Ok(());
+    }
+    if let Some(Cmd::Serve { what }) = args.serve {
+        let addr = match what {
+            Server::Mock => mock::serve(any).await?,
+            Server::Echo { upstream } => echo::serve(any, upstream).await?,
+            Server::Lmchatkit {
+                upstream,
+                db,
+                upstream_h2,
+                no_nodelay,
+            } => relay::serve(any, &upstream, &db, upstream_h2, !no_nodelay).await?,
+        };
+        println!("LISTEN {addr}");
+        std::future::pending::<()>().await;
+        return Ok(());
+    }
+    if args.pipeline_only {
+        let stages = pipeline::run(500, args.pipeline_passes).await;
+        println!("{}", serde_json::to_string_pretty(&stages)?);
+        return Ok(());
+    }
+    if args.history_only {
+        let db = std::env::temp_dir().join(format!("lmchatkit-history-{}.db", std::process::id()));
+        let points = history::run(&db, &args.history_sizes, 25).await?;
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", db.display()));
+        }
+        println!("{}", serde_json::to_string_pretty(&points)?);
+        return Ok(());
+    }
+    let install_s: BTreeMap<String, f64> = args
+        .install_time
+        .iter()
+        .filter_map(|kv| kv.split_once('='))
+        .filter_map(|(k, v)| Some((k.to_owned(), v.parse().ok()?)))
+        .collect();
+    let opts = run::Options {
+        smoke: args.smoke,
+        out_dir: args.out,
+        rounds: args.rounds.unwrap_or(if args.smoke { 1 } else { 3 }),
+        aisdk_dir: args.aisdk_dir.filter(|_| !args.smoke),
+        litellm_bin: args.litellm_bin.filter(|_| !args.smoke),
+        install_s,
+        open_streams: args
+            .open_streams
+            .unwrap_or(if args.smoke { 200 } else { 10_000 }),
+    };
+    let results = run::run(&opts).await?;
+    println!(
+        "{}",
+        std::fs::read_to_string(opts.out_dir.join("results.md"))?
+    );
+    let missed = results
+        .targets
+        .iter()
+        .filter(|c| c.met == Some(false))
+        .count();
+    eprintln!(
+        "{} targets met, {missed} missed",
+        results
+            .targets
+            .iter()
+            .filter(|c| c.met == Some(true))
+            .count()
+    );
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! The benchmark's CI smoke: `bench --smoke` (seconds, no Node or Python peers) must finish,
+//! every stream of every path must complete with the right event sequence (the smoke verifies
+//! each stream strictly), and `results.json` must keep its schema — so the bench never rots.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn keys(v: &Value, path: &str, want: &[&str]) {
+    let obj = v
+        .as_object()
+        .unwrap_or_else(|| panic!("{path} is not an object: {v}"));
+    for k in want {
+        assert!(obj.contains_key(*k), "{path} lacks {k}: {v}");
+    }
+}
+
+#[test]
+fn smoke_run_completes_every_stream_and_keeps_the_schema() {
+    let out = std::env::temp_dir().join(format!("lmchatkit-bench-smoke-{}", std::process::id()));
+    let status = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["--smoke", "--open-streams", "100", "--out"])
+        .arg(&out)
+        .status()
+        .expect("run bench");
+    assert!(status.success(), "bench --smoke failed");
+    let json = std::fs::read_to_string(out.join("results.json")).expect("results.json");
+    let md = std::fs::read_to_string(out.join("results.md")).expect("results.md");
+    let r: Value = serde_json::from_str(&json).expect("valid JSON");
+    let _ = std::fs::remove_dir_all(&out);
+
+    keys(
+        &r,
+        "results",
+        &[
+            "schema",
+            "mode",
+            "date",
+            "machine",
+            "rounds",
+            "workload",
+            "notes",
+            "latency",
+            "throughput",
+            "open_streams",
+            "history",
+            "pipeline",
+            "ratios",
+            "targets",
+            "install_s",
+        ],
+    );
+    assert_eq!(r["schema"], "lmchatkit-bench/1");
+    assert_eq!(r["mode"], "smoke");
+    keys(
+        &r["workload"],
+        "workload",
+        &[
+            "tokens",
+            "first_token_delay_us",
+            "token_interval_us",
+            "chunk_chars",
+        ],
+    );
+
+    let latency = r["latency"].as_array().expect("latency array");
+    for name in ["direct", "echo", "lmchatkit", "lmchatkit+history"] {
+        let points: Vec<&Value> = latency.iter().filter(|p| p["path"] == name).collect();
+        assert!(points.len() >= 3, "{name}: {} points", points.len());
+        for p in points {
+            keys(
+                p,
+                name,
+                &[
+                    "concurrency",
+                    "requests",
+                    "completed",
+                    "errors",
+                    "ttft_ms",
+                    "total_ms",
+                    "streams_per_s",
+                    "cpu_ms_per_stream",
+                    "peak_rss_mib",
+                    "ttft_overhead_ms",
+                ],
+            );
+            keys(
+                &p["ttft_ms"],
+                "ttft_ms",
+                &["n", "p50", "p90", "p99", "mean", "max"],
+            );
+            // Every stream completed with the right sequence, and every PUT succeeded.
+            assert_eq!(p["errors"], serde_json::json!({}), "{name}: {p}");
+            assert_eq!(p["completed"], p["requests"], "{name}: {p}");
+            assert!(p["completed"].as_u64().unwrap() > 0, "{name}: {p}");
+        }
+    }
+    let history_put = latency
+        .iter()
+        .find(|p| p["path"] == "lmchatkit+history")
+        .unwrap();
+    assert!(history_put["put_ms"]["n"].as_u64().unwrap() > 0);
+
+    let tp = &r["throughput"];
+    keys(tp, "throughput", &["workload", "points", "of_echo"]);
+    assert!(tp["of_echo"]["lmchatkit"].as_f64().unwrap() > 0.0);
+    for p in tp["points"].as_array().unwrap() {
+        assert_eq!(p["errors"], serde_json::json!({}), "throughput: {p}");
+    }
+
+    let open = &r["open_streams"];
+    keys(
+        open,
+        "open_streams",
+        &[
+            "streams",
+            "completed",
+            "max_open",
+            "errors",
+            "peak_rss_mib",
+            "kib_per_stream",
+        ],
+    );
+    assert_eq!(open["completed"], open["streams"], "{open}");
+
+    let history = r["history"].as_array().unwrap();
+    assert!(!history.is_empty());
+    for h in history {
+        keys(
+            h,
+            "history",
+            &[
+                "messages",
+                "load_ms",
+                "load_us_per_message",
+                "save_turn_ms",
+                "repeats",
+            ],
+        );
+    }
+    keys(
+        &r["pipeline"],
+        "pipeline",
+        &[
+            "events",
+            "translate_and_frame_ns",
+            "value_parse_ns",
+            "typed_parse_ns",
+        ],
+    );
+    for t in r["targets"].as_array().unwrap() {
+        keys(t, "target", &["target", "met", "detail"]);
+    }
+    assert!(r["targets"].as_array().unwrap().len() >= 7);
+    assert!(md.contains("| path |") && md.contains("Targets:"), "{md}");
+}
