@@ -5,6 +5,7 @@
 use axum::Router;
 use axum::body::Body;
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use http::{Request, Response, StatusCode};
 use lmchatkit::history::MemoryStore;
 use lmchatkit::llm::DemoModel;
@@ -50,6 +51,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::net::TcpListener::bind(std::env::var("ADDR").unwrap_or("127.0.0.1:0".into()))
             .await?;
     println!("listening on http://{}/chat", listener.local_addr()?);
+    // Small SSE frames must not wait for Nagle's algorithm.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app).await?;
     Ok(())
 }

@@ -29,6 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("listening on http://{}/chat", listener.local_addr()?);
     loop {
         let (stream, _) = listener.accept().await?;
+        stream.set_nodelay(true)?; // small SSE frames must not wait for Nagle
         let svc = TowerToHyperService::new(svc.clone());
         tokio::spawn(async move {
             let _ = auto::Builder::new(TokioExecutor::new())

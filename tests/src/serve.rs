@@ -35,6 +35,7 @@ pub async fn serve(svc: ChatService) -> Served {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
+            let _ = stream.set_nodelay(true);
             let svc = TowerToHyperService::new(svc.clone());
             tokio::spawn(async move {
                 let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
@@ -59,6 +60,7 @@ pub async fn run_printing_url(svc: ChatService, prefix: &str) {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
+        let _ = stream.set_nodelay(true);
         let svc = TowerToHyperService::new(svc.clone());
         tokio::spawn(async move {
             let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())

@@ -163,6 +163,8 @@ async fn serve(listener: TcpListener, svc: ChatService) {
         tokio::select! {
             conn = listener.accept() => {
                 let Ok((stream, _)) = conn else { continue };
+                // Without it, Nagle + delayed ACK hold small SSE frames for ~40 ms.
+                let _ = stream.set_nodelay(true);
                 let svc = TowerToHyperService::new(svc.clone());
                 let conn = auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(stream), svc).into_owned();
                 let conn = graceful.watch(conn);
