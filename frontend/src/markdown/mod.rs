@@ -135,6 +135,16 @@ pub fn render(markdown: &str) -> String {
         .collect()
 }
 
+/// Keeps the whole renderer in the wasm for `frontend/examples/markdown_size.sh` (feature
+/// `markdown-size-probe`).
+#[cfg(feature = "markdown-size-probe")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn lmck_markdown_probe(markdown: &str) -> String {
+    let mut incremental = Incremental::new();
+    incremental.push(markdown);
+    incremental.html() + &render(markdown) + &escape(markdown)
+}
+
 /// Escapes text for HTML body text and attribute values (`&`, `<`, `>`, `"`, `'`).
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
