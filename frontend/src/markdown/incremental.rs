@@ -9,7 +9,7 @@
 //! unfinished tail (or was, on the previous push) everything is re-rendered, and otherwise the
 //! tail resolves labels from the definitions in the finished part.
 
-use super::{Defs, Parsed, parse};
+use super::{Defs, Parsed, parse, sanitize::TABLE_OPEN as TABLE};
 
 /// A rendered top-level block of a reply.
 ///
@@ -162,12 +162,26 @@ impl Incremental {
             self.starts.push(start);
         }
 
-        while self.finished + 1 < self.starts.len()
-            && next_block_is_settled(&self.source, self.starts[self.finished + 1])
-        {
+        let finished_before = self.finished;
+        while self.finished + 1 < self.starts.len() {
+            let (start, next) = (self.starts[self.finished], self.starts[self.finished + 1]);
+            // After a definition the parser is still in a paragraph, where e.g. `2.` is text, so
+            // the next block only parses on its own after a blank line.
+            let after_def = defs.iter().any(|d| (start..next).contains(&(base + d.1)));
+            // A table starting under a paragraph depends on its second line (the delimiter row).
+            let lines = if self.blocks[self.finished + 1].html.starts_with(TABLE) {
+                2
+            } else {
+                1
+            };
+            if !next_block_is_settled(&self.source, next, lines)
+                || (after_def && !previous_line_is_blank(&self.source, next))
+            {
+                break;
+            }
             self.finished += 1;
         }
-        if self.finished < self.starts.len() {
+        if self.finished > finished_before {
             self.tail_start = self.starts[self.finished];
         }
         self.tail_has_defs = false;
@@ -187,12 +201,13 @@ impl Incremental {
 }
 
 /// Whether the top-level block starting at `start` (a line start) can no longer become part of
-/// the block before it, whatever is appended to `source`.
-fn next_block_is_settled(source: &str, start: usize) -> bool {
+/// the block before it, whatever is appended to `source`, given that this depends on its first
+/// `lines` lines.
+fn next_block_is_settled(source: &str, start: usize, lines: usize) -> bool {
     let line = &source[start..];
-    if line.contains('\n') {
-        // The first line is complete: it was not a continuation of the block before, and it
-        // will not become one.
+    if line.bytes().filter(|&b| b == b'\n').take(lines).count() == lines {
+        // The deciding lines are complete: they were not a continuation of the block before,
+        // and will not become one.
         return true;
     }
     // The line is still growing. After a blank line only a list can continue (with another

@@ -15,6 +15,9 @@ use pulldown_cmark_escape::{escape_href, escape_html};
 const CODE_OPEN: &str = "<div class=\"lmck-codeblock\"><button class=\"lmck-copy\" \
      type=\"button\" aria-label=\"Copy code\">Copy</button><pre><code class=\"lmck-code";
 
+/// Opening markup of a table (a wrapper that scrolls horizontally).
+pub(crate) const TABLE_OPEN: &str = "<div class=\"lmck-table\">";
+
 /// Attributes every emitted link carries.
 const LINK_ATTRS: &str = " rel=\"noopener noreferrer nofollow\" target=\"_blank\">";
 
@@ -43,7 +46,7 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
             Tag::CodeBlock(kind) => Event::Html(code_open(&kind).into()),
             Tag::Table(alignments) => {
                 self.queued = Some(Event::Start(Tag::Table(alignments)));
-                Event::Html("<div class=\"lmck-table\">".into())
+                Event::Html(TABLE_OPEN.into())
             }
             Tag::Link {
                 link_type,

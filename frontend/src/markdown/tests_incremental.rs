@@ -201,3 +201,91 @@ fn a_later_definition_re_renders_an_earlier_block() {
     assert!(!inc.html().contains("<a "), "{}", inc.html());
     assert_eq!(inc.html(), render(inc.source()));
 }
+
+/// Random texts built from pieces that start, continue or end blocks: streaming each one byte by
+/// byte gives a full render at every prefix. `LMCK_MD_FUZZ=<count>` (and `LMCK_MD_SEED`) run more.
+#[test]
+fn random_texts_equal_a_full_render_at_every_prefix() {
+    const PIECES: &[&str] = &[
+        "- ",
+        "1. ",
+        "2. ",
+        "3) ",
+        "* ",
+        "+ ",
+        "> ",
+        "\n",
+        "\n\n",
+        "  ",
+        "    ",
+        "\t",
+        "```",
+        "~~~",
+        "```rust\n",
+        "# ",
+        "## x",
+        "===",
+        "---",
+        "***",
+        "| a | b |",
+        "|---|:-:|",
+        "[x]",
+        "[X]",
+        "[x]: /u",
+        "[x]: https://x.example",
+        "[y]: <https://y.example> \"t\"",
+        "[y][x]",
+        "![i][y]",
+        "[x][]",
+        "<div>",
+        "</div>",
+        "<!--",
+        "-->",
+        "<b>",
+        "text",
+        "more words",
+        "*em*",
+        "**st",
+        "`c`",
+        "\\",
+        "&amp;",
+        "[ ] ",
+        "[x] ",
+        "\r\n",
+        "\r",
+        "2024",
+        "10)",
+        "<https://a.example>",
+        "[l](javascript:x)",
+        "[l](https://l.example)",
+        "é",
+        "表",
+        "<script>",
+        "</script>",
+        "<pre>",
+        "-",
+        "1.",
+        "|",
+        ":",
+        "\\|",
+        "  \n",
+        "> - ",
+        "   - ",
+    ];
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let count = env("LMCK_MD_FUZZ").unwrap_or(600);
+    let mut seed: u64 = env("LMCK_MD_SEED").unwrap_or(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..count {
+        let len = 5 + next() % 40;
+        let text: String = (0..len)
+            .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+            .collect();
+        stream_and_check(&text, &[1]);
+    }
+}
