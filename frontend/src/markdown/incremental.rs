@@ -9,6 +9,7 @@
 //! unfinished tail (or was, on the previous push) everything is re-rendered, and otherwise the
 //! tail resolves labels from the definitions in the finished part.
 
+use super::fence::OpenFence;
 use super::{Defs, Parsed, parse, sanitize::TABLE_OPEN as TABLE};
 
 /// A rendered top-level block of a reply.
@@ -47,6 +48,8 @@ pub struct Incremental {
     tail_has_defs: bool,
     /// [`finish`](Self::finish) was called after the last push.
     done: bool,
+    /// The tail is one open fenced code block: what is known of it.
+    fence: Option<OpenFence>,
     next_key: u64,
     next_rev: u64,
     renders: u64,
@@ -115,9 +118,24 @@ impl Incremental {
         self.renders
     }
 
+    /// Whether the tail is an open fenced code block extended line by line.
+    #[cfg(test)]
+    pub(crate) fn streams_open_fence(&self) -> bool {
+        self.fence.is_some()
+    }
+
     /// Re-parses from the start of the unfinished tail, or from the start of the text when a
     /// link reference definition is involved, and finishes what can no longer change.
     fn update(&mut self) {
+        if let Some(html) = self.extend_fence() {
+            self.renders += 1;
+            if let Some(last) = self.blocks.last_mut() {
+                last.html = html;
+                self.next_rev += 1;
+                last.rev = self.next_rev;
+            }
+            return;
+        }
         let mut base = self.tail_start;
         let mut parsed = parse(&self.source[base..], &self.defs);
         if base > 0 && (self.tail_has_defs || !parsed.defs.is_empty()) {
@@ -129,6 +147,28 @@ impl Incremental {
         }
         self.renders += parsed.blocks.len() as u64;
         self.merge(base, parsed);
+        self.fence = (!self.tail_has_defs && self.finished + 1 == self.blocks.len())
+            .then(|| {
+                OpenFence::new(
+                    &self.source,
+                    self.tail_start,
+                    &self.blocks[self.finished].html,
+                )
+            })
+            .flatten();
+    }
+
+    /// The new HTML of the tail when it is an open fenced code block that stays open, rendered
+    /// from the new lines only.
+    fn extend_fence(&mut self) -> Option<String> {
+        let fence = self.fence.as_mut()?;
+        let html = (fence.start == self.tail_start && self.finished + 1 == self.blocks.len())
+            .then(|| fence.extend(&self.source))
+            .flatten();
+        if html.is_none() {
+            self.fence = None;
+        }
+        html
     }
 
     /// Replaces the blocks from `self.finished` on with `parsed` (a parse of `source[base..]`),

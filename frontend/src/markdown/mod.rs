@@ -19,6 +19,7 @@
 //!   checkbox. An unclosed code fence (a reply still streaming) renders as a code block.
 //! - Not rendered: footnotes, math, heading attributes, smart punctuation (shown as typed).
 
+mod fence;
 mod incremental;
 mod sanitize;
 #[cfg(test)]

@@ -12,8 +12,11 @@ use pulldown_cmark_escape::{escape_href, escape_html};
 
 /// Opening markup of a code block up to the language class (the UI finds the copy button by its
 /// class and copies the text of the `<code>` next to it).
-const CODE_OPEN: &str = "<div class=\"lmck-codeblock\"><button class=\"lmck-copy\" \
+pub(crate) const CODE_OPEN: &str = "<div class=\"lmck-codeblock\"><button class=\"lmck-copy\" \
      type=\"button\" aria-label=\"Copy code\">Copy</button><pre><code class=\"lmck-code";
+
+/// Closing markup of a code block.
+pub(crate) const CODE_CLOSE: &str = "</code></pre></div>\n";
 
 /// Opening markup of a table (a wrapper that scrolls horizontally).
 pub(crate) const TABLE_OPEN: &str = "<div class=\"lmck-table\">";
@@ -89,7 +92,7 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
     fn end(&mut self, tag: TagEnd) -> Option<Event<'a>> {
         Some(match tag {
             TagEnd::HtmlBlock => Event::Html("</pre>\n".into()),
-            TagEnd::CodeBlock => Event::Html("</code></pre></div>\n".into()),
+            TagEnd::CodeBlock => Event::Html(CODE_CLOSE.into()),
             TagEnd::Table => {
                 self.queued = Some(Event::Html("</div>\n".into()));
                 Event::End(TagEnd::Table)

@@ -281,11 +281,37 @@ fn random_texts_equal_a_full_render_at_every_prefix() {
         seed ^= seed << 17;
         seed
     };
-    for _ in 0..count {
+    for i in 0..count {
         let len = 5 + next() % 40;
         let text: String = (0..len)
             .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
             .collect();
-        stream_and_check(&text, &[1]);
+        let sizes: &[usize] = if i % 2 == 0 { &[1] } else { &[3, 1, 7, 2, 12] };
+        stream_and_check(&text, sizes);
     }
+}
+
+#[test]
+fn an_open_code_block_is_extended_line_by_line() {
+    let mut code = String::from("Here it is:\n\n  ~~~~python {.x}\n");
+    for i in 0..200 {
+        code.push_str(&format!(
+            "def f{i}(x):\n\treturn '<{i}>' & x  # ~~~ ```\n  \n"
+        ));
+    }
+    let mut inc = Incremental::new();
+    let mut fast = 0;
+    for chunk in code.as_bytes().chunks(5) {
+        inc.push(std::str::from_utf8(chunk).unwrap());
+        fast += usize::from(inc.streams_open_fence());
+        assert_eq!(inc.html(), render(inc.source()));
+    }
+    assert!(fast > code.len() / 5 - 10, "{fast}");
+    // Closing fences: too short, with trailing text, then a real one followed by text.
+    for delta in ["~~~\n", "~~~~ x\n", "  ~~~~~  ", "\n", "after\n"] {
+        inc.push(delta);
+        assert_eq!(inc.html(), render(inc.source()));
+    }
+    assert!(inc.html().ends_with("</code></pre></div>\n<p>after</p>\n"));
+    assert!(!inc.streams_open_fence());
 }
