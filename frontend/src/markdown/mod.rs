@@ -18,6 +18,14 @@
 //!   are `<pre class="lmck-raw-html">` with the escaped source; task list items carry a disabled
 //!   checkbox. An unclosed code fence (a reply still streaming) renders as a code block.
 //! - Not rendered: footnotes, math, heading attributes, smart punctuation (shown as typed).
+//!
+//! **In the UI** (streaming bubble): join the deltas received during an animation frame, call
+//! [`Incremental::push`] once, then walk [`Incremental::blocks`]: keep one element per
+//! [`Block::key`] and set its `innerHTML` only when [`Block::rev`] differs from the one last
+//! written (usually only the last block). Blocks before [`Incremental::finished_blocks`] are final
+//! (a later link reference definition may still change one, with a new `rev`). For a finished
+//! message, [`render`] once. The copy button of a code block copies the `textContent` of the
+//! `<code>` after it.
 
 mod fence;
 mod incremental;
