@@ -16,7 +16,8 @@
 //!   data-lang="rust">…</code></pre></div>` (no `language-`/`data-lang` without a language); a
 //!   table is wrapped in `<div class="lmck-table">` (for horizontal scrolling); raw HTML blocks
 //!   are `<pre class="lmck-raw-html">` with the escaped source; task list items carry a disabled
-//!   checkbox. An unclosed code fence (a reply still streaming) renders as a code block.
+//!   checkbox. An unclosed code fence (a reply still streaming) renders as a code block. Bare
+//!   `http(s)://` URLs in text become links too (the GFM autolink extension).
 //! - Not rendered: footnotes, math, heading attributes, smart punctuation (shown as typed).
 //!
 //! **In the UI** (streaming bubble): join the deltas received during an animation frame, call
@@ -27,6 +28,7 @@
 //! message, [`render`] once. The copy button of a code block copies the `textContent` of the
 //! `<code>` after it.
 
+mod autolink;
 mod fence;
 mod incremental;
 mod sanitize;

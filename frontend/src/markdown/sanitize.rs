@@ -7,8 +7,13 @@
 //! tables get a scroll wrapper. `Tag::Link` and `Tag::Image` never reach the writer, and neither
 //! does an `Html`/`InlineHtml` event from the parser.
 
-use pulldown_cmark::{CodeBlockKind, Event, LinkType, Tag, TagEnd};
+use std::collections::VecDeque;
+use std::iter::Peekable;
+
+use pulldown_cmark::{CodeBlockKind, CowStr, Event, LinkType, Tag, TagEnd};
 use pulldown_cmark_escape::{escape_href, escape_html};
+
+use super::autolink;
 
 /// Opening markup of a code block up to the language class (the UI finds the copy button by its
 /// class and copies the text of the `<code>` next to it).
@@ -26,29 +31,35 @@ const LINK_ATTRS: &str = " rel=\"noopener noreferrer nofollow\" target=\"_blank\
 
 /// Wraps a parser's events (one top-level block at a time) so that the HTML writer only ever sees
 /// safe events.
-pub(crate) struct Sanitize<'a, I> {
-    inner: I,
-    /// One event produced by the previous expansion, returned before reading `inner` again.
-    queued: Option<Event<'a>>,
+pub(crate) struct Sanitize<'a, I: Iterator<Item = Event<'a>>> {
+    inner: Peekable<I>,
+    /// Events produced by the previous expansion, returned before reading `inner` again.
+    queued: VecDeque<Event<'a>>,
     /// For each open `Tag::Link`: whether its opening `<a>` was emitted.
     links: Vec<bool>,
+    /// Inside a code block (no autolinks there).
+    in_code: bool,
 }
 
 impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
     pub(crate) fn new(inner: I) -> Self {
         Self {
-            inner,
-            queued: None,
+            inner: inner.peekable(),
+            queued: VecDeque::new(),
             links: Vec::new(),
+            in_code: false,
         }
     }
 
     fn start(&mut self, tag: Tag<'a>) -> Option<Event<'a>> {
         Some(match tag {
             Tag::HtmlBlock => Event::Html("<pre class=\"lmck-raw-html\">".into()),
-            Tag::CodeBlock(kind) => Event::Html(code_open(&kind).into()),
+            Tag::CodeBlock(kind) => {
+                self.in_code = true;
+                Event::Html(code_open(&kind).into())
+            }
             Tag::Table(alignments) => {
-                self.queued = Some(Event::Start(Tag::Table(alignments)));
+                self.queued.push_back(Event::Start(Tag::Table(alignments)));
                 Event::Html(TABLE_OPEN.into())
             }
             Tag::Link {
@@ -92,9 +103,12 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
     fn end(&mut self, tag: TagEnd) -> Option<Event<'a>> {
         Some(match tag {
             TagEnd::HtmlBlock => Event::Html("</pre>\n".into()),
-            TagEnd::CodeBlock => Event::Html(CODE_CLOSE.into()),
+            TagEnd::CodeBlock => {
+                self.in_code = false;
+                Event::Html(CODE_CLOSE.into())
+            }
             TagEnd::Table => {
-                self.queued = Some(Event::Html("</div>\n".into()));
+                self.queued.push_back(Event::Html("</div>\n".into()));
                 Event::End(TagEnd::Table)
             }
             TagEnd::Link => {
@@ -136,14 +150,51 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
     }
 }
 
+impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
+    /// Text outside links and code, with its bare URLs made links. The parser may split a text
+    /// run into several events, so the following text events are joined first.
+    fn text(&mut self, first: CowStr<'a>) -> Event<'a> {
+        let mut text = first;
+        while let Some(Event::Text(more)) = self.inner.next_if(|e| matches!(e, Event::Text(_))) {
+            text = format!("{text}{more}").into();
+        }
+        let urls = autolink::find(&text);
+        if urls.is_empty() {
+            return Event::Text(text);
+        }
+        let mut at = 0;
+        for url in urls {
+            if url.start > at {
+                self.queued
+                    .push_back(Event::Text(text[at..url.start].to_owned().into()));
+            }
+            let mut html = String::from("<a href=\"");
+            let _ = escape_href(&mut html, &text[url.clone()]);
+            html.push('"');
+            html.push_str(LINK_ATTRS);
+            self.queued.push_back(Event::Html(html.into()));
+            self.queued
+                .push_back(Event::Text(text[url.clone()].to_owned().into()));
+            self.queued.push_back(Event::Html("</a>".into()));
+            at = url.end;
+        }
+        if at < text.len() {
+            self.queued
+                .push_back(Event::Text(text[at..].to_owned().into()));
+        }
+        self.queued.pop_front().unwrap_or(Event::Text(text))
+    }
+}
+
 impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Sanitize<'a, I> {
     type Item = Event<'a>;
 
     fn next(&mut self) -> Option<Event<'a>> {
-        if let Some(event) = self.queued.take() {
+        if let Some(event) = self.queued.pop_front() {
             return Some(event);
         }
         match self.inner.next()? {
+            Event::Text(text) if !self.in_code && self.links.is_empty() => Some(self.text(text)),
             Event::Start(tag) => self.start(tag),
             Event::End(tag) => self.end(tag),
             // Raw HTML from the model is shown, never interpreted.
