@@ -10,43 +10,10 @@ use std::time::{Duration, Instant};
 
 use lmchatkit_web::markdown::{Incremental, render};
 
-/// A reply mixing what models write: paragraphs, lists, code, tables, quotes, headings.
-fn mixed_reply(target: usize) -> String {
-    const PARTS: &[&str] = &[
-        "Here is a paragraph with *emphasis*, **bold**, `inline code` and a \
-         [link](https://example.com/docs/page). It runs long enough to wrap a few times in the \
-         chat bubble, like most paragraphs a model writes.\n\n",
-        "1. First step, with a short explanation.\n2. Second step with `cargo build`.\n   - a \
-         nested detail\n   - another one\n3. Third step.\n\n",
-        "```rust\nfn main() {\n    let v: Vec<u32> = (0..10).collect();\n    \
-         println!(\"{v:?}\");\n}\n```\n\n",
-        "| Option | Default | Meaning |\n|---|---|---|\n| `a` | 1 | the first |\n| `b` | 2 | \
-         the second |\n\n",
-        "### A heading\n\n> A quoted note that\n> spans two lines.\n\n",
-        "- [x] done item\n- [ ] open item\n\n",
-    ];
-    let mut text = String::new();
-    for part in PARTS.iter().cycle() {
-        if text.len() >= target {
-            break;
-        }
-        text.push_str(part);
-    }
-    text
-}
+#[path = "common/replies.rs"]
+mod replies;
 
-/// A reply that is one long fenced code block (the worst case: its tail never finishes).
-fn code_reply(target: usize) -> String {
-    let mut text = String::from("```python\n");
-    let mut i = 0;
-    while text.len() < target {
-        text.push_str(&format!(
-            "def f{i}(x):\n    return x * {i}  # <comment>\n\n"
-        ));
-        i += 1;
-    }
-    text
-}
+use replies::{code_reply, mixed_reply};
 
 fn deltas(text: &str, size: usize) -> Vec<&str> {
     let mut out = Vec::new();
