@@ -3,28 +3,24 @@
 
 use std::ops::Range;
 
-/// The byte ranges of the bare URLs in `text`.
+/// The byte ranges of the bare URLs in `text`, in one linear pass.
 ///
-/// A URL starts at the beginning of the text, after whitespace or after one of `*_~(`; it runs
-/// to the next whitespace or `<`, minus trailing punctuation (`?!.,:;*_~'"` and a `)` without a
-/// matching `(`). Its host must be made of letters, digits, `-`, `_` and `.`, with at least one
-/// `.` (or be `localhost`).
+/// A URL starts at the beginning of the text, after whitespace or after one of `*_~(`. Its host
+/// is made of letters, digits, `-`, `_` and `.`, with at least one inner `.` (or is
+/// `localhost`); the URL runs to the next whitespace or `<`, minus trailing punctuation
+/// (`?!.,:;*_~'"` and each `)` without a matching `(`).
 pub(crate) fn find(text: &str) -> Vec<Range<usize>> {
-    let mut found = Vec::new();
     let bytes = text.as_bytes();
-    let mut from = 0;
-    while let Some(i) = bytes[from..]
-        .iter()
-        .position(|b| matches!(b, b'h' | b'H'))
-        .map(|i| i + from)
-    {
-        from = i + 1;
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
         let rest = &bytes[i..];
         let scheme = if starts_with_ignore_case(rest, b"https://") {
             8
         } else if starts_with_ignore_case(rest, b"http://") {
             7
         } else {
+            i += 1;
             continue;
         };
         if i > 0
@@ -33,27 +29,27 @@ pub(crate) fn find(text: &str) -> Vec<Range<usize>> {
                 b' ' | b'\t' | b'\n' | b'\r' | b'*' | b'_' | b'~' | b'('
             )
         {
+            i += scheme;
             continue;
         }
-        let end = text[i..]
-            .find(|c: char| c.is_whitespace() || c == '<')
-            .map_or(text.len(), |e| i + e);
-        let end = trim_trailing(&text[i..end]) + i;
-        let host_end = text[i + scheme..end]
-            .find(['/', '?', '#', ':'])
-            .map_or(end, |e| i + scheme + e);
-        let host = &text[i + scheme..host_end];
-        let host_ok = !host.is_empty()
-            && host
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-            && (host.contains('.') || host.eq_ignore_ascii_case("localhost"))
-            && !host.starts_with('.')
-            && !host.ends_with('.');
-        if host_ok {
-            found.push(i..end);
-            from = end;
+        let host_start = i + scheme;
+        let host_len = bytes[host_start..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            .count();
+        let host = text[host_start..host_start + host_len].trim_end_matches('.');
+        let host_ok = (host.contains('.') || host.eq_ignore_ascii_case("localhost"))
+            && !host.starts_with('.');
+        if !host_ok {
+            i = host_start + host_len;
+            continue;
         }
+        let end = text[host_start..]
+            .find(|c: char| c.is_whitespace() || c == '<')
+            .map_or(text.len(), |e| host_start + e);
+        let end = i + trimmed_len(&text[i..end]);
+        found.push(i..end);
+        i = end.max(host_start + host.len());
     }
     found
 }
@@ -62,19 +58,19 @@ fn starts_with_ignore_case(bytes: &[u8], prefix: &[u8]) -> bool {
     bytes.len() >= prefix.len() && bytes[..prefix.len()].eq_ignore_ascii_case(prefix)
 }
 
-/// The length of `url` without trailing punctuation.
-fn trim_trailing(url: &str) -> usize {
-    let mut url = url;
-    loop {
-        let trimmed =
-            url.trim_end_matches(['?', '!', '.', ',', ':', ';', '*', '_', '~', '\'', '"']);
-        let trimmed = match trimmed.strip_suffix(')') {
-            Some(inner) if trimmed.matches('(').count() < trimmed.matches(')').count() => inner,
-            _ => trimmed,
-        };
-        if trimmed.len() == url.len() {
-            return url.len();
+/// The length of `url` without its trailing punctuation.
+fn trimmed_len(url: &str) -> usize {
+    let bytes = url.as_bytes();
+    let open = bytes.iter().filter(|&&b| b == b'(').count();
+    let mut close = bytes.iter().filter(|&&b| b == b')').count();
+    let mut len = bytes.len();
+    while len > 0 {
+        match bytes[len - 1] {
+            b'?' | b'!' | b'.' | b',' | b':' | b';' | b'*' | b'_' | b'~' | b'\'' | b'"' => {}
+            b')' if open < close => close -= 1,
+            _ => break,
         }
-        url = trimmed;
+        len -= 1;
     }
+    len
 }

@@ -51,6 +51,7 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
         }
     }
 
+    /// The event to emit for a start tag (`None`: nothing).
     fn start(&mut self, tag: Tag<'a>) -> Option<Event<'a>> {
         Some(match tag {
             Tag::HtmlBlock => Event::Html("<pre class=\"lmck-raw-html\">".into()),
@@ -85,7 +86,7 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
                     None => {
                         // Refused: the link text stays, as plain text.
                         self.links.push(false);
-                        return self.next();
+                        return None;
                     }
                 }
             }
@@ -94,12 +95,13 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
             } => match image_url(&dest_url) {
                 Some(url) => Event::Html(self.image(&url, &title).into()),
                 // Refused: the alt text stays, as plain text.
-                None => return self.next(),
+                None => return None,
             },
             tag => Event::Start(tag),
         })
     }
 
+    /// The event to emit for an end tag (`None`: nothing).
     fn end(&mut self, tag: TagEnd) -> Option<Event<'a>> {
         Some(match tag {
             TagEnd::HtmlBlock => Event::Html("</pre>\n".into()),
@@ -115,11 +117,11 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
                 if self.links.pop().unwrap_or(false) {
                     Event::Html("</a>".into())
                 } else {
-                    return self.next();
+                    return None;
                 }
             }
             // Only refused images get here (an accepted one consumes its end).
-            TagEnd::Image => return self.next(),
+            TagEnd::Image => return None,
             tag => Event::End(tag),
         })
     }
@@ -155,8 +157,13 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
     /// run into several events, so the following text events are joined first.
     fn text(&mut self, first: CowStr<'a>) -> Event<'a> {
         let mut text = first;
-        while let Some(Event::Text(more)) = self.inner.next_if(|e| matches!(e, Event::Text(_))) {
-            text = format!("{text}{more}").into();
+        if matches!(self.inner.peek(), Some(Event::Text(_))) {
+            let mut joined = text.into_string();
+            while let Some(Event::Text(more)) = self.inner.next_if(|e| matches!(e, Event::Text(_)))
+            {
+                joined.push_str(&more);
+            }
+            text = joined.into();
         }
         let urls = autolink::find(&text);
         if urls.is_empty() {
@@ -190,16 +197,25 @@ impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Sanitize<'a, I> {
     type Item = Event<'a>;
 
     fn next(&mut self) -> Option<Event<'a>> {
-        if let Some(event) = self.queued.pop_front() {
-            return Some(event);
-        }
-        match self.inner.next()? {
-            Event::Text(text) if !self.in_code && self.links.is_empty() => Some(self.text(text)),
-            Event::Start(tag) => self.start(tag),
-            Event::End(tag) => self.end(tag),
-            // Raw HTML from the model is shown, never interpreted.
-            Event::Html(html) | Event::InlineHtml(html) => Some(Event::Text(html)),
-            event => Some(event),
+        // A refused link or image yields nothing for its start and end: read on (a loop, not
+        // recursion, however deeply they nest).
+        loop {
+            if let Some(event) = self.queued.pop_front() {
+                return Some(event);
+            }
+            let event = match self.inner.next()? {
+                Event::Text(text) if !self.in_code && self.links.is_empty() => {
+                    Some(self.text(text))
+                }
+                Event::Start(tag) => self.start(tag),
+                Event::End(tag) => self.end(tag),
+                // Raw HTML from the model is shown, never interpreted.
+                Event::Html(html) | Event::InlineHtml(html) => Some(Event::Text(html)),
+                event => Some(event),
+            };
+            if event.is_some() {
+                return event;
+            }
         }
     }
 }

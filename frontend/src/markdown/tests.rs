@@ -393,3 +393,26 @@ fn bare_urls_become_links() {
     assert!(render("HTTPS://A.EXAMPLE").contains("href=\"HTTPS://A.EXAMPLE\""));
     assert!(render("http://localhost:8080/chat").contains("href=\"http://localhost:8080/chat\""));
 }
+
+#[test]
+fn deep_nesting_renders_without_overflow() {
+    let n = 5000;
+    let images = format!("{}x{}", "![".repeat(n), "](javascript:1)".repeat(n));
+    let links = format!("{}x{}", "[".repeat(n), "](https://a.example)".repeat(n));
+    for text in [
+        images,
+        links,
+        format!("{}x", "> ".repeat(n)),
+        format!("{}x", "- ".repeat(n / 5)),
+        format!("{}a{}", "*".repeat(n), "*".repeat(n)),
+        "<div>".repeat(n),
+    ] {
+        let html = render(&text);
+        assert_safe(&html);
+        let mut inc = Incremental::new();
+        for chunk in text.as_bytes().chunks(997) {
+            inc.push(std::str::from_utf8(chunk).unwrap());
+        }
+        assert_eq!(inc.html(), html);
+    }
+}
