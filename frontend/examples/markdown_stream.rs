@@ -3,8 +3,8 @@
 //!
 //! Run: `cargo run --release -p lmchatkit-web --example markdown_stream [reply_kb] [delta_bytes]`
 //! (defaults 48 and 4, about one token per delta). Prints p50/p95/p99/max per delta for a mixed
-//! reply and for a reply that is one long code block, with a full re-render per delta for
-//! comparison.
+//! reply and for replies that are one long code block, table or list (the worst cases: one block
+//! that stays open), with a full re-render per delta for comparison.
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use lmchatkit_web::markdown::{Incremental, render};
 #[path = "common/replies.rs"]
 mod replies;
 
-use replies::{code_reply, mixed_reply};
+use replies::{code_reply, list_reply, mixed_reply, table_reply};
 
 fn deltas(text: &str, size: usize) -> Vec<&str> {
     let mut out = Vec::new();
@@ -83,6 +83,8 @@ fn main() {
     for (name, text) in [
         ("mixed", mixed_reply(kb * 1024)),
         ("one code block", code_reply(kb * 1024)),
+        ("one table", table_reply(kb * 1024)),
+        ("one list", list_reply(kb * 1024)),
     ] {
         println!("{name} reply: {} bytes, {size}-byte deltas", text.len());
         let (times, renders) = incremental(&text, size);

@@ -5,6 +5,7 @@ use lmchatkit_web::markdown::{Incremental, render};
 use wasm_bindgen::prelude::*;
 
 #[path = "common/replies.rs"]
+#[allow(dead_code)]
 mod replies;
 
 /// A streaming reply being rendered.

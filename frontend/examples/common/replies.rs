@@ -37,3 +37,27 @@ pub fn code_reply(target: usize) -> String {
     }
     text
 }
+
+/// A reply that is one long table (its tail never finishes until a blank line).
+pub fn table_reply(target: usize) -> String {
+    let mut text = String::from("| # | name | value | note |\n|---|---|---|---|\n");
+    let mut i = 0;
+    while text.len() < target {
+        text.push_str(&format!("| {i} | item `{i}` | {} | *some* note |\n", i * 7));
+        i += 1;
+    }
+    text
+}
+
+/// A reply that is one long tight list (a later blank line could still make it loose).
+pub fn list_reply(target: usize) -> String {
+    let mut text = String::new();
+    let mut i = 1;
+    while text.len() < target {
+        text.push_str(&format!(
+            "{i}. Step {i}: run `cmd --flag {i}` and check the **output**.\n"
+        ));
+        i += 1;
+    }
+    text
+}

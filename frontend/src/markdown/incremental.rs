@@ -10,6 +10,7 @@
 //! tail resolves labels from the definitions in the finished part.
 
 use super::fence::OpenFence;
+use super::table::OpenTable;
 use super::{Defs, Parsed, parse, sanitize::TABLE_OPEN as TABLE};
 
 /// A rendered top-level block of a reply.
@@ -48,8 +49,8 @@ pub struct Incremental {
     tail_has_defs: bool,
     /// [`finish`](Self::finish) was called after the last push.
     done: bool,
-    /// The tail is one open fenced code block: what is known of it.
-    fence: Option<OpenFence>,
+    /// The tail is one open fenced code block, or one growing table: what is known of it.
+    open_tail: Option<OpenTail>,
     next_key: u64,
     next_rev: u64,
     renders: u64,
@@ -121,13 +122,19 @@ impl Incremental {
     /// Whether the tail is an open fenced code block extended line by line.
     #[cfg(test)]
     pub(crate) fn streams_open_fence(&self) -> bool {
-        self.fence.is_some()
+        matches!(self.open_tail, Some(OpenTail::Fence(_)))
+    }
+
+    /// Whether the tail is a table extended row by row.
+    #[cfg(test)]
+    pub(crate) fn streams_open_table(&self) -> bool {
+        matches!(self.open_tail, Some(OpenTail::Table(_)))
     }
 
     /// Re-parses from the start of the unfinished tail, or from the start of the text when a
     /// link reference definition is involved, and finishes what can no longer change.
     fn update(&mut self) {
-        if let Some(html) = self.extend_fence() {
+        if let Some(html) = self.extend_open_tail() {
             self.renders += 1;
             if let Some(last) = self.blocks.last_mut() {
                 last.html = html;
@@ -147,27 +154,39 @@ impl Incremental {
         }
         self.renders += parsed.blocks.len() as u64;
         self.merge(base, parsed);
-        self.fence = (!self.tail_has_defs && self.finished + 1 == self.blocks.len())
-            .then(|| {
-                OpenFence::new(
-                    &self.source,
-                    self.tail_start,
-                    &self.blocks[self.finished].html,
-                )
-            })
-            .flatten();
+        let previous = self.open_tail.take();
+        if self.tail_has_defs {
+            return;
+        }
+        if self.finished + 1 != self.blocks.len() {
+            // Kept for when the tail is one block again (checked and verified before any use).
+            self.open_tail = previous;
+        } else {
+            let (start, html) = (self.tail_start, &self.blocks[self.finished].html);
+            self.open_tail = OpenFence::new(&self.source, start, html)
+                .map(OpenTail::Fence)
+                .or_else(|| {
+                    let table = OpenTable::new(&self.source, start, html, &self.defs)?;
+                    // A row that was briefly not a row (`|` alone) keeps the rows before it.
+                    Some(OpenTail::Table(match previous {
+                        Some(OpenTail::Table(previous)) => table.resume(previous),
+                        _ => table,
+                    }))
+                });
+        }
     }
 
-    /// The new HTML of the tail when it is an open fenced code block that stays open, rendered
-    /// from the new lines only.
-    fn extend_fence(&mut self) -> Option<String> {
-        let fence = self.fence.as_mut()?;
-        let html = (fence.start == self.tail_start && self.finished + 1 == self.blocks.len())
-            .then(|| fence.extend(&self.source))
-            .flatten();
-        if html.is_none() {
-            self.fence = None;
-        }
+    /// The new HTML of the tail when it is an open fenced code block that stays open or a table
+    /// that keeps growing, rendered from the new lines only.
+    fn extend_open_tail(&mut self) -> Option<String> {
+        let single = self.finished + 1 == self.blocks.len();
+        let html = match self.open_tail.as_mut()? {
+            OpenTail::Fence(f) if single && f.start == self.tail_start => f.extend(&self.source),
+            OpenTail::Table(t) if single && t.start == self.tail_start => {
+                t.extend(&self.source, &self.defs)
+            }
+            _ => None,
+        };
         html
     }
 
@@ -238,6 +257,13 @@ impl Incremental {
         self.next_rev += 1;
         self.next_rev
     }
+}
+
+/// A tail block extended from its new lines only.
+#[derive(Debug, Clone)]
+enum OpenTail {
+    Fence(OpenFence),
+    Table(OpenTable),
 }
 
 /// Whether the top-level block starting at `start` (a line start) can no longer become part of

@@ -32,6 +32,7 @@ mod autolink;
 mod fence;
 mod incremental;
 mod sanitize;
+mod table;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

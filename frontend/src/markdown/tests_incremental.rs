@@ -318,3 +318,36 @@ fn an_open_code_block_is_extended_line_by_line() {
     assert!(inc.html().ends_with("</code></pre></div>\n<p>after</p>\n"));
     assert!(!inc.streams_open_fence());
 }
+
+#[test]
+fn a_growing_table_is_extended_row_by_row() {
+    let mut table = String::from("Results:\n\n| n | name | note |\n|--:|:-|---|\n");
+    for i in 0..150 {
+        table.push_str(&format!(
+            "| {i} | `x|y` [d] <b> | https://t.example/{i} ~~s~~ |\nrow {i}\n"
+        ));
+    }
+    let mut inc = Incremental::new();
+    inc.push("[d]: https://d.example\n\n");
+    let mut fast = 0;
+    for chunk in table.as_bytes().chunks(5) {
+        inc.push(std::str::from_utf8(chunk).unwrap());
+        fast += usize::from(inc.streams_open_table());
+        assert_eq!(inc.html(), render(inc.source()));
+    }
+    assert!(fast > table.len() / 5 - 30, "{fast}");
+    // Rows that end the table: a blank line, a block start, a partial blank row.
+    for delta in [
+        "| a |",
+        " b\n",
+        "> quote\n",
+        "| c |\n",
+        "  ",
+        "\n",
+        "after\n",
+    ] {
+        inc.push(delta);
+        assert_eq!(inc.html(), render(inc.source()));
+    }
+    assert!(!inc.streams_open_table());
+}
