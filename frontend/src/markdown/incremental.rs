@@ -180,14 +180,13 @@ impl Incremental {
     /// that keeps growing, rendered from the new lines only.
     fn extend_open_tail(&mut self) -> Option<String> {
         let single = self.finished + 1 == self.blocks.len();
-        let html = match self.open_tail.as_mut()? {
+        match self.open_tail.as_mut()? {
             OpenTail::Fence(f) if single && f.start == self.tail_start => f.extend(&self.source),
             OpenTail::Table(t) if single && t.start == self.tail_start => {
                 t.extend(&self.source, &self.defs)
             }
             _ => None,
-        };
-        html
+        }
     }
 
     /// Replaces the blocks from `self.finished` on with `parsed` (a parse of `source[base..]`),
