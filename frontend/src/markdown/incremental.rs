@@ -8,6 +8,9 @@
 //! definition (`[label]: url`), which applies to the whole document: while one is in the
 //! unfinished tail (or was, on the previous push) everything is re-rendered, and otherwise the
 //! tail resolves labels from the definitions in the finished part.
+//!
+//! When the tail is one block that keeps growing line by line, an open fenced code block
+//! ([`super::fence`]) or a table ([`super::table`]), only its new lines are rendered.
 
 use super::fence::OpenFence;
 use super::table::OpenTable;

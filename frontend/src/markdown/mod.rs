@@ -36,6 +36,8 @@ mod table;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_edge;
+#[cfg(test)]
 mod tests_incremental;
 
 use std::collections::HashMap;
