@@ -1,56 +1,167 @@
-//! Markdown rendering of model output (placeholder: escapes text into paragraphs until the
-//! sanitising, incremental CommonMark renderer lands). The API is fixed: [`render`] for a whole
-//! text, [`Incremental`] for a streaming reply.
+//! Markdown rendering of model output: CommonMark + GFM (tables, strikethrough, task lists) with
+//! pulldown-cmark, sanitised, and incremental while a reply streams.
+//!
+//! - [`render`] turns a whole text into HTML; [`Incremental`] does the same for a streaming reply,
+//!   re-parsing only its unfinished tail ([`Incremental::html`] always equals [`render`] of
+//!   [`Incremental::source`]).
+//! - **Sanitising.** Raw HTML in the text (block or inline) is shown as text, never interpreted.
+//!   Links are only links for `http:`, `https:` and `mailto:` URLs ([`link_url`]), images only for
+//!   `http:`/`https:` and `data:` PNG/JPEG/GIF/WebP URLs ([`image_url`]); anything else (e.g.
+//!   `javascript:`, `data:text/html`, relative URLs) leaves the link text as plain text. Links get
+//!   `rel="noopener noreferrer nofollow" target="_blank"`, images `loading="lazy"
+//!   referrerpolicy="no-referrer"`.
+//! - **Markup the UI styles or wires up** (all classes start with `lmck-` except `language-*`):
+//!   a code block is `<div class="lmck-codeblock"><button class="lmck-copy" type="button"
+//!   aria-label="Copy code">Copy</button><pre><code class="lmck-code language-rust"
+//!   data-lang="rust">…</code></pre></div>` (no `language-`/`data-lang` without a language); a
+//!   table is wrapped in `<div class="lmck-table">` (for horizontal scrolling); raw HTML blocks
+//!   are `<pre class="lmck-raw-html">` with the escaped source; task list items carry a disabled
+//!   checkbox. An unclosed code fence (a reply still streaming) renders as a code block. Bare
+//!   `http(s)://` URLs in text become links too (the GFM autolink extension).
+//! - Not rendered: footnotes, math, heading attributes, smart punctuation (shown as typed).
+//!
+//! **In the UI** (streaming bubble): join the deltas received during an animation frame, call
+//! [`Incremental::push`] once, then walk [`Incremental::blocks`]: keep one element per
+//! [`Block::key`] and set its `innerHTML` only when [`Block::rev`] differs from the one last
+//! written (usually only the last block). Blocks before [`Incremental::finished_blocks`] are final
+//! (a later link reference definition may still change one, with a new `rev`). For a finished
+//! message, [`render`] once. The copy button of a code block copies the `textContent` of the
+//! `<code>` after it.
 
-/// Renders `markdown` to sanitised HTML.
+mod autolink;
+mod fence;
+mod incremental;
+mod sanitize;
+mod table;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_edge;
+#[cfg(test)]
+mod tests_incremental;
+
+use std::collections::HashMap;
+
+use pulldown_cmark::{BrokenLink, CowStr, Event, Options, Parser};
+use unicase::UniCase;
+
+pub use incremental::{Block, Incremental};
+pub use sanitize::{image_url, link_url};
+
+use sanitize::Sanitize;
+
+/// Link reference definitions by label: destination and title (first definition wins).
+pub(crate) type Defs = HashMap<UniCase<String>, (String, String)>;
+
+/// A parse of (part of) a text, cut into top-level blocks.
+pub(crate) struct Parsed {
+    /// `(offset of the start of the block's first line, HTML)` of each top-level block.
+    pub blocks: Vec<(usize, String)>,
+    /// `(label, offset of the definition, destination, title)` of the link reference definitions
+    /// found in the text.
+    pub defs: Vec<(UniCase<String>, usize, String, String)>,
+}
+
+/// The extensions enabled: GFM tables, strikethrough and task lists.
+fn options() -> Options {
+    Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS
+}
+
+/// Parses `text` and renders each top-level block on its own. Reference links whose label is not
+/// defined in `text` are resolved from `known` (the definitions earlier in the document).
+pub(crate) fn parse(text: &str, known: &Defs) -> Parsed {
+    let lookup = |link: BrokenLink<'_>| {
+        known
+            .get(&UniCase::new(link.reference.to_string()))
+            .map(|(url, title)| (CowStr::from(url.clone()), CowStr::from(title.clone())))
+    };
+    let callback = (!known.is_empty()).then_some(lookup);
+    let parser = Parser::new_with_broken_link_callback(text, options(), callback);
+    let defs = parser
+        .reference_definitions()
+        .iter()
+        .map(|(label, def)| {
+            let title = def.title.as_deref().unwrap_or("").to_owned();
+            (
+                UniCase::new(label.to_owned()),
+                def.span.start,
+                def.dest.to_string(),
+                title,
+            )
+        })
+        .collect();
+
+    let mut events = parser.into_offset_iter();
+    let mut blocks = Vec::new();
+    while let Some((first, range)) = events.next() {
+        let depth = usize::from(matches!(first, Event::Start(_)));
+        let rest = TopLevelBlock {
+            events: &mut events,
+            depth,
+        };
+        let mut html = String::new();
+        pulldown_cmark::html::push_html(
+            &mut html,
+            Sanitize::new(std::iter::once(first).chain(rest)),
+        );
+        blocks.push((line_start(text, range.start), html));
+    }
+    Parsed { blocks, defs }
+}
+
+/// The rest of a top-level block's events (the first one already taken).
+struct TopLevelBlock<'e, I> {
+    events: &'e mut I,
+    /// Open tags; 0 once the block is complete.
+    depth: usize,
+}
+
+impl<'a, I: Iterator<Item = (Event<'a>, std::ops::Range<usize>)>> Iterator
+    for TopLevelBlock<'_, I>
+{
+    type Item = Event<'a>;
+
+    fn next(&mut self) -> Option<Event<'a>> {
+        if self.depth == 0 {
+            return None;
+        }
+        let (event, _) = self.events.next()?;
+        match event {
+            Event::Start(_) => self.depth += 1,
+            Event::End(_) => self.depth -= 1,
+            _ => {}
+        }
+        Some(event)
+    }
+}
+
+/// The offset of the start of the line holding `offset`.
+pub(crate) fn line_start(text: &str, offset: usize) -> usize {
+    text[..offset].rfind(['\n', '\r']).map_or(0, |i| i + 1)
+}
+
+/// Renders `markdown` to sanitised HTML (see the module documentation for what is kept).
 pub fn render(markdown: &str) -> String {
-    markdown
-        .split("\n\n")
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| format!("<p>{}</p>", escape(p)))
+    parse(markdown, &Defs::new())
+        .blocks
+        .into_iter()
+        .map(|(_, html)| html)
         .collect()
 }
 
-/// Escapes text for HTML.
+/// Keeps the whole renderer in the wasm for `frontend/examples/markdown_size.sh` (feature
+/// `markdown-size-probe`).
+#[cfg(feature = "markdown-size-probe")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn lmck_markdown_probe(markdown: &str) -> String {
+    let mut incremental = Incremental::new();
+    incremental.push(markdown);
+    incremental.html() + &render(markdown) + &escape(markdown)
+}
+
+/// Escapes text for HTML body text and attribute values (`&`, `<`, `>`, `"`, `'`).
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
+    sanitize::escape_into(&mut out, text);
     out
-}
-
-/// Renders a reply as it streams: push deltas, read the HTML.
-#[derive(Debug, Default, Clone)]
-pub struct Incremental {
-    source: String,
-}
-
-impl Incremental {
-    /// An empty renderer.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Appends a delta.
-    pub fn push(&mut self, delta: &str) {
-        self.source.push_str(delta);
-    }
-
-    /// The Markdown so far.
-    pub fn source(&self) -> &str {
-        &self.source
-    }
-
-    /// The HTML of everything pushed so far.
-    pub fn html(&self) -> String {
-        render(&self.source)
-    }
 }

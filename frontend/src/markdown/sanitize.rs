@@ -1,0 +1,323 @@
+//! The sanitising event filter between the parser and pulldown-cmark's HTML writer.
+//!
+//! Everything the model wrote reaches the writer as text, which the writer escapes, except what
+//! this filter builds itself: raw HTML (block and inline) becomes text; links and images are only
+//! emitted (as markup built here) when their URL passes [`link_url`] / [`image_url`], otherwise
+//! their content is shown as plain text; code blocks get the `lmck-code` markup and a copy button;
+//! tables get a scroll wrapper. `Tag::Link` and `Tag::Image` never reach the writer, and neither
+//! does an `Html`/`InlineHtml` event from the parser.
+
+use std::collections::VecDeque;
+use std::iter::Peekable;
+
+use pulldown_cmark::{CodeBlockKind, CowStr, Event, LinkType, Tag, TagEnd};
+use pulldown_cmark_escape::{escape_href, escape_html};
+
+use super::autolink;
+
+/// Opening markup of a code block up to the language class (the UI finds the copy button by its
+/// class and copies the text of the `<code>` next to it).
+pub(crate) const CODE_OPEN: &str = "<div class=\"lmck-codeblock\"><button class=\"lmck-copy\" \
+     type=\"button\" aria-label=\"Copy code\">Copy</button><pre><code class=\"lmck-code";
+
+/// Closing markup of a code block.
+pub(crate) const CODE_CLOSE: &str = "</code></pre></div>\n";
+
+/// Opening markup of a table (a wrapper that scrolls horizontally).
+pub(crate) const TABLE_OPEN: &str = "<div class=\"lmck-table\">";
+
+/// Attributes every emitted link carries.
+const LINK_ATTRS: &str = " rel=\"noopener noreferrer nofollow\" target=\"_blank\">";
+
+/// Wraps a parser's events (one top-level block at a time) so that the HTML writer only ever sees
+/// safe events.
+pub(crate) struct Sanitize<'a, I: Iterator<Item = Event<'a>>> {
+    inner: Peekable<I>,
+    /// Events produced by the previous expansion, returned before reading `inner` again.
+    queued: VecDeque<Event<'a>>,
+    /// For each open `Tag::Link`: whether its opening `<a>` was emitted.
+    links: Vec<bool>,
+    /// Inside a code block (no autolinks there).
+    in_code: bool,
+}
+
+impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
+    pub(crate) fn new(inner: I) -> Self {
+        Self {
+            inner: inner.peekable(),
+            queued: VecDeque::new(),
+            links: Vec::new(),
+            in_code: false,
+        }
+    }
+
+    /// The event to emit for a start tag (`None`: nothing).
+    fn start(&mut self, tag: Tag<'a>) -> Option<Event<'a>> {
+        Some(match tag {
+            Tag::HtmlBlock => Event::Html("<pre class=\"lmck-raw-html\">".into()),
+            Tag::CodeBlock(kind) => {
+                self.in_code = true;
+                Event::Html(code_open(&kind).into())
+            }
+            Tag::Table(alignments) => {
+                self.queued.push_back(Event::Start(Tag::Table(alignments)));
+                Event::Html(TABLE_OPEN.into())
+            }
+            Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                ..
+            } => {
+                let url = if link_type == LinkType::Email {
+                    format!("mailto:{dest_url}")
+                } else {
+                    dest_url.into_string()
+                };
+                match link_url(&url) {
+                    Some(url) => {
+                        self.links.push(true);
+                        let mut html = String::from("<a href=\"");
+                        let _ = escape_href(&mut html, &url);
+                        push_title(&mut html, &title);
+                        html.push_str(LINK_ATTRS);
+                        Event::Html(html.into())
+                    }
+                    None => {
+                        // Refused: the link text stays, as plain text.
+                        self.links.push(false);
+                        return None;
+                    }
+                }
+            }
+            Tag::Image {
+                dest_url, title, ..
+            } => match image_url(&dest_url) {
+                Some(url) => Event::Html(self.image(&url, &title).into()),
+                // Refused: the alt text stays, as plain text.
+                None => return None,
+            },
+            tag => Event::Start(tag),
+        })
+    }
+
+    /// The event to emit for an end tag (`None`: nothing).
+    fn end(&mut self, tag: TagEnd) -> Option<Event<'a>> {
+        Some(match tag {
+            TagEnd::HtmlBlock => Event::Html("</pre>\n".into()),
+            TagEnd::CodeBlock => {
+                self.in_code = false;
+                Event::Html(CODE_CLOSE.into())
+            }
+            TagEnd::Table => {
+                self.queued.push_back(Event::Html("</div>\n".into()));
+                Event::End(TagEnd::Table)
+            }
+            TagEnd::Link => {
+                if self.links.pop().unwrap_or(false) {
+                    Event::Html("</a>".into())
+                } else {
+                    return None;
+                }
+            }
+            // Only refused images get here (an accepted one consumes its end).
+            TagEnd::Image => return None,
+            tag => Event::End(tag),
+        })
+    }
+
+    /// Builds an accepted image, consuming its content (the alt text) up to its end.
+    fn image(&mut self, url: &str, title: &str) -> String {
+        let mut alt = String::new();
+        let mut depth = 0usize;
+        for event in self.inner.by_ref() {
+            match event {
+                Event::Start(_) => depth += 1,
+                Event::End(_) if depth == 0 => break,
+                Event::End(_) => depth -= 1,
+                Event::Text(t) | Event::Code(t) | Event::InlineHtml(t) | Event::Html(t) => {
+                    alt.push_str(&t)
+                }
+                Event::SoftBreak | Event::HardBreak => alt.push(' '),
+                _ => {}
+            }
+        }
+        let mut html = String::from("<img src=\"");
+        let _ = escape_href(&mut html, url);
+        html.push_str("\" alt=\"");
+        let _ = escape_html(&mut html, &alt);
+        push_title(&mut html, title);
+        html.push_str(" loading=\"lazy\" referrerpolicy=\"no-referrer\" />");
+        html
+    }
+}
+
+impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
+    /// Text outside links and code, with its bare URLs made links. The parser may split a text
+    /// run into several events, so the following text events are joined first.
+    fn text(&mut self, first: CowStr<'a>) -> Event<'a> {
+        let mut text = first;
+        if matches!(self.inner.peek(), Some(Event::Text(_))) {
+            let mut joined = text.into_string();
+            while let Some(Event::Text(more)) = self.inner.next_if(|e| matches!(e, Event::Text(_)))
+            {
+                joined.push_str(&more);
+            }
+            text = joined.into();
+        }
+        let urls = autolink::find(&text);
+        if urls.is_empty() {
+            return Event::Text(text);
+        }
+        let mut at = 0;
+        for url in urls {
+            if url.start > at {
+                self.queued
+                    .push_back(Event::Text(text[at..url.start].to_owned().into()));
+            }
+            let mut html = String::from("<a href=\"");
+            let _ = escape_href(&mut html, &text[url.clone()]);
+            html.push('"');
+            html.push_str(LINK_ATTRS);
+            self.queued.push_back(Event::Html(html.into()));
+            self.queued
+                .push_back(Event::Text(text[url.clone()].to_owned().into()));
+            self.queued.push_back(Event::Html("</a>".into()));
+            at = url.end;
+        }
+        if at < text.len() {
+            self.queued
+                .push_back(Event::Text(text[at..].to_owned().into()));
+        }
+        self.queued.pop_front().unwrap_or(Event::Text(text))
+    }
+}
+
+impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Sanitize<'a, I> {
+    type Item = Event<'a>;
+
+    fn next(&mut self) -> Option<Event<'a>> {
+        // A refused link or image yields nothing for its start and end: read on (a loop, not
+        // recursion, however deeply they nest).
+        loop {
+            if let Some(event) = self.queued.pop_front() {
+                return Some(event);
+            }
+            let event = match self.inner.next()? {
+                Event::Text(text) if !self.in_code && self.links.is_empty() => {
+                    Some(self.text(text))
+                }
+                Event::Start(tag) => self.start(tag),
+                Event::End(tag) => self.end(tag),
+                // Raw HTML from the model is shown, never interpreted.
+                Event::Html(html) | Event::InlineHtml(html) => Some(Event::Text(html)),
+                event => Some(event),
+            };
+            if event.is_some() {
+                return event;
+            }
+        }
+    }
+}
+
+/// Ends the `href`/`src` attribute and adds `title` when there is one.
+fn push_title(html: &mut String, title: &str) {
+    html.push('"');
+    if !title.is_empty() {
+        html.push_str(" title=\"");
+        let _ = escape_html(&mut *html, title);
+        html.push('"');
+    }
+}
+
+/// Opening markup of a code block, with the sanitised language of a fenced block.
+fn code_open(kind: &CodeBlockKind<'_>) -> String {
+    let mut html = String::from(CODE_OPEN);
+    if let CodeBlockKind::Fenced(info) = kind {
+        let lang = language(info);
+        if !lang.is_empty() {
+            html.push_str(" language-");
+            html.push_str(&lang);
+            html.push_str("\" data-lang=\"");
+            html.push_str(&lang);
+        }
+    }
+    html.push_str("\">");
+    html
+}
+
+/// The language of a fence's info string, reduced to `[a-z0-9_-]` (at most 32 characters):
+/// the first word (`rust,ignore` → `rust`, `{.python}` → `python`), with `c++`/`c#`/`f#` spelled
+/// `cpp`/`csharp`/`fsharp`.
+pub(crate) fn language(info: &str) -> String {
+    let word = info
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '{' | '}'))
+        .find(|w| !w.is_empty())
+        .unwrap_or("")
+        .trim_start_matches('.')
+        .to_ascii_lowercase();
+    let word = match word.as_str() {
+        "c++" => "cpp",
+        "c#" => "csharp",
+        "f#" => "fsharp",
+        other => other,
+    };
+    word.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+        .take(32)
+        .collect()
+}
+
+/// What a browser makes of a URL attribute before looking at its scheme: ASCII tab and newlines
+/// removed anywhere, C0 controls and spaces trimmed at both ends.
+fn browser_clean(url: &str) -> String {
+    url.chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect::<String>()
+        .trim_matches(|c: char| c <= ' ')
+        .to_owned()
+}
+
+fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
+    s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+}
+
+/// The URL to put in a link's `href`, or `None` when the link must not be a link: only absolute
+/// `http:`, `https:` and `mailto:` URLs pass (no `javascript:`, `data:`, `vbscript:`, relative or
+/// protocol-relative URL). The parser has already decoded entities and backslash escapes.
+pub fn link_url(url: &str) -> Option<String> {
+    let url = browser_clean(url);
+    ["http://", "https://", "mailto:"]
+        .iter()
+        .any(|p| starts_with_ignore_case(&url, p) && url.len() > p.len())
+        .then_some(url)
+}
+
+/// The URL to put in an image's `src`, or `None`: `http:`/`https:` URLs and `data:` URLs of PNG,
+/// JPEG, GIF and WebP images (not SVG, which can carry script).
+pub fn image_url(url: &str) -> Option<String> {
+    let url = browser_clean(url);
+    let web = ["http://", "https://"]
+        .iter()
+        .any(|p| starts_with_ignore_case(&url, p) && url.len() > p.len());
+    let data = ["png", "jpeg", "jpg", "gif", "webp"].iter().any(|kind| {
+        let prefix = format!("data:image/{kind}");
+        starts_with_ignore_case(&url, &prefix)
+            && matches!(url.as_bytes().get(prefix.len()), Some(b';' | b','))
+    });
+    (web || data).then_some(url)
+}
+
+/// Escapes `text` for HTML body text and double- or single-quoted attribute values.
+pub(crate) fn escape_into(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+}
