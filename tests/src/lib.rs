@@ -1,5 +1,6 @@
 //! Shared pieces of the end-to-end tests (and, later, the benchmarks): a mock OpenAI-compatible
 //! upstream that speaks the real wire format, and helpers to serve a `ChatService` on loopback.
 
+pub mod browser;
 pub mod mock_upstream;
 pub mod serve;

@@ -10,6 +10,9 @@
 //! | `cut` | two deltas, then the connection is closed mid-stream |
 //! | `stall` | one delta, then silence |
 //! | `slow` | a delta every 20 ms for 30 s (for disconnect tests) |
+//! | `xss-payload` | Markdown/HTML with script, `onerror`, `javascript:` and `data:` payloads (UI tests) |
+//! | `inline-think` | `<think>…</think>` inline in the content, tags split across chunks |
+//! | `mirror-back` | `Mirror: ` + the last user text (parts joined), to see what reached the model |
 //! | otherwise | `tokens` deltas (default 5) then `stop`, with a usage chunk |
 //!
 //! It counts streams whose body was dropped before finishing — how a test sees that the client
@@ -156,6 +159,38 @@ fn last_user_text(body: &Value) -> String {
     }
 }
 
+/// Payloads a model reply may carry that must never execute in the UI.
+pub const XSS_REPLY: &str = "Payloads: <script>window.__xss = 1</script> <img src=x onerror=\"window.__xss = 2\"> \
+<svg onload=\"window.__xss = 3\"></svg> [click](javascript:window.__xss=4) \
+[data](data:text/html,<script>window.__xss=5</script>) <a href=\"javascript:window.__xss=6\">raw</a> \
+<iframe src=\"javascript:window.__xss=7\"></iframe> ![img](x\" onerror=\"window.__xss=8) end-of-payloads";
+
+/// The replies of the UI-test triggers, as content deltas.
+fn ui_trigger(text: &str) -> Option<Vec<String>> {
+    if text.contains("xss-payload") {
+        let chars: Vec<char> = XSS_REPLY.chars().collect();
+        return Some(chars.chunks(7).map(|c| c.iter().collect()).collect());
+    }
+    if text.contains("inline-think") {
+        return Some(
+            [
+                "<thi",
+                "nk>Pondering",
+                " deeply</th",
+                "ink>The answer",
+                " is 42.",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+    }
+    if text.contains("mirror-back") {
+        let echo: String = text.chars().take(400).collect();
+        return Some(vec!["Mirror: ".into(), echo]);
+    }
+    None
+}
+
 enum Step {
     Send(String),
     Wait(Duration),
@@ -170,7 +205,12 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
         .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
     let usage = "data: {\"id\":\"chatcmpl-mock\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":5,\"total_tokens\":16}}\n\n";
     let mut steps = Vec::new();
-    if text.contains("fail500") {
+    if let Some(parts) = ui_trigger(&text) {
+        for p in parts {
+            steps.push(Step::Send(chunk(json!({"content": p}), None)));
+        }
+        steps.push(Step::Send(chunk(json!({}), Some("stop"))));
+    } else if text.contains("fail500") {
         return json_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             json!({"error": {"message": "mock exploded", "type": "server_error"}}),
