@@ -145,26 +145,51 @@ pub async fn save(store: Store, chat: Chat) {
     refresh_list(store).await;
 }
 
+/// How a 409 is resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergePlan {
+    /// Both sides only appended to the base: put these local messages (indices) after the
+    /// stored copy's.
+    Reapply(Vec<usize>),
+    /// This tab edited history: keep its copy as a new conversation.
+    ConflictCopy,
+}
+
+/// Decides how to merge after a 409, from message ids: `base` as of this tab's last save,
+/// `local` now, `server` in the stored copy.
+pub fn merge_plan(base: &[String], local: &[String], server: &[String]) -> MergePlan {
+    if local.starts_with(base) && server.starts_with(base) {
+        MergePlan::Reapply(
+            (base.len()..local.len())
+                .filter(|&i| !server.contains(&local[i]))
+                .collect(),
+        )
+    } else {
+        MergePlan::ConflictCopy
+    }
+}
+
 /// Merges this tab's chat with the stored copy after a 409 (see the module docs).
 fn resolve_conflict(store: Store, chat: &Chat, server: StoredConversation) {
     let base = chat.sync.lock().unwrap().base_ids.clone();
-    let local_ids: Vec<String> = chat
-        .messages
-        .with_untracked(|ms| ms.iter().map(|m| m.key.clone()).collect());
+    // Compare what is saved (substantial messages); a bubble still streaming stays at the end.
+    let all = chat.messages.get_untracked();
+    let subs: Vec<&UiMessage> = all.iter().filter(|m| m.is_substantial()).collect();
+    let tail: Vec<UiMessage> = all
+        .iter()
+        .rev()
+        .take_while(|m| !m.is_substantial())
+        .cloned()
+        .collect();
+    let local_ids: Vec<String> = subs.iter().map(|m| m.key.clone()).collect();
     let server_ids: Vec<String> = server
         .messages
         .iter()
         .filter_map(|m| m.id.clone())
         .collect();
-    let only_appended = local_ids.starts_with(&base) && server_ids.starts_with(&base);
-    if only_appended {
-        let appended: Vec<UiMessage> = chat.messages.with_untracked(|ms| {
-            ms[base.len()..]
-                .iter()
-                .filter(|m| !server_ids.contains(&m.key))
-                .cloned()
-                .collect()
-        });
+    if let MergePlan::Reapply(keep) = merge_plan(&base, &local_ids, &server_ids) {
+        let mut appended: Vec<UiMessage> = keep.iter().map(|&i| subs[i].clone()).collect();
+        appended.extend(tail.into_iter().rev());
         let rebuilt = Chat::from_stored(server.clone());
         let mut merged = rebuilt.messages.get_untracked();
         merged.extend(appended);
@@ -274,4 +299,40 @@ pub async fn import(store: Store, json: &str) -> Result<usize, String> {
     }
     refresh_list(store).await;
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(s: &[&str]) -> Vec<String> {
+        s.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn appends_on_both_sides_are_reapplied() {
+        let plan = merge_plan(
+            &ids(&["a", "b"]),
+            &ids(&["a", "b", "u", "r"]),
+            &ids(&["a", "b", "x"]),
+        );
+        assert_eq!(plan, MergePlan::Reapply(vec![2, 3]));
+        // A message the server already has is not duplicated.
+        let plan = merge_plan(&ids(&["a"]), &ids(&["a", "u"]), &ids(&["a", "u", "x"]));
+        assert_eq!(plan, MergePlan::Reapply(vec![]));
+    }
+
+    #[test]
+    fn edits_keep_a_conflict_copy() {
+        // This tab truncated (edit and resend) after its last save.
+        assert_eq!(
+            merge_plan(&ids(&["a", "b"]), &ids(&["a", "c"]), &ids(&["a", "b", "x"])),
+            MergePlan::ConflictCopy
+        );
+        // The other side rewrote history.
+        assert_eq!(
+            merge_plan(&ids(&["a", "b"]), &ids(&["a", "b", "u"]), &ids(&["a", "z"])),
+            MergePlan::ConflictCopy
+        );
+    }
 }

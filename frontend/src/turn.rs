@@ -4,7 +4,8 @@
 //! other, append their results (or the deny message) and post the next turn. Stop aborts the
 //! fetch and keeps the partial reply.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -45,6 +46,7 @@ pub fn send(store: Store, chat: Chat, content: Content) {
         }
     }
     chat.push(UiMessage::new(m));
+    persist(store, &chat);
     spawn_local(run(store, chat));
 }
 
@@ -155,19 +157,29 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
     let signal = ctrl.as_ref().map(|c| c.signal());
     ABORT.with(|a| *a.borrow_mut() = ctrl);
     let mut splitter = ThinkSplitter::new();
-    let mut inc = Incremental::new();
+    // The rendered HTML is updated at most once per animation frame, however many deltas came.
+    let inc = Rc::new(RefCell::new(Incremental::new()));
+    let scheduled = Rc::new(Cell::new(false));
     let mut failed = None;
-    let apply = |pieces: Vec<Piece>, inc: &mut Incremental| {
+    let apply = |pieces: Vec<Piece>| {
         for p in pieces {
             match p {
                 Piece::Text(t) => {
-                    inc.push(&t);
+                    inc.borrow_mut().push(&t);
                     ui.data.update(|d| {
                         if let Content::Text(s) = &mut d.content {
                             s.push_str(&t);
                         }
                     });
-                    ui.html.set(inc.html());
+                    if !scheduled.replace(true) {
+                        let (inc, scheduled, html) =
+                            (inc.clone(), scheduled.clone(), ui.html.clone());
+                        request_animation_frame(move || {
+                            if scheduled.replace(false) {
+                                html.set(inc.borrow().html());
+                            }
+                        });
+                    }
                 }
                 Piece::Think(t) => ui
                     .data
@@ -182,7 +194,7 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
                 return;
             };
             match ev {
-                Event::Delta { delta } => apply(splitter.push(&delta), &mut inc),
+                Event::Delta { delta } => apply(splitter.push(&delta)),
                 Event::Reasoning { reasoning } => ui
                     .data
                     .update(|d| d.thinking.get_or_insert_default().push_str(&reasoning)),
@@ -207,7 +219,9 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
             }
         })
         .await;
-    apply(splitter.finish(), &mut inc);
+    apply(splitter.finish());
+    scheduled.set(false);
+    ui.html.set(inc.borrow().html());
     ABORT.with(|a| a.borrow_mut().take());
     ui.streaming.set(false);
     match res {

@@ -454,3 +454,74 @@ async fn narrow_layout_uses_a_drawer() {
     b.wait_js("the drawer to open", "const r = document.querySelector('.lmck-sidebar').getBoundingClientRect(); return r.left >= -1 && r.right > 100;").await;
     b.screenshot("13-narrow-drawer").await;
 }
+
+#[tokio::test]
+async fn a_stale_save_reapplies_the_new_messages_on_top_of_the_stored_copy() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("slow conflict test").await;
+    b.wait_text(".lmck-assistant .lmck-md", "t3").await;
+    wait_saved(&env, 1).await;
+    // Another client appends a message meanwhile (this tab is busy, so it does not reload).
+    let http = reqwest::Client::new();
+    let list: Value = http
+        .get(env.server.url("/chat/api/conversations"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+    let url = env.server.url(&format!("/chat/api/conversations/{id}"));
+    let mut conv: Value = http.get(&url).send().await.unwrap().json().await.unwrap();
+    conv["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"id": "ext-1", "role": "user", "content": "from elsewhere"}));
+    let res = http.put(&url).json(&conv).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    b.click(".lmck-stop").await;
+    idle(b).await;
+    // This tab's save got a 409 and re-applied its reply on top of the stored copy.
+    let mut roles = Vec::new();
+    for _ in 0..100 {
+        let conv: Value = http.get(&url).send().await.unwrap().json().await.unwrap();
+        roles = conv["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap().to_owned(),
+                    m["content"].to_string(),
+                )
+            })
+            .collect::<Vec<_>>();
+        if roles.len() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(roles.len(), 3, "{roles:?}");
+    assert_eq!(roles[0].0, "user");
+    assert!(roles[1].1.contains("from elsewhere"), "{roles:?}");
+    assert_eq!(roles[2].0, "assistant");
+    assert!(roles[2].1.contains("t3"), "{roles:?}");
+    b.wait_text(".lmck-user", "from elsewhere").await;
+    let list: Value = http
+        .get(env.server.url("/chat/api/conversations"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        list.as_array().unwrap().len(),
+        1,
+        "no conflict copy was needed"
+    );
+}
