@@ -240,6 +240,12 @@ pub async fn open(store: Store, id: String) {
     store.chat.set(Some(Chat::from_stored(conv)));
     store.sidebar_open.set(false);
     store.focus();
+    if crate::bench::enabled() {
+        // After the render this set off: the time to interactive of an opened conversation.
+        leptos::prelude::request_animation_frame(|| {
+            crate::bench::record("open", crate::bench::now())
+        });
+    }
 }
 
 /// Re-reads the open chat after another tab saved it (skipped while this tab is busy or waits for

@@ -16,6 +16,7 @@
 
 pub mod actions;
 pub mod api;
+pub mod bench;
 pub mod commands;
 pub mod components;
 pub mod history;

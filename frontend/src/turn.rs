@@ -14,6 +14,7 @@ use lmchatkit_protocol::{
 };
 
 use crate::api::ApiError;
+use crate::bench;
 use crate::history::persist;
 use crate::markdown::Incremental;
 use crate::state::{Chat, Store, UiMessage, deny_message, now_ms};
@@ -176,7 +177,9 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
                             (inc.clone(), scheduled.clone(), ui.html.clone());
                         request_animation_frame(move || {
                             if scheduled.replace(false) {
+                                let t0 = bench::now();
                                 html.set(inc.borrow().html());
+                                bench::record("frame", bench::now() - t0);
                             }
                         });
                     }
@@ -190,6 +193,7 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
     let res = store
         .api()
         .chat_stream(&req, signal.as_ref(), |frame| {
+            let t0 = bench::now();
             let Ok(ev) = serde_json::from_str::<Event>(&frame.data) else {
                 return;
             };
@@ -217,6 +221,7 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
                 Event::Done { usage, .. } => ui.data.update(|d| d.usage = usage),
                 Event::Error { error } => failed = Some(error),
             }
+            bench::record("delta", bench::now() - t0);
         })
         .await;
     apply(splitter.finish());

@@ -20,17 +20,41 @@ pub const EXPECT_BROWSER: &str = "LMCHATKIT_EXPECT_BROWSER";
 /// How long the helpers wait for the page by default.
 pub const WAIT: Duration = Duration::from_secs(20);
 
-/// A WebDriver session on headless Chromium; kills chromedriver when dropped.
+/// A WebDriver session on headless Chromium. Dropping it kills chromedriver and the Chromium
+/// processes of this session (found by the session's own profile directory, never by name) and
+/// removes that directory.
 pub struct Browser {
     /// The WebDriver client.
     pub client: Client,
     driver: Child,
+    profile: PathBuf,
 }
 
 impl Drop for Browser {
     fn drop(&mut self) {
         let _ = self.driver.kill();
         let _ = self.driver.wait();
+        kill_profile_processes(&self.profile);
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// Kills the processes whose command line names `profile` (this session's Chromium).
+fn kill_profile_processes(profile: &std::path::Path) {
+    let needle = profile.to_string_lossy().into_owned();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmdline).contains(&needle) && pid != std::process::id() {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        }
     }
 }
 
@@ -79,12 +103,14 @@ pub async fn launch() -> Option<Browser> {
         .spawn()
         .expect("start chromedriver");
     let mut browser_guard = DriverGuard(Some(child));
+    let profile = std::env::temp_dir().join(format!("lmck-chromium-{}-{port}", std::process::id()));
     let caps = json!({
         "goog:chromeOptions": {
             "binary": chromium,
             "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                     "--no-first-run", "--window-size=1200,900"],
+                     "--no-first-run", "--window-size=1200,900",
+                     format!("--user-data-dir={}", profile.display())],
         }
     });
     let Value::Object(caps) = caps else {
@@ -107,6 +133,7 @@ pub async fn launch() -> Option<Browser> {
     Some(Browser {
         client,
         driver: browser_guard.0.take().unwrap(),
+        profile,
     })
 }
 
