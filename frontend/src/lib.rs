@@ -62,7 +62,11 @@ pub fn start() {
         Some(element) => {
             // Full-page mode (the service's page: the mount element sits directly in <body>):
             // the UI fills the viewport, so drop the browser's default body margin.
-            if let Some(body) = element.parent_element().filter(|p| p.tag_name() == "BODY") {
+            let floating = element.get_attribute("data-mode").as_deref() == Some("floating");
+            if let Some(body) = element
+                .parent_element()
+                .filter(|p| p.tag_name() == "BODY" && !floating)
+            {
                 let _ = body
                     .unchecked_ref::<web_sys::HtmlElement>()
                     .style()
@@ -73,10 +77,11 @@ pub fn start() {
                 .unwrap_or_else(|| DEFAULT_PREFIX.to_owned());
             match element.dyn_into::<web_sys::HtmlElement>() {
                 Ok(element) => {
-                    leptos::mount::mount_to(element, move || view! { <App prefix /> }).forget()
+                    leptos::mount::mount_to(element, move || view! { <App prefix floating /> })
+                        .forget()
                 }
                 // e.g. an SVG element carrying the attribute: fall back to the body.
-                Err(_) => leptos::mount::mount_to_body(move || view! { <App prefix /> }),
+                Err(_) => leptos::mount::mount_to_body(move || view! { <App prefix floating /> }),
             }
         }
         None => leptos::mount::mount_to_body(|| view! { <App prefix=DEFAULT_PREFIX /> }),
@@ -154,7 +159,14 @@ fn apply_initial_setup(store: Store) {
 
 /// The whole UI, talking to the service mounted at `prefix`.
 #[component]
-pub fn App(#[prop(into)] prefix: String) -> impl IntoView {
+pub fn App(
+    #[prop(into)] prefix: String,
+    /// Floating-window mode (`data-mode="floating"` on the mount element): a launcher button in
+    /// the corner opens the chat in a window over the host page.
+    #[prop(optional)]
+    floating: bool,
+) -> impl IntoView {
+    let window_open = RwSignal::new(!floating);
     let store = Store::new(&prefix);
     provide_context(store);
     let ready = RwSignal::new(false);
@@ -223,7 +235,12 @@ pub fn App(#[prop(into)] prefix: String) -> impl IntoView {
         })
     };
     view! {
-        <div class="lmck-app" class:lmck-dark=move || store.theme.get() == Theme::Dark
+        {floating.then(|| view! {
+            <button class="lmck-launcher" aria-label="Open the chat" aria-expanded=move || window_open.get().to_string()
+                on:click=move |_| window_open.update(|o| *o = !*o)>{move || if window_open.get() { "✕" } else { "Chat" }}</button>
+        })}
+        <div class="lmck-app" class:lmck-floating=floating class:lmck-closed=move || !window_open.get()
+            class:lmck-dark=move || store.theme.get() == Theme::Dark
             class:lmck-light=move || store.theme.get() == Theme::Light>
             <Sidebar />
             <Show when=move || store.sidebar_open.get()>

@@ -56,10 +56,13 @@ impl Host for TestHost {
         ToolSource::Unscoped
     }
     async fn list_prompts(&self, _: &RequestContext) -> Result<Vec<Prompt>, HostError> {
+        let greet = json!({"name": "greet", "description": "Greets someone",
+            "arguments": [{"name": "who", "required": true}]});
+        let pair = json!({"name": "pair", "description": "Two arguments",
+            "arguments": [{"name": "first", "required": true}, {"name": "second"}]});
         Ok(vec![
-            serde_json::from_value(json!({"name": "greet", "description": "Greets someone",
-            "arguments": [{"name": "who", "required": true}]}))
-            .unwrap(),
+            serde_json::from_value(greet).unwrap(),
+            serde_json::from_value(pair).unwrap(),
         ])
     }
     async fn get_prompt(
@@ -68,12 +71,15 @@ impl Host for TestHost {
         _: &str,
         args: BTreeMap<String, String>,
     ) -> Result<PromptResult, HostError> {
-        let who = args.get("who").cloned().unwrap_or_default();
+        let content = match args.get("who") {
+            Some(who) => format!("mirror-back greeting for {who}"),
+            None => format!("mirror-back pair {args:?}"),
+        };
         Ok(PromptResult {
             description: None,
             messages: vec![PromptMessage {
                 role: Role::User,
-                content: format!("mirror-back greeting for {who}"),
+                content,
             }],
         })
     }
@@ -101,13 +107,20 @@ struct Env {
 }
 
 async fn setup() -> Option<Env> {
+    setup_with(true).await
+}
+
+/// `server_history`: a memory store (server mode), else none (this tab's sessionStorage).
+async fn setup_with(server_history: bool) -> Option<Env> {
     let mock = MockUpstream::start().await;
     let backend = OpenAiBackend::new(OpenAiConfig::new(mock.base_url()).with_api_key("sk-test"));
-    let config = Config::builder(TestHost(backend))
-        .history(MemoryStore::new())
+    let mut builder = Config::builder(TestHost(backend))
         .events(true)
-        .build()
-        .unwrap();
+        .file_upload(true);
+    if server_history {
+        builder = builder.history(MemoryStore::new());
+    }
+    let config = builder.build().unwrap();
     let server = serve(ChatService::new(config)).await;
     let loader = reqwest::get(server.url("/chat/assets/lmchatkit.js"))
         .await
@@ -524,4 +537,120 @@ async fn a_stale_save_reapplies_the_new_messages_on_top_of_the_stored_copy() {
         1,
         "no conflict copy was needed"
     );
+}
+
+#[tokio::test]
+async fn dropped_text_file_is_uploaded_and_sent_as_utf8() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.wait_for(".lmck-attach").await;
+    b.js("const dt = new DataTransfer(); dt.items.add(new File(['kiwi \\u2713 \\u00fcn\\u00efcode'], 'notes.txt', {type: 'text/plain'})); \
+          document.querySelector('.lmck-input').dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true})); return true;").await;
+    b.wait_text(".lmck-chips .lmck-chip-name", "notes.txt")
+        .await;
+    b.screenshot("14-attachment").await;
+    b.send_message("mirror-back the file").await;
+    b.wait_text(".lmck-assistant .lmck-md", "File notes.txt:")
+        .await;
+    b.wait_text(
+        ".lmck-assistant .lmck-md",
+        "kiwi \u{2713} \u{fc}n\u{ef}code",
+    )
+    .await;
+    assert!(
+        b.texts(".lmck-chips").await.is_empty(),
+        "the chips are cleared after sending"
+    );
+}
+
+#[tokio::test]
+async fn edit_and_resend_then_regenerate() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("mirror-back first").await;
+    b.wait_text(".lmck-assistant .lmck-md", "Mirror: mirror-back first")
+        .await;
+    idle(b).await;
+    b.click(".lmck-user .lmck-icon-btn").await;
+    let edit = b.wait_for(".lmck-edit").await;
+    edit.clear().await.unwrap();
+    edit.send_keys("mirror-back second").await.unwrap();
+    edit.send_keys("\u{E007}").await.unwrap();
+    b.wait_text(".lmck-assistant .lmck-md", "Mirror: mirror-back second")
+        .await;
+    idle(b).await;
+    assert_eq!(
+        b.texts(".lmck-user .lmck-user-text").await,
+        "mirror-back second"
+    );
+    assert!(!b.texts(".lmck-assistant .lmck-md").await.contains("first"));
+    let before = env.mock.observed.requests.lock().unwrap().len();
+    b.click(".lmck-regenerate").await;
+    b.wait_js("a new request", "return true;").await;
+    for _ in 0..100 {
+        if env.mock.observed.requests.lock().unwrap().len() > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(env.mock.observed.requests.lock().unwrap().len(), before + 1);
+    idle(b).await;
+    assert_eq!(
+        b.js("return document.querySelectorAll('.lmck-assistant').length;")
+            .await,
+        json!(1)
+    );
+    b.wait_text(".lmck-assistant .lmck-md", "Mirror: mirror-back second")
+        .await;
+}
+
+#[tokio::test]
+async fn browser_mode_keeps_history_in_session_storage() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_with(false).await else {
+        return;
+    };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("kept in this tab").await;
+    b.wait_text(".lmck-assistant .lmck-md", "Hello from the mock model.")
+        .await;
+    idle(b).await;
+    b.wait_text(".lmck-conv", "kept in this tab").await;
+    b.client.refresh().await.unwrap();
+    b.wait_text(".lmck-user", "kept in this tab").await;
+    b.wait_text(".lmck-assistant .lmck-md", "Hello from the mock model.")
+        .await;
+    let stored = b
+        .js("return sessionStorage.getItem('lmchatkit:conversations');")
+        .await;
+    assert!(stored.as_str().unwrap().contains("kept in this tab"));
+}
+
+#[tokio::test]
+async fn prompt_with_several_arguments_opens_a_form() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    let input = b.wait_for(".lmck-input").await;
+    input.send_keys("/pa").await.unwrap();
+    b.wait_text(".lmck-menu", "/pair").await;
+    input.send_keys("\u{E007}").await.unwrap();
+    let first = b.wait_for(".lmck-prompt-form input[name=first]").await;
+    first.send_keys("one two").await.unwrap();
+    b.wait_for(".lmck-prompt-form input[name=second]")
+        .await
+        .send_keys("three")
+        .await
+        .unwrap();
+    b.screenshot("15-prompt-form").await;
+    b.click(".lmck-prompt-form button[type=submit]").await;
+    b.wait_text(".lmck-user", "/pair first=\"one two\" second=\"three\"")
+        .await;
+    idle(b).await;
 }

@@ -8,12 +8,14 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::actions::submit;
+use crate::commands::SlashKind;
 use crate::components::attachments::{Attachments, upload, uploads_enabled};
-use crate::components::menus::{Menu, MenuItem, items_for};
+use crate::components::menus::{Menu, MenuItem, PromptForm, items_for};
 use crate::components::store;
 use crate::history::{session_get, session_set};
 use crate::input_history::InputHistory;
 use crate::turn;
+use lmchatkit_protocol::Prompt;
 
 const HISTORY_KEY: &str = "lmchatkit:inputHistory";
 
@@ -29,6 +31,7 @@ pub fn Composer() -> impl IntoView {
             .unwrap_or_default(),
     ));
     let selected = RwSignal::new(0usize);
+    let prompt_form = RwSignal::new(None::<Prompt>);
     let dismissed = RwSignal::new(false);
     let items = Signal::derive(move || {
         if dismissed.get() {
@@ -75,7 +78,12 @@ pub fn Composer() -> impl IntoView {
     let pick = Callback::new(move |item: MenuItem| {
         match item {
             MenuItem::Slash(s) => {
-                if s.takes_arguments() {
+                if let SlashKind::Prompt(p) = &s.kind
+                    && p.arguments.len() > 1
+                {
+                    store.draft.set(String::new());
+                    prompt_form.set(Some(p.clone()));
+                } else if s.takes_arguments() {
                     store.draft.set(format!("/{} ", s.name));
                 } else {
                     store.draft.set(format!("/{}", s.name));
@@ -193,6 +201,16 @@ pub fn Composer() -> impl IntoView {
     view! {
         <div class="lmck-composer">
             <Menu items selected on_pick=pick />
+            {move || prompt_form.get().map(|p| view! {
+                <PromptForm prompt=p on_done=Callback::new(move |line: Option<String>| {
+                    prompt_form.set(None);
+                    if let Some(line) = line {
+                        store.draft.set(line);
+                        send();
+                    }
+                    store.focus();
+                }) />
+            })}
             <Attachments />
             <div class="lmck-composer-row">
                 <Show when=move || uploads_enabled(store)>

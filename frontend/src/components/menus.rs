@@ -8,6 +8,7 @@ use crate::commands::{
     SlashItem, SlashKind, at_query, resource_insert, resource_matches, slash_matches,
 };
 use crate::state::Store;
+use lmchatkit_protocol::Prompt;
 
 /// One entry of either menu.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,5 +78,69 @@ pub fn Menu(
                 }).collect_view()}
             </ul>
         </Show>
+    }
+}
+
+/// Quotes a prompt argument value for a `/name key="value"` line.
+pub fn quote_arg(v: &str) -> String {
+    if v.contains('"') {
+        format!("'{v}'")
+    } else {
+        format!("\"{v}\"")
+    }
+}
+
+/// A small form for an MCP prompt with several arguments; `on_done` gets the `/name k="v"` line,
+/// or `None` when cancelled.
+#[component]
+pub fn PromptForm(prompt: Prompt, on_done: Callback<Option<String>>) -> impl IntoView {
+    let values = RwSignal::new(vec![String::new(); prompt.arguments.len()]);
+    let args = prompt.arguments.clone();
+    let name = prompt.name.clone();
+    let missing = {
+        let args = args.clone();
+        move || {
+            values.with(|v| {
+                args.iter()
+                    .zip(v)
+                    .any(|(a, v)| a.required && v.trim().is_empty())
+            })
+        }
+    };
+    let submit = {
+        let (args, name, missing) = (args.clone(), name.clone(), missing.clone());
+        move || {
+            if missing() {
+                return;
+            }
+            let mut line = format!("/{name}");
+            values.with_untracked(|v| {
+                for (a, v) in args.iter().zip(v) {
+                    if !v.trim().is_empty() {
+                        line.push_str(&format!(" {}={}", a.name, quote_arg(v.trim())));
+                    }
+                }
+            });
+            on_done.run(Some(line));
+        }
+    };
+    let submit2 = submit.clone();
+    view! {
+        <form class="lmck-prompt-form" aria-label=format!("Arguments of /{}", prompt.name)
+            on:submit=move |ev| { ev.prevent_default(); submit(); }
+            on:keydown=move |ev: leptos::ev::KeyboardEvent| if ev.key() == "Escape" { on_done.run(None) }>
+            <div class="lmck-info-title">{format!("/{}", prompt.name)}</div>
+            {args.iter().enumerate().map(|(i, a)| view! {
+                <label class="lmck-label">{format!("{}{}", a.name, if a.required { " *" } else { "" })}
+                    <input class="lmck-field" name=a.name.clone() placeholder=a.description.clone().unwrap_or_default()
+                        on:input=move |ev| values.update(|v| v[i] = event_target_value(&ev)) />
+                </label>
+            }).collect_view()}
+            <div class="lmck-row">
+                <button type="submit" class="lmck-btn lmck-primary" disabled=move || missing()
+                    on:click=move |ev| { ev.prevent_default(); submit2(); }>"Send"</button>
+                <button type="button" class="lmck-btn" on:click=move |_| on_done.run(None)>"Cancel"</button>
+            </div>
+        </form>
     }
 }
