@@ -6,6 +6,8 @@
 //! so there a missing browser fails the run. Screenshots go to `$CARGO_TARGET_DIR/ui-screenshots/`
 //! (default `target/ui-screenshots/`).
 
+pub mod app;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

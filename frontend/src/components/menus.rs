@@ -137,7 +137,7 @@ pub fn PromptForm(prompt: Prompt, on_done: Callback<Option<String>>) -> impl Int
                 </label>
             }).collect_view()}
             <div class="lmck-row">
-                <button type="submit" class="lmck-btn lmck-primary" disabled=move || missing()
+                <button type="submit" class="lmck-btn lmck-primary" disabled=missing
                     on:click=move |ev| { ev.prevent_default(); submit2(); }>"Send"</button>
                 <button type="button" class="lmck-btn" on:click=move |_| on_done.run(None)>"Cancel"</button>
             </div>
