@@ -22,6 +22,7 @@ pub mod components;
 pub mod history;
 pub mod input_history;
 pub mod markdown;
+pub mod params;
 pub mod sse;
 pub mod state;
 pub mod sync;

@@ -53,7 +53,10 @@ pub fn Composer() -> impl IntoView {
             let el: &web_sys::HtmlElement = &el;
             let style = el.style();
             let _ = style.set_property("height", "auto");
-            let _ = style.set_property("height", &format!("{}px", el.scroll_height().min(160)));
+            // border-box: the height includes the 2 px of borders scrollHeight leaves out.
+            let h = el.scroll_height() + 2;
+            let _ = style.set_property("height", &format!("{}px", h.min(160)));
+            let _ = style.set_property("overflow-y", if h > 160 { "auto" } else { "hidden" });
         }
     });
     Effect::new(move |_| {

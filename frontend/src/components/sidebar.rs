@@ -112,7 +112,8 @@ pub fn Sidebar() -> impl IntoView {
         });
     };
     view! {
-        <nav class="lmck-sidebar" class:lmck-open=move || store.sidebar_open.get() aria-label="Conversations">
+        <nav class="lmck-sidebar" class:lmck-open=move || store.sidebar_open.get() aria-label="Conversations"
+            on:keydown=move |ev: leptos::ev::KeyboardEvent| if ev.key() == "Escape" { store.sidebar_open.set(false) }>
             <button class="lmck-btn lmck-primary lmck-new" on:click=move |_| {
                 store.chat.set(None); history::remember_current(None); store.sidebar_open.set(false);
             }>"+ New chat"</button>
