@@ -1,6 +1,7 @@
 //! More of the chat UI in headless Chromium (see `ui_chat.rs`): a stale save resolved by
 //! re-applying the new messages (409), uploads by drop, edit-and-resend and regenerate, browser-mode
-//! history in sessionStorage, and the argument form of a multi-argument MCP prompt.
+//! history in sessionStorage, the argument form of a multi-argument MCP prompt, and an upstream
+//! error shown in the bubble with Retry.
 //!
 //! Skipped (with a message) only when Chromium is absent and `LMCHATKIT_EXPECT_BROWSER` is unset.
 
@@ -196,4 +197,38 @@ async fn prompt_with_several_arguments_opens_a_form() {
     b.wait_text(".lmck-user", "/pair first=\"one two\" second=\"three\"")
         .await;
     idle(b).await;
+}
+
+#[tokio::test]
+async fn an_upstream_error_shows_in_the_bubble_with_retry() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("please fail500").await;
+    let err = b.wait_text(".lmck-msg-error", "mock exploded").await;
+    assert!(!err.is_empty());
+    idle(b).await;
+    b.screenshot("16-error").await;
+    let before = env.mock.observed.requests.lock().unwrap().len();
+    b.click(".lmck-retry").await;
+    for _ in 0..100 {
+        if env.mock.observed.requests.lock().unwrap().len() > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        env.mock.observed.requests.lock().unwrap().len(),
+        before + 1,
+        "Retry posts again"
+    );
+    b.wait_text(".lmck-msg-error", "mock exploded").await;
+    idle(b).await;
+    // The failed bubble was replaced, not stacked.
+    assert_eq!(
+        b.js("return document.querySelectorAll('.lmck-assistant').length;")
+            .await,
+        json!(1)
+    );
 }
