@@ -169,6 +169,7 @@ pub fn App(
 ) -> impl IntoView {
     let window_open = RwSignal::new(!floating);
     let store = Store::new(&prefix);
+    store.theme.set(crate::components::settings::load_theme());
     provide_context(store);
     let ready = RwSignal::new(false);
     spawn_local(async move {

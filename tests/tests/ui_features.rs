@@ -232,3 +232,51 @@ async fn an_upstream_error_shows_in_the_bubble_with_retry() {
         json!(1)
     );
 }
+
+#[tokio::test]
+async fn keyboard_picker_and_dark_theme() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    b.wait_js(
+        "the pickers",
+        "return document.querySelectorAll('.lmck-combo-input').length === 2;",
+    )
+    .await;
+    let model = b
+        .client
+        .find_all(fantoccini::Locator::Css(".lmck-combo-input"))
+        .await
+        .unwrap()
+        .remove(1);
+    model.click().await.unwrap();
+    model.send_keys("large").await.unwrap();
+    b.wait_text(".lmck-combo-list", "mock-large").await;
+    model.send_keys("\u{E007}").await.unwrap();
+    b.js("document.activeElement.blur(); return true;").await;
+    b.wait_js(
+        "mock-large chosen",
+        "return document.querySelectorAll('.lmck-combo-input')[1].value === 'mock-large';",
+    )
+    .await;
+    b.click("button.lmck-start").await;
+    b.send_message("hello large").await;
+    b.wait_text(".lmck-assistant .lmck-md", "Hello from the mock model.")
+        .await;
+    idle(b).await;
+    let reqs = env.mock.observed.requests.lock().unwrap().clone();
+    assert_eq!(reqs.last().unwrap()["model"], "mock-large");
+    // System → light → dark.
+    b.click(".lmck-theme").await;
+    b.click(".lmck-theme").await;
+    b.wait_js(
+        "dark theme",
+        "return document.querySelector('.lmck-app').classList.contains('lmck-dark');",
+    )
+    .await;
+    let bg = b
+        .js("return getComputedStyle(document.querySelector('.lmck-app')).backgroundColor;")
+        .await;
+    assert_eq!(bg, json!("rgb(13, 17, 23)"));
+    b.screenshot("17-dark").await;
+}

@@ -149,8 +149,40 @@ pub fn ThemeToggle() -> impl IntoView {
     };
     view! {
         <button class="lmck-icon-btn lmck-theme" aria-label="Toggle theme" title="Theme"
-            on:click=move |_| store.theme.update(|t| *t = match t { Theme::System => Theme::Light, Theme::Light => Theme::Dark, Theme::Dark => Theme::System })>
+            on:click=move |_| {
+                store.theme.update(|t| *t = match t { Theme::System => Theme::Light, Theme::Light => Theme::Dark, Theme::Dark => Theme::System });
+                save_theme(store.theme.get_untracked());
+            }>
             {label}
         </button>
+    }
+}
+
+const THEME_KEY: &str = "lmchatkit:theme";
+
+fn local() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
+}
+
+fn save_theme(t: Theme) {
+    if let Some(s) = local() {
+        let v = match t {
+            Theme::System => "system",
+            Theme::Light => "light",
+            Theme::Dark => "dark",
+        };
+        let _ = s.set_item(THEME_KEY, v);
+    }
+}
+
+/// The theme chosen earlier in this browser (localStorage), else following the system.
+pub fn load_theme() -> Theme {
+    match local()
+        .and_then(|s| s.get_item(THEME_KEY).ok().flatten())
+        .as_deref()
+    {
+        Some("light") => Theme::Light,
+        Some("dark") => Theme::Dark,
+        _ => Theme::System,
     }
 }
