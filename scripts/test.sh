@@ -8,6 +8,7 @@ JOBS=${JOBS:-2}
 
 ./scripts/setup.sh
 ./scripts/setup-test.sh
+./scripts/setup-browser.sh && export LMCHATKIT_EXPECT_BROWSER=1
 ./scripts/build-ui.sh
 
 echo "== fmt";     cargo fmt --all -- --check

@@ -1,11 +1,31 @@
-//! Typed client for the service's HTTP API. For now only the two reads the placeholder UI needs;
-//! the UI issue adds the rest (chat SSE reader, tools, history…).
+//! Typed client for the service's HTTP API: every JSON route through `gloo-net`, and the two SSE
+//! streams (`POST /api/chat`, `GET /api/events`) through `fetch` + `ReadableStream` with an
+//! optional `AbortSignal`, parsed by [`crate::sse::SseParser`]. Error bodies `{"error"}` become
+//! [`ApiError::Status`]; an aborted stream is [`ApiError::Aborted`], never shown as an error.
 
 use std::fmt;
 
-use gloo_net::http::Request;
-use lmchatkit_protocol::{ConfigResponse, ErrorBody, Model};
+use gloo_net::http::{Request, RequestBuilder, Response};
+use lmchatkit_protocol::{
+    ChatRequest, ConfigResponse, ConflictResponse, ConversationPatch, ConversationSummary,
+    ErrorBody, Model, Persona, Prompt, Resource, ResourceReadRequest, ResourceResult, SaveResponse,
+    SlashCommand, StoredConversation, ToolCallRequest, ToolResult, UploadResponse,
+};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+
+use crate::sse::{SseFrame, SseParser};
+
+/// What a `PUT /api/conversations/{id}` ended with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SaveOutcome {
+    /// Saved; the new revision.
+    Saved(u64),
+    /// 409: the stored copy moved on.
+    Conflict(Box<ConflictResponse>),
+}
 
 /// The service's API, addressed through its public prefix (`/chat`, or `""` at the root).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,26 +61,254 @@ impl Api {
         self.get_json("models").await
     }
 
-    async fn get_json<T: DeserializeOwned>(&self, route: &str) -> Result<T, ApiError> {
-        let response = Request::get(&self.url(route))
-            .header("Accept", "application/json")
+    /// `GET {prefix}/api/personas`.
+    pub async fn personas(&self) -> Result<Vec<Persona>, ApiError> {
+        self.get_json("personas").await
+    }
+
+    /// `GET {prefix}/api/commands`.
+    pub async fn commands(&self) -> Result<Vec<SlashCommand>, ApiError> {
+        self.get_json("commands").await
+    }
+
+    /// `GET {prefix}/api/prompts`.
+    pub async fn prompts(&self) -> Result<Vec<Prompt>, ApiError> {
+        self.get_json("prompts").await
+    }
+
+    /// `GET {prefix}/api/resources`.
+    pub async fn resources(&self) -> Result<Vec<Resource>, ApiError> {
+        self.get_json("resources").await
+    }
+
+    /// `POST {prefix}/api/resources/read`.
+    pub async fn read_resource(&self, uri: &str) -> Result<ResourceResult, ApiError> {
+        let body = ResourceReadRequest {
+            uri: uri.to_owned(),
+            via: None,
+        };
+        self.send_json(Request::post(&self.url("resources/read")), &body)
+            .await
+    }
+
+    /// `POST {prefix}/api/tools/call`.
+    pub async fn call_tool(&self, req: &ToolCallRequest) -> Result<ToolResult, ApiError> {
+        self.send_json(Request::post(&self.url("tools/call")), req)
+            .await
+    }
+
+    /// `GET {prefix}/api/conversations`.
+    pub async fn conversations(&self) -> Result<Vec<ConversationSummary>, ApiError> {
+        self.get_json("conversations").await
+    }
+
+    /// `GET {prefix}/api/conversations/{id}`.
+    pub async fn conversation(&self, id: &str) -> Result<StoredConversation, ApiError> {
+        self.get_json(&format!("conversations/{}", encode(id)))
+            .await
+    }
+
+    /// `PUT {prefix}/api/conversations/{id}` with the base revision in `conv.revision`.
+    pub async fn save(&self, conv: &StoredConversation) -> Result<SaveOutcome, ApiError> {
+        let url = self.url(&format!("conversations/{}", encode(&conv.id)));
+        let req = Request::put(&url)
+            .json(conv)
+            .map_err(|e| ApiError::Decode(e.to_string()))?;
+        let res = req
             .send()
             .await
             .map_err(|e| ApiError::Network(e.to_string()))?;
-        if !response.ok() {
-            let status = response.status();
-            // The service answers errors as `{"error": "..."}`; anything else keeps the status text.
-            let message = match response.json::<ErrorBody>().await {
-                Ok(body) => body.error,
-                Err(_) => response.status_text(),
-            };
-            return Err(ApiError::Status { status, message });
+        if res.status() == 409 {
+            let c = res
+                .json::<ConflictResponse>()
+                .await
+                .map_err(|e| ApiError::Decode(e.to_string()))?;
+            return Ok(SaveOutcome::Conflict(Box::new(c)));
         }
-        response
-            .json::<T>()
-            .await
-            .map_err(|e| ApiError::Decode(e.to_string()))
+        let r: SaveResponse = decode(res).await?;
+        Ok(SaveOutcome::Saved(r.revision))
     }
+
+    /// `PATCH {prefix}/api/conversations/{id}`.
+    pub async fn patch(&self, id: &str, patch: &ConversationPatch) -> Result<(), ApiError> {
+        let url = self.url(&format!("conversations/{}", encode(id)));
+        let _: serde_json::Value = self.send_json(Request::patch(&url), patch).await?;
+        Ok(())
+    }
+
+    /// `DELETE {prefix}/api/conversations/{id}`.
+    pub async fn delete(&self, id: &str) -> Result<(), ApiError> {
+        let url = self.url(&format!("conversations/{}", encode(id)));
+        let res = send(Request::delete(&url)).await?;
+        if res.ok() {
+            Ok(())
+        } else {
+            Err(status_error(res).await)
+        }
+    }
+
+    /// `POST {prefix}/api/upload` with the files as multipart `file` fields.
+    pub async fn upload(&self, form: web_sys::FormData) -> Result<UploadResponse, ApiError> {
+        let req = Request::post(&self.url("upload"))
+            .body(form)
+            .map_err(|e| ApiError::Decode(e.to_string()))?;
+        let res = req
+            .send()
+            .await
+            .map_err(|e| ApiError::Network(e.to_string()))?;
+        decode(res).await
+    }
+
+    /// `POST {prefix}/api/chat`: calls `on_frame` for each SSE frame until the stream ends.
+    pub async fn chat_stream(
+        &self,
+        req: &ChatRequest,
+        signal: Option<&web_sys::AbortSignal>,
+        on_frame: impl FnMut(SseFrame),
+    ) -> Result<(), ApiError> {
+        let body = serde_json::to_string(req).map_err(|e| ApiError::Decode(e.to_string()))?;
+        stream(&self.url("chat"), Some(&body), None, signal, on_frame).await
+    }
+
+    /// `GET {prefix}/api/events` (with `Last-Event-ID` when given) until it ends.
+    pub async fn events_stream(
+        &self,
+        last_event_id: Option<&str>,
+        signal: Option<&web_sys::AbortSignal>,
+        on_frame: impl FnMut(SseFrame),
+    ) -> Result<(), ApiError> {
+        stream(&self.url("events"), None, last_event_id, signal, on_frame).await
+    }
+
+    async fn get_json<T: DeserializeOwned>(&self, route: &str) -> Result<T, ApiError> {
+        decode(send(Request::get(&self.url(route)).header("Accept", "application/json")).await?)
+            .await
+    }
+
+    async fn send_json<T: DeserializeOwned>(
+        &self,
+        builder: RequestBuilder,
+        body: &impl Serialize,
+    ) -> Result<T, ApiError> {
+        let req = builder
+            .json(body)
+            .map_err(|e| ApiError::Decode(e.to_string()))?;
+        let res = req
+            .send()
+            .await
+            .map_err(|e| ApiError::Network(e.to_string()))?;
+        decode(res).await
+    }
+}
+
+fn encode(id: &str) -> String {
+    String::from(js_sys::encode_uri_component(id))
+}
+
+async fn send(builder: RequestBuilder) -> Result<Response, ApiError> {
+    builder
+        .send()
+        .await
+        .map_err(|e| ApiError::Network(e.to_string()))
+}
+
+async fn status_error(res: Response) -> ApiError {
+    let status = res.status();
+    // The service answers errors as `{"error": "..."}`; anything else keeps the status text.
+    let message = match res.json::<ErrorBody>().await {
+        Ok(body) => body.error,
+        Err(_) => res.status_text(),
+    };
+    ApiError::Status { status, message }
+}
+
+async fn decode<T: DeserializeOwned>(res: Response) -> Result<T, ApiError> {
+    if !res.ok() {
+        return Err(status_error(res).await);
+    }
+    res.json::<T>()
+        .await
+        .map_err(|e| ApiError::Decode(e.to_string()))
+}
+
+fn js_err(e: JsValue) -> ApiError {
+    if let Some(err) = e.dyn_ref::<js_sys::Error>() {
+        if err.name() == "AbortError" {
+            return ApiError::Aborted;
+        }
+        return ApiError::Network(String::from(err.message()));
+    }
+    if let Some(ex) = e.dyn_ref::<web_sys::DomException>()
+        && ex.name() == "AbortError"
+    {
+        return ApiError::Aborted;
+    }
+    ApiError::Network(format!("{e:?}"))
+}
+
+async fn stream(
+    url: &str,
+    body: Option<&str>,
+    last_event_id: Option<&str>,
+    signal: Option<&web_sys::AbortSignal>,
+    mut on_frame: impl FnMut(SseFrame),
+) -> Result<(), ApiError> {
+    let window = web_sys::window().ok_or_else(|| ApiError::Network("no window".into()))?;
+    let init = web_sys::RequestInit::new();
+    let headers = web_sys::Headers::new().map_err(js_err)?;
+    headers.set("Accept", "text/event-stream").map_err(js_err)?;
+    if let Some(id) = last_event_id {
+        headers.set("Last-Event-ID", id).map_err(js_err)?;
+    }
+    match body {
+        Some(b) => {
+            init.set_method("POST");
+            headers
+                .set("Content-Type", "application/json")
+                .map_err(js_err)?;
+            init.set_body(&JsValue::from_str(b));
+        }
+        None => init.set_method("GET"),
+    }
+    init.set_headers(&headers);
+    init.set_signal(signal);
+    let res = JsFuture::from(window.fetch_with_str_and_init(url, &init))
+        .await
+        .map_err(js_err)?;
+    let res: web_sys::Response = res.dyn_into().map_err(js_err)?;
+    if !res.ok() {
+        let status = res.status();
+        let text = match res.text() {
+            Ok(p) => JsFuture::from(p)
+                .await
+                .ok()
+                .and_then(|t| t.as_string())
+                .unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        let message = serde_json::from_str::<ErrorBody>(&text)
+            .map(|b| b.error)
+            .unwrap_or_else(|_| res.status_text());
+        return Err(ApiError::Status { status, message });
+    }
+    let Some(body) = res.body() else {
+        return Ok(());
+    };
+    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+    let mut parser = SseParser::new();
+    loop {
+        let chunk = JsFuture::from(reader.read()).await.map_err(js_err)?;
+        let done = js_sys::Reflect::get(&chunk, &JsValue::from_str("done")).map_err(js_err)?;
+        if done.as_bool().unwrap_or(true) {
+            break;
+        }
+        let value = js_sys::Reflect::get(&chunk, &JsValue::from_str("value")).map_err(js_err)?;
+        let bytes = js_sys::Uint8Array::new(&value).to_vec();
+        for frame in parser.push(&bytes) {
+            on_frame(frame);
+        }
+    }
+    Ok(())
 }
 
 /// Why an API call failed.
@@ -77,6 +325,8 @@ pub enum ApiError {
     },
     /// The body was not the expected JSON.
     Decode(String),
+    /// The request was aborted (Stop, or leaving the chat); not an error to show.
+    Aborted,
 }
 
 impl fmt::Display for ApiError {
@@ -86,6 +336,7 @@ impl fmt::Display for ApiError {
             Self::Status { status, message } if message.is_empty() => write!(f, "HTTP {status}"),
             Self::Status { status, message } => write!(f, "HTTP {status}: {message}"),
             Self::Decode(e) => write!(f, "unexpected response: {e}"),
+            Self::Aborted => write!(f, "aborted"),
         }
     }
 }

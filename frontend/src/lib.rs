@@ -1,26 +1,46 @@
 //! The lmchatkit chat UI (Leptos, client-side rendered).
 //!
-//! This is still the placeholder the backbone ships (the real UI is a later issue), but it already
-//! does what every later version must do:
-//!
 //! - **Mounting.** [`start`] mounts into the first element carrying `data-lmchatkit` (the page the
 //!   service renders at `{prefix}`, or a host page embedding the UI), reading the service's public
 //!   prefix from its `data-prefix` attribute (default [`DEFAULT_PREFIX`]; `""` means the root). With
 //!   no such element it mounts into `<body>` (this is the `trunk serve` case).
-//! - **Talking to the service** through [`api::Api`], addressed by that prefix.
-//! - **Scoped styles.** Every class name starts with `lmck-` so the UI can live inside a host page.
-//!
-//! It shows "lmchatkit" and either the model list or, when the list is empty or cannot be loaded,
-//! [`NO_MODEL_NOTICE`].
+//! - **State** lives in [`state::Store`] (context); [`turn`] runs chat turns and the tool loop,
+//!   [`history`] saves and loads conversations (server or sessionStorage mode, from
+//!   `/api/config`), [`sync`] follows `/api/events` for cross-tab sync.
+//! - **Components** are in [`components`], one per file.
+//! - **Scoped, themable styles.** Every class name starts with `lmck-`; colours are CSS custom
+//!   properties on `.lmck-app` (see `style.css`), light/dark following `prefers-color-scheme`
+//!   unless the theme toggle forces one.
+//! - **Model output** is inserted as HTML only through [`markdown`], which escapes raw HTML and
+//!   allowlists URL schemes.
 
+pub mod actions;
 pub mod api;
+pub mod bench;
+pub mod commands;
+pub mod components;
+pub mod history;
+pub mod input_history;
 pub mod markdown;
+pub mod params;
+pub mod sse;
+pub mod state;
+pub mod sync;
+pub mod think;
+pub mod turn;
 
 use leptos::prelude::*;
-use lmchatkit_protocol::{ConfigResponse, HistoryMode, Model};
+use leptos::task::spawn_local;
+use lmchatkit_protocol::{HistoryMode, Model};
 use wasm_bindgen::JsCast;
 
-use crate::api::{Api, ApiError};
+use crate::api::ApiError;
+use crate::components::composer::Composer;
+use crate::components::picker::{Picker, choose_persona};
+use crate::components::settings::ThemeToggle;
+use crate::components::sidebar::Sidebar;
+use crate::components::transcript::Transcript;
+use crate::state::{Store, Theme};
 
 /// Prefix used when the mount element has no `data-prefix` (or there is no mount element).
 pub const DEFAULT_PREFIX: &str = "/chat";
@@ -41,15 +61,28 @@ pub fn start() {
         .and_then(|d| d.query_selector(MOUNT_SELECTOR).ok().flatten());
     match mount {
         Some(element) => {
+            // Full-page mode (the service's page: the mount element sits directly in <body>):
+            // the UI fills the viewport, so drop the browser's default body margin.
+            let floating = element.get_attribute("data-mode").as_deref() == Some("floating");
+            if let Some(body) = element
+                .parent_element()
+                .filter(|p| p.tag_name() == "BODY" && !floating)
+            {
+                let _ = body
+                    .unchecked_ref::<web_sys::HtmlElement>()
+                    .style()
+                    .set_property("margin", "0");
+            }
             let prefix = element
                 .get_attribute("data-prefix")
                 .unwrap_or_else(|| DEFAULT_PREFIX.to_owned());
             match element.dyn_into::<web_sys::HtmlElement>() {
                 Ok(element) => {
-                    leptos::mount::mount_to(element, move || view! { <App prefix /> }).forget()
+                    leptos::mount::mount_to(element, move || view! { <App prefix floating /> })
+                        .forget()
                 }
                 // e.g. an SVG element carrying the attribute: fall back to the body.
-                Err(_) => leptos::mount::mount_to_body(move || view! { <App prefix /> }),
+                Err(_) => leptos::mount::mount_to_body(move || view! { <App prefix floating /> }),
             }
         }
         None => leptos::mount::mount_to_body(|| view! { <App prefix=DEFAULT_PREFIX /> }),
@@ -87,77 +120,194 @@ impl ModelsDisplay {
     }
 }
 
+/// Picks the initial setup: the last one of this tab when its persona (and model) still exist,
+/// else the default persona with its default model, else the first model.
+fn apply_initial_setup(store: Store) {
+    let models = store.model_list();
+    let personas = store.personas.get_untracked();
+    let last: Option<serde_json::Value> =
+        history::session_get("lmchatkit:lastSetup").and_then(|s| serde_json::from_str(&s).ok());
+    let last_persona = last
+        .as_ref()
+        .and_then(|v| v["personaId"].as_str())
+        .map(str::to_owned);
+    let persona = last_persona
+        .filter(|id| personas.iter().any(|p| &p.id == id))
+        .or_else(|| {
+            personas
+                .iter()
+                .find(|p| p.id == "default")
+                .or(personas.first())
+                .map(|p| p.id.clone())
+        });
+    if let Some(id) = persona {
+        choose_persona(store, &id);
+    }
+    let last_model = last
+        .as_ref()
+        .and_then(|v| v["model"].as_str())
+        .map(str::to_owned);
+    store.setup.update(|s| {
+        if let Some(m) = last_model.filter(|m| models.iter().any(|x| &x.id == m)) {
+            s.model = m;
+        } else if s.model.is_empty()
+            && let Some(m) = models.first()
+        {
+            s.model = m.id.clone();
+        }
+    });
+}
+
 /// The whole UI, talking to the service mounted at `prefix`.
 #[component]
-pub fn App(#[prop(into)] prefix: String) -> impl IntoView {
-    let api = Api::new(&prefix);
-    let (models, set_models) = signal(None::<Result<Vec<Model>, ApiError>>);
-    let (config, set_config) = signal(None::<Result<ConfigResponse, ApiError>>);
-    {
-        let api = api.clone();
-        leptos::task::spawn_local(async move { set_config.set(Some(api.config().await)) });
-    }
-    leptos::task::spawn_local(async move { set_models.set(Some(api.models().await)) });
-
+pub fn App(
+    #[prop(into)] prefix: String,
+    /// Floating-window mode (`data-mode="floating"` on the mount element): a launcher button in
+    /// the corner opens the chat in a window over the host page.
+    #[prop(optional)]
+    floating: bool,
+) -> impl IntoView {
+    let window_open = RwSignal::new(!floating);
+    let store = Store::new(&prefix);
+    store.theme.set(crate::components::settings::load_theme());
+    provide_context(store);
+    let ready = RwSignal::new(false);
+    spawn_local(async move {
+        let (config, models, personas) = futures_join(
+            store.api().config(),
+            store.api().models(),
+            store.api().personas(),
+        )
+        .await;
+        let config_ok = config.as_ref().ok().cloned();
+        store.config.set(Some(config));
+        store.models.set(Some(models));
+        if let Ok(p) = personas {
+            store.personas.set(p);
+        }
+        apply_initial_setup(store);
+        if let Some(cfg) = config_ok {
+            history::refresh_list(store).await;
+            if cfg.history == HistoryMode::Server && cfg.events {
+                sync::start(store);
+            }
+            if let Some(id) = history::remembered_current() {
+                history::open(store, id).await;
+            }
+        }
+        ready.set(true);
+    });
+    sync::load_catalog(store);
+    // Skip the picker when there is exactly one persona, one model and no conversation yet.
+    Effect::new(move |done: Option<bool>| {
+        if done == Some(true) || !ready.get() {
+            return done.unwrap_or(false);
+        }
+        if store.personas.with(Vec::len) <= 1
+            && store.model_list().len() == 1
+            && store.conversations.with(Vec::is_empty)
+            && store.chat.with_untracked(Option::is_none)
+        {
+            actions::start_chat(store);
+        }
+        true
+    });
+    let usage_total = move || {
+        store.chat.with(|c| {
+            c.as_ref().map(|c| {
+                c.messages.with(|ms| {
+                    ms.iter()
+                        .filter_map(|m| m.data.with(|d| d.usage))
+                        .map(|u| u.total_tokens.unwrap_or(0))
+                        .sum::<u64>()
+                })
+            })
+        })
+    };
+    let title = move || {
+        store
+            .chat
+            .with(|c| c.as_ref().map(|c| c.title.get()))
+            .unwrap_or_else(|| "lmchatkit".into())
+    };
+    let config_error = move || {
+        store.config.with(|c| match c {
+            Some(Err(e)) => Some(format!("Could not load the configuration ({e}).")),
+            _ => None,
+        })
+    };
     view! {
-        <div class="lmck-app">
-            <h1 class="lmck-title">"lmchatkit"</h1>
-            {move || models.with(|state| models_view(ModelsDisplay::from_state(state.as_ref())))}
-            {move || config.with(|state| config_view(state.as_ref()))}
+        {floating.then(|| view! {
+            <button class="lmck-launcher" aria-label="Open the chat" aria-expanded=move || window_open.get().to_string()
+                on:click=move |_| window_open.update(|o| *o = !*o)>{move || if window_open.get() { "✕" } else { "Chat" }}</button>
+        })}
+        <div class="lmck-app" class:lmck-floating=floating class:lmck-closed=move || !window_open.get()
+            class:lmck-dark=move || store.theme.get() == Theme::Dark
+            class:lmck-light=move || store.theme.get() == Theme::Light>
+            <Sidebar />
+            <Show when=move || store.sidebar_open.get()>
+                <div class="lmck-scrim" on:click=move |_| store.sidebar_open.set(false)></div>
+            </Show>
+            <main class="lmck-main">
+                <header class="lmck-header">
+                    <button class="lmck-icon-btn lmck-menu-btn" aria-label="Conversations"
+                        aria-expanded=move || store.sidebar_open.get().to_string()
+                        on:click=move |_| store.sidebar_open.update(|o| *o = !*o)>"☰"</button>
+                    <h1 class="lmck-title">{title}</h1>
+                    {move || usage_total().filter(|t| *t > 0).map(|t| view! {
+                        <span class="lmck-usage lmck-usage-total" title="tokens used in this conversation">{format!("Σ {t} tokens")}</span>
+                    })}
+                    <ThemeToggle />
+                </header>
+                {move || config_error().map(|e| view! { <p class="lmck-error" role="alert">{e}</p> })}
+                {move || store.notice.get().map(|n| view! {
+                    <div class="lmck-notice" role="status">{n}
+                        <button class="lmck-icon-btn" aria-label="Dismiss" on:click=move |_| store.notice.set(None)>"✕"</button></div>
+                })}
+                {move || match store.chat.get() {
+                    Some(chat) => view! { <Transcript chat /> }.into_any(),
+                    None => view! { <div class="lmck-start"><Picker /></div> }.into_any(),
+                }}
+                <Composer />
+            </main>
         </div>
     }
 }
 
-fn models_view(display: ModelsDisplay) -> AnyView {
-    match display {
-        ModelsDisplay::Loading => {
-            view! { <p class="lmck-muted">"Loading models…"</p> }.into_any()
+/// Awaits three futures concurrently.
+async fn futures_join<A, B, C>(
+    a: impl std::future::Future<Output = A>,
+    b: impl std::future::Future<Output = B>,
+    c: impl std::future::Future<Output = C>,
+) -> (A, B, C) {
+    use std::pin::pin;
+    use std::task::Poll;
+    let (mut a, mut b, mut c) = (pin!(a), pin!(b), pin!(c));
+    let (mut ra, mut rb, mut rc) = (None, None, None);
+    std::future::poll_fn(|cx| {
+        if ra.is_none()
+            && let Poll::Ready(v) = a.as_mut().poll(cx)
+        {
+            ra = Some(v);
         }
-        ModelsDisplay::List(models) => view! {
-            <ul class="lmck-models">
-                {models
-                    .into_iter()
-                    .map(|(id, label, provider)| {
-                        view! {
-                            <li class="lmck-model" data-model-id=id>
-                                {label}
-                                {provider
-                                    .map(|p| view! { <span class="lmck-model-provider">{p}</span> })}
-                            </li>
-                        }
-                    })
-                    .collect_view()}
-            </ul>
+        if rb.is_none()
+            && let Poll::Ready(v) = b.as_mut().poll(cx)
+        {
+            rb = Some(v);
         }
-        .into_any(),
-        ModelsDisplay::Notice(detail) => view! {
-            <div class="lmck-notice" role="status">
-                <p>{NO_MODEL_NOTICE}</p>
-                {detail.map(|d| view! { <p class="lmck-muted">{d}</p> })}
-            </div>
+        if rc.is_none()
+            && let Poll::Ready(v) = c.as_mut().poll(cx)
+        {
+            rc = Some(v);
         }
-        .into_any(),
-    }
-}
-
-fn config_view(state: Option<&Result<ConfigResponse, ApiError>>) -> AnyView {
-    match state {
-        None => ().into_any(),
-        Some(Ok(config)) => {
-            let history = match config.history {
-                HistoryMode::Server => "History: saved on the server",
-                HistoryMode::Browser => "History: kept in this browser tab",
-            };
-            let demo = config.demo.then_some(" · demo mode");
-            view! { <p class="lmck-muted">{history}{demo}</p> }.into_any()
+        if ra.is_some() && rb.is_some() && rc.is_some() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
         }
-        Some(Err(e)) => view! {
-            <p class="lmck-error" role="alert">
-                {format!("Could not load the configuration ({e}).")}
-            </p>
-        }
-        .into_any(),
-    }
+    })
+    .await;
+    (ra.unwrap(), rb.unwrap(), rc.unwrap())
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! upstream that speaks the real wire format, and helpers to serve a `ChatService` on loopback.
 
 pub mod bench;
+pub mod browser;
 pub mod mcp_server;
 pub mod mock_upstream;
 pub mod serve;

@@ -12,6 +12,10 @@
 //! | `cut` | two deltas, then the connection is closed mid-stream |
 //! | `stall` | one delta, then silence |
 //! | `slow` | a delta every 20 ms for 30 s (for disconnect tests) |
+//! | `xss-payload` | Markdown/HTML with script, `onerror`, `javascript:` and `data:` payloads (UI tests) |
+//! | `inline-think` | `<think>…</think>` inline in the content, tags split across chunks |
+//! | `bench-48k` | a 48 KB Markdown reply (paragraphs, lists, code, tables) in 8-byte deltas (UI benchmark) |
+//! | `mirror-back` | `Mirror: ` + the last user text (parts joined), to see what reached the model |
 //! | otherwise | `tokens` deltas (default 5) then `stop`, with a usage chunk |
 //!
 //! It counts streams whose body was dropped before finishing — how a test sees that the client
@@ -158,6 +162,61 @@ fn last_user_text(body: &Value) -> String {
     }
 }
 
+/// Payloads a model reply may carry that must never execute in the UI.
+pub const XSS_REPLY: &str = "Payloads: <script>window.__xss = 1</script> <img src=x onerror=\"window.__xss = 2\"> \
+<svg onload=\"window.__xss = 3\"></svg> [click](javascript:window.__xss=4) \
+[data](data:text/html,<script>window.__xss=5</script>) <a href=\"javascript:window.__xss=6\">raw</a> \
+<iframe src=\"javascript:window.__xss=7\"></iframe> ![img](x\" onerror=\"window.__xss=8) end-of-payloads";
+
+/// A Markdown reply of about `size` bytes mixing paragraphs, lists, code blocks and tables.
+pub fn bench_reply(size: usize) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while out.len() < size {
+        i += 1;
+        out.push_str(&format!("## Section {i}\n\nThis is paragraph {i} with **bold**, *italic*, `code` and a [link](https://example.com/{i}). It goes on for a while so that the paragraph wraps over a few lines in the transcript.\n\n"));
+        out.push_str(&format!(
+            "- item one of {i}\n- item two with `x = {i}`\n  - nested item\n\n"
+        ));
+        out.push_str(&format!(
+            "```rust\nfn f{i}(x: u32) -> u32 {{\n    x * {i}\n}}\n```\n\n"
+        ));
+        out.push_str(&format!("| a | b |\n|---|---|\n| {i} | {} |\n\n", i * 2));
+    }
+    out
+}
+
+/// The replies of the UI-test triggers, as content deltas.
+fn ui_trigger(text: &str) -> Option<Vec<String>> {
+    if text.contains("xss-payload") {
+        let chars: Vec<char> = XSS_REPLY.chars().collect();
+        return Some(chars.chunks(7).map(|c| c.iter().collect()).collect());
+    }
+    if text.contains("inline-think") {
+        return Some(
+            [
+                "<thi",
+                "nk>Pondering",
+                " deeply</th",
+                "ink>The answer",
+                " is 42.",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+    }
+    if text.contains("bench-48k") {
+        let reply = bench_reply(48 * 1024);
+        let chars: Vec<char> = reply.chars().collect();
+        return Some(chars.chunks(8).map(|c| c.iter().collect()).collect());
+    }
+    if text.contains("mirror-back") {
+        let echo: String = text.chars().take(400).collect();
+        return Some(vec!["Mirror: ".into(), echo]);
+    }
+    None
+}
+
 enum Step {
     Send(String),
     Wait(Duration),
@@ -172,7 +231,12 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
         .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
     let usage = "data: {\"id\":\"chatcmpl-mock\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":5,\"total_tokens\":16}}\n\n";
     let mut steps = Vec::new();
-    if text.contains("fail500") {
+    if let Some(parts) = ui_trigger(&text) {
+        for p in parts {
+            steps.push(Step::Send(chunk(json!({"content": p}), None)));
+        }
+        steps.push(Step::Send(chunk(json!({}), Some("stop"))));
+    } else if text.contains("fail500") {
         return json_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             json!({"error": {"message": "mock exploded", "type": "server_error"}}),

@@ -1,0 +1,218 @@
+//! What the composer's Send does: built-in commands (`/compact`, `/list-prompts`,
+//! `/list-resources`), file commands (expanded here, their `allowed-tools` auto-allowed for the
+//! turn), attachments (images as `image_url` parts, text files decoded as UTF-8, PDFs as file
+//! parts), and starting a chat from the picker's setup when none is open.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use lmchatkit_protocol::{
+    ChatRequest, Content, ContentPart, Event, FileData, Message, Role, UploadedFile,
+};
+use serde_json::json;
+
+use crate::commands::{argument_hint, expand_command, parse_slash};
+use crate::history::{persist, remember_current};
+use crate::state::{Chat, Store, UiMessage, now_ms, params_from_fields};
+use crate::turn;
+
+/// Starts a chat from the picker's setup (not saved until the first message).
+pub fn start_chat(store: Store) -> Chat {
+    let setup = store.setup.get_untracked();
+    let base = store
+        .persona(&setup.persona_id)
+        .map(|p| p.params)
+        .unwrap_or_default();
+    let chat = Chat::new(
+        setup.persona_id.clone(),
+        setup.model.clone(),
+        params_from_fields(&base, &setup.fields),
+    );
+    crate::history::session_set(
+        "lmchatkit:lastSetup",
+        Some(&json!({"personaId": setup.persona_id, "model": setup.model}).to_string()),
+    );
+    remember_current(Some(&chat.id.get_untracked()));
+    store.chat.set(Some(chat.clone()));
+    store.focus();
+    chat
+}
+
+/// Sends the composer's draft (and attachments). Returns false when nothing was sent.
+pub fn submit(store: Store) -> bool {
+    let text = store.draft.get_untracked();
+    let text = text.trim().to_owned();
+    let files = store.attachments.get_untracked();
+    if (text.is_empty() && files.is_empty()) || store.busy.get_untracked() {
+        return false;
+    }
+    let chat = match store.chat.get_untracked() {
+        Some(c) if c.has_pending() => return false,
+        Some(c) => c,
+        None => {
+            if store.setup.with_untracked(|s| s.model.is_empty()) {
+                return false;
+            }
+            start_chat(store)
+        }
+    };
+    store.draft.set(String::new());
+    store.attachments.set(Vec::new());
+    if files.is_empty()
+        && let Some((name, args)) = parse_slash(&text)
+    {
+        match (name.as_str(), args.is_empty()) {
+            ("list-prompts", true) => {
+                let items: Vec<_> = store.prompts.get_untracked().iter().map(|p| {
+                    json!({"name": format!("/{} {}", p.name, argument_hint(p)).trim_end(), "description": p.description})
+                }).collect();
+                turn::info_card(
+                    store,
+                    &chat,
+                    json!({"title": "Available MCP Prompts", "items": items}),
+                );
+                return true;
+            }
+            ("list-resources", true) => {
+                let items: Vec<_> = store.resources.get_untracked().iter().map(|r| {
+                    json!({"name": r.uri, "description": r.name, "args": if r.template { "(template)" } else { "" }})
+                }).collect();
+                turn::info_card(
+                    store,
+                    &chat,
+                    json!({"title": "Available MCP Resources", "items": items}),
+                );
+                return true;
+            }
+            ("compact", true) => {
+                spawn_local(compact(store, chat));
+                return true;
+            }
+            _ => {}
+        }
+        let lname = name.to_lowercase();
+        if let Some(cmd) = store
+            .commands
+            .with_untracked(|cs| cs.iter().find(|c| c.name.to_lowercase() == lname).cloned())
+        {
+            store
+                .command_allow
+                .set(cmd.allowed_tools.iter().cloned().collect());
+            turn::send(store, chat, Content::Text(expand_command(&cmd, &args)));
+            return true;
+        }
+    }
+    turn::send(store, chat, content_of(&text, &files));
+    true
+}
+
+/// The message content for `text` plus uploaded files.
+pub fn content_of(text: &str, files: &[UploadedFile]) -> Content {
+    if files.is_empty() {
+        return Content::Text(text.to_owned());
+    }
+    let mut parts = Vec::new();
+    for f in files {
+        if f.mime_type.starts_with("image/") {
+            parts.push(ContentPart::image_url(f.data_url.clone()));
+        } else if let Some(t) = decode_text(&f.data_url) {
+            parts.push(ContentPart::text(format!("File {}:\n{}", f.name, t)));
+        } else {
+            parts.push(ContentPart::File {
+                file: FileData {
+                    filename: Some(f.name.clone()),
+                    file_data: Some(f.data_url.clone()),
+                    file_id: None,
+                },
+            });
+        }
+    }
+    if !text.is_empty() {
+        parts.push(ContentPart::text(text));
+    }
+    Content::Parts(parts)
+}
+
+/// Decodes a base64 `data:` URL as UTF-8 text; `None` for binary data.
+fn decode_text(data_url: &str) -> Option<String> {
+    let (_, b64) = data_url.split_once(";base64,")?;
+    let bin = web_sys::window()?.atob(b64).ok()?;
+    let bytes: Vec<u8> = bin.chars().map(|c| c as u32 as u8).collect();
+    let text = String::from_utf8(bytes).ok()?;
+    (!text.contains('\0')).then_some(text)
+}
+
+/// `/compact`: asks the model for a summary and replaces the transcript with it.
+async fn compact(store: Store, chat: Chat) {
+    let msgs = chat.wire_messages();
+    if msgs.len() < 2 {
+        turn::info_card(
+            store,
+            &chat,
+            json!({"title": "Nothing to Compact", "items": []}),
+        );
+        return;
+    }
+    let mut transcript = String::new();
+    for m in &msgs {
+        let who = match m.role {
+            Role::User => "User",
+            Role::Assistant => "Assistant",
+            _ => continue,
+        };
+        let text = match &m.content {
+            Content::Text(t) => t.clone(),
+            Content::Parts(p) => p
+                .iter()
+                .filter_map(|p| match p {
+                    ContentPart::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        };
+        transcript.push_str(&format!("[{who}]: {text}\n\n"));
+    }
+    let prompt = format!(
+        "Summarise the conversation below in 200-500 words. Keep decisions, code, file paths, URLs \
+         and open questions; drop pleasantries.\n\n{transcript}"
+    );
+    let req = ChatRequest {
+        model: chat.model.get_untracked(),
+        persona_id: chat.persona_id.get_untracked(),
+        messages: vec![Message::user(prompt)],
+        params: Some(chat.params.get_untracked()).filter(|p| !p.is_empty()),
+        model_context: None,
+    };
+    store.busy.set(true);
+    let mut summary = String::new();
+    let mut failed = false;
+    let res = store
+        .api()
+        .chat_stream(&req, None, |f| {
+            match serde_json::from_str::<Event>(&f.data) {
+                Ok(Event::Delta { delta }) => summary.push_str(&delta),
+                Ok(Event::Error { .. }) => failed = true,
+                _ => {}
+            }
+        })
+        .await;
+    store.busy.set(false);
+    if res.is_err() || failed || summary.trim().is_empty() {
+        turn::info_card(
+            store,
+            &chat,
+            json!({"title": "Compaction Failed", "items": []}),
+        );
+        return;
+    }
+    let n = msgs.len();
+    let mut m = Message::assistant(summary);
+    m.created_at = Some(now_ms());
+    chat.messages.set(vec![UiMessage::new(m)]);
+    turn::info_card(
+        store,
+        &chat,
+        json!({"title": format!("Conversation Compacted: {n} messages → summary"), "items": []}),
+    );
+    persist(store, &chat);
+}

@@ -1,0 +1,287 @@
+//! The `/` and `@` menus' logic: which entries match a draft, how a `/command args` line splits,
+//! how MCP prompt arguments parse (quotes honoured), and how a file command expands. Pure, so it
+//! is unit-tested natively.
+
+use std::collections::BTreeMap;
+
+use lmchatkit_protocol::{Prompt, Resource, SlashCommand};
+
+/// The built-in commands, in menu order, with their descriptions.
+pub const BUILTINS: [(&str, &str); 3] = [
+    ("compact", "Summarise the conversation to save context"),
+    ("list-prompts", "List the MCP prompts"),
+    ("list-resources", "List the MCP resources"),
+];
+
+/// What a `/` menu entry runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SlashKind {
+    /// One of [`BUILTINS`].
+    Builtin,
+    /// A file command (expanded in the browser).
+    File(SlashCommand),
+    /// An MCP prompt (resolved by the server).
+    Prompt(Prompt),
+}
+
+/// One row of the `/` menu.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlashItem {
+    /// Name without the `/`.
+    pub name: String,
+    /// One-line description.
+    pub description: String,
+    /// Argument hint (`a* b`, `*` = required).
+    pub hint: String,
+    /// What it runs.
+    pub kind: SlashKind,
+}
+
+impl SlashItem {
+    /// Whether selecting the entry should wait for arguments (insert `/name `) rather than send.
+    pub fn takes_arguments(&self) -> bool {
+        match &self.kind {
+            SlashKind::Builtin => false,
+            SlashKind::File(c) => c.body.contains("$ARGUMENTS"),
+            SlashKind::Prompt(p) => !p.arguments.is_empty(),
+        }
+    }
+}
+
+/// The hint for a prompt's arguments: `a* b`.
+pub fn argument_hint(prompt: &Prompt) -> String {
+    prompt
+        .arguments
+        .iter()
+        .map(|a| {
+            if a.required {
+                format!("{}*", a.name)
+            } else {
+                a.name.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `/` menu for `draft`: open while it starts with `/` and has no whitespace yet; built-ins,
+/// then file commands, then MCP prompts, each filtered by case-insensitive prefix.
+pub fn slash_matches(draft: &str, commands: &[SlashCommand], prompts: &[Prompt]) -> Vec<SlashItem> {
+    let Some(q) = draft.strip_prefix('/') else {
+        return Vec::new();
+    };
+    if q.chars().any(char::is_whitespace) {
+        return Vec::new();
+    }
+    let q = q.to_lowercase();
+    let mut out: Vec<SlashItem> = BUILTINS
+        .iter()
+        .map(|(n, d)| SlashItem {
+            name: (*n).into(),
+            description: (*d).into(),
+            hint: String::new(),
+            kind: SlashKind::Builtin,
+        })
+        .collect();
+    out.extend(commands.iter().map(|c| SlashItem {
+        name: c.name.clone(),
+        description: c.description.clone().unwrap_or_default(),
+        hint: c.argument_hint.clone().unwrap_or_default(),
+        kind: SlashKind::File(c.clone()),
+    }));
+    out.extend(prompts.iter().map(|p| SlashItem {
+        name: p.name.clone(),
+        description: p.description.clone().unwrap_or_default(),
+        hint: argument_hint(p),
+        kind: SlashKind::Prompt(p.clone()),
+    }));
+    out.retain(|i| i.name.to_lowercase().starts_with(&q));
+    out
+}
+
+/// Splits `/name rest` (the rest may span lines). `None` when `text` is not a command line.
+pub fn parse_slash(text: &str) -> Option<(String, String)> {
+    let rest = text.trim_start().strip_prefix('/')?;
+    let end = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .unwrap_or(rest.len());
+    if end == 0 {
+        return None;
+    }
+    let (name, args) = rest.split_at(end);
+    if !args.is_empty() && !args.starts_with(char::is_whitespace) {
+        return None;
+    }
+    Some((name.to_owned(), args.trim().to_owned()))
+}
+
+/// Splits on whitespace honouring `"…"` and `'…'` quotes (also inside `key="a b"`).
+pub fn split_words(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut started = false;
+    for c in s.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => cur.push(c),
+            None if c == '"' || c == '\'' => {
+                quote = Some(c);
+                started = true;
+            }
+            None if c.is_whitespace() => {
+                if started {
+                    out.push(std::mem::take(&mut cur));
+                    started = false;
+                }
+            }
+            None => {
+                cur.push(c);
+                started = true;
+            }
+        }
+    }
+    if started {
+        out.push(cur);
+    }
+    out
+}
+
+/// Parses MCP prompt arguments: with exactly one required argument and no `=` in the first word,
+/// the whole remainder is that argument; otherwise `key=value` words (quotes honoured).
+pub fn parse_prompt_args(args: &str, prompt: &Prompt) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let words = split_words(args);
+    let required: Vec<_> = prompt.arguments.iter().filter(|a| a.required).collect();
+    if required.len() == 1 && words.first().is_some_and(|w| !w.contains('=')) {
+        out.insert(required[0].name.clone(), args.trim().to_owned());
+        return out;
+    }
+    for w in words {
+        if let Some((k, v)) = w.split_once('=')
+            && !k.is_empty()
+        {
+            out.insert(k.to_owned(), v.to_owned());
+        }
+    }
+    out
+}
+
+/// Expands a file command's body: `$ARGUMENTS` is replaced by `args`; a body without the
+/// placeholder gets the arguments appended as a paragraph.
+pub fn expand_command(cmd: &SlashCommand, args: &str) -> String {
+    if cmd.body.contains("$ARGUMENTS") {
+        cmd.body.replace("$ARGUMENTS", args)
+    } else if args.is_empty() {
+        cmd.body.clone()
+    } else {
+        format!("{}\n\n{}", cmd.body.trim_end(), args)
+    }
+}
+
+/// The `@` query at the end of `draft` (`@[\w:/.{}-]*`), without the `@`.
+pub fn at_query(draft: &str) -> Option<&str> {
+    let at = draft.rfind('@')?;
+    let q = &draft[at + 1..];
+    let ok = q
+        .chars()
+        .all(|c| c.is_alphanumeric() || "_:/.{}-".contains(c));
+    let boundary = at == 0 || draft[..at].ends_with(char::is_whitespace);
+    (ok && boundary).then_some(q)
+}
+
+/// What selecting a resource inserts: the URI, or a template's URI up to its first `{`.
+pub fn resource_insert(r: &Resource) -> String {
+    if r.template {
+        r.uri.split('{').next().unwrap_or("").to_owned()
+    } else {
+        r.uri.clone()
+    }
+}
+
+/// Up to 10 resources matching `q` on the URI (a template's fixed part) or the name.
+pub fn resource_matches<'a>(q: &str, resources: &'a [Resource]) -> Vec<&'a Resource> {
+    let q = q.to_lowercase();
+    resources
+        .iter()
+        .filter(|r| {
+            resource_insert(r).to_lowercase().contains(&q)
+                || r.name
+                    .as_deref()
+                    .is_some_and(|n| n.to_lowercase().contains(&q))
+        })
+        .take(10)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lmchatkit_protocol::PromptArgument;
+
+    fn prompt(args: &[(&str, bool)]) -> Prompt {
+        let mut p: Prompt = serde_json::from_value(serde_json::json!({"name": "review"})).unwrap();
+        p.arguments = args
+            .iter()
+            .map(|(n, r)| {
+                let mut a: PromptArgument =
+                    serde_json::from_value(serde_json::json!({"name": n})).unwrap();
+                a.required = *r;
+                a
+            })
+            .collect();
+        p
+    }
+
+    #[test]
+    fn slash_lines_parse_across_lines() {
+        assert_eq!(
+            parse_slash("/review a b"),
+            Some(("review".into(), "a b".into()))
+        );
+        assert_eq!(
+            parse_slash("/fix\nline two"),
+            Some(("fix".into(), "line two".into()))
+        );
+        assert_eq!(parse_slash("/x-y_z"), Some(("x-y_z".into(), String::new())));
+        assert_eq!(parse_slash("hello /x"), None);
+        assert_eq!(parse_slash("/ x"), None);
+        assert_eq!(parse_slash("/a/b"), None);
+    }
+
+    #[test]
+    fn prompt_arguments_honour_quotes_and_single_required() {
+        let one = prompt(&[("code", true), ("style", false)]);
+        assert_eq!(
+            parse_prompt_args("fn main() {}", &one)["code"],
+            "fn main() {}"
+        );
+        let two = prompt(&[("a", true), ("b", true)]);
+        let got = parse_prompt_args("a=\"x y\" b='z' junk =v", &two);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got["a"], "x y");
+        assert_eq!(got["b"], "z");
+        assert_eq!(parse_prompt_args("code=1", &one)["code"], "1");
+        assert_eq!(split_words(" 'a b'  c\"d e\" "), vec!["a b", "cd e"]);
+    }
+
+    #[test]
+    fn menus_filter_and_order() {
+        let cmd: SlashCommand = serde_json::from_value(serde_json::json!({"id": "c", "name": "Commit", "body": "Write $ARGUMENTS", "source": "file"})).unwrap();
+        let items = slash_matches("/c", std::slice::from_ref(&cmd), &[prompt(&[("x", true)])]);
+        assert_eq!(
+            items.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(),
+            ["compact", "Commit"]
+        );
+        assert!(items[1].takes_arguments());
+        assert!(slash_matches("/c x", std::slice::from_ref(&cmd), &[]).is_empty());
+        assert_eq!(
+            slash_matches("/re", &[], &[prompt(&[("x", true)])])[0].hint,
+            "x*"
+        );
+        assert_eq!(expand_command(&cmd, "tests"), "Write tests");
+        assert_eq!(at_query("see @file:///a"), Some("file:///a"));
+        assert_eq!(at_query("mail a@b"), None);
+        assert_eq!(at_query("no at"), None);
+    }
+}

@@ -1,0 +1,59 @@
+//! The approval card of a pending tool call: Allow (focused, so Enter approves), Always Allow
+//! (in this chat or for this browser session, the user's choice) and Deny.
+
+use leptos::html;
+use leptos::prelude::*;
+use lmchatkit_protocol::{Approval, ToolCall};
+
+use crate::components::store;
+use crate::state::{Chat, UiMessage};
+use crate::turn::decide;
+
+/// Asks whether `call` may run.
+#[component]
+pub fn ApprovalCard(call: ToolCall, chat: Chat, ui: UiMessage) -> impl IntoView {
+    let store = store();
+    let allow_ref = NodeRef::<html::Button>::new();
+    Effect::new(move |_| {
+        if let Some(b) = allow_ref.get() {
+            let _ = b.focus();
+        }
+    });
+    let scope = RwSignal::new("chat".to_owned());
+    let args = serde_json::to_string_pretty(&call.arguments).unwrap_or_default();
+    let act = {
+        let (chat, ui, id, name) = (chat.clone(), ui.clone(), call.id.clone(), call.name.clone());
+        move |approval: Approval, always: bool| {
+            if always {
+                if scope.get_untracked() == "session" {
+                    store.auto_allow.update(|s| {
+                        s.insert(name.clone());
+                    });
+                } else {
+                    chat.allowed.update(|s| {
+                        s.insert(name.clone());
+                    });
+                }
+            }
+            decide(store, chat.clone(), ui.clone(), id.clone(), approval);
+        }
+    };
+    let (a1, a2, a3) = (act.clone(), act.clone(), act);
+    view! {
+        <div class="lmck-approval" role="group" aria-label=format!("Approve the tool call {}", call.name)>
+            <p>"Allow " <code>{call.name.clone()}</code> " to run?"</p>
+            <pre class="lmck-tool-args">{args}</pre>
+            <div class="lmck-approval-actions">
+                <button class="lmck-btn lmck-primary lmck-allow" node_ref=allow_ref
+                    on:click=move |_| a1(Approval::Approved, false)>"Allow"</button>
+                <button class="lmck-btn lmck-always" on:click=move |_| a2(Approval::Approved, true)>"Always allow"</button>
+                <select class="lmck-select" aria-label="Always allow scope"
+                    on:change=move |ev| scope.set(event_target_value(&ev))>
+                    <option value="chat" selected=true>"in this chat"</option>
+                    <option value="session">"this session"</option>
+                </select>
+                <button class="lmck-btn lmck-danger lmck-deny" on:click=move |_| a3(Approval::Denied, false)>"Deny"</button>
+            </div>
+        </div>
+    }
+}

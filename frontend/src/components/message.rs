@@ -1,0 +1,214 @@
+//! One message bubble. User: text (escaped by the DOM) and attachments, edit-and-resend.
+//! Assistant: the collapsible "Thinking" block, tool-call cards, the Markdown answer (through
+//! [`crate::markdown`] only), typing dots while waiting, the error with Retry, info cards, the
+//! approval cards of pending calls, and a footer with time, usage, copy (Markdown / HTML) and
+//! regenerate. Tool messages are not bubbles (their results show in the cards).
+
+use leptos::prelude::*;
+use lmchatkit_protocol::{Approval, Content, ContentPart, Role};
+
+use crate::components::approval::ApprovalCard;
+use crate::components::tool_card::ToolCard;
+use crate::components::{copy_text, store, time_of};
+use crate::markdown;
+use crate::state::{Chat, UiMessage};
+use crate::turn;
+
+/// One message of the transcript.
+#[component]
+pub fn MessageView(ui: UiMessage, chat: Chat) -> impl IntoView {
+    let (role, info, created) = ui
+        .data
+        .with_untracked(|d| (d.role, d.info.clone(), d.created_at));
+    match (role, info) {
+        (Role::Tool | Role::System, _) => ().into_any(),
+        (_, Some(info)) => info_card(info).into_any(),
+        (Role::User, None) => view! { <UserBubble ui chat created /> }.into_any(),
+        (Role::Assistant, None) => view! { <AssistantBubble ui chat created /> }.into_any(),
+    }
+}
+
+fn info_card(info: serde_json::Value) -> impl IntoView {
+    let title = info["title"].as_str().unwrap_or("Info").to_owned();
+    let items = info["items"].as_array().cloned().unwrap_or_default();
+    let empty = items.is_empty();
+    view! {
+        <div class="lmck-info" role="note">
+            <div class="lmck-info-title">{title}</div>
+            {empty.then(|| view! { <p class="lmck-muted">"None available."</p> })}
+            <ul class="lmck-info-items">
+                {items.into_iter().map(|it| view! {
+                    <li>
+                        <code>{it["name"].as_str().unwrap_or_default().to_owned()}</code>
+                        " " <span class="lmck-muted">{it["args"].as_str().unwrap_or_default().to_owned()}</span>
+                        " " <span>{it["description"].as_str().unwrap_or_default().to_owned()}</span>
+                    </li>
+                }).collect_view()}
+            </ul>
+        </div>
+    }
+}
+
+#[component]
+fn UserBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl IntoView {
+    let store = store();
+    let editing = RwSignal::new(false);
+    let edit_text = RwSignal::new(String::new());
+    let data = ui.data.clone();
+    let body = move || {
+        data.with(|d| match &d.content {
+            Content::Text(t) => view! { <div class="lmck-user-text">{t.clone()}</div> }.into_any(),
+            Content::Parts(parts) => parts
+                .iter()
+                .map(|p| match p {
+                    ContentPart::Text { text } => view! { <div class="lmck-user-text">{text.clone()}</div> }.into_any(),
+                    ContentPart::ImageUrl { image_url } if image_url.url.starts_with("data:image/") => {
+                        view! { <img class="lmck-user-img" src=image_url.url.clone() alt="attached image" /> }.into_any()
+                    }
+                    ContentPart::File { file } => view! {
+                        <div class="lmck-chip">{file.filename.clone().unwrap_or_else(|| "file".into())}</div>
+                    }.into_any(),
+                    _ => view! { <div class="lmck-chip">"attachment"</div> }.into_any(),
+                })
+                .collect_view()
+                .into_any(),
+        })
+    };
+    let text_now = {
+        let data = ui.data.clone();
+        move || data.with_untracked(|d| d.content.as_text().map(str::to_owned))
+    };
+    let key = ui.key.clone();
+    let save = move || {
+        let t = edit_text.get_untracked();
+        if t.trim().is_empty() || store.busy.get_untracked() {
+            return;
+        }
+        editing.set(false);
+        turn::edit_and_resend(store, chat.clone(), key.clone(), t);
+    };
+    let save2 = save.clone();
+    view! {
+        <div class="lmck-msg lmck-user" data-key=ui.key.clone()>
+            <Show when=move || editing.get() fallback=body.clone()>
+                <textarea class="lmck-edit" aria-label="Edit message" prop:value=move || edit_text.get()
+                    on:input=move |ev| edit_text.set(event_target_value(&ev))
+                    on:keydown={let save = save2.clone(); move |ev: leptos::ev::KeyboardEvent| {
+                        if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() { ev.prevent_default(); save(); }
+                        if ev.key() == "Escape" { editing.set(false); }
+                    }}></textarea>
+                <div class="lmck-row">
+                    <button class="lmck-btn lmck-primary" on:click={let save = save.clone(); move |_| save()}>"Save & resend"</button>
+                    <button class="lmck-btn" on:click=move |_| editing.set(false)>"Cancel"</button>
+                </div>
+            </Show>
+            <div class="lmck-meta">
+                {created.map(time_of)}
+                {move || text_now().map(|t| view! {
+                    <button class="lmck-icon-btn" aria-label="Edit and resend" title="Edit and resend"
+                        disabled=move || store.busy.get()
+                        on:click=move |_| { edit_text.set(t.clone()); editing.set(true); }>"✎"</button>
+                })}
+            </div>
+        </div>
+    }
+}
+
+#[component]
+fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl IntoView {
+    let store = store();
+    let d = ui.data.clone();
+    let thinking = Memo::new(move |_| d.with(|d| d.thinking.clone().unwrap_or_default()));
+    let d = ui.data.clone();
+    let calls = Memo::new(move |_| d.with(|d| d.tool_calls.clone()));
+    let d = ui.data.clone();
+    let usage = Memo::new(move |_| d.with(|d| d.usage));
+    let d = ui.data.clone();
+    let has_text = Memo::new(move |_| d.with(|d| !d.content.is_empty()));
+    let (streaming, html, error) = (ui.streaming.clone(), ui.html.clone(), ui.error.clone());
+    let (s1, s2, s3) = (streaming.clone(), streaming.clone(), streaming.clone());
+    let err2 = error.clone();
+    let cards_chat = chat.clone();
+    let approvals = {
+        let (chat, ui) = (chat.clone(), ui.clone());
+        move || {
+            calls
+                .get()
+                .into_iter()
+                .filter(|c| c.approval == Some(Approval::Pending))
+                .map(|c| view! { <ApprovalCard call=c chat=chat.clone() ui=ui.clone() /> })
+                .collect_view()
+        }
+    };
+    let retry = {
+        let (chat, key) = (chat.clone(), ui.key.clone());
+        move |_| turn::retry(store, chat.clone(), key.clone())
+    };
+    let is_last = {
+        let (msgs, key) = (chat.messages.clone(), ui.key.clone());
+        move || {
+            msgs.with(|ms| {
+                ms.iter()
+                    .rev()
+                    .find(|m| m.data.with(|d| d.role == Role::Assistant))
+                    .is_some_and(|m| m.key == key)
+            })
+        }
+    };
+    let copy_md = {
+        let d = ui.data.clone();
+        move |_| copy_text(d.with_untracked(|d| d.content.as_text().unwrap_or_default().to_owned()))
+    };
+    let copy_html = {
+        let d = ui.data.clone();
+        move |_| {
+            copy_text(
+                d.with_untracked(|d| markdown::render(d.content.as_text().unwrap_or_default())),
+            )
+        }
+    };
+    let regen_chat = chat.clone();
+    view! {
+        <div class="lmck-msg lmck-assistant" class:lmck-streaming=move || s1.get() data-key=ui.key.clone()
+            aria-busy=move || s2.get().to_string()>
+            <Show when=move || !thinking.get().is_empty()>
+                <details class="lmck-thinking" prop:open={let s3 = s3.clone(); move || s3.get()}>
+                    <summary>"Thinking"</summary>
+                    <pre class="lmck-thinking-text">{move || thinking.get()}</pre>
+                </details>
+            </Show>
+            {move || calls.get().into_iter().map(|c| view! { <ToolCard call=c chat=cards_chat.clone() /> }).collect_view()}
+            <div class="lmck-md" inner_html=move || html.get()></div>
+            {
+                let streaming = streaming.clone();
+                move || (streaming.get() && !has_text.get() && thinking.with(String::is_empty)).then(|| view! {
+                    <div class="lmck-typing" role="status"><span></span><span></span><span></span>
+                        <span class="lmck-sr">"The assistant is typing…"</span></div>
+                })
+            }
+            {move || error.get().map(|e| view! {
+                <div class="lmck-msg-error" role="alert">
+                    <span>{e}</span>
+                    <button class="lmck-btn lmck-retry" on:click=retry.clone()>"Retry"</button>
+                </div>
+            })}
+            {approvals}
+            <div class="lmck-meta">
+                {created.map(time_of)}
+                {move || usage.get().map(|u| view! {
+                    <span class="lmck-usage" title="tokens: prompt / completion">
+                        {format!("{} tokens", u.total_tokens.unwrap_or(u.prompt_tokens.unwrap_or(0) + u.completion_tokens.unwrap_or(0)))}
+                    </span>
+                })}
+                <Show when=move || has_text.get() && !err2.with(Option::is_some)>
+                    <button class="lmck-icon-btn" title="Copy as Markdown" on:click=copy_md.clone()>"Copy MD"</button>
+                    <button class="lmck-icon-btn" title="Copy as HTML" on:click=copy_html.clone()>"Copy HTML"</button>
+                </Show>
+                <Show when={let is_last = is_last.clone(); move || is_last() && !store.busy.get()}>
+                    <button class="lmck-icon-btn lmck-regenerate" title="Regenerate" aria-label="Regenerate the reply"
+                        on:click={let c = regen_chat.clone(); move |_| turn::regenerate(store, c.clone())}>"↻"</button>
+                </Show>
+            </div>
+        </div>
+    }
+}

@@ -1,0 +1,34 @@
+//! The UI's components, one per file.
+
+pub mod approval;
+pub mod attachments;
+pub mod composer;
+pub mod menus;
+pub mod message;
+pub mod picker;
+pub mod settings;
+pub mod sidebar;
+pub mod tool_card;
+pub mod transcript;
+
+use leptos::prelude::*;
+
+use crate::state::Store;
+
+/// The store provided by [`crate::App`].
+pub fn store() -> Store {
+    expect_context::<Store>()
+}
+
+/// Copies text to the clipboard (best effort).
+pub fn copy_text(text: String) {
+    if let Some(w) = web_sys::window() {
+        let _ = w.navigator().clipboard().write_text(&text);
+    }
+}
+
+/// Formats a timestamp (ms) as local `HH:MM`.
+pub fn time_of(ms: i64) -> String {
+    let d = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(ms as f64));
+    format!("{:02}:{:02}", d.get_hours(), d.get_minutes())
+}

@@ -1,0 +1,55 @@
+//! A tool-call card: name, status badge (running/ok/pending/denied/error), pretty arguments and
+//! the result (red for errors and denials).
+
+use leptos::prelude::*;
+use lmchatkit_protocol::{Approval, ToolCall};
+
+use crate::state::Chat;
+
+/// The status word of a call.
+pub fn status_of(call: &ToolCall, running: bool, result: Option<&(String, bool)>) -> &'static str {
+    if running {
+        return "running";
+    }
+    match (call.approval, result) {
+        (Some(Approval::Denied), _) => "denied",
+        (Some(Approval::Error), _) | (_, Some((_, true))) => "error",
+        (Some(Approval::Pending), _) => "pending",
+        (_, Some(_)) => "ok",
+        _ => "approved",
+    }
+}
+
+/// One tool call of an assistant message.
+#[component]
+pub fn ToolCard(call: ToolCall, chat: Chat) -> impl IntoView {
+    let id = call.id.clone();
+    let args = serde_json::to_string_pretty(&call.arguments).unwrap_or_default();
+    let results = chat.results.clone();
+    let running = chat.running.clone();
+    let (id2, id3) = (id.clone(), id.clone());
+    let status = {
+        let call = call.clone();
+        let results = results.clone();
+        move || {
+            let r = results.with(|r| r.get(&id2).cloned());
+            status_of(&call, running.with(|s| s.contains(&id3)), r.as_ref())
+        }
+    };
+    let status2 = status.clone();
+    let result = move || results.with(|r| r.get(&id).cloned());
+    view! {
+        <details class="lmck-tool" open=true data-call-id=call.id.clone()>
+            <summary>
+                <code class="lmck-tool-name">{call.name.clone()}</code>
+                <span class=move || format!("lmck-badge lmck-badge-{}", status())>{status2}</span>
+            </summary>
+            <div class="lmck-tool-label">"Arguments"</div>
+            <pre class="lmck-tool-args">{args}</pre>
+            {move || result().map(|(text, err)| view! {
+                <div class="lmck-tool-label">"Result"</div>
+                <pre class="lmck-tool-result" class:lmck-error=err>{text}</pre>
+            })}
+        </details>
+    }
+}

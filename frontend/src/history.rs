@@ -1,0 +1,344 @@
+//! Saving and loading conversations: server mode (`PUT` with the base `revision`, a 409 resolved
+//! per DESIGN decision 3) or this tab's sessionStorage. Saves of one chat are serialised: a change
+//! during a save marks the chat dirty and saves again after.
+//!
+//! 409 resolution: when the stored copy still starts with the messages this tab last saved (by id)
+//! and this tab only appended since, the appended messages are re-applied on top of the stored
+//! copy and saved again; otherwise this tab's copy is saved as a new conversation titled
+//! "… (conflict copy)", so neither side is lost.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use lmchatkit_protocol::{HistoryMode, StoredConversation};
+
+use crate::api::SaveOutcome;
+use crate::state::{Chat, Store, UiMessage, new_id};
+
+const SESSION_KEY: &str = "lmchatkit:conversations";
+const CURRENT_KEY: &str = "lmchatkit:currentId";
+
+fn session() -> Option<web_sys::Storage> {
+    web_sys::window()?.session_storage().ok().flatten()
+}
+
+/// Reads a sessionStorage item.
+pub fn session_get(key: &str) -> Option<String> {
+    session()?.get_item(key).ok().flatten()
+}
+
+/// Writes (or, with `None`, removes) a sessionStorage item.
+pub fn session_set(key: &str, value: Option<&str>) {
+    if let Some(s) = session() {
+        let _ = match value {
+            Some(v) => s.set_item(key, v),
+            None => s.remove_item(key),
+        };
+    }
+}
+
+/// Remembers which chat is open, for reload restore.
+pub fn remember_current(id: Option<&str>) {
+    session_set(CURRENT_KEY, id);
+}
+
+/// The chat that was open before a reload.
+pub fn remembered_current() -> Option<String> {
+    session_get(CURRENT_KEY)
+}
+
+fn browser_all() -> Vec<StoredConversation> {
+    session_get(SESSION_KEY)
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_default()
+}
+
+fn browser_write(all: &[StoredConversation]) {
+    if let Ok(s) = serde_json::to_string(all) {
+        session_set(SESSION_KEY, Some(&s));
+    }
+}
+
+/// Refreshes the sidebar list.
+pub async fn refresh_list(store: Store) {
+    match store.history_mode() {
+        Some(HistoryMode::Server) => match store.api().conversations().await {
+            Ok(mut list) => {
+                list.sort_by_key(|c| std::cmp::Reverse(c.updated_at));
+                store.conversations.set(list);
+            }
+            Err(e) => store
+                .notice
+                .set(Some(format!("Could not load the conversations ({e})."))),
+        },
+        Some(HistoryMode::Browser) => {
+            let mut list: Vec<_> = browser_all().iter().map(|c| c.summary()).collect();
+            list.sort_by_key(|c| std::cmp::Reverse(c.updated_at));
+            store.conversations.set(list);
+        }
+        None => {}
+    }
+}
+
+/// Saves the open chat (in the background).
+pub fn persist(store: Store, chat: &Chat) {
+    let chat = chat.clone();
+    spawn_local(async move { save(store, chat).await });
+}
+
+/// Saves `chat` now (or marks it dirty when a save is in flight).
+pub async fn save(store: Store, chat: Chat) {
+    if chat
+        .messages
+        .with_untracked(|m| !m.iter().any(|m| m.is_substantial()))
+    {
+        return; // nothing to keep yet
+    }
+    if store.history_mode() == Some(HistoryMode::Browser) {
+        let c = chat.to_stored();
+        let mut all = browser_all();
+        all.retain(|x| x.id != c.id);
+        all.push(c);
+        browser_write(&all);
+        refresh_list(store).await;
+        return;
+    }
+    {
+        let mut s = chat.sync.lock().unwrap();
+        if s.saving {
+            s.dirty = true;
+            return;
+        }
+        s.saving = true;
+    }
+    loop {
+        let conv = chat.to_stored();
+        let ids: Vec<String> = conv.messages.iter().filter_map(|m| m.id.clone()).collect();
+        let outcome = store.api().save(&conv).await;
+        let again = {
+            let mut s = chat.sync.lock().unwrap();
+            match &outcome {
+                Ok(SaveOutcome::Saved(rev)) => {
+                    s.revision = *rev;
+                    s.base_ids = ids;
+                }
+                Ok(SaveOutcome::Conflict(_)) | Err(_) => {}
+            }
+            let again = s.dirty;
+            s.dirty = false;
+            again
+        };
+        match outcome {
+            Ok(SaveOutcome::Saved(_)) => {}
+            Ok(SaveOutcome::Conflict(c)) => {
+                resolve_conflict(store, &chat, c.conversation);
+                continue;
+            }
+            Err(e) => store
+                .notice
+                .set(Some(format!("Could not save the conversation ({e})."))),
+        }
+        if !again {
+            break;
+        }
+    }
+    chat.sync.lock().unwrap().saving = false;
+    refresh_list(store).await;
+}
+
+/// How a 409 is resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergePlan {
+    /// Both sides only appended to the base: put these local messages (indices) after the
+    /// stored copy's.
+    Reapply(Vec<usize>),
+    /// This tab edited history: keep its copy as a new conversation.
+    ConflictCopy,
+}
+
+/// Decides how to merge after a 409, from message ids: `base` as of this tab's last save,
+/// `local` now, `server` in the stored copy.
+pub fn merge_plan(base: &[String], local: &[String], server: &[String]) -> MergePlan {
+    if local.starts_with(base) && server.starts_with(base) {
+        MergePlan::Reapply(
+            (base.len()..local.len())
+                .filter(|&i| !server.contains(&local[i]))
+                .collect(),
+        )
+    } else {
+        MergePlan::ConflictCopy
+    }
+}
+
+/// Merges this tab's chat with the stored copy after a 409 (see the module docs).
+fn resolve_conflict(store: Store, chat: &Chat, server: StoredConversation) {
+    let base = chat.sync.lock().unwrap().base_ids.clone();
+    // Compare what is saved (substantial messages); a bubble still streaming stays at the end.
+    let all = chat.messages.get_untracked();
+    let subs: Vec<&UiMessage> = all.iter().filter(|m| m.is_substantial()).collect();
+    let tail: Vec<UiMessage> = all
+        .iter()
+        .rev()
+        .take_while(|m| !m.is_substantial())
+        .cloned()
+        .collect();
+    let local_ids: Vec<String> = subs.iter().map(|m| m.key.clone()).collect();
+    let server_ids: Vec<String> = server
+        .messages
+        .iter()
+        .filter_map(|m| m.id.clone())
+        .collect();
+    if let MergePlan::Reapply(keep) = merge_plan(&base, &local_ids, &server_ids) {
+        let mut appended: Vec<UiMessage> = keep.iter().map(|&i| subs[i].clone()).collect();
+        appended.extend(tail.into_iter().rev());
+        let rebuilt = Chat::from_stored(server.clone());
+        let mut merged = rebuilt.messages.get_untracked();
+        merged.extend(appended);
+        chat.messages.set(merged);
+        chat.results
+            .update(|r| r.extend(rebuilt.results.get_untracked()));
+        let mut s = chat.sync.lock().unwrap();
+        s.revision = server.revision;
+        s.base_ids = server_ids;
+    } else {
+        // Keep both: this tab's copy becomes a new conversation.
+        let title = format!("{} (conflict copy)", chat.title.get_untracked());
+        chat.id.set(new_id("c-"));
+        chat.title.set(title);
+        let mut s = chat.sync.lock().unwrap();
+        s.revision = 0;
+        s.base_ids.clear();
+        remember_current(Some(&chat.id.get_untracked()));
+        store.notice.set(Some(
+            "This conversation changed in another tab; your copy was kept as a conflict copy."
+                .into(),
+        ));
+    }
+}
+
+/// Opens a stored conversation.
+pub async fn open(store: Store, id: String) {
+    let conv = match store.history_mode() {
+        Some(HistoryMode::Server) => match store.api().conversation(&id).await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                store
+                    .notice
+                    .set(Some(format!("Could not open the conversation ({e}).")));
+                None
+            }
+        },
+        _ => browser_all().into_iter().find(|c| c.id == id),
+    };
+    let Some(conv) = conv else {
+        remember_current(None);
+        return;
+    };
+    store.unread.update(|u| {
+        u.remove(&id);
+    });
+    remember_current(Some(&id));
+    store.chat.set(Some(Chat::from_stored(conv)));
+    store.sidebar_open.set(false);
+    store.focus();
+    if crate::bench::enabled() {
+        // After the render this set off: the time to interactive of an opened conversation.
+        leptos::prelude::request_animation_frame(|| {
+            crate::bench::record("open", crate::bench::now())
+        });
+    }
+}
+
+/// Re-reads the open chat after another tab saved it (skipped while this tab is busy or waits for
+/// an approval; aborted if the local messages changed meanwhile).
+pub async fn reload_current(store: Store) {
+    let Some(chat) = store.chat.get_untracked() else {
+        return;
+    };
+    let id = chat.id.get_untracked();
+    let before = chat.messages.with_untracked(|m| m.len());
+    let Ok(conv) = store.api().conversation(&id).await else {
+        return;
+    };
+    if store.busy.get_untracked() || chat.messages.with_untracked(|m| m.len()) != before {
+        return;
+    }
+    if conv.revision <= chat.sync.lock().unwrap().revision {
+        return;
+    }
+    store.chat.set(Some(Chat::from_stored(conv)));
+}
+
+/// Deletes a conversation.
+pub async fn delete(store: Store, id: String) {
+    if store.history_mode() == Some(HistoryMode::Server) {
+        if let Err(e) = store.api().delete(&id).await {
+            store
+                .notice
+                .set(Some(format!("Could not delete the conversation ({e}).")));
+            return;
+        }
+    } else {
+        let mut all = browser_all();
+        all.retain(|c| c.id != id);
+        browser_write(&all);
+    }
+    if store
+        .chat
+        .with_untracked(|c| c.as_ref().is_some_and(|c| c.id.get_untracked() == id))
+    {
+        store.chat.set(None);
+        remember_current(None);
+    }
+    refresh_list(store).await;
+}
+
+/// Imports conversations (a JSON array or one object), giving each a fresh id.
+pub async fn import(store: Store, json: &str) -> Result<usize, String> {
+    let list: Vec<StoredConversation> = serde_json::from_str::<Vec<StoredConversation>>(json)
+        .or_else(|_| serde_json::from_str::<StoredConversation>(json).map(|c| vec![c]))
+        .map_err(|e| format!("not a conversation export: {e}"))?;
+    let n = list.len();
+    for mut c in list {
+        c.id = new_id("c-");
+        c.revision = 0;
+        save(store, Chat::from_stored(c)).await;
+    }
+    refresh_list(store).await;
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(s: &[&str]) -> Vec<String> {
+        s.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn appends_on_both_sides_are_reapplied() {
+        let plan = merge_plan(
+            &ids(&["a", "b"]),
+            &ids(&["a", "b", "u", "r"]),
+            &ids(&["a", "b", "x"]),
+        );
+        assert_eq!(plan, MergePlan::Reapply(vec![2, 3]));
+        // A message the server already has is not duplicated.
+        let plan = merge_plan(&ids(&["a"]), &ids(&["a", "u"]), &ids(&["a", "u", "x"]));
+        assert_eq!(plan, MergePlan::Reapply(vec![]));
+    }
+
+    #[test]
+    fn edits_keep_a_conflict_copy() {
+        // This tab truncated (edit and resend) after its last save.
+        assert_eq!(
+            merge_plan(&ids(&["a", "b"]), &ids(&["a", "c"]), &ids(&["a", "b", "x"])),
+            MergePlan::ConflictCopy
+        );
+        // The other side rewrote history.
+        assert_eq!(
+            merge_plan(&ids(&["a", "b"]), &ids(&["a", "b", "u"]), &ids(&["a", "z"])),
+            MergePlan::ConflictCopy
+        );
+    }
+}

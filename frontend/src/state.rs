@@ -1,0 +1,366 @@
+//! The UI's state: the catalog lists, the conversation list, the open chat and its messages, the
+//! picker's setup and the settings. One [`Store`] of `Copy` signals is provided as context; each
+//! message carries its own signals so a streaming delta re-renders only its bubble.
+//!
+//! History mode (server vs this tab's sessionStorage) comes from `/api/config` (DESIGN decision 11),
+//! never from probing a route.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use leptos::prelude::*;
+use lmchatkit_protocol::{
+    ConfigResponse, ConversationSummary, HistoryMode, Message, Model, Params, Persona, Prompt,
+    Resource, Role, SlashCommand, StoredConversation, UploadedFile,
+};
+
+use crate::api::{Api, ApiError};
+use crate::markdown;
+pub use crate::params::{PARAM_FIELDS, ParamFields, fields_from_params, params_from_fields};
+
+/// The message sent as the tool result when the user denies a call (reference §9.7).
+pub fn deny_message(tool: &str) -> String {
+    format!(
+        "The user denied this tool call. Do not attempt to call '{tool}' again. Ask the user how \
+         they would like to proceed, or continue with an alternative approach."
+    )
+}
+
+/// The virtual skill tool, always allowed.
+pub const SKILL_TOOL: &str = "lmchatkit__get_skill";
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    js_sys::Date::now() as i64
+}
+
+/// A random id: `prefix` + 8 base-36 characters.
+pub fn new_id(prefix: &str) -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut s = String::from(prefix);
+    for _ in 0..8 {
+        let i = (js_sys::Math::random() * 36.0) as usize % 36;
+        s.push(DIGITS[i] as char);
+    }
+    s
+}
+
+/// A message on screen: the wire message plus the render state of the bubble.
+#[derive(Clone)]
+pub struct UiMessage {
+    /// Stable key (the message id).
+    pub key: String,
+    /// The message (the truth that is saved and sent).
+    pub data: ArcRwSignal<Message>,
+    /// Rendered Markdown of an assistant message's content.
+    pub html: ArcRwSignal<String>,
+    /// The reply is still streaming.
+    pub streaming: ArcRwSignal<bool>,
+    /// The turn failed (shown in the bubble with a Retry); not saved.
+    pub error: ArcRwSignal<Option<String>>,
+}
+
+impl UiMessage {
+    /// Wraps a message, giving it an id when it has none.
+    pub fn new(mut m: Message) -> Self {
+        let key =
+            m.id.clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| new_id("m-"));
+        m.id = Some(key.clone());
+        let html = match (&m.role, m.content.as_text()) {
+            (Role::Assistant, Some(t)) => markdown::render(t),
+            _ => String::new(),
+        };
+        Self {
+            key,
+            data: ArcRwSignal::new(m),
+            html: ArcRwSignal::new(html),
+            streaming: ArcRwSignal::new(false),
+            error: ArcRwSignal::new(None),
+        }
+    }
+
+    /// Whether the message is worth saving and sending (failed, empty placeholders are not).
+    pub fn is_substantial(&self) -> bool {
+        self.data.with_untracked(|m| {
+            m.role != Role::Assistant
+                || !m.content.is_empty()
+                || !m.tool_calls.is_empty()
+                || m.thinking.as_deref().is_some_and(|t| !t.is_empty())
+        })
+    }
+}
+
+/// Save bookkeeping of a chat (server mode).
+#[derive(Debug, Default, Clone)]
+pub struct SyncState {
+    /// The revision the next PUT starts from (0 = not stored yet).
+    pub revision: u64,
+    /// Message ids as of that revision (to tell an append from an edit on a 409).
+    pub base_ids: Vec<String>,
+    /// A save is in flight.
+    pub saving: bool,
+    /// Something changed while saving: save again after.
+    pub dirty: bool,
+}
+
+/// The open conversation.
+#[derive(Clone)]
+pub struct Chat {
+    /// Conversation id (changes when a conflict copy is split off).
+    pub id: ArcRwSignal<String>,
+    /// Title.
+    pub title: ArcRwSignal<String>,
+    /// Persona id.
+    pub persona_id: ArcRwSignal<String>,
+    /// Model id.
+    pub model: ArcRwSignal<String>,
+    /// Model params.
+    pub params: ArcRwSignal<Params>,
+    /// Creation time (ms).
+    pub created_at: i64,
+    /// The messages, oldest first (tool messages included, not shown as bubbles).
+    pub messages: ArcRwSignal<Vec<UiMessage>>,
+    /// Tool results by call id: (text, is_error).
+    pub results: ArcRwSignal<HashMap<String, (String, bool)>>,
+    /// Calls running now.
+    pub running: ArcRwSignal<HashSet<String>>,
+    /// Tools always allowed in this chat.
+    pub allowed: ArcRwSignal<HashSet<String>>,
+    /// Save bookkeeping.
+    pub sync: Arc<Mutex<SyncState>>,
+}
+
+impl Chat {
+    /// A new, empty chat.
+    pub fn new(persona_id: String, model: String, params: Params) -> Self {
+        Self::from_stored(StoredConversation {
+            id: new_id("c-"),
+            title: "New conversation".into(),
+            persona_id,
+            model,
+            params,
+            created_at: now_ms(),
+            ..Default::default()
+        })
+    }
+
+    /// A chat from a stored conversation (system messages dropped, tool results linked).
+    pub fn from_stored(c: StoredConversation) -> Self {
+        let mut results = HashMap::new();
+        let mut seen = HashSet::new();
+        let mut messages = Vec::new();
+        for mut m in c.messages.into_iter().filter(|m| m.role != Role::System) {
+            // Repair duplicate ids (older data).
+            if m.id.as_ref().is_some_and(|id| !seen.insert(id.clone())) {
+                m.id = None;
+            }
+            if m.role == Role::Tool
+                && let Some(id) = &m.tool_call_id
+            {
+                let text = m.content.as_text().unwrap_or_default().to_owned();
+                results.insert(id.clone(), (text, m.is_error));
+            }
+            messages.push(UiMessage::new(m));
+        }
+        let base_ids = messages.iter().map(|m| m.key.clone()).collect();
+        Self {
+            id: ArcRwSignal::new(c.id),
+            title: ArcRwSignal::new(c.title),
+            persona_id: ArcRwSignal::new(c.persona_id),
+            model: ArcRwSignal::new(c.model),
+            params: ArcRwSignal::new(c.params),
+            created_at: c.created_at,
+            messages: ArcRwSignal::new(messages),
+            results: ArcRwSignal::new(results),
+            running: ArcRwSignal::new(HashSet::new()),
+            allowed: ArcRwSignal::new(HashSet::new()),
+            sync: Arc::new(Mutex::new(SyncState {
+                revision: c.revision,
+                base_ids,
+                ..Default::default()
+            })),
+        }
+    }
+
+    /// The conversation to save (placeholders and failed bubbles left out).
+    pub fn to_stored(&self) -> StoredConversation {
+        StoredConversation {
+            id: self.id.get_untracked(),
+            title: self.title.get_untracked(),
+            persona_id: self.persona_id.get_untracked(),
+            model: self.model.get_untracked(),
+            params: self.params.get_untracked(),
+            created_at: self.created_at,
+            updated_at: now_ms(),
+            revision: self.sync.lock().map(|s| s.revision).unwrap_or(0),
+            messages: self.messages.with_untracked(|ms| {
+                ms.iter()
+                    .filter(|m| m.is_substantial())
+                    .map(|m| m.data.get_untracked())
+                    .collect()
+            }),
+        }
+    }
+
+    /// The messages to send to the model (info cards left out; the server drops the rest).
+    pub fn wire_messages(&self) -> Vec<Message> {
+        self.messages.with_untracked(|ms| {
+            ms.iter()
+                .filter(|m| m.is_substantial())
+                .map(|m| m.data.get_untracked())
+                .filter(|m| m.info.is_none())
+                .collect()
+        })
+    }
+
+    /// Whether a tool call of the last assistant message waits for the user.
+    pub fn has_pending(&self) -> bool {
+        self.messages.with(|ms| {
+            ms.iter()
+                .rev()
+                .find(|m| m.data.with(|d| d.role == Role::Assistant))
+                .is_some_and(|m| {
+                    m.data.with(|d| {
+                        d.tool_calls
+                            .iter()
+                            .any(|c| c.approval == Some(lmchatkit_protocol::Approval::Pending))
+                    })
+                })
+        })
+    }
+
+    /// Appends a message.
+    pub fn push(&self, m: UiMessage) {
+        self.messages.update(|ms| ms.push(m));
+    }
+}
+
+/// The picker's choices.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Setup {
+    /// Chosen persona id.
+    pub persona_id: String,
+    /// Chosen model id.
+    pub model: String,
+    /// The six parameter fields.
+    pub fields: ParamFields,
+}
+
+/// Light, dark, or following the system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Theme {
+    /// `prefers-color-scheme`.
+    #[default]
+    System,
+    /// Forced light.
+    Light,
+    /// Forced dark.
+    Dark,
+}
+
+/// Everything the components share (all `Copy` signals).
+#[derive(Clone, Copy)]
+pub struct Store {
+    /// The API client.
+    pub api: StoredValue<Api>,
+    /// `/api/config`, once loaded.
+    pub config: RwSignal<Option<Result<ConfigResponse, ApiError>>>,
+    /// `/api/models`, once loaded.
+    pub models: RwSignal<Option<Result<Vec<Model>, ApiError>>>,
+    /// `/api/personas`.
+    pub personas: RwSignal<Vec<Persona>>,
+    /// `/api/commands`.
+    pub commands: RwSignal<Vec<SlashCommand>>,
+    /// `/api/prompts`.
+    pub prompts: RwSignal<Vec<Prompt>>,
+    /// `/api/resources`.
+    pub resources: RwSignal<Vec<Resource>>,
+    /// The sidebar list.
+    pub conversations: RwSignal<Vec<ConversationSummary>>,
+    /// Conversations changed elsewhere since last opened.
+    pub unread: RwSignal<HashSet<String>>,
+    /// The open chat (`None` = the start screen).
+    pub chat: RwSignal<Option<Chat>>,
+    /// A turn is streaming or running tools.
+    pub busy: RwSignal<bool>,
+    /// The picker's choices.
+    pub setup: RwSignal<Setup>,
+    /// Tools always allowed for this browser session.
+    pub auto_allow: RwSignal<HashSet<String>>,
+    /// Tools a file command allowed for the current turn.
+    pub command_allow: RwSignal<HashSet<String>>,
+    /// Files attached to the next message.
+    pub attachments: RwSignal<Vec<UploadedFile>>,
+    /// A message for the user (load or save failures), dismissible.
+    pub notice: RwSignal<Option<String>>,
+    /// The sidebar drawer is open (narrow screens).
+    pub sidebar_open: RwSignal<bool>,
+    /// Theme choice.
+    pub theme: RwSignal<Theme>,
+    /// Bumped to ask the composer to take focus.
+    pub focus_composer: RwSignal<u32>,
+    /// The draft in the composer.
+    pub draft: RwSignal<String>,
+}
+
+impl Store {
+    /// A store for the service at `prefix`.
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            api: StoredValue::new(Api::new(prefix)),
+            config: RwSignal::new(None),
+            models: RwSignal::new(None),
+            personas: RwSignal::new(Vec::new()),
+            commands: RwSignal::new(Vec::new()),
+            prompts: RwSignal::new(Vec::new()),
+            resources: RwSignal::new(Vec::new()),
+            conversations: RwSignal::new(Vec::new()),
+            unread: RwSignal::new(HashSet::new()),
+            chat: RwSignal::new(None),
+            busy: RwSignal::new(false),
+            setup: RwSignal::new(Setup::default()),
+            auto_allow: RwSignal::new(HashSet::from([SKILL_TOOL.to_owned()])),
+            command_allow: RwSignal::new(HashSet::new()),
+            attachments: RwSignal::new(Vec::new()),
+            notice: RwSignal::new(None),
+            sidebar_open: RwSignal::new(false),
+            theme: RwSignal::new(Theme::System),
+            focus_composer: RwSignal::new(0),
+            draft: RwSignal::new(String::new()),
+        }
+    }
+
+    /// The API client.
+    pub fn api(&self) -> Api {
+        self.api.get_value()
+    }
+
+    /// History kept by the server (else in this tab's sessionStorage). `None` until known.
+    pub fn history_mode(&self) -> Option<HistoryMode> {
+        self.config
+            .with(|c| c.as_ref().and_then(|r| r.as_ref().ok()).map(|c| c.history))
+    }
+
+    /// The model list (empty while loading or on error).
+    pub fn model_list(&self) -> Vec<Model> {
+        self.models.with(|m| {
+            m.as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .cloned()
+                .unwrap_or_default()
+        })
+    }
+
+    /// The persona with this id.
+    pub fn persona(&self, id: &str) -> Option<Persona> {
+        self.personas
+            .with(|ps| ps.iter().find(|p| p.id == id).cloned())
+    }
+
+    /// Asks the composer to take focus.
+    pub fn focus(&self) {
+        self.focus_composer.update(|n| *n += 1);
+    }
+}

@@ -1,0 +1,197 @@
+//! The fixture of the browser tests (`tests/tests/ui_*.rs`): a host with a `get_weather` tool,
+//! two MCP prompts (`greet`, `pair`) and a `docs://readme` resource over the mock upstream; the
+//! real service (memory history or none, events and uploads on) served on loopback; a browser on
+//! its page; and the waits the tests share.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use lmchatkit::history::MemoryStore;
+use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+use lmchatkit::protocol::{
+    Model, Prompt, PromptMessage, PromptResult, Resource, ResourceResult, Role, Tool, ToolResult,
+};
+use lmchatkit::{
+    ChatService, CompleteRequest, Config, EventStream, Host, HostError, RequestContext, ToolSource,
+    async_trait,
+};
+use serde_json::{Value, json};
+
+use crate::browser::{Browser, browser_expected, launch};
+use crate::mock_upstream::MockUpstream;
+use crate::serve::{Served, serve};
+
+/// Browser tests run one at a time (2 cores; one Chromium is plenty).
+pub static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The test host: the OpenAI backend plus a tool, two prompts and a resource.
+pub struct TestHost(pub OpenAiBackend);
+
+#[async_trait]
+impl Host for TestHost {
+    async fn models(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
+        self.0.models(cx).await
+    }
+    fn complete(&self, cx: &RequestContext, req: CompleteRequest) -> EventStream {
+        self.0.complete(cx, req)
+    }
+    async fn list_tools(&self, _: &RequestContext) -> Result<Vec<Tool>, HostError> {
+        Ok(vec![Tool::new("get_weather").with_description("Weather for a city").with_input_schema(
+            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        )])
+    }
+    async fn call_tool(
+        &self,
+        _: &RequestContext,
+        name: &str,
+        args: Value,
+    ) -> Result<ToolResult, HostError> {
+        match (name, args["city"].as_str()) {
+            ("get_weather", Some(city)) => Ok(ToolResult::text(format!("{city}: sunny, 21 °C"))),
+            _ => Err(HostError::InvalidInput("city is required".into())),
+        }
+    }
+    async fn tool_source(&self, _: &RequestContext, _: &str) -> ToolSource {
+        ToolSource::Unscoped
+    }
+    async fn list_prompts(&self, _: &RequestContext) -> Result<Vec<Prompt>, HostError> {
+        let greet = json!({"name": "greet", "description": "Greets someone",
+            "arguments": [{"name": "who", "required": true}]});
+        let pair = json!({"name": "pair", "description": "Two arguments",
+            "arguments": [{"name": "first", "required": true}, {"name": "second"}]});
+        Ok(vec![
+            serde_json::from_value(greet).unwrap(),
+            serde_json::from_value(pair).unwrap(),
+        ])
+    }
+    async fn get_prompt(
+        &self,
+        _: &RequestContext,
+        _: &str,
+        args: BTreeMap<String, String>,
+    ) -> Result<PromptResult, HostError> {
+        let content = match args.get("who") {
+            Some(who) => format!("mirror-back greeting for {who}"),
+            None => format!("mirror-back pair {args:?}"),
+        };
+        Ok(PromptResult {
+            description: None,
+            messages: vec![PromptMessage {
+                role: Role::User,
+                content,
+            }],
+        })
+    }
+    async fn list_resources(&self, _: &RequestContext) -> Result<Vec<Resource>, HostError> {
+        let mut r = Resource::new("docs://readme");
+        r.name = Some("Readme".into());
+        Ok(vec![r])
+    }
+    async fn read_resource(
+        &self,
+        _: &RequestContext,
+        uri: &str,
+    ) -> Result<ResourceResult, HostError> {
+        Ok(
+            serde_json::from_value(json!({"uri": uri, "text": "The readme says: pineapple."}))
+                .unwrap(),
+        )
+    }
+}
+
+/// A running service, mock upstream and browser on the chat page.
+pub struct Env {
+    /// The mock upstream.
+    pub mock: MockUpstream,
+    /// The service.
+    pub server: Served,
+    /// The browser, on `{server}/chat`.
+    pub browser: Browser,
+}
+
+/// Server-mode history; `None` when the test must be skipped.
+pub async fn setup() -> Option<Env> {
+    setup_with(true).await
+}
+
+/// Like [`setup`]; `server_history`: a memory store (server mode), else none (this tab's sessionStorage).
+pub async fn setup_with(server_history: bool) -> Option<Env> {
+    let mock = MockUpstream::start().await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(mock.base_url()).with_api_key("sk-test"));
+    let mut builder = Config::builder(TestHost(backend))
+        .events(true)
+        .file_upload(true);
+    if server_history {
+        builder = builder.history(MemoryStore::new());
+    }
+    let config = builder.build().unwrap();
+    let server = serve(ChatService::new(config)).await;
+    let loader = reqwest::get(server.url("/chat/assets/lmchatkit.js"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    if loader.contains("not built") {
+        assert!(
+            !browser_expected(),
+            "the UI bundle is not built: run ./scripts/build-ui.sh"
+        );
+        eprintln!("SKIPPED: the UI bundle is not built (./scripts/build-ui.sh)");
+        return None;
+    }
+    let browser = launch().await?;
+    browser.client.goto(&server.url("/chat")).await.unwrap();
+    Some(Env {
+        mock,
+        server,
+        browser,
+    })
+}
+
+/// From the start screen into an open chat.
+pub async fn start_chat(b: &Browser) {
+    b.wait_js("the model to be chosen", "const s = document.querySelector('.lmck-start button.lmck-start'); return !!s && !s.disabled;").await;
+    b.click("button.lmck-start").await;
+    b.wait_for(".lmck-transcript").await;
+}
+
+/// Waits until no turn is running.
+pub async fn idle(b: &Browser) {
+    b.wait_js("the turn to end", "return !!document.querySelector('.lmck-send') && !document.querySelector('.lmck-streaming');").await;
+}
+
+/// Messages stored in the first listed conversation.
+pub async fn saved_messages(env: &Env) -> usize {
+    let list: Value = reqwest::get(env.server.url("/chat/api/conversations"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let Some(id) = list
+        .as_array()
+        .and_then(|l| l.first())
+        .and_then(|c| c["id"].as_str())
+    else {
+        return 0;
+    };
+    let conv: Value = reqwest::get(env.server.url(&format!("/chat/api/conversations/{id}")))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    conv["messages"].as_array().map_or(0, Vec::len)
+}
+
+/// Waits until the first listed conversation has `n` stored messages.
+pub async fn wait_saved(env: &Env, n: usize) {
+    for _ in 0..200 {
+        if saved_messages(env).await >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the conversation was never saved with {n} messages");
+}

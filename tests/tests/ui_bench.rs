@@ -1,0 +1,133 @@
+//! UI benchmark (not a timed test: it reports, it does not assert targets). Run with
+//!
+//! ```sh
+//! ./scripts/build-ui.sh && cargo test -p lmchatkit-tests --test ui_bench -- --ignored --nocapture
+//! ```
+//!
+//! It measures, in headless Chromium against the real service and the mock upstream:
+//! - the gzipped size of the embedded bundle (wasm + js + css);
+//! - main-thread time per stream frame while a 48 KB Markdown reply streams (p50/p95/max), and
+//!   per batched HTML update;
+//! - time to interactive of a 1,000-message conversation opened on reload (navigation start until
+//!   the transcript has rendered).
+//!
+//! The UI records these through its opt-in probes (`frontend/src/bench.rs`, sessionStorage
+//! `lmchatkit:bench = 1`).
+
+use lmchatkit::history::MemoryStore;
+use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+use lmchatkit::{ChatService, Config};
+use lmchatkit_tests::browser::launch;
+use lmchatkit_tests::mock_upstream::MockUpstream;
+use lmchatkit_tests::serve::serve;
+use serde_json::{Value, json};
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+fn gz(path: &std::path::Path) -> usize {
+    let out = std::process::Command::new("gzip")
+        .arg("-9c")
+        .arg(path)
+        .output()
+        .expect("gzip");
+    out.stdout.len()
+}
+
+#[tokio::test]
+#[ignore = "benchmark: run with --ignored --nocapture"]
+async fn ui_benchmark() {
+    let mock = MockUpstream::start().await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(mock.base_url()));
+    let config = Config::builder(backend)
+        .history(MemoryStore::new())
+        .build()
+        .unwrap();
+    let server = serve(ChatService::new(config)).await;
+    let Some(b) = launch().await else { return };
+
+    // Bundle size, as served.
+    let assets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../server/assets");
+    let mut total = 0;
+    for entry in std::fs::read_dir(&assets).expect("server/assets (run ./scripts/build-ui.sh)") {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if [".wasm", ".js", ".css"].iter().any(|e| name.ends_with(e)) {
+            let size = gz(&path);
+            println!("bundle: {name}: {size} bytes gzipped");
+            total += size;
+        }
+    }
+    println!(
+        "bundle: total {:.1} KB gzipped (target <= 200 KB)",
+        total as f64 / 1024.0
+    );
+
+    // Streaming a 48 KB reply.
+    b.client.goto(&server.url("/chat")).await.unwrap();
+    b.js("sessionStorage.setItem('lmchatkit:bench', '1'); return true;")
+        .await;
+    b.client.refresh().await.unwrap();
+    b.wait_js(
+        "the picker",
+        "const s = document.querySelector('button.lmck-start'); return !!s && !s.disabled;",
+    )
+    .await;
+    b.click("button.lmck-start").await;
+    b.send_message("bench-48k please").await;
+    b.wait_js("the reply to finish", "return !!document.querySelector('.lmck-send') && !document.querySelector('.lmck-streaming') && document.querySelectorAll('.lmck-assistant').length > 0;").await;
+    let data = b.js("return window.__lmckBench || {};").await;
+    eprintln!(
+        "probe keys: {:?}",
+        data.as_object().map(|o| o
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_array().map_or(0, Vec::len)))
+            .collect::<Vec<_>>())
+    );
+    let mut deltas: Vec<f64> = serde_json::from_value(data["delta"].clone()).unwrap_or_default();
+    let mut frames: Vec<f64> = serde_json::from_value(data["frame"].clone()).unwrap_or_default();
+    let n = deltas.len();
+    println!(
+        "stream 48 KB: {n} frames handled; per frame p50 {:.3} ms, p95 {:.3} ms (target <= 1 ms), max {:.3} ms",
+        percentile(&mut deltas, 0.5),
+        percentile(&mut deltas, 0.95),
+        percentile(&mut deltas, 1.0)
+    );
+    println!(
+        "stream 48 KB: {} batched HTML updates; p50 {:.3} ms, p95 {:.3} ms, max {:.3} ms",
+        frames.len(),
+        percentile(&mut frames, 0.5),
+        percentile(&mut frames, 0.95),
+        percentile(&mut frames, 1.0)
+    );
+
+    // A 1,000-message conversation opened on reload.
+    let messages: Vec<Value> = (0..1000)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"id": format!("m{i}"), "role": role, "content": format!("Message {i} with some **markdown** and `code`.")})
+        })
+        .collect();
+    let conv = json!({"id": "big", "title": "Big", "model": "mock-small", "revision": 0, "messages": messages});
+    let res = reqwest::Client::new()
+        .put(server.url("/chat/api/conversations/big"))
+        .json(&conv)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    b.js("sessionStorage.setItem('lmchatkit:currentId', 'big'); return true;")
+        .await;
+    b.client.refresh().await.unwrap();
+    b.wait_js("the big conversation", "return document.querySelectorAll('.lmck-msg').length >= 1000 && !!(window.__lmckBench && window.__lmckBench.open);").await;
+    let open = b.js("return window.__lmckBench.open[0];").await;
+    let open = open
+        .as_f64()
+        .unwrap_or_else(|| panic!("open probe: {open:?}"));
+    println!("1,000 messages: rendered {open:.0} ms after navigation start (target <= 300 ms)");
+}

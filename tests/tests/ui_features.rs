@@ -1,0 +1,282 @@
+//! More of the chat UI in headless Chromium (see `ui_chat.rs`): a stale save resolved by
+//! re-applying the new messages (409), uploads by drop, edit-and-resend and regenerate, browser-mode
+//! history in sessionStorage, the argument form of a multi-argument MCP prompt, and an upstream
+//! error shown in the bubble with Retry.
+//!
+//! Skipped (with a message) only when Chromium is absent and `LMCHATKIT_EXPECT_BROWSER` is unset.
+
+use std::time::Duration;
+
+use lmchatkit_tests::browser::app::{
+    ONE_AT_A_TIME, idle, setup, setup_with, start_chat, wait_saved,
+};
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn a_stale_save_reapplies_the_new_messages_on_top_of_the_stored_copy() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("slow conflict test").await;
+    b.wait_text(".lmck-assistant .lmck-md", "t3").await;
+    wait_saved(&env, 1).await;
+    // Another client appends a message meanwhile (this tab is busy, so it does not reload).
+    let http = reqwest::Client::new();
+    let list: Value = http
+        .get(env.server.url("/chat/api/conversations"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+    let url = env.server.url(&format!("/chat/api/conversations/{id}"));
+    let mut conv: Value = http.get(&url).send().await.unwrap().json().await.unwrap();
+    conv["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"id": "ext-1", "role": "user", "content": "from elsewhere"}));
+    let res = http.put(&url).json(&conv).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    b.click(".lmck-stop").await;
+    idle(b).await;
+    // This tab's save got a 409 and re-applied its reply on top of the stored copy.
+    let mut roles = Vec::new();
+    for _ in 0..100 {
+        let conv: Value = http.get(&url).send().await.unwrap().json().await.unwrap();
+        roles = conv["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap().to_owned(),
+                    m["content"].to_string(),
+                )
+            })
+            .collect::<Vec<_>>();
+        if roles.len() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(roles.len(), 3, "{roles:?}");
+    assert_eq!(roles[0].0, "user");
+    assert!(roles[1].1.contains("from elsewhere"), "{roles:?}");
+    assert_eq!(roles[2].0, "assistant");
+    assert!(roles[2].1.contains("t3"), "{roles:?}");
+    b.wait_text(".lmck-user", "from elsewhere").await;
+    let list: Value = http
+        .get(env.server.url("/chat/api/conversations"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        list.as_array().unwrap().len(),
+        1,
+        "no conflict copy was needed"
+    );
+}
+
+#[tokio::test]
+async fn dropped_text_file_is_uploaded_and_sent_as_utf8() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.wait_for(".lmck-attach").await;
+    b.js("const dt = new DataTransfer(); dt.items.add(new File(['kiwi \\u2713 \\u00fcn\\u00efcode'], 'notes.txt', {type: 'text/plain'})); \
+          document.querySelector('.lmck-input').dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true})); return true;").await;
+    b.wait_text(".lmck-chips .lmck-chip-name", "notes.txt")
+        .await;
+    b.screenshot("14-attachment").await;
+    b.send_message("mirror-back the file").await;
+    b.wait_text(".lmck-assistant .lmck-md", "File notes.txt:")
+        .await;
+    b.wait_text(
+        ".lmck-assistant .lmck-md",
+        "kiwi \u{2713} \u{fc}n\u{ef}code",
+    )
+    .await;
+    assert!(
+        b.texts(".lmck-chips").await.is_empty(),
+        "the chips are cleared after sending"
+    );
+}
+
+#[tokio::test]
+async fn edit_and_resend_then_regenerate() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("mirror-back first").await;
+    b.wait_text(".lmck-assistant .lmck-md", "Mirror: mirror-back first")
+        .await;
+    idle(b).await;
+    b.click(".lmck-user .lmck-icon-btn").await;
+    let edit = b.wait_for(".lmck-edit").await;
+    edit.clear().await.unwrap();
+    edit.send_keys("mirror-back second").await.unwrap();
+    edit.send_keys("\u{E007}").await.unwrap();
+    b.wait_text(".lmck-assistant .lmck-md", "Mirror: mirror-back second")
+        .await;
+    idle(b).await;
+    assert_eq!(
+        b.texts(".lmck-user .lmck-user-text").await,
+        "mirror-back second"
+    );
+    assert!(!b.texts(".lmck-assistant .lmck-md").await.contains("first"));
+    let before = env.mock.observed.requests.lock().unwrap().len();
+    b.click(".lmck-regenerate").await;
+    b.wait_js("a new request", "return true;").await;
+    for _ in 0..100 {
+        if env.mock.observed.requests.lock().unwrap().len() > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(env.mock.observed.requests.lock().unwrap().len(), before + 1);
+    idle(b).await;
+    assert_eq!(
+        b.js("return document.querySelectorAll('.lmck-assistant').length;")
+            .await,
+        json!(1)
+    );
+    b.wait_text(".lmck-assistant .lmck-md", "Mirror: mirror-back second")
+        .await;
+}
+
+#[tokio::test]
+async fn browser_mode_keeps_history_in_session_storage() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_with(false).await else {
+        return;
+    };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("kept in this tab").await;
+    b.wait_text(".lmck-assistant .lmck-md", "Hello from the mock model.")
+        .await;
+    idle(b).await;
+    b.wait_text(".lmck-conv", "kept in this tab").await;
+    b.client.refresh().await.unwrap();
+    b.wait_text(".lmck-user", "kept in this tab").await;
+    b.wait_text(".lmck-assistant .lmck-md", "Hello from the mock model.")
+        .await;
+    let stored = b
+        .js("return sessionStorage.getItem('lmchatkit:conversations');")
+        .await;
+    assert!(stored.as_str().unwrap().contains("kept in this tab"));
+}
+
+#[tokio::test]
+async fn prompt_with_several_arguments_opens_a_form() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    let input = b.wait_for(".lmck-input").await;
+    input.send_keys("/pa").await.unwrap();
+    b.wait_text(".lmck-menu", "/pair").await;
+    input.send_keys("\u{E007}").await.unwrap();
+    let first = b.wait_for(".lmck-prompt-form input[name=first]").await;
+    first.send_keys("one two").await.unwrap();
+    b.wait_for(".lmck-prompt-form input[name=second]")
+        .await
+        .send_keys("three")
+        .await
+        .unwrap();
+    b.screenshot("15-prompt-form").await;
+    b.click(".lmck-prompt-form button[type=submit]").await;
+    b.wait_text(".lmck-user", "/pair first=\"one two\" second=\"three\"")
+        .await;
+    idle(b).await;
+}
+
+#[tokio::test]
+async fn an_upstream_error_shows_in_the_bubble_with_retry() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("please fail500").await;
+    let err = b.wait_text(".lmck-msg-error", "mock exploded").await;
+    assert!(!err.is_empty());
+    idle(b).await;
+    b.screenshot("16-error").await;
+    let before = env.mock.observed.requests.lock().unwrap().len();
+    b.click(".lmck-retry").await;
+    for _ in 0..100 {
+        if env.mock.observed.requests.lock().unwrap().len() > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        env.mock.observed.requests.lock().unwrap().len(),
+        before + 1,
+        "Retry posts again"
+    );
+    b.wait_text(".lmck-msg-error", "mock exploded").await;
+    idle(b).await;
+    // The failed bubble was replaced, not stacked.
+    assert_eq!(
+        b.js("return document.querySelectorAll('.lmck-assistant').length;")
+            .await,
+        json!(1)
+    );
+}
+
+#[tokio::test]
+async fn keyboard_picker_and_dark_theme() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    b.wait_js(
+        "the pickers",
+        "return document.querySelectorAll('.lmck-combo-input').length === 2;",
+    )
+    .await;
+    let model = b
+        .client
+        .find_all(fantoccini::Locator::Css(".lmck-combo-input"))
+        .await
+        .unwrap()
+        .remove(1);
+    model.click().await.unwrap();
+    model.send_keys("large").await.unwrap();
+    b.wait_text(".lmck-combo-list", "mock-large").await;
+    model.send_keys("\u{E007}").await.unwrap();
+    b.js("document.activeElement.blur(); return true;").await;
+    b.wait_js(
+        "mock-large chosen",
+        "return document.querySelectorAll('.lmck-combo-input')[1].value === 'mock-large';",
+    )
+    .await;
+    b.click("button.lmck-start").await;
+    b.send_message("hello large").await;
+    b.wait_text(".lmck-assistant .lmck-md", "Hello from the mock model.")
+        .await;
+    idle(b).await;
+    let reqs = env.mock.observed.requests.lock().unwrap().clone();
+    assert_eq!(reqs.last().unwrap()["model"], "mock-large");
+    // System → light → dark.
+    b.click(".lmck-theme").await;
+    b.click(".lmck-theme").await;
+    b.wait_js(
+        "dark theme",
+        "return document.querySelector('.lmck-app').classList.contains('lmck-dark');",
+    )
+    .await;
+    let bg = b
+        .js("return getComputedStyle(document.querySelector('.lmck-app')).backgroundColor;")
+        .await;
+    assert_eq!(bg, json!("rgb(13, 17, 23)"));
+    b.screenshot("17-dark").await;
+}
