@@ -7,7 +7,7 @@ export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 JOBS=${JOBS:-2}
 
 ./scripts/setup.sh
-./scripts/setup-test.sh
+./scripts/setup-test.sh && export LMCHATKIT_EXPECT_MCP=1
 ./scripts/setup-browser.sh && export LMCHATKIT_EXPECT_BROWSER=1
 ./scripts/build-ui.sh
 

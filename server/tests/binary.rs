@@ -133,3 +133,57 @@ async fn with_nothing_configured_the_demo_model_answers() {
     );
     assert!(body.contains("\"finish_reason\":\"stop\""), "{body}");
 }
+
+/// MCP servers from `--config` (a real npm server, installed by `scripts/setup-test.sh`).
+#[tokio::test]
+async fn mcp_servers_from_the_config_file() {
+    let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../.tools/mcp/node_modules/.bin/mcp-server-everything");
+    if !bin.exists() {
+        assert!(
+            std::env::var_os("LMCHATKIT_EXPECT_MCP").is_none(),
+            "setup-test.sh did not install {}",
+            bin.display()
+        );
+        eprintln!(
+            "SKIPPED: {} is missing; run ./scripts/setup-test.sh",
+            bin.display()
+        );
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("lmck-bin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("lmchatkit.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[mcp.servers]]\nname = \"everything\"\ncommand = \"{}\"\nargs = [\"stdio\"]\n",
+            bin.display()
+        ),
+    )
+    .unwrap();
+    let app = start(&["--config", config.to_str().unwrap()], &[]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, cfg) = get(&format!("{}/api/config", app.1)).await;
+        if cfg.contains(r#"{"name":"everything","status":"connected"}"#) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the MCP server never connected: {cfg}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let res = http_client()
+        .post(format!("{}/api/tools/call", app.1))
+        .json(
+            &serde_json::json!({"name": "everything__echo", "arguments": {"message": "hi there"}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let body = res.text().await.unwrap();
+    assert!(body.contains("Echo: hi there"), "{body}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

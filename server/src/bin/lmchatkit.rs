@@ -15,7 +15,8 @@ use lmchatkit::llm::DemoModel;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::protocol::{Event, Model};
 use lmchatkit::{
-    ChatService, CompleteRequest, Config, EventStream, Host, HostError, RequestContext, async_trait,
+    ChatService, CompleteRequest, Config, EventBroadcaster, EventStream, Host, HostError,
+    McpConfigFile, McpHub, RequestContext, StandardHost, async_trait,
 };
 use tokio::net::TcpListener;
 
@@ -53,6 +54,9 @@ struct Args {
     /// Allow file uploads (attachments).
     #[arg(long, env = "LMCHATKIT_UPLOAD", default_value_t = true, action = clap::ArgAction::Set)]
     upload: bool,
+    /// A TOML file with `[[mcp.servers]]` entries (`${VAR}` expands from the environment).
+    #[arg(long, env = "LMCHATKIT_CONFIG")]
+    config: Option<PathBuf>,
     /// Without an upstream, do not offer the built-in demo model.
     #[arg(long, env = "LMCHATKIT_NO_DEMO")]
     no_demo: bool,
@@ -128,8 +132,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_env_filter(tracing_subscriber::EnvFilter::new(&args.log))
         .init();
 
-    let (host, demo) = host(&args);
+    let events = EventBroadcaster::new();
+    let (llm, demo) = host(&args);
+    let hub = mcp_hub(args.config.as_deref(), &events)?;
+    let host: Arc<dyn Host> = match &hub {
+        Some(hub) => Arc::new(StandardHost::from_arc(llm).with_mcp(hub.clone())),
+        None => llm,
+    };
     let mut builder = Config::builder_arc(host)
+        .event_broadcaster(events)
         .demo(demo)
         .prefix(args.prefix.clone())
         .history_arc(history(args.db.as_deref())?)
@@ -141,6 +152,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(dir) = &args.commands_dir {
         builder = builder.commands_dir(dir);
     }
+    if let Some(hub) = &hub {
+        let status = hub.clone();
+        builder = builder.mcp_status(move || status.status());
+        // Connect in the background; the first request that needs a server waits for it.
+        let starting = hub.clone();
+        tokio::spawn(async move { starting.start().await });
+    }
     let config = builder.build()?;
     let svc = ChatService::new(config);
 
@@ -151,7 +169,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         svc.config().prefix()
     );
     serve(listener, svc).await;
+    if let Some(hub) = hub {
+        hub.shutdown().await; // stops the stdio MCP servers
+    }
     Ok(())
+}
+
+/// The MCP hub for the servers in the config file, if it names any.
+fn mcp_hub(
+    path: Option<&std::path::Path>,
+    events: &EventBroadcaster,
+) -> Result<Option<McpHub>, Box<dyn std::error::Error>> {
+    let Some(path) = path else { return Ok(None) };
+    let file = McpConfigFile::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if file.servers.is_empty() {
+        return Ok(None);
+    }
+    tracing::info!(servers = file.servers.len(), "MCP servers configured");
+    Ok(Some(McpHub::new(file.servers).with_events(events.clone())))
 }
 
 /// Accepts connections until SIGINT/SIGTERM, then lets open ones finish for up to 10 s.
