@@ -48,6 +48,10 @@ pub const DEFAULT_PREFIX: &str = "/chat";
 /// Selector of the element the UI mounts into.
 pub const MOUNT_SELECTOR: &str = "[data-lmchatkit]";
 
+/// Shown while the app runs its built-in demo model.
+pub const DEMO_NOTICE: &str = "You are chatting with the built-in demo model. To use a real LLM, \
+     start lmchatkit with OPENAI_BASE_URL (and OPENAI_API_KEY) pointing at an OpenAI-compatible endpoint.";
+
 /// Shown when no model can be offered.
 pub const NO_MODEL_NOTICE: &str = "No model is configured. Start lmchatkit with OPENAI_BASE_URL \
      (and OPENAI_API_KEY) pointing at an OpenAI-compatible endpoint.";
@@ -236,6 +240,7 @@ pub fn App(
             _ => None,
         })
     };
+    let demo = move || store.config.with(|c| matches!(c, Some(Ok(c)) if c.demo));
     view! {
         {floating.then(|| view! {
             <button class="lmck-launcher" aria-label="Open the chat" aria-expanded=move || window_open.get().to_string()
@@ -260,6 +265,9 @@ pub fn App(
                     <ThemeToggle />
                 </header>
                 {move || config_error().map(|e| view! { <p class="lmck-error" role="alert">{e}</p> })}
+                <Show when=demo>
+                    <p class="lmck-demo-banner" role="note">{DEMO_NOTICE}</p>
+                </Show>
                 {move || store.notice.get().map(|n| view! {
                     <div class="lmck-notice" role="status">{n}
                         <button class="lmck-icon-btn" aria-label="Dismiss" on:click=move |_| store.notice.set(None)>"✕"</button></div>

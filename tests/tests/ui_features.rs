@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use lmchatkit_tests::browser::app::{
-    ONE_AT_A_TIME, idle, setup, setup_with, start_chat, wait_saved,
+    ONE_AT_A_TIME, idle, setup, setup_configured, setup_with, start_chat, wait_saved,
 };
 use serde_json::{Value, json};
 
@@ -173,6 +173,28 @@ async fn browser_mode_keeps_history_in_session_storage() {
         .js("return sessionStorage.getItem('lmchatkit:conversations');")
         .await;
     assert!(stored.as_str().unwrap().contains("kept in this tab"));
+    let banner = b
+        .js("return document.querySelector('.lmck-demo-banner') === null;")
+        .await;
+    assert_eq!(
+        banner,
+        Value::Bool(true),
+        "no demo banner with a real upstream"
+    );
+}
+
+#[tokio::test]
+async fn the_demo_model_is_announced_by_a_banner() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_configured(|b| b.demo(true)).await else {
+        return;
+    };
+    env.browser
+        .wait_text(".lmck-demo-banner", "built-in demo model")
+        .await;
+    env.browser
+        .wait_text(".lmck-demo-banner", "OPENAI_BASE_URL")
+        .await;
 }
 
 #[tokio::test]

@@ -116,15 +116,26 @@ pub async fn setup() -> Option<Env> {
 
 /// Like [`setup`]; `server_history`: a memory store (server mode), else none (this tab's sessionStorage).
 pub async fn setup_with(server_history: bool) -> Option<Env> {
+    setup_configured(|builder| {
+        if server_history {
+            builder.history(MemoryStore::new())
+        } else {
+            builder
+        }
+    })
+    .await
+}
+
+/// Like [`setup`] without history, with the config adjusted by `configure`.
+pub async fn setup_configured(
+    configure: impl FnOnce(lmchatkit::ConfigBuilder) -> lmchatkit::ConfigBuilder,
+) -> Option<Env> {
     let mock = MockUpstream::start().await;
     let backend = OpenAiBackend::new(OpenAiConfig::new(mock.base_url()).with_api_key("sk-test"));
-    let mut builder = Config::builder(TestHost(backend))
+    let builder = Config::builder(TestHost(backend))
         .events(true)
         .file_upload(true);
-    if server_history {
-        builder = builder.history(MemoryStore::new());
-    }
-    let config = builder.build().unwrap();
+    let config = configure(builder).build().unwrap();
     let server = serve(ChatService::new(config)).await;
     let loader = reqwest::get(server.url("/chat/assets/lmchatkit.js"))
         .await
