@@ -6,3 +6,4 @@ pub mod browser;
 pub mod mcp_server;
 pub mod mock_upstream;
 pub mod serve;
+pub mod test_host;

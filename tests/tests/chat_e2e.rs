@@ -8,46 +8,11 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
-use lmchatkit::protocol::{Model, Tool, ToolResult};
-use lmchatkit::{
-    ChatService, CompleteRequest, Config, EventStream, Host, HostError, RequestContext, ToolSource,
-    async_trait,
-};
+use lmchatkit::{ChatService, Config};
 use lmchatkit_tests::mock_upstream::MockUpstream;
 use lmchatkit_tests::serve::{Served, serve};
+use lmchatkit_tests::test_host::TestHost;
 use serde_json::{Value, json};
-
-/// The OpenAI backend plus one local tool: how a host composes an LLM with its own tools.
-struct WeatherHost(OpenAiBackend);
-
-#[async_trait]
-impl Host for WeatherHost {
-    async fn models(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
-        self.0.models(cx).await
-    }
-    fn complete(&self, cx: &RequestContext, req: CompleteRequest) -> EventStream {
-        self.0.complete(cx, req)
-    }
-    async fn list_tools(&self, _: &RequestContext) -> Result<Vec<Tool>, HostError> {
-        Ok(vec![Tool::new("get_weather").with_description("Weather for a city").with_input_schema(
-            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-        )])
-    }
-    async fn call_tool(
-        &self,
-        _: &RequestContext,
-        name: &str,
-        args: Value,
-    ) -> Result<ToolResult, HostError> {
-        match (name, args["city"].as_str()) {
-            ("get_weather", Some(city)) => Ok(ToolResult::text(format!("{city}: sunny, 21 °C"))),
-            _ => Err(HostError::InvalidInput("city is required".into())),
-        }
-    }
-    async fn tool_source(&self, _: &RequestContext, _: &str) -> ToolSource {
-        ToolSource::Unscoped
-    }
-}
 
 async fn setup() -> (MockUpstream, Served) {
     let mock = MockUpstream::start().await;
@@ -56,7 +21,7 @@ async fn setup() -> (MockUpstream, Served) {
             .with_api_key("sk-test")
             .with_idle_timeout(Duration::from_millis(800)),
     );
-    let svc = ChatService::new(Config::builder(WeatherHost(backend)).build().unwrap());
+    let svc = ChatService::new(Config::builder(TestHost(backend)).build().unwrap());
     (mock, serve(svc).await)
 }
 

@@ -3,101 +3,20 @@
 //! real service (memory history or none, events and uploads on) served on loopback; a browser on
 //! its page; and the waits the tests share.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use lmchatkit::history::MemoryStore;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
-use lmchatkit::protocol::{
-    Model, Prompt, PromptMessage, PromptResult, Resource, ResourceResult, Role, Tool, ToolResult,
-};
-use lmchatkit::{
-    ChatService, CompleteRequest, Config, EventStream, Host, HostError, RequestContext, ToolSource,
-    async_trait,
-};
-use serde_json::{Value, json};
+use lmchatkit::{ChatService, Config};
+use serde_json::Value;
 
 use crate::browser::{Browser, browser_expected, launch};
 use crate::mock_upstream::MockUpstream;
 use crate::serve::{Served, serve};
+use crate::test_host::TestHost;
 
 /// Browser tests run one at a time (2 cores; one Chromium is plenty).
 pub static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// The test host: the OpenAI backend plus a tool, two prompts and a resource.
-pub struct TestHost(pub OpenAiBackend);
-
-#[async_trait]
-impl Host for TestHost {
-    async fn models(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
-        self.0.models(cx).await
-    }
-    fn complete(&self, cx: &RequestContext, req: CompleteRequest) -> EventStream {
-        self.0.complete(cx, req)
-    }
-    async fn list_tools(&self, _: &RequestContext) -> Result<Vec<Tool>, HostError> {
-        Ok(vec![Tool::new("get_weather").with_description("Weather for a city").with_input_schema(
-            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-        )])
-    }
-    async fn call_tool(
-        &self,
-        _: &RequestContext,
-        name: &str,
-        args: Value,
-    ) -> Result<ToolResult, HostError> {
-        match (name, args["city"].as_str()) {
-            ("get_weather", Some(city)) => Ok(ToolResult::text(format!("{city}: sunny, 21 °C"))),
-            _ => Err(HostError::InvalidInput("city is required".into())),
-        }
-    }
-    async fn tool_source(&self, _: &RequestContext, _: &str) -> ToolSource {
-        ToolSource::Unscoped
-    }
-    async fn list_prompts(&self, _: &RequestContext) -> Result<Vec<Prompt>, HostError> {
-        let greet = json!({"name": "greet", "description": "Greets someone",
-            "arguments": [{"name": "who", "required": true}]});
-        let pair = json!({"name": "pair", "description": "Two arguments",
-            "arguments": [{"name": "first", "required": true}, {"name": "second"}]});
-        Ok(vec![
-            serde_json::from_value(greet).unwrap(),
-            serde_json::from_value(pair).unwrap(),
-        ])
-    }
-    async fn get_prompt(
-        &self,
-        _: &RequestContext,
-        _: &str,
-        args: BTreeMap<String, String>,
-    ) -> Result<PromptResult, HostError> {
-        let content = match args.get("who") {
-            Some(who) => format!("mirror-back greeting for {who}"),
-            None => format!("mirror-back pair {args:?}"),
-        };
-        Ok(PromptResult {
-            description: None,
-            messages: vec![PromptMessage {
-                role: Role::User,
-                content,
-            }],
-        })
-    }
-    async fn list_resources(&self, _: &RequestContext) -> Result<Vec<Resource>, HostError> {
-        let mut r = Resource::new("docs://readme");
-        r.name = Some("Readme".into());
-        Ok(vec![r])
-    }
-    async fn read_resource(
-        &self,
-        _: &RequestContext,
-        uri: &str,
-    ) -> Result<ResourceResult, HostError> {
-        Ok(
-            serde_json::from_value(json!({"uri": uri, "text": "The readme says: pineapple."}))
-                .unwrap(),
-        )
-    }
-}
 
 /// A running service, mock upstream and browser on the chat page.
 pub struct Env {
