@@ -129,7 +129,26 @@ pub(crate) struct Client {
 impl Client {
     /// The connection is gone (child died, pipe closed, service loop ended).
     pub fn is_dead(&self) -> bool {
-        self.svc.is_closed() || self.svc.peer().is_transport_closed()
+        self.svc.is_closed() || self.svc.peer().is_transport_closed() || self.child_exited()
+    }
+
+    /// True when this connection's child process has exited. rmcp notices a dead child only
+    /// when it next reads the pipe, so a call right after a crash would otherwise be sent into
+    /// the closed pipe and fail instead of restarting the server. Linux only (`/proc`); elsewhere
+    /// rmcp's own detection applies.
+    fn child_exited(&self) -> bool {
+        let Some(pid) = self.pid else { return false };
+        if !cfg!(target_os = "linux") {
+            return false;
+        }
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            // `pid (comm) S ...`: the state follows the last ')'.
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .is_some_and(|state| state == "Z" || state == "X"),
+            Err(_) => true,
+        }
     }
 
     /// The server's advertised capabilities.
