@@ -159,17 +159,7 @@ async fn compact(store: Store, chat: Chat) {
             Role::Assistant => "Assistant",
             _ => continue,
         };
-        let text = match &m.content {
-            Content::Text(t) => t.clone(),
-            Content::Parts(p) => p
-                .iter()
-                .filter_map(|p| match p {
-                    ContentPart::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join("\n"),
-        };
+        let text = m.content.joined_text("\n");
         transcript.push_str(&format!("[{who}]: {text}\n\n"));
     }
     let prompt = format!(

@@ -47,6 +47,28 @@ impl Content {
         }
     }
 
+    /// The text: the string itself, or the text parts joined with `separator` (images, audio and
+    /// files are left out).
+    ///
+    /// ```
+    /// use lmchatkit_protocol::{Content, ContentPart};
+    /// let c = Content::Parts(vec![ContentPart::text("a"), ContentPart::image_url("data:,"), ContentPart::text("b")]);
+    /// assert_eq!(c.joined_text("\n"), "a\nb");
+    /// ```
+    pub fn joined_text(&self, separator: &str) -> String {
+        match self {
+            Content::Text(t) => t.clone(),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter_map(|p| match p {
+                    ContentPart::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join(separator),
+        }
+    }
+
     /// True for empty text or an empty part list.
     pub fn is_empty(&self) -> bool {
         match self {

@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lmchatkit_protocol::{Content, ContentPart, Role, StoredConversation};
+use lmchatkit_protocol::{Role, StoredConversation};
 use wasm_bindgen::JsCast;
 
 use crate::components::settings::{ConfirmDelete, EditModal};
@@ -20,17 +20,7 @@ pub fn to_markdown(c: &StoredConversation) -> String {
             Role::Assistant if m.info.is_none() => "Assistant",
             _ => continue,
         };
-        let text = match &m.content {
-            Content::Text(t) => t.clone(),
-            Content::Parts(p) => p
-                .iter()
-                .filter_map(|p| match p {
-                    ContentPart::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join("\n\n"),
-        };
+        let text = m.content.joined_text("\n\n");
         out.push_str(&format!("**{who}:**\n\n{text}\n\n"));
         for c in &m.tool_calls {
             out.push_str(&format!("> tool call `{}` {}\n\n", c.name, c.arguments));

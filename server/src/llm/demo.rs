@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::StreamExt;
-use lmchatkit_protocol::{Content, Event, FinishReason, Message, Model, Role, ToolCall, Usage};
+use lmchatkit_protocol::{Event, FinishReason, Message, Model, Role, ToolCall, Usage};
 use serde_json::{Value, json};
 
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
@@ -126,17 +126,7 @@ fn words(text: &str) -> impl Iterator<Item = Event> + '_ {
 }
 
 fn text_of(m: &Message) -> String {
-    match &m.content {
-        Content::Text(t) => t.clone(),
-        Content::Parts(parts) => parts
-            .iter()
-            .filter_map(|p| match p {
-                lmchatkit_protocol::ContentPart::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-    }
+    m.content.joined_text(" ")
 }
 
 fn pick_tool(req: &CompleteRequest, asked: &str) -> Option<(String, Value)> {
