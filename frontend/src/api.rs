@@ -7,9 +7,10 @@ use std::fmt;
 
 use gloo_net::http::{Request, RequestBuilder, Response};
 use lmchatkit_protocol::{
-    ChatRequest, ConfigResponse, ConflictResponse, ConversationPatch, ConversationSummary,
-    ErrorBody, Model, Persona, Prompt, Resource, ResourceReadRequest, ResourceResult, SaveResponse,
-    SlashCommand, StoredConversation, ToolCallRequest, ToolResult, UploadResponse,
+    AppProxyRequest, AppViewRequest, AppViewResponse, ChatRequest, ConfigResponse,
+    ConflictResponse, ConversationPatch, ConversationSummary, ErrorBody, Model, Persona, Prompt,
+    Resource, ResourceReadRequest, ResourceResult, SaveResponse, SlashCommand, StoredConversation,
+    ToolCallRequest, ToolResult, UploadResponse,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -145,6 +146,18 @@ impl Api {
         } else {
             Err(status_error(res).await)
         }
+    }
+
+    /// `POST {prefix}/api/apps/view`: a URL for an MCP App view.
+    pub async fn app_view(&self, req: &AppViewRequest) -> Result<AppViewResponse, ApiError> {
+        self.send_json(Request::post(&self.url("apps/view")), req)
+            .await
+    }
+
+    /// `POST {prefix}/api/app-proxy`: a view's MCP request, scoped to its tool's server.
+    pub async fn app_proxy(&self, req: &AppProxyRequest) -> Result<serde_json::Value, ApiError> {
+        self.send_json(Request::post(&self.url("app-proxy")), req)
+            .await
     }
 
     /// `POST {prefix}/api/upload` with the files as multipart `file` fields.

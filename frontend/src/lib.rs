@@ -16,6 +16,7 @@
 
 pub mod actions;
 pub mod api;
+pub mod apps;
 pub mod bench;
 pub mod commands;
 pub mod components;
@@ -60,6 +61,7 @@ pub const NO_MODEL_NOTICE: &str = "No model is configured. Start lmchatkit with 
 /// UI into `[data-lmchatkit]` if the page has one, else into `<body>`.
 pub fn start() {
     console_error_panic_hook::set_once();
+    apps::install_unload_teardown();
     let mount = web_sys::window()
         .and_then(|w| w.document())
         .and_then(|d| d.query_selector(MOUNT_SELECTOR).ok().flatten());
@@ -216,6 +218,24 @@ pub fn App(
         }
         true
     });
+    // The transcript follows the open chat once its MCP App views are torn down (their answers
+    // awaited, at most a second), so each view hears `ui/resource-teardown` while still mounted.
+    let shown = RwSignal::new(store.chat.get_untracked());
+    let generation = StoredValue::new(0u64);
+    Effect::new(move |prev: Option<()>| {
+        let next = store.chat.get();
+        if prev.is_none() {
+            return;
+        }
+        generation.update_value(|g| *g += 1);
+        let mine = generation.get_value();
+        spawn_local(async move {
+            apps::teardown_all("the conversation was closed").await;
+            if generation.get_value() == mine {
+                shown.set(next);
+            }
+        });
+    });
     let usage_total = move || {
         store.chat.with(|c| {
             c.as_ref().map(|c| {
@@ -272,7 +292,7 @@ pub fn App(
                     <div class="lmck-notice" role="status">{n}
                         <button class="lmck-icon-btn" aria-label="Dismiss" on:click=move |_| store.notice.set(None)>"✕"</button></div>
                 })}
-                {move || match store.chat.get() {
+                {move || match shown.get() {
                     Some(chat) => view! { <Transcript chat /> }.into_any(),
                     None => view! { <div class="lmck-start"><Picker /></div> }.into_any(),
                 }}

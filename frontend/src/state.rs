@@ -130,6 +130,8 @@ pub struct Chat {
     pub allowed: ArcRwSignal<HashSet<String>>,
     /// Save bookkeeping.
     pub sync: Arc<Mutex<SyncState>>,
+    /// The latest `ui/update-model-context` of a view in this chat (not saved), sent with turns.
+    pub model_context: ArcRwSignal<Option<serde_json::Value>>,
 }
 
 impl Chat {
@@ -181,6 +183,7 @@ impl Chat {
                 base_ids,
                 ..Default::default()
             })),
+            model_context: ArcRwSignal::new(None),
         }
     }
 

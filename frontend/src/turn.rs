@@ -152,7 +152,7 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
         persona_id: chat.persona_id.get_untracked(),
         messages: chat.wire_messages(),
         params: Some(chat.params.get_untracked()).filter(|p| !p.is_empty()),
-        model_context: None,
+        model_context: chat.model_context.get_untracked(),
     };
     let ctrl = web_sys::AbortController::new().ok();
     let signal = ctrl.as_ref().map(|c| c.signal());

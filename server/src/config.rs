@@ -63,6 +63,8 @@ pub struct Config {
     pub(crate) hide_system_prompts: bool,
     pub(crate) demo: bool,
     pub(crate) sandbox_origin: Option<String>,
+    /// Issued MCP App view tokens.
+    pub(crate) views: Arc<crate::apps::tokens::ViewTokens>,
     pub(crate) mcp_status: Option<Arc<dyn Fn() -> Vec<McpServerStatus> + Send + Sync>>,
     pub(crate) turn_cache: Arc<crate::turn::TurnCache>,
 }
@@ -106,6 +108,7 @@ impl Config {
                 hide_system_prompts: false,
                 demo: false,
                 sandbox_origin: None,
+                views: Arc::default(),
                 mcp_status: None,
                 turn_cache: Arc::default(),
             },
@@ -254,9 +257,21 @@ impl ConfigBuilder {
         self
     }
 
-    /// The origin MCP App views are served from in proxy mode.
+    /// Switches MCP App views to proxy mode: the spec's sandbox proxy is served from `origin`
+    /// (e.g. `https://sandbox.chat.example`, no trailing slash), which must be on a different
+    /// **host name** than the chat page (cookies are per host, not per port). Route that origin to
+    /// [`ChatService::sandbox_only`](crate::ChatService::sandbox_only). Without it, views are
+    /// served in default mode (see the README's security section).
     pub fn sandbox_origin(mut self, origin: impl Into<String>) -> Self {
-        self.config.sandbox_origin = Some(origin.into());
+        let origin: String = origin.into();
+        self.config.sandbox_origin = Some(origin.trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// How long a view URL from `POST /api/apps/view` stays valid (default 60 s); each is good
+    /// for one load.
+    pub fn app_view_ttl(mut self, ttl: Duration) -> Self {
+        self.config.views = Arc::new(crate::apps::tokens::ViewTokens::new(ttl));
         self
     }
 

@@ -61,6 +61,10 @@ pub enum ApiError {
     /// The request's `Content-Type` is not the one the route takes (415).
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// Well-formed, but what it names cannot be used so (422), e.g. a resource that is not an
+    /// MCP App view.
+    #[error("{0}")]
+    Unprocessable(String),
     /// The upstream (LLM or MCP server) failed (502).
     #[error("{0}")]
     BadGateway(String),
@@ -80,6 +84,7 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }

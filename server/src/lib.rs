@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+pub(crate) mod apps;
 pub(crate) mod bundle;
 pub mod catalog;
 pub mod config;

@@ -52,6 +52,8 @@ pub(crate) struct Req {
 #[derive(Clone, Debug)]
 pub struct ChatService {
     config: Arc<Config>,
+    /// Answers the MCP Apps sandbox page only (see [`ChatService::sandbox_only`]).
+    sandbox_only: bool,
 }
 
 impl ChatService {
@@ -62,6 +64,34 @@ impl ChatService {
         }
         Self {
             config: Arc::new(config),
+            sandbox_only: false,
+        }
+    }
+
+    /// The same service restricted to the MCP Apps sandbox proxy page, to mount on the sandbox
+    /// origin ([`ConfigBuilder::sandbox_origin`](crate::ConfigBuilder::sandbox_origin)): views run
+    /// same-origin with that page, so nothing else of the service may answer there. Every
+    /// other path is 404, with or without a principal.
+    ///
+    /// ```
+    /// # use lmchatkit::{async_trait, CompleteRequest, EventStream, Host, HostError, RequestContext};
+    /// # struct MyHost;
+    /// # #[async_trait] impl Host for MyHost {
+    /// #   async fn models(&self, _: &RequestContext) -> Result<Vec<lmchatkit::protocol::Model>, HostError> { Ok(vec![]) }
+    /// #   fn complete(&self, _: &RequestContext, _: CompleteRequest) -> EventStream { Box::pin(futures_util::stream::empty()) }
+    /// # }
+    /// use tower::ServiceExt;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let config = lmchatkit::Config::builder(MyHost).sandbox_origin("http://localhost:8081").build().unwrap();
+    /// let sandbox = lmchatkit::ChatService::new(config).sandbox_only();
+    /// let req = http::Request::get("/chat/api/models").body(http_body_util::Empty::<bytes::Bytes>::new()).unwrap();
+    /// assert_eq!(sandbox.oneshot(req).await.unwrap().status(), 404);
+    /// # });
+    /// ```
+    pub fn sandbox_only(&self) -> Self {
+        Self {
+            config: self.config.clone(),
+            sandbox_only: true,
         }
     }
 
@@ -85,9 +115,18 @@ impl ChatService {
         let path = self.relative(parts.uri.path()).to_owned();
         let method = parts.method.clone();
         let req = Req { cx, parts, body };
-        let result = match guard(&self.config, &req) {
-            Ok(()) => dispatch(&self.config, &method, &path, req).await,
-            Err(e) => Err(e),
+        let sandbox_page = method == Method::GET && path == "/apps/sandbox";
+        let result = if self.sandbox_only || sandbox_page {
+            // The sandbox origin gets no cookies, so no principal: the token is the key.
+            match sandbox_page {
+                true => routes::app_view::sandbox(&self.config, &req),
+                false => Err(ApiError::NotFound("not found".into())),
+            }
+        } else {
+            match guard(&self.config, &req) {
+                Ok(()) => dispatch(&self.config, &method, &path, req).await,
+                Err(e) => Err(e),
+            }
         };
         result.unwrap_or_else(ApiError::into_response)
     }
@@ -106,6 +145,7 @@ fn pattern(path: &str) -> (&str, &str) {
     for (head, pat) in [
         ("/api/conversations/", "/api/conversations/{id}"),
         ("/assets/", "/assets/{path}"),
+        ("/apps/view/", "/apps/view/{token}"),
     ] {
         if let Some(rest) = path.strip_prefix(head) {
             return (pat, rest);
@@ -138,7 +178,9 @@ async fn dispatch(
         (Method::GET, "/api/resources") => resources::list(config, req).await,
         (Method::POST, "/api/resources/read") => resources::read(config, req).await,
         (Method::POST, "/api/upload") if config.file_upload => upload::upload(config, req).await,
-        (Method::POST, "/api/app-proxy") => apps::proxy(config, req).await,
+        (Method::POST, "/api/app-proxy") => app_proxy::proxy(config, req).await,
+        (Method::POST, "/api/apps/view") => app_view::create(config, req).await,
+        (Method::GET, "/apps/view/{token}") => app_view::page(config, &req, param),
         (Method::GET, "/api/events") if config.events.is_some() => events::subscribe(config, req),
         (Method::GET, "/api/conversations") => conversations::list(config, req).await,
         (Method::GET, "/api/conversations/{id}") => conversations::get(config, req, param).await,
@@ -165,7 +207,9 @@ fn unmatched(config: &Config, route: &str) -> ApiError {
         | "/api/tools/call"
         | "/api/prompts/get"
         | "/api/resources/read"
-        | "/api/app-proxy" => &[Method::POST],
+        | "/api/app-proxy"
+        | "/api/apps/view" => &[Method::POST],
+        "/apps/view/{token}" => &[Method::GET],
         "/api/upload" if config.file_upload => &[Method::POST],
         "/api/conversations/{id}" => &[Method::GET, Method::PUT, Method::PATCH, Method::DELETE],
         _ => return ApiError::NotFound("not found".into()),

@@ -115,6 +115,20 @@ pub struct AppViewResponse {
     /// The view's `_meta.ui.prefersBorder`; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefers_border: Option<bool>,
+    /// The iframe `allow` attribute built from `permissions` (e.g. `"camera; clipboard-write"`);
+    /// omitted when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub allow: String,
+    /// External origins the view's CSP lets it reach (to warn the user); omitted when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub external_domains: Vec<String>,
+    /// Proxy mode: `url` is the sandbox proxy on the sandbox origin, and the UI sends it
+    /// `html` in `ui/notifications/sandbox-resource-ready`; omitted when `false` (default mode).
+    #[serde(default, skip_serializing_if = "crate::is_false")]
+    pub proxy: bool,
+    /// The view's HTML, in proxy mode only; omitted otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub html: Option<String>,
 }
 
 /// Where conversations are kept.

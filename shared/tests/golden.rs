@@ -351,9 +351,22 @@ fn requests() {
         to(&AppViewResponse {
             url: "/chat/apps/view/t".into(),
             permissions: None,
-            prefers_border: Some(true)
+            prefers_border: Some(true),
+            ..Default::default()
         }),
         json!({"url": "/chat/apps/view/t", "prefers_border": true})
+    );
+    assert_eq!(
+        to(&AppViewResponse {
+            url: "http://localhost:8081/chat/apps/sandbox?t=x".into(),
+            allow: "camera".into(),
+            external_domains: vec!["https://a.example".into()],
+            proxy: true,
+            html: Some("<p>".into()),
+            ..Default::default()
+        }),
+        json!({"url": "http://localhost:8081/chat/apps/sandbox?t=x", "allow": "camera",
+               "external_domains": ["https://a.example"], "proxy": true, "html": "<p>"})
     );
     assert_eq!(
         to(&ConfigResponse {

@@ -37,8 +37,9 @@ use tokio::sync::broadcast;
 pub const UI_URI: &str = "ui://test/app.html";
 /// The MCP App MIME type.
 pub const APP_MIME: &str = "text/html;profile=mcp-app";
-/// The view's HTML.
-pub const APP_HTML: &str = "<!doctype html><html><body>test app</body></html>";
+/// The view's HTML: a probe that speaks MCP Apps by hand and writes what it can reach and what
+/// it was sent into its page (the browser tests read it).
+pub const APP_HTML: &str = include_str!("mcp_server/app.html");
 /// The skill resource.
 pub const SKILL_URI: &str = "skill://testing/SKILL.md";
 

@@ -29,6 +29,11 @@ impl Served {
 /// Serves `svc` on 127.0.0.1 with a random port (HTTP/1.1 and HTTP/2).
 pub async fn serve(svc: ChatService) -> Served {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    serve_on(listener, svc)
+}
+
+/// Serves `svc` on a listener bound beforehand (e.g. when its port must be known first).
+pub fn serve_on(listener: TcpListener, svc: ChatService) -> Served {
     let addr = listener.local_addr().unwrap();
     let task = tokio::spawn(async move {
         loop {

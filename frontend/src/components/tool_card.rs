@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 use lmchatkit_protocol::{Approval, ToolCall};
 
+use crate::apps::frame::{AppFrame, ViewCall, call_tool_result};
 use crate::state::Chat;
 
 /// The status word of a call.
@@ -38,6 +39,35 @@ pub fn ToolCard(call: ToolCall, chat: Chat) -> impl IntoView {
     };
     let status2 = status.clone();
     let result = move || results.with(|r| r.get(&id).cloned());
+    // The tool message's `ui` (a view to mount); only a new message can change it.
+    let view_call = {
+        let (msgs, call) = (chat.messages.clone(), call.clone());
+        Memo::new(move |_| {
+            msgs.with(|ms| {
+                ms.iter().find_map(|m| {
+                    m.data.with_untracked(|d| {
+                        if d.tool_call_id.as_deref() != Some(call.id.as_str()) {
+                            return None;
+                        }
+                        let uri = d.ui.as_ref()?.resource_uri.clone()?;
+                        let text = d.content.as_text().unwrap_or_default();
+                        Some(ViewCall {
+                            call_id: call.id.clone(),
+                            tool: call.name.clone(),
+                            uri,
+                            arguments: call.arguments.clone(),
+                            result: call_tool_result(
+                                text,
+                                d.is_error,
+                                d.structured_content.as_ref(),
+                            ),
+                        })
+                    })
+                })
+            })
+        })
+    };
+    let frame_chat = chat.clone();
     view! {
         <details class="lmck-tool" open=true data-call-id=call.id.clone()>
             <summary>
@@ -51,5 +81,6 @@ pub fn ToolCard(call: ToolCall, chat: Chat) -> impl IntoView {
                 <pre class="lmck-tool-result" class:lmck-error=err>{text}</pre>
             })}
         </details>
+        {move || view_call.get().map(|vc| view! { <AppFrame call=vc chat=frame_chat.clone() /> })}
     }
 }

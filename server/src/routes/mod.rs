@@ -1,6 +1,7 @@
 //! One file per route family; [`crate::service`] holds the routing table.
 
-pub(crate) mod apps;
+pub(crate) mod app_proxy;
+pub(crate) mod app_view;
 pub(crate) mod assets;
 pub(crate) mod catalog;
 pub(crate) mod chat;

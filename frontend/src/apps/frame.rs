@@ -1,0 +1,463 @@
+//! One MCP App view in the transcript. Once it scrolls into view it asks the service for a view
+//! URL (`POST /api/apps/view`), frames it — default mode: the token URL in an opaque-origin
+//! iframe (`allow-scripts allow-forms`); proxy mode: the sandbox proxy on the sandbox origin,
+//! then the HTML in `sandbox-resource-ready` — and runs a [`Bridge`] over `postMessage`,
+//! accepting only messages whose source is its own iframe (and, in proxy mode, whose origin is
+//! the sandbox's). A failed view falls back to the text result, which the tool card shows.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use leptos::html;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use lmchatkit_protocol::{AppProxyRequest, AppViewRequest, AppViewResponse, Content};
+use serde_json::{Value, json};
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::Closure;
+
+use super::bridge::{Bridge, Effect as Do};
+use super::context::{MAX_INLINE_HEIGHT, host_context, resolved_theme};
+use super::{ViewHandle, register, unregister};
+use crate::components::store;
+use crate::state::{Chat, Store, now_ms};
+use crate::turn;
+
+/// What a view needs from its tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ViewCall {
+    /// The tool call id.
+    pub call_id: String,
+    /// The tool's name (scopes every request of the view to its server).
+    pub tool: String,
+    /// The view's `ui://` resource.
+    pub uri: String,
+    /// The call's arguments (`tool-input`).
+    pub arguments: Value,
+    /// The `CallToolResult` (`tool-result`).
+    pub result: Value,
+}
+
+/// The `CallToolResult` of a tool message.
+pub fn call_tool_result(text: &str, is_error: bool, structured: Option<&Value>) -> Value {
+    let mut r = json!({"content": [{"type": "text", "text": text}]});
+    if is_error {
+        r["isError"] = json!(true);
+    }
+    if let Some(sc) = structured {
+        r["structuredContent"] = sc.clone();
+    }
+    r
+}
+
+/// The origin of an absolute URL (`None` for a path).
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let host = rest.split('/').next()?;
+    Some(format!("{scheme}://{host}"))
+}
+
+/// One mounted view's live parts (not `Send`: kept in a local `StoredValue`).
+struct Live {
+    bridge: RefCell<Bridge>,
+    frame: NodeRef<html::Iframe>,
+    /// `*` for the opaque-origin frame (default mode), else the sandbox origin.
+    target: String,
+    proxy_origin: Option<String>,
+    view: AppViewResponse,
+    call: ViewCall,
+    store: Store,
+    chat: Chat,
+    height: RwSignal<f64>,
+    fullscreen: RwSignal<bool>,
+    closed: RwSignal<bool>,
+    resolve_teardown: RefCell<Option<js_sys::Function>>,
+}
+
+impl Live {
+    fn post(&self, msg: &Value) {
+        let Some(win) = self.frame.get_untracked().and_then(|f| f.content_window()) else {
+            return;
+        };
+        if let Ok(js) = js_sys::JSON::parse(&msg.to_string()) {
+            let _ = win.post_message(&js, &self.target);
+        }
+    }
+
+    fn run(self: &Rc<Self>, effects: Vec<Do>) {
+        for e in effects {
+            match e {
+                Do::Post(msg) => self.post(&msg),
+                Do::Proxy { id, method, params } => {
+                    let this = self.clone();
+                    spawn_local(async move {
+                        let req = AppProxyRequest {
+                            method,
+                            params,
+                            via: this.call.tool.clone(),
+                        };
+                        let out = this.store.api().app_proxy(&req).await;
+                        let e = this
+                            .bridge
+                            .borrow_mut()
+                            .reply(&id, out.map_err(|e| e.to_string()));
+                        this.run(e);
+                    });
+                }
+                Do::OpenLink { id, url } => {
+                    let out = open_link(&url);
+                    let e = self.bridge.borrow_mut().reply(&id, out);
+                    self.run(e);
+                }
+                Do::Message { id, blocks } => {
+                    let out = self.message(&blocks);
+                    let e = self.bridge.borrow_mut().reply(&id, out);
+                    self.run(e);
+                }
+                Do::ModelContext(v) => self.chat.model_context.set((!v.is_null()).then_some(v)),
+                Do::Resize(h) => self.height.set(h.clamp(40.0, MAX_INLINE_HEIGHT)),
+                Do::DisplayMode(m) => self.fullscreen.set(m == "fullscreen"),
+                Do::Log(p) => {
+                    web_sys::console::log_1(&format!("[MCP App {}] {p}", self.call.tool).into())
+                }
+                Do::RequestTeardown => {
+                    let this = self.clone();
+                    let done = self.teardown("the view asked to close");
+                    spawn_local(async move {
+                        let _ =
+                            wasm_bindgen_futures::JsFuture::from(super::with_timeout(done)).await;
+                        unregister(&this.call.call_id);
+                        this.closed.set(true);
+                    });
+                }
+                Do::TornDown => {
+                    if let Some(f) = self.resolve_teardown.borrow_mut().take() {
+                        let _ = f.call0(&wasm_bindgen::JsValue::NULL);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `ui/message`: the text blocks become a user message and a turn starts.
+    fn message(&self, blocks: &[Value]) -> Result<Value, String> {
+        if self.store.busy.get_untracked() {
+            return Err("a reply is streaming; send the message when it is done".into());
+        }
+        let text: Vec<&str> = blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect();
+        if text.is_empty() {
+            return Err("only text messages are accepted".into());
+        }
+        turn::send(
+            self.store,
+            self.chat.clone(),
+            Content::Text(text.join("\n\n")),
+        );
+        Ok(json!({}))
+    }
+
+    /// Sends the teardown request; the promise resolves when the view answers.
+    fn teardown(self: &Rc<Self>, reason: &str) -> js_sys::Promise {
+        let this = self.clone();
+        let p = js_sys::Promise::new(&mut |resolve, _| {
+            *this.resolve_teardown.borrow_mut() = Some(resolve);
+        });
+        let e = self.bridge.borrow_mut().teardown(reason);
+        self.run(e);
+        p
+    }
+
+    fn on_message(self: &Rc<Self>, ev: &web_sys::MessageEvent) {
+        let Some(win) = self.frame.get_untracked().and_then(|f| f.content_window()) else {
+            return;
+        };
+        let from_frame = ev
+            .source()
+            .is_some_and(|s| js_sys::Object::is(s.as_ref(), win.as_ref()));
+        if !from_frame {
+            return;
+        }
+        if let Some(origin) = &self.proxy_origin
+            && &ev.origin() != origin
+        {
+            return;
+        }
+        let Some(msg) = js_sys::JSON::stringify(&ev.data())
+            .ok()
+            .and_then(|s| s.as_string())
+            .and_then(|s| serde_json::from_str::<Value>(&s).ok())
+        else {
+            return;
+        };
+        if self.proxy_origin.is_some() && msg["method"] == "ui/notifications/sandbox-proxy-ready" {
+            let mut params = json!({"html": self.view.html.clone().unwrap_or_default()});
+            if let Some(p) = &self.view.permissions {
+                params["permissions"] = json!(p);
+            }
+            self.post(&json!({"jsonrpc": "2.0", "method": "ui/notifications/sandbox-resource-ready", "params": params}));
+            return;
+        }
+        let e = self.bridge.borrow_mut().on_message(&msg);
+        self.run(e);
+    }
+}
+
+/// Asks the user, then opens `url` in a new tab without an opener.
+fn open_link(url: &str) -> Result<Value, String> {
+    let w = web_sys::window().ok_or("no window")?;
+    let ok = w
+        .confirm_with_message(&format!(
+            "The app wants to open a link in a new tab:\n\n{url}"
+        ))
+        .unwrap_or(false);
+    if !ok {
+        return Err("the user declined to open the link".into());
+    }
+    w.open_with_url_and_target_and_features(url, "_blank", "noopener,noreferrer")
+        .map_err(|_| "the browser blocked the new tab".to_owned())?;
+    Ok(json!({}))
+}
+
+/// One view of a tool call.
+#[component]
+pub fn AppFrame(call: ViewCall, chat: Chat) -> impl IntoView {
+    let store = store();
+    let wanted = RwSignal::new(false);
+    let closed = RwSignal::new(false);
+    let view = RwSignal::new(None::<Result<AppViewResponse, String>>);
+    let height = RwSignal::new(160.0);
+    let fullscreen = RwSignal::new(false);
+    let container = NodeRef::<html::Div>::new();
+    let frame = NodeRef::<html::Iframe>::new();
+    let live = StoredValue::new_local(None::<Rc<Live>>);
+    let listener = StoredValue::new_local(None::<Closure<dyn Fn(web_sys::MessageEvent)>>);
+    let observer = StoredValue::new_local(
+        None::<(
+            web_sys::IntersectionObserver,
+            Closure<dyn Fn(js_sys::Array)>,
+        )>,
+    );
+    let visible = StoredValue::new_local(Rc::new(std::cell::Cell::new(false)));
+    let last_seen = StoredValue::new_local(Rc::new(std::cell::Cell::new(0.0)));
+    let key = call.call_id.clone();
+
+    // Mount once on screen; an off-screen view may be torn down by the registry's cap.
+    Effect::new(move |_| {
+        let Some(el) = container.get() else { return };
+        if observer.with_value(Option::is_some) {
+            return;
+        }
+        let (vis, seen) = (visible.get_value(), last_seen.get_value());
+        let cb = Closure::<dyn Fn(js_sys::Array)>::new(move |entries: js_sys::Array| {
+            for e in entries.iter() {
+                let e: web_sys::IntersectionObserverEntry = e.unchecked_into();
+                vis.set(e.is_intersecting());
+                if e.is_intersecting() {
+                    seen.set(now_ms() as f64);
+                    if !closed.get_untracked() {
+                        wanted.set(true);
+                    }
+                }
+            }
+        });
+        match web_sys::IntersectionObserver::new(cb.as_ref().unchecked_ref()) {
+            Ok(obs) => {
+                obs.observe(&el);
+                observer.set_value(Some((obs, cb)));
+            }
+            Err(_) => wanted.set(true),
+        }
+    });
+
+    // Ask for a fresh view URL whenever it is (re)mounted.
+    {
+        let call = call.clone();
+        Effect::new(move |_| {
+            if !wanted.get() || view.get_untracked().is_some() {
+                return;
+            }
+            let req = AppViewRequest {
+                via: call.tool.clone(),
+                uri: call.uri.clone(),
+            };
+            spawn_local(async move {
+                let r = store.api().app_view(&req).await.map_err(|e| e.to_string());
+                if wanted.get_untracked() {
+                    view.set(Some(r));
+                }
+            });
+        });
+    }
+
+    // After a teardown by the registry's cap: back to a placeholder until seen again.
+    let unmount = move || {
+        let _ = live.try_set_value(None);
+        view.try_set(None);
+        wanted.try_set(false);
+    };
+
+    // Start the bridge when the iframe exists; the message listener follows its window.
+    {
+        let (call, chat, key) = (call.clone(), chat.clone(), key.clone());
+        Effect::new(move |_| {
+            let Some(Ok(resp)) = view.get() else { return };
+            if frame.get().is_none() || live.with_value(Option::is_some) {
+                return;
+            }
+            let root = container
+                .get_untracked()
+                .and_then(|c| c.closest(".lmck-app").ok().flatten());
+            let ctx = host_context(
+                store.theme.get_untracked(),
+                root.as_ref(),
+                &call.tool,
+                &call.call_id,
+            );
+            let mut bridge = Bridge::new(env!("CARGO_PKG_VERSION"), ctx);
+            bridge.tool_input(call.arguments.clone());
+            bridge.tool_result(call.result.clone());
+            let proxy_origin = resp.proxy.then(|| origin_of(&resp.url)).flatten();
+            let l = Rc::new(Live {
+                bridge: RefCell::new(bridge),
+                frame,
+                target: proxy_origin.clone().unwrap_or_else(|| "*".into()),
+                proxy_origin,
+                view: resp.clone(),
+                call: call.clone(),
+                store,
+                chat: chat.clone(),
+                height,
+                fullscreen,
+                closed,
+                resolve_teardown: RefCell::new(None),
+            });
+            if listener.with_value(Option::is_none) {
+                let cb = Closure::<dyn Fn(web_sys::MessageEvent)>::new(
+                    move |ev: web_sys::MessageEvent| {
+                        if let Some(l) = live.get_value() {
+                            l.on_message(&ev);
+                        }
+                    },
+                );
+                if let Some(w) = web_sys::window() {
+                    let _ =
+                        w.add_event_listener_with_callback("message", cb.as_ref().unchecked_ref());
+                }
+                listener.set_value(Some(cb));
+            }
+            live.set_value(Some(l.clone()));
+            let (vis, seen) = (visible.get_value(), last_seen.get_value());
+            let handle = ViewHandle {
+                key: key.clone(),
+                visible: vis,
+                last_seen: seen,
+                teardown: Box::new({
+                    let l = l.clone();
+                    move |reason| l.teardown(reason)
+                }),
+                unmount: Box::new(unmount),
+            };
+            register(Rc::new(handle));
+        });
+    }
+
+    // Theme changes reach the view.
+    Effect::new(move |_| {
+        let theme = resolved_theme(store.theme.get());
+        if let Some(l) = live.get_value() {
+            let e = l
+                .bridge
+                .borrow_mut()
+                .context_changed(json!({"theme": theme}));
+            l.run(e);
+        }
+    });
+
+    // Esc leaves fullscreen.
+    let exit_fullscreen = move || {
+        fullscreen.set(false);
+        if let Some(l) = live.get_value() {
+            let e = l.bridge.borrow_mut().set_mode("inline");
+            l.run(e);
+        }
+    };
+
+    on_cleanup({
+        let key = key.clone();
+        move || {
+            unregister(&key);
+            if let Some(Some(l)) = live.try_get_value() {
+                let _ = l.teardown("removed"); // best effort: the frame is going away
+            }
+            listener.try_with_value(|cb| {
+                if let (Some(cb), Some(w)) = (cb, web_sys::window()) {
+                    let _ = w.remove_event_listener_with_callback(
+                        "message",
+                        cb.as_ref().unchecked_ref(),
+                    );
+                }
+            });
+            observer.try_with_value(|o| {
+                if let Some((obs, _)) = o {
+                    obs.disconnect();
+                }
+            });
+        }
+    });
+
+    let reopen = move |_| {
+        let _ = live.try_set_value(None);
+        view.set(None);
+        closed.set(false);
+        wanted.set(true);
+    };
+    let frame_view = move || {
+        match view.get() {
+        _ if closed.get() => view! {
+            <div class="lmck-app-placeholder">"The app closed. "
+                <button class="lmck-btn lmck-app-reopen" on:click=reopen>"Reopen"</button></div>
+        }.into_any(),
+        None => view! { <div class="lmck-app-placeholder lmck-muted">"Loading the app…"</div> }.into_any(),
+        Some(Err(e)) => view! {
+            <div class="lmck-app-placeholder lmck-muted" role="note">{format!("The app view is unavailable ({e}); the text result is shown above.")}</div>
+        }.into_any(),
+        Some(Ok(resp)) => {
+            let sandbox = if resp.proxy { "allow-scripts allow-same-origin allow-forms" } else { "allow-scripts allow-forms" };
+            let warn = (!resp.external_domains.is_empty()).then(|| view! {
+                <div class="lmck-app-domains lmck-muted">{format!("This app may connect to: {}", resp.external_domains.join(", "))}</div>
+            });
+            view! {
+                {warn}
+                <iframe class="lmck-app-iframe" node_ref=frame src=resp.url.clone() sandbox=sandbox
+                    allow=resp.allow.clone() title="MCP App view" referrerpolicy="no-referrer"
+                    style:height=move || if fullscreen.get() { "100%".to_owned() } else { format!("{}px", height.get()) }></iframe>
+            }.into_any()
+        }
+    }
+    };
+    let border = move || {
+        !matches!(
+            view.get(),
+            Some(Ok(AppViewResponse {
+                prefers_border: Some(false),
+                ..
+            }))
+        )
+    };
+    view! {
+        <div class="lmck-app-view" node_ref=container data-call-id=key.clone()
+            class:lmck-app-border=border
+            class:lmck-app-fullscreen=move || fullscreen.get()
+            class:lmck-app-closed=move || closed.get()
+            on:keydown=move |ev: leptos::ev::KeyboardEvent| if ev.key() == "Escape" && fullscreen.get_untracked() { exit_fullscreen() }>
+            <Show when=move || fullscreen.get()>
+                <button class="lmck-btn lmck-app-exit" on:click=move |_| exit_fullscreen()>"Exit full screen"</button>
+            </Show>
+            {frame_view}
+        </div>
+    }
+}

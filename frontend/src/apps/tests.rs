@@ -1,0 +1,388 @@
+//! The bridge against a scripted fake view, in the style of the ext-apps `app-bridge` tests.
+
+use serde_json::{Value, json};
+
+use super::bridge::*;
+
+/// Plays the view: JSON-RPC messages in, the host's effects out.
+struct FakeView {
+    bridge: Bridge,
+    next_id: i64,
+}
+
+impl FakeView {
+    fn new() -> Self {
+        let ctx = json!({"theme": "dark", "toolInfo": {"tool": {"name": "show"}}});
+        Self {
+            bridge: Bridge::new("0.1.0", ctx),
+            next_id: 100,
+        }
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Vec<Effect> {
+        self.next_id += 1;
+        let msg = json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
+        self.bridge.on_message(&msg)
+    }
+
+    fn notify(&mut self, method: &str, params: Value) -> Vec<Effect> {
+        self.bridge
+            .on_message(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+    }
+
+    fn handshake(&mut self) -> Vec<Effect> {
+        let init = self.request(
+            "ui/initialize",
+            json!({"protocolVersion": PROTOCOL_VERSION, "appInfo": {"name": "t", "version": "1"},
+                   "appCapabilities": {"availableDisplayModes": ["inline", "fullscreen"]}}),
+        );
+        assert_eq!(init.len(), 1);
+        self.notify("ui/notifications/initialized", json!({}))
+    }
+}
+
+/// The methods of the posted notifications/requests, in order.
+fn methods(effects: &[Effect]) -> Vec<String> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Post(v) => v.get("method").and_then(Value::as_str).map(str::to_owned),
+            _ => None,
+        })
+        .collect()
+}
+
+fn posted(effects: &[Effect]) -> Vec<&Value> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Post(v) => Some(v),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn nothing_is_sent_before_initialized() {
+    let mut v = FakeView::new();
+    assert!(v.bridge.tool_input(json!({"a": 1})).is_empty());
+    assert!(v.bridge.tool_result(json!({"content": []})).is_empty());
+    assert!(
+        v.bridge
+            .context_changed(json!({"theme": "light"}))
+            .is_empty()
+    );
+    // ping is answered even before initialization.
+    let pong = v.request("ping", json!({}));
+    assert_eq!(posted(&pong)[0]["result"], json!({}));
+    let init = v.request(
+        "ui/initialize",
+        json!({"protocolVersion": PROTOCOL_VERSION}),
+    );
+    let answer = posted(&init)[0];
+    assert_eq!(answer["result"]["protocolVersion"], PROTOCOL_VERSION);
+    assert!(
+        methods(&init).is_empty(),
+        "the answer is a response, not a notification"
+    );
+    let flushed = v.notify("ui/notifications/initialized", json!({}));
+    assert_eq!(
+        methods(&flushed),
+        [
+            "ui/notifications/tool-input",
+            "ui/notifications/tool-result"
+        ]
+    );
+    assert_eq!(
+        posted(&flushed)[0]["params"],
+        json!({"arguments": {"a": 1}})
+    );
+}
+
+#[test]
+fn initialize_answers_capabilities_and_context() {
+    let mut v = FakeView::new();
+    v.bridge.context_changed(json!({"theme": "light"}));
+    let init = v.request("ui/initialize", json!({"protocolVersion": "1999-01-01"}));
+    let r = &posted(&init)[0]["result"];
+    assert_eq!(
+        r["protocolVersion"], PROTOCOL_VERSION,
+        "unknown versions get ours"
+    );
+    assert_eq!(r["hostInfo"]["name"], "lmchatkit");
+    for cap in [
+        "openLinks",
+        "serverTools",
+        "serverResources",
+        "logging",
+        "updateModelContext",
+        "message",
+    ] {
+        assert!(r["hostCapabilities"].get(cap).is_some(), "{cap}");
+    }
+    let ctx = &r["hostContext"];
+    assert_eq!(
+        ctx["theme"], "light",
+        "changes before init land in the answer"
+    );
+    assert_eq!(ctx["displayMode"], "inline");
+    assert_eq!(
+        ctx["availableDisplayModes"],
+        json!(["inline", "fullscreen"])
+    );
+    assert_eq!(ctx["platform"], "web");
+    assert_eq!(ctx["toolInfo"]["tool"]["name"], "show");
+}
+
+#[test]
+fn tool_input_once_and_before_the_result() {
+    let mut v = FakeView::new();
+    assert!(v.handshake().is_empty());
+    // The result arrives first: held until the input is known.
+    assert!(v.bridge.tool_result(json!({"content": []})).is_empty());
+    let e = v.bridge.tool_input(json!({"x": 1}));
+    assert_eq!(
+        methods(&e),
+        [
+            "ui/notifications/tool-input",
+            "ui/notifications/tool-result"
+        ]
+    );
+    assert!(
+        v.bridge.tool_input(json!({"x": 2})).is_empty(),
+        "input only once"
+    );
+    assert!(
+        v.bridge.tool_result(json!({})).is_empty(),
+        "result only once"
+    );
+    assert!(v.bridge.tool_cancelled("stop").is_empty());
+}
+
+#[test]
+fn cancellation_replaces_the_result() {
+    let mut v = FakeView::new();
+    v.bridge.tool_input(json!({}));
+    v.handshake();
+    let e = v.bridge.tool_cancelled("denied");
+    assert_eq!(methods(&e), ["ui/notifications/tool-cancelled"]);
+    assert_eq!(posted(&e)[0]["params"]["reason"], "denied");
+    assert!(v.bridge.tool_result(json!({})).is_empty());
+}
+
+#[test]
+fn requests_before_initialize_are_refused() {
+    let mut v = FakeView::new();
+    let e = v.request("tools/call", json!({"name": "x"}));
+    assert_eq!(posted(&e)[0]["error"]["code"], HOST_ERROR);
+}
+
+#[test]
+fn server_methods_are_proxied_and_answered() {
+    let mut v = FakeView::new();
+    v.handshake();
+    for m in PROXIED {
+        let e = v.request(m, json!({"name": "t"}));
+        match &e[..] {
+            [Effect::Proxy { method, params, .. }] => {
+                assert_eq!(method, m);
+                assert_eq!(params["name"], "t");
+            }
+            other => panic!("{m}: {other:?}"),
+        }
+    }
+    let ok = v.bridge.reply(&json!(7), Ok(json!({"content": []})));
+    assert_eq!(
+        posted(&ok)[0],
+        &json!({"jsonrpc": "2.0", "id": 7, "result": {"content": []}})
+    );
+    let refused = v
+        .bridge
+        .reply(&json!(8), Err("tool is not visible to apps".into()));
+    assert_eq!(posted(&refused)[0]["error"]["code"], HOST_ERROR);
+    assert_eq!(
+        posted(&refused)[0]["error"]["message"],
+        "tool is not visible to apps"
+    );
+}
+
+#[test]
+fn unknown_methods_get_method_not_found() {
+    let mut v = FakeView::new();
+    v.handshake();
+    let e = v.request("sampling/createMessage", json!({}));
+    assert_eq!(posted(&e)[0]["error"]["code"], METHOD_NOT_FOUND);
+    assert!(v.notify("ui/notifications/unknown", json!({})).is_empty());
+    assert!(
+        v.bridge.on_message(&json!({"hello": 1})).is_empty(),
+        "not JSON-RPC"
+    );
+    assert!(
+        v.bridge
+            .on_message(&json!({"jsonrpc": "1.0", "id": 1, "method": "ping"}))
+            .is_empty()
+    );
+}
+
+#[test]
+fn open_link_is_http_only() {
+    let mut v = FakeView::new();
+    v.handshake();
+    let e = v.request("ui/open-link", json!({"url": "https://example.com/a"}));
+    assert!(matches!(&e[..], [Effect::OpenLink { url, .. }] if url == "https://example.com/a"));
+    for bad in [
+        "javascript:alert(1)",
+        "data:text/html,x",
+        "file:///etc/passwd",
+    ] {
+        let e = v.request("ui/open-link", json!({"url": bad}));
+        assert_eq!(posted(&e)[0]["error"]["code"], INVALID_PARAMS, "{bad}");
+    }
+}
+
+#[test]
+fn message_accepts_both_content_shapes() {
+    let mut v = FakeView::new();
+    v.handshake();
+    let arr = v.request(
+        "ui/message",
+        json!({"role": "user", "content": [{"type": "text", "text": "hi"}]}),
+    );
+    assert!(
+        matches!(&arr[..], [Effect::Message { blocks, .. }] if blocks == &[json!({"type": "text", "text": "hi"})])
+    );
+    let one = v.request(
+        "ui/message",
+        json!({"role": "user", "content": {"type": "text", "text": "yo"}}),
+    );
+    assert!(
+        matches!(&one[..], [Effect::Message { blocks, .. }] if blocks == &[json!({"type": "text", "text": "yo"})])
+    );
+    let bad = v.request("ui/message", json!({"role": "assistant", "content": []}));
+    assert_eq!(posted(&bad)[0]["error"]["code"], INVALID_PARAMS);
+}
+
+#[test]
+fn model_context_overwrites_and_empty_clears() {
+    let mut v = FakeView::new();
+    v.handshake();
+    let e = v.request(
+        "ui/update-model-context",
+        json!({"content": [{"type": "text", "text": "state"}]}),
+    );
+    assert!(matches!(&e[0], Effect::ModelContext(c) if c["content"][0]["text"] == "state"));
+    let e = v.request("ui/update-model-context", json!({}));
+    assert_eq!(e[0], Effect::ModelContext(Value::Null));
+}
+
+#[test]
+fn display_mode_returns_the_resulting_mode() {
+    let mut v = FakeView::new();
+    v.handshake();
+    let e = v.request("ui/request-display-mode", json!({"mode": "fullscreen"}));
+    assert_eq!(e[0], Effect::DisplayMode("fullscreen".into()));
+    assert_eq!(posted(&e)[0]["result"]["mode"], "fullscreen");
+    assert_eq!(v.bridge.mode(), "fullscreen");
+    // pip is not offered: the current mode comes back and nothing switches.
+    let e = v.request("ui/request-display-mode", json!({"mode": "pip"}));
+    assert_eq!(e.len(), 1);
+    assert_eq!(posted(&e)[0]["result"]["mode"], "fullscreen");
+    // The host leaving fullscreen tells the view.
+    let e = v.bridge.set_mode("inline");
+    assert_eq!(methods(&e), ["ui/notifications/host-context-changed"]);
+    assert_eq!(posted(&e)[0]["params"], json!({"displayMode": "inline"}));
+}
+
+#[test]
+fn undeclared_modes_are_never_entered() {
+    let mut v = FakeView::new();
+    v.request(
+        "ui/initialize",
+        json!({"appCapabilities": {"availableDisplayModes": ["inline"]}}),
+    );
+    v.notify("ui/notifications/initialized", json!({}));
+    let e = v.request("ui/request-display-mode", json!({"mode": "fullscreen"}));
+    assert_eq!(posted(&e)[0]["result"]["mode"], "inline");
+    assert!(!e.iter().any(|x| matches!(x, Effect::DisplayMode(_))));
+}
+
+#[test]
+fn size_changed_resizes_and_logs_are_kept() {
+    let mut v = FakeView::new();
+    v.handshake();
+    assert_eq!(
+        v.notify(
+            "ui/notifications/size-changed",
+            json!({"width": 300, "height": 420})
+        ),
+        vec![Effect::Resize(420.0)]
+    );
+    assert!(
+        v.notify("ui/notifications/size-changed", json!({"width": 3}))
+            .is_empty()
+    );
+    let e = v.notify(
+        "notifications/message",
+        json!({"level": "info", "data": "x"}),
+    );
+    assert!(matches!(&e[0], Effect::Log(p) if p["data"] == "x"));
+}
+
+#[test]
+fn context_changes_send_only_what_changed() {
+    let mut v = FakeView::new();
+    v.handshake();
+    assert!(
+        v.bridge
+            .context_changed(json!({"theme": "dark"}))
+            .is_empty()
+    );
+    let e = v
+        .bridge
+        .context_changed(json!({"theme": "light", "locale": "en"}));
+    assert_eq!(methods(&e), ["ui/notifications/host-context-changed"]);
+    assert_eq!(
+        posted(&e)[0]["params"],
+        json!({"theme": "light", "locale": "en"})
+    );
+}
+
+#[test]
+fn teardown_is_a_request_awaited_by_id() {
+    let mut v = FakeView::new();
+    v.handshake();
+    let e = v.bridge.teardown("conversation closed");
+    let req = posted(&e)[0].clone();
+    assert_eq!(req["method"], "ui/resource-teardown");
+    assert_eq!(req["params"]["reason"], "conversation closed");
+    assert!(v.bridge.teardown("again").is_empty(), "only once");
+    // Nothing else goes out while closing.
+    assert!(v.bridge.tool_result(json!({})).is_empty());
+    assert!(v.request("tools/call", json!({})).is_empty());
+    // A reply to another id does not finish it; the matching one does.
+    assert!(
+        v.bridge
+            .on_message(&json!({"jsonrpc": "2.0", "id": 999, "result": {}}))
+            .is_empty()
+    );
+    let done = v
+        .bridge
+        .on_message(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {}}));
+    assert_eq!(done, vec![Effect::TornDown]);
+}
+
+#[test]
+fn teardown_before_initialized_sends_nothing() {
+    let mut v = FakeView::new();
+    assert_eq!(v.bridge.teardown("gone"), vec![Effect::TornDown]);
+}
+
+#[test]
+fn request_teardown_is_reported() {
+    let mut v = FakeView::new();
+    v.handshake();
+    assert_eq!(
+        v.notify("ui/notifications/request-teardown", json!({})),
+        vec![Effect::RequestTeardown]
+    );
+}

@@ -1,0 +1,203 @@
+//! MCP App views (DESIGN decision 5). `POST /api/apps/view {via, uri}` reads the view's
+//! `ui://` resource from the server owning `via`, builds its CSP and answers a short-lived URL:
+//!
+//! - default mode: `{prefix}/apps/view/{token}`, bound to the asking principal, serving the HTML
+//!   with the CSP as an HTTP header (the UI frames it without `allow-same-origin`);
+//! - proxy mode (a sandbox origin is configured): `{sandbox}{prefix}/apps/sandbox?t={token}`, the
+//!   spec's sandbox proxy, served with the view's CSP and pinned to the host page's origin; the
+//!   HTML comes back in the answer for the UI to send in `sandbox-resource-ready`.
+
+use base64::Engine;
+use http::{HeaderValue, StatusCode, header};
+use lmchatkit_protocol::{AppViewRequest, AppViewResponse};
+
+use crate::apps::tokens::ViewTicket;
+use crate::apps::{APP_MIME, SANDBOX_PAGE, csp, is_app_mime};
+use crate::config::Config;
+use crate::http_util::{self, ApiError, Response, read_json};
+use crate::routes::resources;
+use crate::service::Req;
+
+/// `POST /api/apps/view`.
+pub(crate) async fn create(config: &Config, req: Req) -> Result<Response, ApiError> {
+    let origin = req
+        .parts
+        .headers
+        .get(header::ORIGIN)
+        .and_then(|o| o.to_str().ok())
+        .map(|o| o.trim_end_matches('/').to_owned());
+    let body: AppViewRequest = read_json(&req.parts.headers, req.body, config.body_limit).await?;
+    let (via, uri) = (body.via.trim(), body.uri.trim());
+    if via.is_empty() {
+        return Err(ApiError::BadRequest("via is required".into()));
+    }
+    if !uri.starts_with("ui://") {
+        return Err(ApiError::BadRequest(format!(
+            "uri {uri:?} is not a ui:// resource"
+        )));
+    }
+    let r = resources::read_scoped(config, &req.cx, uri, Some(via)).await?;
+    if !is_app_mime(r.mime_type.as_deref()) {
+        return Err(ApiError::Unprocessable(format!(
+            "{uri} is {:?}, not an MCP App view ({APP_MIME})",
+            r.mime_type.as_deref().unwrap_or("untyped")
+        )));
+    }
+    let html = match (r.text, r.blob) {
+        (Some(t), _) => t,
+        (None, Some(b)) => base64::engine::general_purpose::STANDARD
+            .decode(b.trim())
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or_else(|| ApiError::Unprocessable(format!("{uri}: blob is not UTF-8 HTML")))?,
+        (None, None) => return Err(ApiError::Unprocessable(format!("{uri} is empty"))),
+    };
+    let ui = r.ui.unwrap_or_default();
+    let policy = csp::build(ui.csp.as_ref());
+    let external_domains = csp::external_domains(ui.csp.as_ref());
+    tracing::info!(via, uri, csp = %policy, "MCP App view");
+    if !external_domains.is_empty() {
+        tracing::warn!(via, uri, domains = ?external_domains, "MCP App view reaches external domains");
+    }
+    let principal = req.cx.principal().id().to_owned();
+    let mut answer = AppViewResponse {
+        permissions: ui.permissions.clone(),
+        prefers_border: ui.prefers_border,
+        allow: csp::allow_attribute(ui.permissions.as_ref()),
+        external_domains,
+        ..Default::default()
+    };
+    match &config.sandbox_origin {
+        None => {
+            let token = config.views.issue(ViewTicket {
+                principal,
+                csp: policy,
+                html: Some(html),
+                host_origin: None,
+            });
+            answer.url = format!("{}/apps/view/{token}", config.prefix);
+        }
+        Some(sandbox) => {
+            let host_origin = origin.filter(|o| is_origin(o)).ok_or_else(|| {
+                ApiError::BadRequest("proxy mode needs the page's Origin header".into())
+            })?;
+            let token = config.views.issue(ViewTicket {
+                principal,
+                csp: policy,
+                html: None,
+                host_origin: Some(host_origin),
+            });
+            answer.url = format!("{sandbox}{}/apps/sandbox?t={token}", config.prefix);
+            answer.proxy = true;
+            answer.html = Some(html);
+        }
+    }
+    Ok(http_util::json(StatusCode::OK, &answer))
+}
+
+/// `GET /apps/view/{token}` (default mode): the view's HTML under its CSP, once, for the
+/// principal that asked for it.
+pub(crate) fn page(config: &Config, req: &Req, token: &str) -> Result<Response, ApiError> {
+    let me = req.cx.principal();
+    let ticket = config
+        .views
+        .redeem(token, |t| t.html.is_some() && t.principal == me.id())
+        .ok_or_else(|| ApiError::NotFound("this view link expired or is not yours".into()))?;
+    let mut res = html_response(ticket.html.unwrap_or_default(), &ticket.csp)?;
+    // Only the chat page (same origin) may frame it.
+    res.headers_mut().insert(
+        header::X_FRAME_OPTIONS,
+        HeaderValue::from_static("SAMEORIGIN"),
+    );
+    Ok(res)
+}
+
+/// `GET /apps/sandbox?t={token}` (proxy mode, on the sandbox origin only): the sandbox proxy
+/// page under the view's CSP, talking only to the host origin recorded in the token.
+pub(crate) fn sandbox(config: &Config, req: &Req) -> Result<Response, ApiError> {
+    let sandbox = config
+        .sandbox_origin
+        .as_deref()
+        .ok_or_else(|| ApiError::NotFound("not found".into()))?;
+    // Served on the host's own origin, the proxy would hand the view the host's origin.
+    let host = req
+        .parts
+        .headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    let authority = sandbox.split_once("://").map_or(sandbox, |(_, a)| a);
+    if !host.eq_ignore_ascii_case(authority.trim_end_matches('/')) {
+        return Err(ApiError::NotFound(
+            "the sandbox is served on the sandbox origin only".into(),
+        ));
+    }
+    let token = req
+        .parts
+        .uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("t="))
+        .unwrap_or_default();
+    let ticket = config
+        .views
+        .redeem(token, |t| t.host_origin.is_some())
+        .ok_or_else(|| ApiError::NotFound("this view link expired".into()))?;
+    let host_origin = ticket.host_origin.unwrap_or_default();
+    let quoted = serde_json::to_string(&host_origin).unwrap_or_else(|_| "\"\"".into());
+    html_response(
+        SANDBOX_PAGE.replace("{{HOST_ORIGIN}}", &quoted),
+        &ticket.csp,
+    )
+}
+
+/// `scheme://host[:port]` with nothing that could break out of a JSON string in a script.
+fn is_origin(o: &str) -> bool {
+    let Some((scheme, rest)) = o.split_once("://") else {
+        return false;
+    };
+    matches!(scheme, "http" | "https")
+        && !rest.is_empty()
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
+}
+
+fn html_response(html: String, csp: &str) -> Result<Response, ApiError> {
+    let csp = HeaderValue::from_str(csp)
+        .map_err(|_| ApiError::Internal("the view's CSP is not a valid header".into()))?;
+    let mut res = http::Response::new(http_util::full(html));
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(header::CONTENT_SECURITY_POLICY, csp);
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_origin;
+
+    #[test]
+    fn origins_are_plain() {
+        assert!(is_origin("http://127.0.0.1:8080"));
+        assert!(is_origin("https://chat.example"));
+        assert!(is_origin("http://[::1]:3000"));
+        assert!(!is_origin("null"));
+        assert!(!is_origin("javascript://x"));
+        assert!(!is_origin("http://a\"</script>"));
+        assert!(!is_origin("http://a/path"));
+    }
+}

@@ -1,0 +1,239 @@
+//! MCP App views in headless Chromium against the real service and an MCP hub: the rmcp test
+//! server's probe view (which speaks MCP Apps by hand and writes what it was sent and what it
+//! could reach) in both isolation modes — default (an opaque-origin iframe on the token URL) and
+//! proxy (the sandbox proxy on `localhost`, the chat on `127.0.0.1`) — and the npm example
+//! `server-basic-vanillajs` over stdio. Screenshots go to `target/ui-screenshots/`.
+//!
+//! Skipped (with a message) only when Chromium is absent and `LMCHATKIT_EXPECT_BROWSER` is unset.
+
+use lmchatkit_tests::browser::Browser;
+use lmchatkit_tests::browser::app::{ONE_AT_A_TIME, idle, start_chat};
+use lmchatkit_tests::browser::apps::setup_apps;
+
+/// Into the view's document: the iframe, and in proxy mode the proxy's inner iframe.
+async fn enter_view(b: &Browser, proxy: bool) {
+    b.client.clone().enter_frame(None).await.unwrap();
+    let frame = b.wait_for(".lmck-app-iframe").await;
+    frame.enter_frame().await.unwrap();
+    if proxy {
+        b.wait_for("iframe").await.enter_frame().await.unwrap();
+    }
+    b.wait_for("#log").await;
+}
+
+async fn to_page(b: &Browser) {
+    b.client.clone().enter_frame(None).await.unwrap();
+}
+
+/// Asks the mock model to call `tool`, approves it and waits for the view's iframe.
+async fn call_and_approve(b: &Browser, tool: &str) {
+    start_chat(b).await;
+    b.send_message(&format!("call tool {tool} {{}}")).await;
+    b.click(".lmck-approval .lmck-allow").await;
+    b.wait_for(".lmck-app-iframe").await;
+}
+
+async fn probe_view(proxy: bool) {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(apps) = setup_apps(proxy).await else {
+        return;
+    };
+    let b = &apps.env.browser;
+    // Canaries the view must not reach, and a console the test can read.
+    b.js("localStorage.setItem('lmck-canary', 'host-secret'); \
+          document.cookie = 'lmck_canary=host-secret; path=/'; \
+          window.__logs = []; const log = console.log; \
+          console.log = function (...a) { window.__logs.push(a.join(' ')); log.apply(console, a); }; \
+          return true;")
+        .await;
+    call_and_approve(b, "test__show_app").await;
+    let frame = b.wait_for(".lmck-app-iframe").await;
+    let sandbox = frame.attr("sandbox").await.unwrap().unwrap_or_default();
+    let src = frame.attr("src").await.unwrap().unwrap_or_default();
+    if proxy {
+        assert_eq!(sandbox, "allow-scripts allow-same-origin allow-forms");
+        assert!(
+            src.starts_with("http://localhost:") && src.contains("/chat/apps/sandbox?t="),
+            "{src}"
+        );
+    } else {
+        assert_eq!(
+            sandbox, "allow-scripts allow-forms",
+            "no allow-same-origin: an opaque origin"
+        );
+        assert!(src.starts_with("/chat/apps/view/"), "{src}");
+    }
+    b.wait_text(".lmck-app-domains", "https://api.example.com")
+        .await;
+
+    enter_view(b, proxy).await;
+    b.wait_text("#tool-result", r#"{"value":42}"#).await;
+    assert_eq!(
+        b.texts("#log").await,
+        "ui/notifications/tool-input;ui/notifications/tool-result;",
+        "tool-input, then tool-result, nothing before initialized"
+    );
+    assert_eq!(b.texts("#tool-input").await, "{}");
+    let init = b.texts("#init").await;
+    assert!(
+        init.starts_with("2026-01-26 ") && init.ends_with(" inline lmchatkit"),
+        "{init}"
+    );
+    // Isolation: the chat page, its storage and its cookies are out of reach.
+    assert!(
+        b.texts("#probe-top").await.starts_with("blocked"),
+        "top.document"
+    );
+    if !proxy {
+        assert!(
+            b.texts("#probe-parent").await.starts_with("blocked"),
+            "parent.document"
+        );
+    }
+    for probe in ["#probe-storage", "#probe-cookie"] {
+        let seen = b.texts(probe).await;
+        assert!(!seen.contains("host-secret"), "{probe}: {seen}");
+    }
+    // Calls back through the bridge, scoped to the view's server and its visibility.
+    b.click("#call-app").await;
+    b.wait_text("#call-app-result", "refreshed").await;
+    b.click("#call-model").await;
+    b.wait_text("#call-model-result", "error:").await;
+    b.click("#call-other").await;
+    b.wait_text("#call-other-result", "error:").await;
+    b.click("#fullscreen").await;
+    b.wait_text("#mode-result", "fullscreen").await;
+    to_page(b).await;
+    b.wait_for(".lmck-app-fullscreen").await;
+    b.screenshot(if proxy {
+        "app-view-fullscreen-proxy"
+    } else {
+        "app-view-fullscreen"
+    })
+    .await;
+    b.click(".lmck-app-exit").await;
+    b.wait_js(
+        "inline again",
+        "return !document.querySelector('.lmck-app-fullscreen');",
+    )
+    .await;
+    enter_view(b, proxy).await;
+    b.wait_text("#init", r#"changed:{"displayMode":"inline"}"#)
+        .await;
+
+    // ui/message: a user message and a turn.
+    b.click("#send-message").await;
+    b.wait_text("#message-result", "{}").await;
+    to_page(b).await;
+    b.wait_text(".lmck-user", "mirror-back hello from the app")
+        .await;
+    b.wait_text(
+        ".lmck-assistant .lmck-md",
+        "Mirror: mirror-back hello from the app",
+    )
+    .await;
+    idle(b).await;
+    b.screenshot(if proxy { "app-view-proxy" } else { "app-view" })
+        .await;
+
+    // The model never saw the app-only tool.
+    let requests = apps.env.mock.observed.requests.lock().unwrap().clone();
+    let offered: Vec<String> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t["function"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert!(
+        offered.contains(&"test__show_app".to_owned()),
+        "{offered:?}"
+    );
+    assert!(
+        !offered.iter().any(|t| t.ends_with("app_refresh")),
+        "{offered:?}"
+    );
+
+    // A reload remounts the view from the saved tool message (a fresh URL, no re-run).
+    b.client.refresh().await.unwrap();
+    enter_view(b, proxy).await;
+    b.wait_text("#tool-result", r#"{"value":42}"#).await;
+    to_page(b).await;
+    b.js("window.__logs = []; const log = console.log; \
+          console.log = function (...a) { window.__logs.push(a.join(' ')); log.apply(console, a); }; \
+          return true;")
+        .await;
+
+    // Leaving the conversation tears the view down (its answer is awaited).
+    b.click(".lmck-new").await;
+    b.wait_js(
+        "the teardown to reach the view",
+        "return window.__logs.some(l => l.includes('teardown: '));",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn probe_view_in_default_mode() {
+    probe_view(false).await;
+}
+
+#[tokio::test]
+async fn probe_view_in_proxy_mode() {
+    probe_view(true).await;
+}
+
+/// The npm example app: `get-time` mounts its view, which shows the tool result's time, and its
+/// own button calls the tool again through the bridge.
+async fn basic_vanillajs(proxy: bool) {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(apps) = setup_apps(proxy).await else {
+        return;
+    };
+    if !apps.basic {
+        return; // npm_bin said why
+    }
+    let b = &apps.env.browser;
+    call_and_approve(b, "basic__get-time").await;
+    b.client.clone().enter_frame(None).await.unwrap();
+    b.wait_for(".lmck-app-iframe")
+        .await
+        .enter_frame()
+        .await
+        .unwrap();
+    if proxy {
+        b.wait_for("iframe").await.enter_frame().await.unwrap();
+    }
+    let time_of =
+        "const t = document.getElementById('server-time'); return t ? t.textContent : '';";
+    b.wait_js("the tool result in the view", &format!("{{ const f = () => {{ {time_of} }}; const t = f(); return /\\d{{4}}-\\d\\d-\\d\\dT/.test(t); }}")).await;
+    let first = b.js(time_of).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    b.click("#get-time-btn").await;
+    b.wait_js(
+        "a fresh time from the view's own call",
+        &format!("{{ const f = () => {{ {time_of} }}; const t = f(); return /\\d{{4}}-/.test(t) && t !== {first}; }}"),
+    )
+    .await;
+    to_page(b).await;
+    b.screenshot(if proxy {
+        "app-basic-vanillajs-proxy"
+    } else {
+        "app-basic-vanillajs"
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn basic_vanillajs_in_default_mode() {
+    basic_vanillajs(false).await;
+}
+
+#[tokio::test]
+async fn basic_vanillajs_in_proxy_mode() {
+    basic_vanillajs(true).await;
+}
