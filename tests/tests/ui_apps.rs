@@ -12,7 +12,7 @@ use lmchatkit_tests::browser::apps::setup_apps;
 
 /// Into the view's document: the iframe, and in proxy mode the proxy's inner iframe.
 async fn enter_view(b: &Browser, proxy: bool) {
-    b.client.clone().enter_frame(None).await.unwrap();
+    to_page(b).await;
     let frame = b.wait_for(".lmck-app-iframe").await;
     frame.enter_frame().await.unwrap();
     if proxy {
@@ -21,8 +21,11 @@ async fn enter_view(b: &Browser, proxy: bool) {
     b.wait_for("#log").await;
 }
 
+/// Back to the chat page (switching to the parent at the top level does nothing).
 async fn to_page(b: &Browser) {
-    b.client.clone().enter_frame(None).await.unwrap();
+    for _ in 0..3 {
+        b.client.enter_parent_frame().await.unwrap();
+    }
 }
 
 /// Asks the mock model to call `tool`, approves it and waits for the view's iframe.
@@ -199,7 +202,7 @@ async fn basic_vanillajs(proxy: bool) {
     }
     let b = &apps.env.browser;
     call_and_approve(b, "basic__get-time").await;
-    b.client.clone().enter_frame(None).await.unwrap();
+    to_page(b).await;
     b.wait_for(".lmck-app-iframe")
         .await
         .enter_frame()
