@@ -5,8 +5,9 @@
 //!
 //! Which tool (matching is case-insensitive; nothing is called when no tool is offered):
 //! - a request naming an **app word** ([`APP_WORDS`]: "clock", "dashboard", "app", "view",
-//!   "widget", as whole words — "show me the clock", "use the demo app") calls the first
-//!   offered MCP App tool (one with `_meta.ui.resourceUri`), so the view can be tried;
+//!   "widget", as whole words — "show me the clock", "use the demo app") calls an offered MCP
+//!   App tool (one with `_meta.ui.resourceUri`): the one the request names, else the first, so
+//!   the view can be tried;
 //! - else a request containing a **tool word** ([`TOOL_WORDS`]: "tool", "time", "weather",
 //!   "call", "roll", "dice") calls the first tool whose name, or a word of its name longer than
 //!   three letters, appears in the request (else the first tool);
@@ -141,14 +142,16 @@ fn text_of(m: &Message) -> String {
     m.content.joined_text(" ")
 }
 
-/// The first MCP App tool, when the request names an app word.
+/// An MCP App tool, when the request names an app word: the one the request names, else the
+/// first.
 fn app_tool<'a>(req: &'a CompleteRequest, asked: &str) -> Option<&'a Tool> {
     let asked = asked.to_lowercase();
     let mut words = asked.split(|c: char| !c.is_alphanumeric());
     if !words.any(|w| APP_WORDS.contains(&w)) {
         return None;
     }
-    req.tools.iter().find(|t| is_app(t))
+    let apps = || req.tools.iter().filter(|t| is_app(t));
+    named(apps(), &asked).or_else(|| apps().next())
 }
 
 /// An MCP App tool: its result is shown in a view.
@@ -162,16 +165,19 @@ fn pick_tool<'a>(req: &'a CompleteRequest, asked: &str) -> Option<&'a Tool> {
     if !TOOL_WORDS.iter().any(|w| asked.contains(w)) {
         return None;
     }
-    req.tools
-        .iter()
-        .find(|t| {
-            let short = t.name.rsplit("__").next().unwrap_or(&t.name).to_lowercase();
-            asked.contains(&short)
-                || short
-                    .split(['_', '-'])
-                    .any(|w| w.len() > 3 && asked.contains(w))
-        })
-        .or_else(|| req.tools.first())
+    named(req.tools.iter(), &asked).or_else(|| req.tools.first())
+}
+
+/// The first tool whose short name, or a word of it longer than three letters, is in `asked`
+/// (lower-cased).
+fn named<'a>(mut tools: impl Iterator<Item = &'a Tool>, asked: &str) -> Option<&'a Tool> {
+    tools.find(|t| {
+        let short = t.name.rsplit("__").next().unwrap_or(&t.name).to_lowercase();
+        asked.contains(&short)
+            || short
+                .split(['_', '-'])
+                .any(|w| w.len() > 3 && asked.contains(w))
+    })
 }
 
 /// Arguments for `tool`: its required arguments filled with something sensible.
@@ -393,6 +399,26 @@ mod tests {
             text.starts_with("## This is the built-in demo model")
                 && text.contains("**show the clock**"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn among_app_tools_the_named_one_wins() {
+        let mut tools = demo_tools();
+        let mut other = tools[2].clone();
+        other.name = "test__legacy_app".into();
+        tools.insert(0, other);
+        let call = |text: &str| {
+            called(&run(CompleteRequest {
+                messages: vec![Message::user(text)],
+                tools: tools.clone(),
+                ..Default::default()
+            }))
+        };
+        assert_eq!(call("use the app").as_deref(), Some("test__legacy_app"));
+        assert_eq!(
+            call("show the clock app").as_deref(),
+            Some("demo__show_clock")
         );
     }
 
