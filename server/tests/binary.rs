@@ -219,6 +219,16 @@ async fn the_demo_mcp_server_through_the_routes() {
     )
     .await;
     assert!(status == 200 && now.contains("Server time: "), "{now}");
+    // As the view's button calls it: through the app proxy, by its bare name.
+    let (status, proxied) = post(
+        &format!("{url}/api/app-proxy"),
+        json!({"method": "tools/call", "params": {"name": "clock_now", "arguments": {}}, "via": "demo__show_clock"}),
+    )
+    .await;
+    assert!(
+        status == 200 && proxied.contains("Server time: "),
+        "{proxied}"
+    );
 }
 
 #[tokio::test]
