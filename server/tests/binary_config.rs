@@ -110,6 +110,16 @@ async fn json_logs() {
     );
 }
 
+#[tokio::test]
+async fn listening_everywhere_prints_a_url_a_browser_can_open() {
+    let app = start(&["--listen", "0.0.0.0:0"], &[]);
+    assert!(app.url.starts_with("http://127.0.0.1:"), "{}", app.url);
+    assert_eq!(
+        get_json(&format!("{}/api/config", app.url)).await["demo"],
+        true
+    );
+}
+
 #[test]
 fn help_documents_every_setting() {
     let out = command(&["--help"], &[]).output().unwrap();

@@ -100,7 +100,11 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
     let listener = TcpListener::bind(s.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", s.listen))?;
-    let addr = listener.local_addr()?;
+    let mut addr = listener.local_addr()?;
+    if addr.ip().is_unspecified() {
+        // 0.0.0.0 / [::] listen everywhere, but a browser cannot open them.
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
     println!(
         "lmchatkit is listening: open http://{addr}{}",
         svc.config().prefix()
