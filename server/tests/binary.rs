@@ -1,81 +1,34 @@
 //! The `lmchatkit` binary: starts on a free port, serves the page and the API on its defaults,
-//! says clearly when no model is configured, and exits on SIGTERM.
+//! says clearly when no model is configured, exits on SIGTERM, and with nothing configured runs
+//! the demo model, the demo MCP server and the shipped personas and commands.
+//! (Settings from the file, flags and environment: `binary_config.rs`.)
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod binary_support;
+
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-struct App(Child, String);
-
-impl Drop for App {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start(args: &[&str], env: &[(&str, &str)]) -> App {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lmchatkit"));
-    cmd.args(["--listen", "127.0.0.1:0", "--db", "memory:"])
-        .args(args);
-    for key in [
-        "OPENAI_BASE_URL",
-        "OPENAI_API_KEY",
-        "OPENAI_COMPLETIONS_URL",
-        "LMCHATKIT_MODELS",
-    ] {
-        cmd.env_remove(key);
-    }
-    let mut child = cmd
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split("open ")
-        .nth(1)
-        .unwrap_or_else(|| panic!("the app prints the URL to open first, got {line:?}"))
-        .trim()
-        .to_owned();
-    App(child, url)
-}
-
-async fn get(url: &str) -> (u16, String) {
-    let client = http_client();
-    let res = client.get(url).send().await.unwrap();
-    (res.status().as_u16(), res.text().await.unwrap())
-}
-
-fn http_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap()
-}
+use binary_support::{get, get_json, http_client, post, start};
+use serde_json::json;
 
 #[tokio::test]
 async fn serves_page_and_api_and_says_when_no_model_is_configured() {
     let app = start(&["--no-demo"], &[]);
-    assert!(app.1.ends_with("/chat"), "{}", app.1);
-    let (status, page) = get(&app.1).await;
+    assert!(app.url.ends_with("/chat"), "{}", app.url);
+    let (status, page) = get(&app.url).await;
     assert_eq!(status, 200);
     assert!(
         page.contains("data-prefix=\"/chat\"") && page.contains("/chat/assets/lmchatkit.js"),
         "{page}"
     );
     assert_eq!(
-        get(&format!("{}/api/models", app.1)).await,
+        get(&format!("{}/api/models", app.url)).await,
         (200, "[]".into())
     );
-    let (_, config) = get(&format!("{}/api/config", app.1)).await;
+    let (_, config) = get(&format!("{}/api/config", app.url)).await;
     assert!(config.contains("\"history\":\"server\""), "{config}");
     let res = http_client()
-        .post(format!("{}/api/chat", app.1))
+        .post(format!("{}/api/chat", app.url))
         .json(&serde_json::json!({"model": "x", "messages": [{"role": "user", "content": "hi"}]}))
         .send()
         .await
@@ -90,10 +43,10 @@ async fn configured_models_prefix_and_graceful_exit() {
         &["--prefix", "/assistant", "--model", "a,b"],
         &[("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")],
     );
-    assert!(app.1.ends_with("/assistant"));
-    let (_, models) = get(&format!("{}/api/models", app.1)).await;
+    assert!(app.url.ends_with("/assistant"));
+    let (_, models) = get(&format!("{}/api/models", app.url)).await;
     assert_eq!(models, r#"[{"id":"a"},{"id":"b"}]"#);
-    let pid = app.0.id().to_string();
+    let pid = app.child.id().to_string();
     assert!(
         Command::new("kill")
             .args(["-TERM", &pid])
@@ -103,7 +56,7 @@ async fn configured_models_prefix_and_graceful_exit() {
     );
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        if let Some(status) = app.0.try_wait().unwrap() {
+        if let Some(status) = app.child.try_wait().unwrap() {
             assert!(status.success(), "{status}");
             break;
         }
@@ -115,12 +68,12 @@ async fn configured_models_prefix_and_graceful_exit() {
 #[tokio::test]
 async fn with_nothing_configured_the_demo_model_answers() {
     let app = start(&[], &[]);
-    let (_, models) = get(&format!("{}/api/models", app.1)).await;
+    let (_, models) = get(&format!("{}/api/models", app.url)).await;
     assert!(models.contains("\"id\":\"lmchatkit-demo\""), "{models}");
-    let (_, config) = get(&format!("{}/api/config", app.1)).await;
+    let (_, config) = get(&format!("{}/api/config", app.url)).await;
     assert!(config.contains("\"demo\":true"), "{config}");
     let res = http_client()
-        .post(format!("{}/api/chat", app.1))
+        .post(format!("{}/api/chat", app.url))
         .json(&serde_json::json!({"model": "lmchatkit-demo", "messages": [{"role": "user", "content": "hi"}]}))
         .send()
         .await
@@ -165,7 +118,7 @@ async fn mcp_servers_from_the_config_file() {
     let app = start(&["--config", config.to_str().unwrap()], &[]);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let (_, cfg) = get(&format!("{}/api/config", app.1)).await;
+        let (_, cfg) = get(&format!("{}/api/config", app.url)).await;
         if cfg.contains(r#"{"name":"everything","status":"connected"}"#) {
             break;
         }
@@ -176,7 +129,7 @@ async fn mcp_servers_from_the_config_file() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let res = http_client()
-        .post(format!("{}/api/tools/call", app.1))
+        .post(format!("{}/api/tools/call", app.url))
         .json(
             &serde_json::json!({"name": "everything__echo", "arguments": {"message": "hi there"}}),
         )
@@ -186,4 +139,164 @@ async fn mcp_servers_from_the_config_file() {
     let body = res.text().await.unwrap();
     assert!(body.contains("Echo: hi there"), "{body}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Waits until the demo MCP server reports `connected` in `/api/config`.
+async fn demo_connected(url: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let cfg = get_json(&format!("{url}/api/config")).await;
+        if cfg["mcp"] == json!([{"name": "demo", "status": "connected"}]) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the demo server never connected: {cfg}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_demo_mcp_server_through_the_routes() {
+    let app = start(&[], &[]);
+    let url = &app.url;
+    demo_connected(url).await;
+    let prompts = get_json(&format!("{url}/api/prompts")).await;
+    let explain = prompts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "demo__explain")
+        .unwrap_or_else(|| panic!("{prompts}"));
+    assert_eq!(explain["arguments"][0]["name"], "topic");
+    let (status, got) = post(
+        &format!("{url}/api/prompts/get"),
+        json!({"name": "demo__explain", "args": {"topic": "SSE"}}),
+    )
+    .await;
+    assert!(
+        status == 200 && got.contains("Explain SSE to a curious beginner"),
+        "{got}"
+    );
+
+    let resources = get_json(&format!("{url}/api/resources")).await.to_string();
+    for uri in [
+        "demo://lmchatkit/about.txt",
+        "skill://dice-games/SKILL.md",
+        "ui://lmchatkit-demo/clock.html",
+    ] {
+        assert!(resources.contains(uri), "{resources}");
+    }
+
+    let (status, rolled) = post(
+        &format!("{url}/api/tools/call"),
+        json!({"name": "demo__roll_dice", "arguments": {"sides": 20}}),
+    )
+    .await;
+    assert!(status == 200 && rolled.contains("on a d20."), "{rolled}");
+
+    let (status, view) = post(
+        &format!("{url}/api/resources/read"),
+        json!({"uri": "ui://lmchatkit-demo/clock.html", "via": "demo__show_clock"}),
+    )
+    .await;
+    let view: serde_json::Value = serde_json::from_str(&view).unwrap();
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["mime_type"], "text/html;profile=mcp-app");
+    assert!(view["text"].as_str().unwrap().contains("ui/initialize"));
+
+    // The app-only tool: refused to the model, allowed to the view of its own server.
+    let (status, _) = post(
+        &format!("{url}/api/tools/call"),
+        json!({"name": "demo__clock_now"}),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, now) = post(
+        &format!("{url}/api/tools/call"),
+        json!({"name": "demo__clock_now", "source": "app", "via": "demo__show_clock"}),
+    )
+    .await;
+    assert!(status == 200 && now.contains("Server time: "), "{now}");
+    // As the view's button calls it: through the app proxy, by its bare name.
+    let (status, proxied) = post(
+        &format!("{url}/api/app-proxy"),
+        json!({"method": "tools/call", "params": {"name": "clock_now", "arguments": {}}, "via": "demo__show_clock"}),
+    )
+    .await;
+    assert!(
+        status == 200 && proxied.contains("Server time: "),
+        "{proxied}"
+    );
+}
+
+#[tokio::test]
+async fn the_demo_model_calls_the_app_tool_when_asked() {
+    let app = start(&[], &[]);
+    demo_connected(&app.url).await;
+    let chat = |text: &'static str| {
+        let url = format!("{}/api/chat", app.url);
+        async move {
+            let body =
+                json!({"model": "lmchatkit-demo", "messages": [{"role": "user", "content": text}]});
+            post(&url, body).await.1
+        }
+    };
+    let sse = chat("show me the clock").await;
+    assert!(
+        sse.contains(r#""type":"tool_call""#)
+            && sse.contains(r#""name":"demo__show_clock""#)
+            && sse.contains(r#""finish_reason":"tool_calls""#),
+        "{sse}"
+    );
+    let sse = chat("hello").await;
+    assert!(!sse.contains("tool_call") && sse.contains("clock"), "{sse}");
+}
+
+#[tokio::test]
+async fn no_demo_mcp_switches_the_demo_server_off() {
+    let app = start(&["--no-demo-mcp"], &[]);
+    let cfg = get_json(&format!("{}/api/config", app.url)).await;
+    assert_eq!(cfg["mcp"], json!([]), "{cfg}");
+    assert_eq!(
+        get_json(&format!("{}/api/prompts", app.url)).await,
+        json!([])
+    );
+    let (status, _) = post(
+        &format!("{}/api/tools/call", app.url),
+        json!({"name": "demo__roll_dice"}),
+    )
+    .await;
+    assert_eq!(status, 403);
+}
+
+#[tokio::test]
+async fn the_shipped_personas_and_commands_are_the_defaults() {
+    let app = start(&[], &[]);
+    let personas = get_json(&format!("{}/api/personas", app.url)).await;
+    let names: Vec<&str> = personas
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Default", "Coder", "Writer"]);
+    let commands = get_json(&format!("{}/api/commands", app.url))
+        .await
+        .to_string();
+    assert!(
+        commands.contains(r#""name":"review""#) && !commands.contains("todo"),
+        "{commands}"
+    );
+    // A configured (here: empty) directory replaces them.
+    let empty = tempfile::tempdir().unwrap();
+    let dir = empty.path().to_str().unwrap();
+    let app = start(&["--personas-dir", dir, "--commands-dir", dir], &[]);
+    let personas = get_json(&format!("{}/api/personas", app.url)).await;
+    assert_eq!(personas.as_array().unwrap().len(), 1, "{personas}");
+    assert_eq!(
+        get_json(&format!("{}/api/commands", app.url)).await,
+        json!([])
+    );
 }

@@ -1,20 +1,35 @@
 //! The built-in demo model: a clearly labelled stand-in that needs no upstream, so a first run
 //! with nothing configured shows every part of the UI. It streams a Markdown reply (heading,
 //! table, code block) word by word after a short reasoning phase, and when asked to use a tool
-//! it calls the first tool it was offered whose name or description matches the request (else
-//! the first tool), then summarises the tool's result.
+//! it calls one, then summarises the tool's result.
+//!
+//! Which tool (matching is case-insensitive; nothing is called when no tool is offered):
+//! - a request naming an **app word** ([`APP_WORDS`]: "clock", "dashboard", "app", "view",
+//!   "widget", as whole words — "show me the clock", "use the demo app") calls an offered MCP
+//!   App tool (one with `_meta.ui.resourceUri`): the one the request names, else the first, so
+//!   the view can be tried;
+//! - else a request containing a **tool word** ([`TOOL_WORDS`]: "tool", "time", "weather",
+//!   "call", "roll", "dice") calls the first tool whose name, or a word of its name longer than
+//!   three letters, appears in the request (else the first tool);
+//! - anything else ("hello") gets the Markdown reply.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::StreamExt;
-use lmchatkit_protocol::{Event, FinishReason, Message, Model, Role, ToolCall, Usage};
+use lmchatkit_protocol::{Event, FinishReason, Message, Model, Role, Tool, ToolCall, Usage};
 use serde_json::{Value, json};
 
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
 
 /// The demo model's id.
 pub const DEMO_MODEL_ID: &str = "lmchatkit-demo";
+
+/// Whole words that make the demo model call an MCP App tool (see the module docs).
+pub const APP_WORDS: &[&str] = &["clock", "dashboard", "app", "view", "widget"];
+
+/// Substrings that make the demo model call a tool (see the module docs).
+pub const TOOL_WORDS: &[&str] = &["tool", "time", "weather", "call", "roll", "dice"];
 
 /// A model that runs in-process and needs no configuration.
 ///
@@ -94,16 +109,14 @@ fn script(req: &CompleteRequest) -> Vec<Event> {
             other => other,
         }),
     );
-    let wants_tool = ["tool", "time", "weather", "call"]
-        .iter()
-        .any(|w| asked.to_lowercase().contains(w));
-    if wants_tool && let Some(tool) = pick_tool(req, &asked) {
+    if let Some(tool) = app_tool(req, &asked).or_else(|| pick_tool(req, &asked)) {
         out.push(Event::ToolCall {
-            tool_call: ToolCall::new("demo_call_1", tool.0, tool.1),
+            tool_call: ToolCall::new("demo_call_1", tool.name.clone(), arguments(tool)),
         });
         return finish(out, FinishReason::ToolCalls);
     }
-    out.extend(words(&reply(&asked, req.tools.is_empty())));
+    let has_app = req.tools.iter().any(is_app);
+    out.extend(words(&reply(&asked, req.tools.is_empty(), has_app)));
     finish(out, FinishReason::Stop)
 }
 
@@ -129,20 +142,46 @@ fn text_of(m: &Message) -> String {
     m.content.joined_text(" ")
 }
 
-fn pick_tool(req: &CompleteRequest, asked: &str) -> Option<(String, Value)> {
+/// An MCP App tool, when the request names an app word: the one the request names, else the
+/// first.
+fn app_tool<'a>(req: &'a CompleteRequest, asked: &str) -> Option<&'a Tool> {
     let asked = asked.to_lowercase();
-    let tool = req
-        .tools
-        .iter()
-        .find(|t| {
-            let short = t.name.rsplit("__").next().unwrap_or(&t.name).to_lowercase();
-            asked.contains(&short)
-                || short
-                    .split(['_', '-'])
-                    .any(|w| w.len() > 3 && asked.contains(w))
-        })
-        .or_else(|| req.tools.first())?;
-    // Fill required string arguments with something sensible.
+    let mut words = asked.split(|c: char| !c.is_alphanumeric());
+    if !words.any(|w| APP_WORDS.contains(&w)) {
+        return None;
+    }
+    let apps = || req.tools.iter().filter(|t| is_app(t));
+    named(apps(), &asked).or_else(|| apps().next())
+}
+
+/// An MCP App tool: its result is shown in a view.
+fn is_app(tool: &Tool) -> bool {
+    tool.ui.as_ref().is_some_and(|ui| ui.resource_uri.is_some())
+}
+
+/// A tool matching the request by name (else the first), when it contains a tool word.
+fn pick_tool<'a>(req: &'a CompleteRequest, asked: &str) -> Option<&'a Tool> {
+    let asked = asked.to_lowercase();
+    if !TOOL_WORDS.iter().any(|w| asked.contains(w)) {
+        return None;
+    }
+    named(req.tools.iter(), &asked).or_else(|| req.tools.first())
+}
+
+/// The first tool whose short name, or a word of it longer than three letters, is in `asked`
+/// (lower-cased).
+fn named<'a>(mut tools: impl Iterator<Item = &'a Tool>, asked: &str) -> Option<&'a Tool> {
+    tools.find(|t| {
+        let short = t.name.rsplit("__").next().unwrap_or(&t.name).to_lowercase();
+        asked.contains(&short)
+            || short
+                .split(['_', '-'])
+                .any(|w| w.len() > 3 && asked.contains(w))
+    })
+}
+
+/// Arguments for `tool`: its required arguments filled with something sensible.
+fn arguments(tool: &Tool) -> Value {
     let mut args = serde_json::Map::new();
     if let Some(required) = tool
         .input_schema
@@ -153,7 +192,7 @@ fn pick_tool(req: &CompleteRequest, asked: &str) -> Option<(String, Value)> {
             args.insert(name.to_owned(), json!("demo"));
         }
     }
-    Some((tool.name.clone(), Value::Object(args)))
+    Value::Object(args)
 }
 
 fn tool_summary(result: &Message) -> String {
@@ -169,10 +208,12 @@ fn tool_summary(result: &Message) -> String {
     }
 }
 
-fn reply(asked: &str, no_tools: bool) -> String {
+fn reply(asked: &str, no_tools: bool, has_app: bool) -> String {
     let quoted: String = asked.chars().take(80).collect();
     let tools_hint = if no_tools {
         "No tools are configured, so I cannot demonstrate a tool call."
+    } else if has_app {
+        "Ask me to **use a tool**, or to **show the clock** (an MCP App view), and I will call it after you approve."
     } else {
         "Ask me to **use a tool** and I will call one, after you approve it."
     };
@@ -198,6 +239,16 @@ mod tests {
         script(&req)
     }
 
+    /// The streamed reply text.
+    fn text_deltas(ev: &[Event]) -> String {
+        ev.iter()
+            .filter_map(|e| match e {
+                Event::Delta { delta } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn streams_reasoning_then_markdown_then_done_with_usage() {
         let ev = run(CompleteRequest {
@@ -211,13 +262,7 @@ mod tests {
                 _ => None,
             })
             .collect();
-        let text: String = ev
-            .iter()
-            .filter_map(|e| match e {
-                Event::Delta { delta } => Some(delta.as_str()),
-                _ => None,
-            })
-            .collect();
+        let text = text_deltas(&ev);
         assert!(reasoning.starts_with("The user wants"));
         assert!(
             text.starts_with("## This is the built-in demo model")
@@ -267,17 +312,11 @@ mod tests {
             Message::user("use a tool"),
             Message::tool("demo_call_1", "demo__get_time", "12:00"),
         ];
-        let text: String = run(CompleteRequest {
+        let text = text_deltas(&run(CompleteRequest {
             messages: msgs,
             tools,
             ..Default::default()
-        })
-        .iter()
-        .filter_map(|e| match e {
-            Event::Delta { delta } => Some(delta.clone()),
-            _ => None,
-        })
-        .collect();
+        }));
         assert!(
             text.contains("**demo__get_time** answered") && text.contains("12:00"),
             "{text}"
@@ -291,5 +330,105 @@ mod tests {
             ..Default::default()
         });
         assert!(!ev.iter().any(|e| matches!(e, Event::ToolCall { .. })));
+    }
+
+    fn demo_tools() -> Vec<Tool> {
+        let mut app = Tool::new("demo__show_clock");
+        app.ui = Some(lmchatkit_protocol::UiToolMeta {
+            resource_uri: Some("ui://lmchatkit-demo/clock.html".into()),
+            ..Default::default()
+        });
+        vec![
+            Tool::new("demo__roll_dice"),
+            Tool::new("demo__current_time"),
+            app,
+        ]
+    }
+
+    fn called(ev: &[Event]) -> Option<String> {
+        ev.iter().find_map(|e| match e {
+            Event::ToolCall { tool_call } => Some(tool_call.name.clone()),
+            _ => None,
+        })
+    }
+
+    fn ask(text: &str) -> Vec<Event> {
+        run(CompleteRequest {
+            messages: vec![Message::user(text)],
+            tools: demo_tools(),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn app_words_call_the_mcp_app_tool() {
+        for asked in [
+            "Show me the clock",
+            "use the demo app, please",
+            "open the dashboard",
+            "what time is it? show it in a view",
+        ] {
+            assert_eq!(
+                called(&ask(asked)).as_deref(),
+                Some("demo__show_clock"),
+                "{asked}"
+            );
+        }
+    }
+
+    #[test]
+    fn tool_words_pick_by_name_and_app_words_need_whole_words() {
+        assert_eq!(
+            called(&ask("what time is it?")).as_deref(),
+            Some("demo__current_time")
+        );
+        assert_eq!(
+            called(&ask("roll a die")).as_deref(),
+            Some("demo__roll_dice")
+        );
+        // "happy" and "application" contain "app" but are not the word.
+        assert_eq!(called(&ask("happy application")), None);
+    }
+
+    #[test]
+    fn hello_gets_markdown_that_mentions_the_clock() {
+        let ev = ask("hello");
+        assert_eq!(called(&ev), None);
+        let text = text_deltas(&ev);
+        assert!(
+            text.starts_with("## This is the built-in demo model")
+                && text.contains("**show the clock**"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn among_app_tools_the_named_one_wins() {
+        let mut tools = demo_tools();
+        let mut other = tools[2].clone();
+        other.name = "test__legacy_app".into();
+        tools.insert(0, other);
+        let call = |text: &str| {
+            called(&run(CompleteRequest {
+                messages: vec![Message::user(text)],
+                tools: tools.clone(),
+                ..Default::default()
+            }))
+        };
+        assert_eq!(call("use the app").as_deref(), Some("test__legacy_app"));
+        assert_eq!(
+            call("show the clock app").as_deref(),
+            Some("demo__show_clock")
+        );
+    }
+
+    #[test]
+    fn app_words_without_an_app_tool_get_the_reply() {
+        let ev = run(CompleteRequest {
+            messages: vec![Message::user("show me the clock")],
+            tools: vec![Tool::new("demo__roll_dice")],
+            ..Default::default()
+        });
+        assert_eq!(called(&ev), None);
     }
 }

@@ -22,6 +22,8 @@ mod catalog;
 mod config;
 mod conn;
 mod convert;
+#[cfg(feature = "demo-mcp")]
+mod demo;
 mod http_client;
 mod hub;
 mod server;
@@ -32,6 +34,10 @@ pub use config::{
     InProcessConnector, McpConfigError, McpConfigFile, McpServerConfig, McpTransport, expand_env,
 };
 pub use conn::MCP_APP_MIME;
+#[cfg(feature = "demo-mcp")]
+pub use demo::{
+    DEMO_APP_ONLY_TOOL, DEMO_APP_TOOL, DEMO_SERVER_NAME, DEMO_VIEW_URI, demo_server_config,
+};
 pub use hub::{DEFAULT_CALL_TIMEOUT, DEFAULT_RESULT_CAP, DEFAULT_SEPARATOR, McpHub};
 pub use skills::{SKILL_INDEX_HEADER, append_skill_index, skill_index};
 

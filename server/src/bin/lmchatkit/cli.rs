@@ -1,0 +1,151 @@
+//! The command line. Every setting is optional here, so the merge in `settings.rs` can tell
+//! "not given" from a value and apply flag > environment > file > default.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::builder::BoolishValueParser;
+use clap::{ArgAction, Parser, ValueEnum};
+use serde::Deserialize;
+
+/// A chat UI for any OpenAI-compatible LLM endpoint and MCP servers.
+///
+/// Each setting comes from its flag, else its environment variable, else the --config file,
+/// else the default. With nothing configured, a built-in demo model and a built-in demo MCP
+/// server run, so the first start works offline.
+#[derive(Debug, Default, Parser)]
+#[command(name = "lmchatkit", version, about, long_about)]
+pub struct Args {
+    /// TOML file with any of the settings below and `[[mcp.servers]]` (see the README;
+    /// `${VAR}` expands from the environment, relative paths are relative to the file).
+    #[arg(long, env = "LMCHATKIT_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, env = "LMCHATKIT_LISTEN", value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// URL prefix the chat is served under [default: /chat].
+    #[arg(long, env = "LMCHATKIT_PREFIX", value_name = "PATH")]
+    pub prefix: Option<String>,
+    /// OpenAI-compatible base URL (normally ending in /v1); /chat/completions and /models are
+    /// appended. Without an upstream the demo model runs.
+    #[arg(long, env = "OPENAI_BASE_URL", value_name = "URL")]
+    pub openai_base_url: Option<String>,
+    /// Full chat-completions URL; overrides the base URL's /chat/completions (then list the
+    /// models with --model, as there is no /models to ask).
+    #[arg(long, env = "OPENAI_COMPLETIONS_URL", value_name = "URL")]
+    pub completions_url: Option<String>,
+    /// Bearer token for the upstream.
+    #[arg(
+        long,
+        env = "OPENAI_API_KEY",
+        hide_env_values = true,
+        value_name = "KEY"
+    )]
+    pub openai_api_key: Option<String>,
+    /// Extra header for every upstream request, as 'Name: value' (repeatable; replaces a header
+    /// of the same name from the file's [upstream.headers]).
+    #[arg(long = "header", value_name = "NAME: VALUE", value_parser = parse_header)]
+    pub headers: Vec<(String, String)>,
+    /// Offer these models instead of asking the upstream's /models (repeatable or
+    /// comma-separated).
+    #[arg(
+        long = "model",
+        env = "LMCHATKIT_MODELS",
+        value_delimiter = ',',
+        value_name = "ID"
+    )]
+    pub models: Vec<String>,
+    /// History database: a SQLite file, or `memory:` for none [default: history.db in the
+    /// platform data directory].
+    #[arg(long, env = "LMCHATKIT_DB", value_name = "PATH")]
+    pub db: Option<String>,
+    /// Directory of persona .toml files, reloaded on change [default: the shipped examples,
+    /// built in].
+    #[arg(long, env = "LMCHATKIT_PERSONAS_DIR", value_name = "DIR")]
+    pub personas_dir: Option<PathBuf>,
+    /// Directory of slash-command .md files, reloaded on change [default: the shipped
+    /// examples, built in].
+    #[arg(long, env = "LMCHATKIT_COMMANDS_DIR", value_name = "DIR")]
+    pub commands_dir: Option<PathBuf>,
+    /// Allow file uploads (attachments) [default: true].
+    #[arg(long, env = "LMCHATKIT_UPLOAD", value_name = "BOOL", action = ArgAction::Set,
+          value_parser = BoolishValueParser::new())]
+    pub upload: Option<bool>,
+    /// Without an upstream, answer "no model is configured" instead of running the built-in
+    /// demo model.
+    #[arg(long, env = "LMCHATKIT_NO_DEMO", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true",
+          value_parser = BoolishValueParser::new())]
+    pub no_demo: Option<bool>,
+    /// Do not start the built-in demo MCP server. By default it runs when no [[mcp.servers]]
+    /// are configured; --no-demo-mcp=false starts it beside them.
+    #[arg(long, env = "LMCHATKIT_NO_DEMO_MCP", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true",
+          value_parser = BoolishValueParser::new())]
+    pub no_demo_mcp: Option<bool>,
+    /// Log filter, e.g. `info` or `lmchatkit=debug,info` [default: info].
+    #[arg(long, env = "LMCHATKIT_LOG", value_name = "FILTER")]
+    pub log: Option<String>,
+    /// Log format on stderr [default: text].
+    #[arg(long, env = "LMCHATKIT_LOG_FORMAT", value_enum, value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `Name: value` → a checked header pair.
+pub fn parse_header(s: &str) -> Result<(String, String), String> {
+    let (name, value) = s
+        .split_once(':')
+        .ok_or_else(|| format!("expected 'Name: value', got {s:?}"))?;
+    check_header(name.trim(), value.trim())
+}
+
+/// The pair if `name` and `value` are valid in HTTP, else why not.
+pub fn check_header(name: &str, value: &str) -> Result<(String, String), String> {
+    http::HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| format!("invalid header name {name:?}"))?;
+    http::HeaderValue::from_str(value).map_err(|_| format!("invalid value for header {name}"))?;
+    Ok((name.to_owned(), value.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_are_parsed_and_checked() {
+        assert_eq!(
+            parse_header("X-Team:  blue "),
+            Ok(("X-Team".into(), "blue".into()))
+        );
+        assert!(parse_header("no colon").is_err());
+        assert!(parse_header("bad name: x").is_err());
+        assert!(parse_header("X-Line: a\nb").is_err());
+    }
+
+    #[test]
+    fn optional_booleans_tell_absent_from_false() {
+        let a = Args::try_parse_from(["lmchatkit", "--no-demo-mcp", "--upload", "no"]).unwrap();
+        assert_eq!((a.no_demo_mcp, a.upload), (Some(true), Some(false)));
+        let a = Args::try_parse_from(["lmchatkit", "--no-demo-mcp=false"]).unwrap();
+        assert_eq!(a.no_demo_mcp, Some(false));
+        let a = Args::try_parse_from(["lmchatkit", "--log-format", "json"]).unwrap();
+        assert_eq!(a.log_format, Some(LogFormat::Json));
+    }
+
+    #[test]
+    fn the_cli_is_well_formed() {
+        use clap::CommandFactory;
+        Args::command().debug_assert();
+    }
+}

@@ -1,0 +1,184 @@
+//! The standalone `lmchatkit` app: the chat service on its own hyper server, configured by
+//! flags, environment variables and a TOML file (`settings.rs`), with built-in defaults
+//! (`defaults.rs`, the demo model and the demo MCP server) so a first run needs nothing.
+//!
+//! Decisions: the demo model runs only without an upstream and the demo MCP server only without
+//! `[[mcp.servers]]` (so a configured model never sees toy tools), each unless switched
+//! explicitly (`--no-demo`, `--no-demo-mcp[=false]`, `[demo]` in the file). A configured
+//! server named `demo` wins over the built-in one.
+
+mod cli;
+mod defaults;
+mod serve;
+mod settings;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use lmchatkit::history::{HistoryStore, MemoryStore, SqliteStore};
+use lmchatkit::llm::DemoModel;
+use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+use lmchatkit::mcp::{DEMO_SERVER_NAME, demo_server_config};
+use lmchatkit::protocol::Model;
+use lmchatkit::{ChatService, Config, EventBroadcaster, Host, McpHub, StandardHost};
+use tokio::net::TcpListener;
+
+use cli::LogFormat;
+use settings::Settings;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let settings = match Settings::load(cli::Args::parse()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("lmchatkit: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(&settings);
+    match run(settings).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("lmchatkit: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(s: &Settings) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&s.log).unwrap_or_else(|e| {
+        eprintln!(
+            "lmchatkit: invalid log filter {:?} ({e}); using info",
+            s.log
+        );
+        tracing_subscriber::EnvFilter::new("info")
+    });
+    let logs = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter);
+    match s.log_format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().init(),
+    }
+}
+
+async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
+    let events = EventBroadcaster::new();
+    let (llm, demo) = host(&s);
+    let hub = mcp_hub(&s, &events);
+    let host: Arc<dyn Host> = match &hub {
+        Some(hub) => Arc::new(StandardHost::from_arc(llm).with_mcp(hub.clone())),
+        None => llm,
+    };
+    let mut builder = Config::builder_arc(host)
+        .event_broadcaster(events)
+        .demo(demo)
+        .prefix(s.prefix.clone())
+        .history_arc(history(s.db.as_deref())?)
+        .file_upload(s.upload)
+        .title("lmchatkit");
+    builder = match &s.personas_dir {
+        Some(dir) => builder.personas_dir(dir),
+        None => builder.personas(defaults::personas()),
+    };
+    builder = match &s.commands_dir {
+        Some(dir) => builder.commands_dir(dir),
+        None => builder.commands(defaults::commands()),
+    };
+    if let Some(hub) = &hub {
+        let status = hub.clone();
+        builder = builder.mcp_status(move || status.status());
+        // Connect in the background; the first request that needs a server waits for it.
+        let starting = hub.clone();
+        tokio::spawn(async move { starting.start().await });
+    }
+    let svc = ChatService::new(builder.build()?);
+
+    let listener = TcpListener::bind(s.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", s.listen))?;
+    let mut addr = listener.local_addr()?;
+    if addr.ip().is_unspecified() {
+        // 0.0.0.0 / [::] listen everywhere, but a browser cannot open them.
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    println!(
+        "lmchatkit is listening: open http://{addr}{}",
+        svc.config().prefix()
+    );
+    serve::serve(listener, svc, serve::stop_on_signal()).await;
+    if let Some(hub) = hub {
+        hub.shutdown().await; // stops the stdio MCP servers
+    }
+    Ok(())
+}
+
+fn default_db() -> PathBuf {
+    directories::ProjectDirs::from("", "", "lmchatkit")
+        .map(|d| d.data_dir().join("history.db"))
+        .unwrap_or_else(|| PathBuf::from("lmchatkit-history.db"))
+}
+
+fn history(db: Option<&str>) -> Result<Arc<dyn HistoryStore>, Box<dyn std::error::Error>> {
+    if db == Some("memory:") {
+        return Ok(Arc::new(MemoryStore::new()));
+    }
+    let path = db.map(PathBuf::from).unwrap_or_else(default_db);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    tracing::info!(path = %path.display(), "history");
+    let store = SqliteStore::open(&path).map_err(|e| format!("history {}: {e}", path.display()))?;
+    Ok(Arc::new(store))
+}
+
+/// The LLM host, and whether it is the demo model.
+fn host(s: &Settings) -> (Arc<dyn Host>, bool) {
+    let up = &s.upstream;
+    let cfg = match (&up.completions_url, &up.base_url) {
+        (Some(url), _) => OpenAiConfig::completions_url(url.clone()),
+        (None, Some(base)) => OpenAiConfig::new(base.clone()),
+        (None, None) if !s.demo_model => {
+            tracing::warn!("no upstream configured (set OPENAI_BASE_URL); the UI will say so");
+            return (Arc::new(defaults::NoUpstream), false);
+        }
+        (None, None) => {
+            tracing::warn!("no upstream configured (set OPENAI_BASE_URL): running the demo model");
+            return (Arc::new(DemoModel::new()), true);
+        }
+    };
+    let mut cfg = match &up.api_key {
+        Some(key) => cfg.with_api_key(key.clone()),
+        None => cfg,
+    };
+    for (name, value) in &up.headers {
+        cfg = cfg.with_header(name.clone(), value.clone());
+    }
+    if !up.models.is_empty() {
+        cfg = cfg.with_models(up.models.iter().map(Model::new).collect());
+    }
+    (Arc::new(OpenAiBackend::new(cfg)), false)
+}
+
+/// The MCP hub: the configured servers, plus the demo server when it is on.
+fn mcp_hub(s: &Settings, events: &EventBroadcaster) -> Option<McpHub> {
+    let mut servers = s.mcp_servers.clone();
+    if s.demo_mcp_on() {
+        if servers.iter().any(|c| c.name == DEMO_SERVER_NAME) {
+            tracing::warn!(
+                "an MCP server is named {DEMO_SERVER_NAME:?}: the demo server stays off"
+            );
+        } else {
+            servers.push(demo_server_config());
+        }
+    }
+    if servers.is_empty() {
+        return None;
+    }
+    tracing::info!(servers = servers.len(), "MCP servers configured");
+    Some(McpHub::new(servers).with_events(events.clone()))
+}

@@ -1,0 +1,195 @@
+//! The TOML configuration file and the merge of flags, environment (both through clap) and
+//! file into one [`Settings`]: flag > environment > file > default.
+//!
+//! In the file every string outside `[mcp]` may use `${VAR}` (the `[[mcp.servers]]` list
+//! expands its own), and relative paths (`db`, `personas_dir`, `commands_dir`) are taken
+//! relative to the file's directory, so a config file and its folders move together.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use lmchatkit::mcp::{McpConfigFile, McpServerConfig, expand_env};
+use serde::Deserialize;
+
+use crate::cli::{Args, LogFormat, check_header};
+
+/// The file's top level. Unknown keys are errors, so a typo does not silently do nothing.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSettings {
+    listen: Option<SocketAddr>,
+    prefix: Option<String>,
+    db: Option<String>,
+    personas_dir: Option<PathBuf>,
+    commands_dir: Option<PathBuf>,
+    upload: Option<bool>,
+    log: Option<String>,
+    log_format: Option<LogFormat>,
+    #[serde(default)]
+    upstream: FileUpstream,
+    #[serde(default)]
+    demo: FileDemo,
+    /// `[[mcp.servers]]`, read by [`McpConfigFile`].
+    #[allow(dead_code)]
+    mcp: Option<toml::Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileUpstream {
+    base_url: Option<String>,
+    completions_url: Option<String>,
+    api_key: Option<String>,
+    #[serde(default)]
+    models: Vec<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDemo {
+    model: Option<bool>,
+    mcp: Option<bool>,
+}
+
+/// Where the LLM is.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Upstream {
+    /// Base URL (`…/v1`).
+    pub base_url: Option<String>,
+    /// Full completions URL (wins over the base URL).
+    pub completions_url: Option<String>,
+    /// Bearer token.
+    pub api_key: Option<String>,
+    /// Extra headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// Configured models (empty: ask `/models`).
+    pub models: Vec<String>,
+}
+
+/// Every setting of the app, resolved.
+#[derive(Debug)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub prefix: String,
+    pub upstream: Upstream,
+    pub db: Option<String>,
+    pub personas_dir: Option<PathBuf>,
+    pub commands_dir: Option<PathBuf>,
+    pub upload: bool,
+    /// Run the demo model when no upstream is configured.
+    pub demo_model: bool,
+    /// The demo MCP server: `Some(on)` when said, `None` = only when no servers are configured.
+    pub demo_mcp: Option<bool>,
+    pub mcp_servers: Vec<McpServerConfig>,
+    pub log: String,
+    pub log_format: LogFormat,
+}
+
+impl Settings {
+    /// Reads `args.config` (if any) and merges.
+    pub fn load(args: Args) -> Result<Self, String> {
+        let Some(path) = args.config.clone() else {
+            return Ok(Self::merge(args, FileSettings::default(), Vec::new()));
+        };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let at = |e: String| format!("{}: {e}", path.display());
+        let servers = McpConfigFile::from_toml_str(&text)
+            .map_err(|e| at(e.to_string()))?
+            .servers;
+        let mut file = parse(&text).map_err(at)?;
+        let dir = path.parent().unwrap_or(Path::new(""));
+        for p in [&mut file.personas_dir, &mut file.commands_dir]
+            .into_iter()
+            .flatten()
+        {
+            *p = dir.join(&*p);
+        }
+        if let Some(db) = file.db.as_mut().filter(|d| *d != "memory:") {
+            *db = dir.join(&*db).to_string_lossy().into_owned();
+        }
+        Ok(Self::merge(args, file, servers))
+    }
+
+    fn merge(args: Args, file: FileSettings, mcp_servers: Vec<McpServerConfig>) -> Self {
+        let mut headers: Vec<(String, String)> = file.upstream.headers.into_iter().collect();
+        for (name, value) in args.headers {
+            headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+            headers.push((name, value));
+        }
+        let models = if args.models.is_empty() {
+            file.upstream.models
+        } else {
+            args.models
+        };
+        Self {
+            listen: args
+                .listen
+                .or(file.listen)
+                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
+            prefix: args
+                .prefix
+                .or(file.prefix)
+                .unwrap_or_else(|| "/chat".into()),
+            upstream: Upstream {
+                base_url: args.openai_base_url.or(file.upstream.base_url),
+                completions_url: args.completions_url.or(file.upstream.completions_url),
+                api_key: args.openai_api_key.or(file.upstream.api_key),
+                headers,
+                models: models
+                    .iter()
+                    .map(|m| m.trim().to_owned())
+                    .filter(|m| !m.is_empty())
+                    .collect(),
+            },
+            db: args.db.or(file.db),
+            personas_dir: args.personas_dir.or(file.personas_dir),
+            commands_dir: args.commands_dir.or(file.commands_dir),
+            upload: args.upload.or(file.upload).unwrap_or(true),
+            demo_model: args
+                .no_demo
+                .map(|no| !no)
+                .or(file.demo.model)
+                .unwrap_or(true),
+            demo_mcp: args.no_demo_mcp.map(|no| !no).or(file.demo.mcp),
+            mcp_servers,
+            log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
+            log_format: args.log_format.or(file.log_format).unwrap_or_default(),
+        }
+    }
+
+    /// Whether the demo MCP server runs.
+    pub fn demo_mcp_on(&self) -> bool {
+        self.demo_mcp.unwrap_or(self.mcp_servers.is_empty())
+    }
+}
+
+/// Parses the file's own settings, expanding `${VAR}` outside `[mcp]` and checking headers.
+fn parse(text: &str) -> Result<FileSettings, String> {
+    let mut root: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+    for (key, value) in root.iter_mut().filter(|(k, _)| *k != "mcp") {
+        expand(value).map_err(|e| format!("{key}: {e}"))?;
+    }
+    let file: FileSettings = root.try_into().map_err(|e| e.to_string())?;
+    for (name, value) in &file.upstream.headers {
+        check_header(name, value).map_err(|e| format!("upstream.headers: {e}"))?;
+    }
+    Ok(file)
+}
+
+fn expand(value: &mut toml::Value) -> Result<(), String> {
+    match value {
+        toml::Value::String(s) => *s = expand_env(s).map_err(|e| e.to_string())?,
+        toml::Value::Array(items) => items.iter_mut().try_for_each(expand)?,
+        toml::Value::Table(t) => t.iter_mut().try_for_each(|(_, v)| expand(v))?,
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "settings_tests.rs"]
+mod tests;

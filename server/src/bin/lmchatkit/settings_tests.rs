@@ -1,0 +1,143 @@
+use super::*;
+
+const FILE: &str = r#"
+listen = "127.0.0.1:9999"
+prefix = "/from-file"
+db = "data/history.db"
+personas_dir = "personas"
+upload = false
+log = "debug"
+log_format = "json"
+
+[upstream]
+base_url = "http://llm.example/v1"
+api_key = "${LMCK_TEST_KEY}"
+models = ["a", " b "]
+headers = { "X-Team" = "blue", "X-Env" = "${LMCK_TEST_KEY}-env" }
+
+[demo]
+model = false
+mcp = true
+
+[[mcp.servers]]
+name = "remote"
+url = "http://127.0.0.1:1/mcp"
+"#;
+
+fn load(text: &str, args: Args) -> Result<Settings, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lmchatkit.toml");
+    std::fs::write(&path, text).unwrap();
+    let s = Settings::load(Args {
+        config: Some(path),
+        ..args
+    });
+    s.map(|mut s| {
+        // Paths are relative to the (now removed) directory; keep only what follows it.
+        for p in [&mut s.personas_dir, &mut s.commands_dir]
+            .into_iter()
+            .flatten()
+        {
+            *p = p.strip_prefix(dir.path()).unwrap().to_owned();
+        }
+        s.db =
+            s.db.map(|d| d.replace(&*dir.path().to_string_lossy(), "<dir>"));
+        s
+    })
+}
+
+#[test]
+fn defaults_without_a_file() {
+    let s = Settings::load(Args::default()).unwrap();
+    assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
+    assert_eq!(s.prefix, "/chat");
+    assert_eq!(s.upstream, Upstream::default());
+    assert!(s.upload && s.demo_model && s.demo_mcp_on());
+    assert_eq!((s.log.as_str(), s.log_format), ("info", LogFormat::Text));
+}
+
+#[test]
+fn the_file_sets_everything() {
+    // SAFETY: only this test reads or writes this variable.
+    unsafe { std::env::set_var("LMCK_TEST_KEY", "k3y") };
+    let s = load(FILE, Args::default()).unwrap();
+    assert_eq!(s.listen.to_string(), "127.0.0.1:9999");
+    assert_eq!(s.prefix, "/from-file");
+    assert_eq!(s.db.as_deref(), Some("<dir>/data/history.db"));
+    assert_eq!(s.personas_dir, Some(PathBuf::from("personas")));
+    assert!(!s.upload && !s.demo_model);
+    assert_eq!((s.log.as_str(), s.log_format), ("debug", LogFormat::Json));
+    assert_eq!(
+        s.upstream,
+        Upstream {
+            base_url: Some("http://llm.example/v1".into()),
+            completions_url: None,
+            api_key: Some("k3y".into()),
+            headers: vec![
+                ("X-Env".into(), "k3y-env".into()),
+                ("X-Team".into(), "blue".into())
+            ],
+            models: vec!["a".into(), "b".into()],
+        }
+    );
+    assert_eq!(s.mcp_servers.len(), 1);
+    // Said explicitly, so on beside the configured server.
+    assert!(s.demo_mcp_on());
+
+    let flags = Args {
+        prefix: Some("/from-flag".into()),
+        headers: vec![("x-team".into(), "red".into())],
+        models: vec!["c".into()],
+        upload: Some(true),
+        no_demo_mcp: Some(true),
+        db: Some("memory:".into()),
+        ..Args::default()
+    };
+    let s = load(FILE, flags).unwrap();
+    assert_eq!(s.prefix, "/from-flag");
+    assert_eq!(
+        s.upstream.headers,
+        [
+            ("X-Env".to_owned(), "k3y-env".to_owned()),
+            ("x-team".to_owned(), "red".to_owned())
+        ]
+    );
+    assert_eq!(s.upstream.models, ["c"]);
+    assert_eq!(s.db.as_deref(), Some("memory:"));
+    assert!(s.upload && !s.demo_mcp_on());
+}
+
+#[test]
+fn configured_servers_replace_the_demo_server_unless_asked() {
+    let only_servers = "[[mcp.servers]]\nname = \"x\"\ncommand = \"x\"\n";
+    assert!(!load(only_servers, Args::default()).unwrap().demo_mcp_on());
+    let forced = Args {
+        no_demo_mcp: Some(false),
+        ..Args::default()
+    };
+    assert!(load(only_servers, forced).unwrap().demo_mcp_on());
+}
+
+#[test]
+fn mistakes_in_the_file_are_errors_naming_it() {
+    for (text, says) in [
+        ("prefx = \"/x\"", "unknown field `prefx`"),
+        ("[upstream]\nbase = \"x\"", "unknown field `base`"),
+        ("listen = \"nowhere\"", "listen"),
+        (
+            "log = \"${LMCK_SURELY_UNSET_VAR}\"",
+            "LMCK_SURELY_UNSET_VAR",
+        ),
+        (
+            "[upstream.headers]\n\"bad name\" = \"x\"",
+            "invalid header name",
+        ),
+        ("[[mcp.servers]]\nname = \"x\"", "exactly one of"),
+    ] {
+        let err = load(text, Args::default()).unwrap_err();
+        assert!(
+            err.contains("lmchatkit.toml") && err.contains(says),
+            "{text}: {err}"
+        );
+    }
+}

@@ -1,0 +1,163 @@
+//! The `lmchatkit` binary's settings: the TOML file, flags and environment variables with
+//! flag > environment > file > default, extra upstream headers, log format, `--help`, and a
+//! clear exit on a broken file.
+
+mod binary_support;
+
+use std::io::{BufRead, BufReader};
+
+use binary_support::{command, fake_upstream, get_json, start, start_logged};
+use serde_json::json;
+
+/// A config file setting the prefix, the upstream (with headers), uploads and the demos.
+fn config_file(dir: &std::path::Path, base_url: &str) -> String {
+    let path = dir.join("lmchatkit.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"
+prefix = "/from-file"
+upload = false
+personas_dir = "my-personas"
+
+[upstream]
+base_url = "{base_url}"
+api_key = "file-key"
+headers = {{ "X-From-File" = "yes", "X-Both" = "file" }}
+
+[demo]
+mcp = false
+"#
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir(dir.join("my-personas")).unwrap();
+    std::fs::write(dir.join("my-personas/pirate.toml"), "name = \"Pirate\"\n").unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[tokio::test]
+async fn the_config_file_sets_everything_and_flags_win() {
+    let upstream = fake_upstream();
+    let dir = tempfile::tempdir().unwrap();
+    let file = config_file(dir.path(), &upstream.base_url);
+    let app = start(&["--config", &file, "--header", "X-Both: flag"], &[]);
+    assert!(app.url.ends_with("/from-file"), "{}", app.url);
+    let cfg = get_json(&format!("{}/api/config", app.url)).await;
+    assert_eq!(
+        (&cfg["file_upload"], &cfg["demo"], &cfg["mcp"]),
+        (&json!(false), &json!(false), &json!([])),
+        "{cfg}"
+    );
+    // The upstream's models, asked with the file's key and headers (the flag's X-Both wins).
+    let models = get_json(&format!("{}/api/models", app.url)).await;
+    assert_eq!(models, json!([{"id": "upstream-model"}]));
+    let heads = upstream.heads.lock().unwrap().clone();
+    let head = heads
+        .iter()
+        .find(|h| h.starts_with("get /v1/models"))
+        .unwrap_or_else(|| panic!("{heads:?}"));
+    for line in [
+        "authorization: bearer file-key",
+        "x-from-file: yes",
+        "x-both: flag",
+    ] {
+        assert!(head.contains(line), "{line} missing in {head}");
+    }
+    assert!(!head.contains("x-both: file"), "{head}");
+    // Personas from the file's directory, relative to the file.
+    let personas = get_json(&format!("{}/api/personas", app.url))
+        .await
+        .to_string();
+    assert!(
+        personas.contains("Pirate") && !personas.contains("Coder"),
+        "{personas}"
+    );
+}
+
+#[tokio::test]
+async fn environment_beats_the_file_and_flags_beat_the_environment() {
+    let upstream = fake_upstream();
+    let dir = tempfile::tempdir().unwrap();
+    let file = config_file(dir.path(), &upstream.base_url);
+    let env = [
+        ("LMCHATKIT_PREFIX", "/from-env"),
+        ("LMCHATKIT_UPLOAD", "true"),
+    ];
+    let app = start(&["--config", &file], &env);
+    assert!(app.url.ends_with("/from-env"), "{}", app.url);
+    let cfg = get_json(&format!("{}/api/config", app.url)).await;
+    assert_eq!(cfg["file_upload"], json!(true), "{cfg}");
+    let app = start(&["--config", &file, "--prefix", "/from-flag"], &env);
+    assert!(app.url.ends_with("/from-flag"), "{}", app.url);
+    // LMCHATKIT_CONFIG names the file as well as --config does.
+    let app = start(&[], &[("LMCHATKIT_CONFIG", &file)]);
+    assert!(app.url.ends_with("/from-file"), "{}", app.url);
+}
+
+#[tokio::test]
+async fn json_logs() {
+    let mut app = start_logged(&["--log-format", "json", "--no-demo-mcp"], &[]);
+    let mut line = String::new();
+    BufReader::new(app.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let log: serde_json::Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    assert!(
+        log["level"].is_string() && log["fields"].is_object(),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn listening_everywhere_prints_a_url_a_browser_can_open() {
+    let app = start(&["--listen", "0.0.0.0:0"], &[]);
+    assert!(app.url.starts_with("http://127.0.0.1:"), "{}", app.url);
+    assert_eq!(
+        get_json(&format!("{}/api/config", app.url)).await["demo"],
+        true
+    );
+}
+
+#[test]
+fn help_documents_every_setting() {
+    let out = command(&["--help"], &[]).output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success());
+    for flag in [
+        "--config",
+        "--listen",
+        "--prefix",
+        "--openai-base-url",
+        "--completions-url",
+        "--openai-api-key",
+        "--header",
+        "--model",
+        "--db",
+        "--personas-dir",
+        "--commands-dir",
+        "--upload",
+        "--no-demo",
+        "--no-demo-mcp",
+        "--log",
+        "--log-format",
+        "LMCHATKIT_NO_DEMO_MCP",
+        "OPENAI_BASE_URL",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
+    }
+}
+
+#[test]
+fn a_broken_config_file_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, "prefx = \"/typo\"\n").unwrap();
+    let out = command(&["--config", path.to_str().unwrap()], &[])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.toml") && err.contains("prefx"), "{err}");
+}
