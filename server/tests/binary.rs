@@ -300,3 +300,55 @@ async fn the_shipped_personas_and_commands_are_the_defaults() {
         json!([])
     );
 }
+
+#[tokio::test]
+async fn a_sandbox_listener_serves_views_in_proxy_mode_and_nothing_else() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let sandbox = format!("127.0.0.1:{port}");
+    let app = start(&["--sandbox-listen", &sandbox], &[]);
+    let url = &app.url;
+    demo_connected(url).await;
+    let page = url.trim_end_matches("/chat");
+    let res = http_client()
+        .post(format!("{url}/api/apps/view"))
+        .header("origin", page)
+        .json(&json!({"via": "demo__show_clock", "uri": "ui://lmchatkit-demo/clock.html"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let view: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(view["proxy"], true);
+    assert!(view["html"].as_str().unwrap().contains("ui/initialize"));
+    let view_url = view["url"].as_str().unwrap();
+    let expected = format!("http://localhost:{port}/chat/apps/sandbox?t=");
+    assert!(view_url.starts_with(&expected), "{view_url}");
+    // The sandbox listener answers the proxy page (asked for by its own host name) and nothing else.
+    let on_sandbox = view_url.replace("localhost", "127.0.0.1");
+    let res = http_client()
+        .get(&on_sandbox)
+        .header("host", format!("localhost:{port}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let csp = res.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(csp.starts_with("default-src 'none'; "), "{csp}");
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains(&format!("var HOST = \"{page}\";"))
+    );
+    for path in ["/chat/api/models", "/chat", "/chat/api/conversations"] {
+        let (status, _) = get(&format!("http://127.0.0.1:{port}{path}")).await;
+        assert_eq!(status, 404, "{path} on the sandbox listener");
+    }
+}

@@ -23,6 +23,14 @@ pub struct Args {
     /// Address to listen on [default: 127.0.0.1:8080].
     #[arg(long, env = "LMCHATKIT_LISTEN", value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
+    /// Second address to listen on, serving only the MCP Apps sandbox proxy (proxy mode; see the
+    /// README's security section) [default: none: views run in default mode].
+    #[arg(long, env = "LMCHATKIT_SANDBOX_LISTEN", value_name = "ADDR")]
+    pub sandbox_listen: Option<SocketAddr>,
+    /// The origin browsers reach --sandbox-listen at; its host name must differ from the chat's
+    /// [default: http://localhost:PORT when the chat is opened on 127.0.0.1].
+    #[arg(long, env = "LMCHATKIT_SANDBOX_ORIGIN", value_name = "URL")]
+    pub sandbox_origin: Option<String>,
     /// URL prefix the chat is served under [default: /chat].
     #[arg(long, env = "LMCHATKIT_PREFIX", value_name = "PATH")]
     pub prefix: Option<String>,

@@ -95,7 +95,18 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
         let starting = hub.clone();
         tokio::spawn(async move { starting.start().await });
     }
+    if let Some((_, origin)) = &s.sandbox {
+        builder = builder.sandbox_origin(origin.clone());
+    }
     let svc = ChatService::new(builder.build()?);
+    let stop = serve::stop_on_signal();
+    if let Some((addr, origin)) = &s.sandbox {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr} (sandbox): {e}"))?;
+        tracing::info!(%origin, %addr, "MCP App views run in proxy mode on the sandbox origin");
+        tokio::spawn(serve::serve(listener, svc.sandbox_only(), stop.clone()));
+    }
 
     let listener = TcpListener::bind(s.listen)
         .await
@@ -109,7 +120,7 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
         "lmchatkit is listening: open http://{addr}{}",
         svc.config().prefix()
     );
-    serve::serve(listener, svc, serve::stop_on_signal()).await;
+    serve::serve(listener, svc, stop).await;
     if let Some(hub) = hub {
         hub.shutdown().await; // stops the stdio MCP servers
     }

@@ -19,6 +19,8 @@ use crate::cli::{Args, LogFormat, check_header};
 #[serde(deny_unknown_fields)]
 struct FileSettings {
     listen: Option<SocketAddr>,
+    sandbox_listen: Option<SocketAddr>,
+    sandbox_origin: Option<String>,
     prefix: Option<String>,
     db: Option<String>,
     personas_dir: Option<PathBuf>,
@@ -73,6 +75,8 @@ pub struct Upstream {
 #[derive(Debug)]
 pub struct Settings {
     pub listen: SocketAddr,
+    /// The sandbox proxy's own listener (proxy mode) and the origin browsers reach it at.
+    pub sandbox: Option<(SocketAddr, String)>,
     pub prefix: String,
     pub upstream: Upstream,
     pub db: Option<String>,
@@ -130,6 +134,10 @@ impl Settings {
                 .listen
                 .or(file.listen)
                 .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080))),
+            sandbox: sandbox(
+                args.sandbox_listen.or(file.sandbox_listen),
+                args.sandbox_origin.or(file.sandbox_origin),
+            ),
             prefix: args
                 .prefix
                 .or(file.prefix)
@@ -165,6 +173,14 @@ impl Settings {
     pub fn demo_mcp_on(&self) -> bool {
         self.demo_mcp.unwrap_or(self.mcp_servers.is_empty())
     }
+}
+
+/// The sandbox listener and its origin: as given, else `http://localhost:PORT` (browsers open
+/// the chat on 127.0.0.1, so `localhost` is a different host name with its own cookies).
+fn sandbox(listen: Option<SocketAddr>, origin: Option<String>) -> Option<(SocketAddr, String)> {
+    let listen = listen?;
+    let origin = origin.unwrap_or_else(|| format!("http://localhost:{}", listen.port()));
+    Some((listen, origin.trim_end_matches('/').to_owned()))
 }
 
 /// Parses the file's own settings, expanding `${VAR}` outside `[mcp]` and checking headers.

@@ -1,4 +1,5 @@
 use super::*;
+use clap::Parser;
 
 const FILE: &str = r#"
 listen = "127.0.0.1:9999"
@@ -140,4 +141,32 @@ fn mistakes_in_the_file_are_errors_naming_it() {
             "{text}: {err}"
         );
     }
+}
+
+#[test]
+fn the_sandbox_origin_defaults_to_localhost_on_its_port() {
+    let s = Settings::load(
+        Args::try_parse_from(["lmchatkit", "--sandbox-listen", "127.0.0.1:8181"]).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        s.sandbox,
+        Some((
+            "127.0.0.1:8181".parse().unwrap(),
+            "http://localhost:8181".into()
+        ))
+    );
+    let s = load(
+        "sandbox_listen = \"0.0.0.0:9\"\nsandbox_origin = \"https://sandbox.example/\"\n",
+        Args::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        s.sandbox,
+        Some((
+            "0.0.0.0:9".parse().unwrap(),
+            "https://sandbox.example".into()
+        ))
+    );
+    assert_eq!(Settings::load(Args::default()).unwrap().sandbox, None);
 }

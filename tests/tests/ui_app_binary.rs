@@ -1,0 +1,102 @@
+//! The `lmchatkit` app as a first-time user meets it: the built binary started with nothing
+//! configured (a fresh data directory, no upstream, no MCP servers) and opened in headless
+//! Chromium. "hello" streams the demo model's reply; asking for the clock calls the built-in
+//! demo MCP server's app tool, which after approval shows its MCP App view, whose own button
+//! calls back through the bridge.
+//!
+//! Needs the binary (`cargo test --workspace` builds it) and the UI bundle; skipped with a
+//! message only when Chromium is absent and `LMCHATKIT_EXPECT_BROWSER` is unset.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use lmchatkit_tests::browser::app::{ONE_AT_A_TIME, idle, start_chat};
+use lmchatkit_tests::browser::{browser_expected, launch};
+
+struct App(Child);
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `target/<profile>/lmchatkit`, next to this test's `deps/` directory.
+fn binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().join("lmchatkit")
+}
+
+#[tokio::test]
+async fn first_run_with_nothing_configured() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let bin = binary();
+    if !bin.exists() {
+        assert!(
+            !browser_expected(),
+            "{} is not built (cargo test --workspace builds it)",
+            bin.display()
+        );
+        eprintln!("SKIPPED: {} is not built", bin.display());
+        return;
+    }
+    let data = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(&bin);
+    cmd.args(["--listen", "127.0.0.1:0"])
+        .env("XDG_DATA_HOME", data.path())
+        .env("HOME", data.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for (key, _) in std::env::vars() {
+        if key.starts_with("LMCHATKIT_") || key.starts_with("OPENAI_") {
+            cmd.env_remove(key);
+        }
+    }
+    let mut child = App(cmd.spawn().unwrap());
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split("open ")
+        .nth(1)
+        .expect("the URL to open")
+        .trim()
+        .to_owned();
+    let Some(b) = launch().await else { return };
+    b.client.goto(&url).await.unwrap();
+    start_chat(&b).await;
+    b.wait_text(".lmck-demo-banner", "built-in demo model")
+        .await;
+    b.send_message("hello").await;
+    b.wait_text(
+        ".lmck-assistant .lmck-md",
+        "This is the built-in demo model",
+    )
+    .await;
+    idle(&b).await;
+    b.wait_js(
+        "a table in the reply",
+        "return !!document.querySelector('.lmck-assistant .lmck-md table');",
+    )
+    .await;
+
+    b.send_message("show me the clock").await;
+    b.click(".lmck-approval .lmck-allow").await;
+    let frame = b.wait_for(".lmck-app-iframe").await;
+    frame.enter_frame().await.unwrap();
+    b.wait_js("the tool result in the view", "const r = document.getElementById('tool-result'); return !!r && r.textContent !== '(waiting)';").await;
+    b.click("#call-tool").await;
+    b.wait_text("#call-result", "Server time").await;
+    for _ in 0..2 {
+        b.client.enter_parent_frame().await.unwrap();
+    }
+    idle(&b).await;
+    b.screenshot("app-first-run-demo-view").await;
+    assert!(
+        data.path().join("lmchatkit/history.db").exists(),
+        "history in a SQLite file in the platform data directory"
+    );
+}
