@@ -10,7 +10,7 @@ use wasm_bindgen::JsCast;
 use crate::actions::submit;
 use crate::commands::SlashKind;
 use crate::components::attachments::{Attachments, upload, uploads_enabled};
-use crate::components::menus::{Menu, MenuItem, PromptForm, items_for};
+use crate::components::menus::{MENU_ID, Menu, MenuItem, PromptForm, items_for, option_id};
 use crate::components::store;
 use crate::history::{session_get, session_set};
 use crate::input_history::InputHistory;
@@ -196,6 +196,12 @@ pub fn Composer() -> impl IntoView {
             upload(store, files);
         }
     };
+    // The open menu's selected option, for assistive technology (focus stays in the textarea).
+    let active_option = move || {
+        let n = items.with(Vec::len);
+        (n > 0).then(|| option_id(selected.get().min(n - 1)))
+    };
+    let menu_open = move || items.with(|i| !i.is_empty()).then_some(MENU_ID);
     let can_send = move || {
         !pending()
             && (store.draft.with(|d| !d.trim().is_empty())
@@ -228,6 +234,7 @@ pub fn Composer() -> impl IntoView {
                         on:click=move |_| { if let Some(i) = file_input.get_untracked() { i.click(); } }>"+"</button>
                 </Show>
                 <textarea class="lmck-input" node_ref=area rows="1" aria-label="Message"
+                    aria-autocomplete="list" aria-controls=menu_open aria-activedescendant=active_option
                     placeholder="Type a message… (/ commands, @ resources, ↑↓ history)"
                     prop:value=move || store.draft.get()
                     on:input=move |ev| { dismissed.set(false); selected.set(0); store.draft.set(event_target_value(&ev)); }

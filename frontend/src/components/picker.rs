@@ -67,11 +67,21 @@ pub fn Combo(
         query.set(String::new());
     };
     let list_id = format!("lmck-combo-{}", label.to_lowercase());
+    // The highlighted option, named by the input's `aria-activedescendant` while the list is open.
+    let active_option = {
+        let list_id = list_id.clone();
+        move || {
+            let n = filtered.with(Vec::len);
+            (open.get() && n > 0).then(|| format!("{list_id}-opt-{}", active.get().min(n - 1)))
+        }
+    };
+
     view! {
         <div class="lmck-combo">
             <label class="lmck-label">{label}
                 <input class="lmck-field lmck-combo-input" type="text" role="combobox"
                     aria-expanded=move || open.get().to_string() aria-controls=list_id.clone() autocomplete="off"
+                    aria-autocomplete="list" aria-activedescendant=active_option
                     placeholder=shown
                     prop:value=move || if open.get() { query.get() } else { shown() }
                     on:focus=move |_| { open.set(true); query.set(String::new()); active.set(0); }
@@ -96,7 +106,7 @@ pub fn Combo(
                     {move || filtered.get().into_iter().enumerate().map(|(i, (id, title, sub))| {
                         let id2 = id.clone();
                         view! {
-                            <li role="option" class="lmck-menu-item" data-id=id.clone()
+                            <li role="option" class="lmck-menu-item" data-id=id.clone() id=format!("lmck-combo-{}-opt-{i}", label.to_lowercase())
                                 class:lmck-selected=move || active.get() == i
                                 aria-selected=move || (active.get() == i).to_string()
                                 on:mousedown=move |ev| { ev.prevent_default(); pick(id2.clone()); }>
