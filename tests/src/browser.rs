@@ -7,6 +7,7 @@
 //! (default `target/ui-screenshots/`).
 
 pub mod app;
+pub mod front;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

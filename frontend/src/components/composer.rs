@@ -46,10 +46,11 @@ pub fn Composer() -> impl IntoView {
             .with(|c| c.as_ref().is_some_and(|c| c.has_pending()))
     };
 
-    // Autosize (up to 160 px) whenever the draft changes; take focus when asked.
-    Effect::new(move |_| {
-        store.draft.track();
-        if let Some(el) = area.get() {
+    // Autosize (up to 160 px) whenever the draft changes; take focus when asked. Measured in the
+    // next animation frame: this effect may run before the textarea's `value` is updated (so a
+    // draft cleared after sending several lines would keep the tall box).
+    let autosize = move || {
+        if let Some(el) = area.get_untracked() {
             let el: &web_sys::HtmlElement = &el;
             let style = el.style();
             let _ = style.set_property("height", "auto");
@@ -57,6 +58,13 @@ pub fn Composer() -> impl IntoView {
             let h = el.scroll_height() + 2;
             let _ = style.set_property("height", &format!("{}px", h.min(160)));
             let _ = style.set_property("overflow-y", if h > 160 { "auto" } else { "hidden" });
+        }
+    };
+    Effect::new(move |_| {
+        store.draft.track();
+        if area.get().is_some() {
+            autosize();
+            request_animation_frame(autosize);
         }
     });
     Effect::new(move |_| {

@@ -2,9 +2,10 @@
 //! dots, edit and delete (with confirmation) per entry, export of the open chat (JSON and
 //! Markdown) and import (JSON).
 //!
-//! The sidebar is mounted for the app's whole life, so it also hosts the one app-wide effect that
-//! has no component of its own: [`rehighlight_when_loaded`] (re-rendering messages already on
-//! screen once the lazily loaded code highlighter arrives).
+//! The sidebar is mounted for the app's whole life, so it also hosts the app-wide hooks of the
+//! rendered Markdown that have no component of their own: [`rehighlight_when_loaded`]
+//! (re-rendering messages already on screen once the lazily loaded code highlighter arrives) and
+//! [`wire_code_copy`] (the Copy button of every code block).
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -12,7 +13,7 @@ use lmchatkit_protocol::{Role, StoredConversation};
 use wasm_bindgen::JsCast;
 
 use crate::components::settings::{ConfirmDelete, EditModal};
-use crate::components::store;
+use crate::components::{copy_text, store};
 use crate::history;
 use crate::markdown::{self, highlight};
 use crate::state::{Store, UiMessage};
@@ -113,11 +114,43 @@ fn rerender_code(m: &UiMessage) {
     }
 }
 
+/// Makes the Copy button of every rendered code block (Markdown HTML has no handlers of its own)
+/// copy the text of its `<code>`, then read "Copied" for a moment. One delegated listener.
+pub fn wire_code_copy() {
+    let handle = window_event_listener(leptos::ev::click, |ev| {
+        let Some(button) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .and_then(|t| {
+                t.closest(".lmck-app .lmck-codeblock > .lmck-copy")
+                    .ok()
+                    .flatten()
+            })
+        else {
+            return;
+        };
+        let code = button
+            .parent_element()
+            .and_then(|block| block.query_selector("pre > code").ok().flatten())
+            .and_then(|code| code.text_content());
+        if let Some(code) = code {
+            copy_text(code);
+            button.set_text_content(Some("Copied"));
+            set_timeout(
+                move || button.set_text_content(Some("Copy")),
+                std::time::Duration::from_millis(1500),
+            );
+        }
+    });
+    on_cleanup(move || handle.remove());
+}
+
 /// The sidebar.
 #[component]
 pub fn Sidebar() -> impl IntoView {
     let store = store();
     rehighlight_when_loaded(store);
+    wire_code_copy();
     let search = RwSignal::new(String::new());
     let editing = RwSignal::new(None::<String>);
     let deleting = RwSignal::new(None::<(String, String)>);
