@@ -1,12 +1,12 @@
 //! Syntax highlighting of fenced code blocks, by a highlighter that is loaded lazily (highlight.js
-//! in the UI, see [`super::hljs`]; any [`Highlighter`] in tests).
+//! in the UI, see `markdown/hljs.rs`; any [`Highlighter`] in tests).
 //!
 //! - **When.** Only a *closed* fenced block with a language is highlighted ([`fence_closed`]): the
 //!   code of an open fence (a reply still streaming it) keeps growing, so it stays plain code
 //!   until its closing fence arrives. An unclosed fence at the end of a finished reply stays
 //!   plain as well (the renderer cannot tell it from one still streaming).
 //! - **Lazy.** The first fenced block with a language that the renderer meets calls
-//!   [`want`], which asks for the highlighter once ([`super::hljs::request`] in the browser;
+//!   [`want`], which asks for the highlighter once (`hljs::request` in the browser;
 //!   nothing natively). Until it is [`install`]ed, code renders plain. Installing bumps
 //!   [`generation`]: [`super::Incremental`] re-renders from the start on its next push, and the
 //!   [`subscribe`]d callbacks re-render messages that are already on screen.
@@ -91,7 +91,7 @@ pub fn set_requester(f: impl Fn() + 'static) {
 }
 
 /// A fenced code block with a language was rendered: asks for the highlighter, once.
-pub(crate) fn want() {
+pub fn want() {
     let requester = STATE.with(|s| {
         let mut s = s.borrow_mut();
         if s.requested || s.highlighter.is_some() {
@@ -166,7 +166,7 @@ pub(crate) fn reset() {
 /// run (after container prefixes: indentation and `>`), and must not be the opening line itself.
 /// A content line of a longer fence (```` ``` ```` inside ````` ```` `````) is therefore not a
 /// closer, and neither is a line with an info string.
-pub(crate) fn fence_closed(block: &str) -> bool {
+pub fn fence_closed(block: &str) -> bool {
     let opening = block.trim_start_matches([' ', '\t']);
     let Some(fence_char) = opening.chars().next().filter(|c| matches!(c, '`' | '~')) else {
         return false;
