@@ -624,6 +624,15 @@ async fn code_blocks_are_highlighted_by_a_lazily_loaded_highlighter() {
     )
     .await;
     b.screenshot("25-highlighted-code").await;
+    // Dark theme (System → Light → Dark): the dark palette (--lmck-hl-keyword #ff7b72).
+    b.click(".lmck-theme").await;
+    b.click(".lmck-theme").await;
+    b.wait_js(
+        "dark keywords",
+        "return getComputedStyle(document.querySelector('.lmck-assistant code.language-rust .hljs-keyword')).color === 'rgb(255, 123, 114)';",
+    )
+    .await;
+    b.screenshot("26-highlighted-code-dark").await;
     // More code, and a reload of the conversation: still one request, highlighted at once.
     send_text(b, "mirror-back\n```go\nfunc main() {}\n```\n").await;
     b.wait_for(".lmck-assistant code.language-go .hljs-keyword")
