@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod front;
+pub mod helpers;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
