@@ -261,6 +261,31 @@ async fn menus_and_pickers_name_their_active_option() {
         active_descendant(b, ".lmck-input").await,
         json!("lmck-menu-opt-1")
     );
+    // In a list taller than its box, the selected option is scrolled into view.
+    b.js("const s = document.createElement('style'); s.textContent = '.lmck-composer > .lmck-menu { max-height: 4.5rem !important; }'; document.head.appendChild(s); return true;")
+        .await;
+    let n = b
+        .js("return document.querySelectorAll('#lmck-menu [role=option]').length;")
+        .await
+        .as_u64()
+        .unwrap();
+    assert!(n >= 5, "{n} options");
+    for _ in 1..n - 1 {
+        input.send_keys("\u{E015}").await.unwrap();
+    }
+    let last = format!("lmck-menu-opt-{}", n - 1);
+    assert_eq!(active_descendant(b, ".lmck-input").await, json!(last));
+    let visible = |id: &str| {
+        format!(
+            "const m = document.getElementById('lmck-menu').getBoundingClientRect(); \
+             const o = document.getElementById('{id}').getBoundingClientRect(); \
+             return o.top >= m.top - 1 && o.bottom <= m.bottom + 1;"
+        )
+    };
+    b.wait_js("the last option in view", &visible(&last)).await;
+    input.send_keys("\u{E015}").await.unwrap(); // wraps to the first
+    b.wait_js("the first option in view", &visible("lmck-menu-opt-0"))
+        .await;
     input.send_keys("\u{E00C}").await.unwrap();
     assert_eq!(active_descendant(b, ".lmck-input").await, Value::Null);
     assert!(!chosen.is_empty());

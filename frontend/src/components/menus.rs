@@ -3,7 +3,8 @@
 //! composer; this renders the list as a listbox and reports clicks.
 //!
 //! Accessibility: the list is `#`[`MENU_ID`]; option `i` is [`option_id`]`(i)`, which the composer's
-//! textarea names in `aria-activedescendant` while the menu is open (focus stays in the textarea).
+//! textarea names in `aria-activedescendant` while the menu is open (focus stays in the textarea);
+//! the selected option is kept scrolled into view ([`reveal_option`]).
 
 use leptos::prelude::*;
 
@@ -19,6 +20,21 @@ pub const MENU_ID: &str = "lmck-menu";
 /// The `id` of menu option `i` (the composer's `aria-activedescendant` while it is selected).
 pub fn option_id(i: usize) -> String {
     format!("{MENU_ID}-opt-{i}")
+}
+
+/// Scrolls the option with `id` into view within its (scrolling) list, once the DOM is updated:
+/// ↑/↓ may move the selection past the visible part of a long list.
+pub fn reveal_option(id: String) {
+    request_animation_frame(move || {
+        if let Some(el) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.get_element_by_id(&id))
+        {
+            let opts = web_sys::ScrollIntoViewOptions::new();
+            opts.set_block(web_sys::ScrollLogicalPosition::Nearest);
+            el.scroll_into_view_with_scroll_into_view_options(&opts);
+        }
+    });
 }
 
 /// One entry of either menu.
@@ -64,6 +80,12 @@ pub fn Menu(
     selected: RwSignal<usize>,
     on_pick: Callback<MenuItem>,
 ) -> impl IntoView {
+    Effect::new(move |_| {
+        let n = items.with(Vec::len);
+        if n > 0 {
+            reveal_option(option_id(selected.get().min(n - 1)));
+        }
+    });
     view! {
         <Show when=move || items.with(|i| !i.is_empty())>
             <ul class="lmck-menu" role="listbox" aria-label="Suggestions" id=MENU_ID>

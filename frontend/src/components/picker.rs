@@ -1,12 +1,14 @@
 //! The start screen: searchable, keyboard-driven persona and model pickers (↑/↓/Enter/Esc), the
 //! persona's description, the six parameter fields seeded from the persona, and Start. Choosing a
 //! persona selects its default model (when offered) and fills the fields. With exactly one
-//! persona and one model the picker is skipped (see `App`).
+//! persona and one model the picker is skipped (see `App`). The open list names its highlighted
+//! option in the input's `aria-activedescendant` and keeps it scrolled into view.
 
 use leptos::prelude::*;
 
 use crate::NO_MODEL_NOTICE;
 use crate::actions::start_chat;
+use crate::components::menus::reveal_option;
 use crate::components::store;
 use crate::state::{PARAM_FIELDS, Store, fields_from_params};
 
@@ -67,6 +69,16 @@ pub fn Combo(
         query.set(String::new());
     };
     let list_id = format!("lmck-combo-{}", label.to_lowercase());
+    Effect::new(move |_| {
+        let n = filtered.with(Vec::len);
+        if open.get() && n > 0 {
+            reveal_option(format!(
+                "lmck-combo-{}-opt-{}",
+                label.to_lowercase(),
+                active.get().min(n - 1)
+            ));
+        }
+    });
     // The highlighted option, named by the input's `aria-activedescendant` while the list is open.
     let active_option = {
         let list_id = list_id.clone();
