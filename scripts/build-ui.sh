@@ -3,15 +3,68 @@
 # for server/build.rs to embed. Needs the tools from ./scripts/setup.sh; downloads nothing.
 # After a UI change, rebuild the server too (cargo notices the new files in server/assets/).
 # Extra arguments go to `trunk build` (e.g. none for a size-optimised release build).
+#
+# Then it adds the code highlighter, which the UI loads lazily on the first fenced code block:
+# highlight.js (npm @highlightjs/cdn-assets, installed by setup.sh) core + the languages in
+# HLJS_LANGUAGES, wrapped into one classic script that publishes its private instance as
+# `globalThis.__lmchatkit.hljs` (never the global `hljs`, so a host page's own copy is untouched),
+# written as server/assets/lmchatkit-highlight-<sha256 prefix>.js. server/build.rs finds it and
+# the stable loader tells the UI its URL. Its size is budgeted separately (<= 60 KB gzipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # npm binaryen@132 first: trunk must never pick up Debian's wasm-opt 108 (it corrupts the wasm).
 export PATH="$PWD/.tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
-if ! command -v trunk >/dev/null || [ ! -x .tools/node_modules/.bin/wasm-opt ]; then
-  echo "build-ui: trunk or wasm-opt missing; run ./scripts/setup.sh first" >&2
+HLJS=.tools/node_modules/@highlightjs/cdn-assets
+# `ini` highlights TOML, `xml` HTML; `shell` is console sessions (`$ cmd` + output).
+HLJS_LANGUAGES="bash css diff go ini javascript json python rust shell sql typescript xml yaml"
+HLJS_BUDGET=$((60 * 1024))
+if ! command -v trunk >/dev/null || [ ! -x .tools/node_modules/.bin/wasm-opt ] \
+  || [ ! -f "$HLJS/es/core.min.js" ]; then
+  echo "build-ui: trunk, wasm-opt or highlight.js missing; run ./scripts/setup.sh first" >&2
   exit 1
 fi
 start=$(date +%s)
 trunk build --release "$@"
+
+# The highlighter. The core is an ES module ending in `export{X as default};`: inside a function
+# that line becomes `return X;`. The language files are classic scripts calling
+# `hljs.registerLanguage`, which resolves to the private instance in the enclosing function.
+core=$(sed -E 's/export\{([A-Za-z_$][A-Za-z0-9_$]*) as default\};?[[:space:]]*$/return \1;/' "$HLJS/es/core.min.js")
+if ! grep -qE '^return [A-Za-z_$][A-Za-z0-9_$]*;$|[;}]return [A-Za-z_$][A-Za-z0-9_$]*;$' <<<"$core" \
+  || grep -q 'export{' <<<"$core"; then
+  echo "build-ui: unexpected shape of $HLJS/es/core.min.js (no trailing default export)" >&2
+  exit 1
+fi
+hl_tmp=$(mktemp)
+{
+  printf '/*! lmchatkit code highlighter: highlight.js %s (BSD-3-Clause, (c) 2006-2024 Josh Goebel and\n' \
+    "$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$HLJS/package.json")"
+  printf '    other contributors), core + %s. Built by scripts/build-ui.sh. */\n' "$HLJS_LANGUAGES"
+  printf '(function () {\n"use strict";\nvar hljs = (function () {\n%s\n})();\n' "$core"
+  for lang in $HLJS_LANGUAGES; do
+    cat "$HLJS/languages/$lang.min.js"
+    printf '\n'
+  done
+  printf '(globalThis.__lmchatkit = globalThis.__lmchatkit || {}).hljs = hljs;\n})();\n'
+} >"$hl_tmp"
+# Sanity check in node: it registers the languages on its own instance, not on a global `hljs`.
+node -e '
+  require(process.argv[1]);
+  const h = globalThis.__lmchatkit.hljs;
+  const want = process.argv.slice(2);
+  const missing = want.filter((l) => !h.getLanguage(l));
+  if (missing.length || typeof hljs !== "undefined") { console.error("missing", missing); process.exit(1); }
+  if (!h.highlight("fn main() {}", { language: "rust" }).value.includes("hljs-keyword")) process.exit(1);
+' "$hl_tmp" $HLJS_LANGUAGES toml html ts sh yml
+hash=$(sha256sum "$hl_tmp" | cut -c1-16)
+rm -f server/assets/lmchatkit-highlight-*.js
+mv "$hl_tmp" "server/assets/lmchatkit-highlight-$hash.js"
+chmod 644 "server/assets/lmchatkit-highlight-$hash.js"
+hl_gz=$(gzip -9c "server/assets/lmchatkit-highlight-$hash.js" | wc -c)
+echo "build-ui: highlighter lmchatkit-highlight-$hash.js: $hl_gz bytes gzipped (budget $HLJS_BUDGET)"
+if [ "$hl_gz" -gt "$HLJS_BUDGET" ]; then
+  echo "build-ui: the highlighter is over its budget" >&2
+  exit 1
+fi
 echo "build-ui: server/assets/ built in $(( $(date +%s) - start )) s:"
 ls -l server/assets | sed -n '2,$p'

@@ -7,6 +7,8 @@
 #   - trunk 0.21.14                                  (crates.io; 0.22.x needs rustc >= 1.96.1)
 #   - wasm-bindgen-cli = the wasm-bindgen in Cargo.lock (trunk only uses an exact match)
 #   - wasm-opt from npm binaryen@132.0.0 into .tools/ (never Debian's binaryen 108: it corrupts the wasm)
+#   - the code highlighter: npm @highlightjs/cdn-assets@11.11.1 into .tools/ (scripts/build-ui.sh
+#     turns its core + a few languages into the UI's lazily loaded highlighter asset)
 #
 # Browser-test dependencies (Chromium, chromedriver) are installed by another script.
 set -euo pipefail
@@ -15,6 +17,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 TRUNK_VER=0.21.14
 BINARYEN_VER=132.0.0
+HLJS_VER=11.11.1
 WB_VER=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
 if [ -z "$WB_VER" ]; then
   echo "setup: cannot find the wasm-bindgen version in Cargo.lock" >&2
@@ -54,20 +57,26 @@ else
   did+=("wasm-bindgen-cli $WB_VER")
 fi
 
-# 4. wasm-opt (P3: pinned npm build, local to the repo; scripts/build-ui.sh puts it first on PATH)
-installed_binaryen=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' .tools/node_modules/binaryen/package.json 2>/dev/null || true)
-if [ "$installed_binaryen" = "$BINARYEN_VER" ] && [ -x .tools/node_modules/.bin/wasm-opt ]; then
-  step "wasm-opt (npm binaryen@$BINARYEN_VER) present in .tools/"
+# 4. npm packages in .tools/: wasm-opt (P3: pinned npm build; scripts/build-ui.sh puts it first on
+#    PATH) and highlight.js. One `npm install` for both: with --no-save, npm removes any package
+#    of the prefix that the command does not name.
+npm_version() {
+  sed -n 's/^  "version": "\(.*\)",$/\1/p' ".tools/node_modules/$1/package.json" 2>/dev/null || true
+}
+if [ "$(npm_version binaryen)" = "$BINARYEN_VER" ] && [ -x .tools/node_modules/.bin/wasm-opt ] \
+  && [ "$(npm_version @highlightjs/cdn-assets)" = "$HLJS_VER" ]; then
+  step "wasm-opt (npm binaryen@$BINARYEN_VER) and @highlightjs/cdn-assets@$HLJS_VER present in .tools/"
 else
   if ! command -v npm >/dev/null; then
     step "npm not found; installing Debian's nodejs + npm"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
   fi
-  step "installing npm binaryen@$BINARYEN_VER into .tools/"
+  step "installing npm binaryen@$BINARYEN_VER and @highlightjs/cdn-assets@$HLJS_VER into .tools/"
   mkdir -p .tools
-  npm install --prefix .tools --no-audit --no-fund --no-save "binaryen@$BINARYEN_VER"
-  did+=("binaryen $BINARYEN_VER")
+  npm install --prefix .tools --no-audit --no-fund --no-save \
+    "binaryen@$BINARYEN_VER" "@highlightjs/cdn-assets@$HLJS_VER"
+  did+=("binaryen $BINARYEN_VER, highlight.js $HLJS_VER")
 fi
 
 if [ ${#did[@]} -eq 0 ]; then
@@ -75,4 +84,4 @@ if [ ${#did[@]} -eq 0 ]; then
 else
   step "installed: ${did[*]}"
 fi
-echo "setup ok: $(trunk --version), $(wasm-bindgen --version), $(.tools/node_modules/.bin/wasm-opt --version)"
+echo "setup ok: $(trunk --version), $(wasm-bindgen --version), $(.tools/node_modules/.bin/wasm-opt --version), highlight.js $(npm_version @highlightjs/cdn-assets)"

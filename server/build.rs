@@ -4,6 +4,9 @@
 //! - `lmchatkit.js`: the **stable loader** served at `{prefix}/assets/lmchatkit.js`. When a bundle is
 //!   present it imports trunk's content-hashed JS relative to its own URL, links the hashed CSS and
 //!   starts the wasm; otherwise it only writes a "the UI bundle is not built" message into the page.
+//!   When `scripts/build-ui.sh` added the code highlighter (`lmchatkit-highlight-<hash>.js`), the
+//!   loader also puts its absolute URL into `globalThis.__lmchatkit.highlighter`; the UI loads it
+//!   on the first fenced code block (`frontend/src/markdown/hljs.rs`).
 //! - `bundle_table.rs`: the table of embedded files (`include_bytes!` with absolute paths), each with
 //!   its content type, a strong ETag (`"` + first 16 hex digits of its SHA-256 + `"`) and whether its
 //!   name is content-hashed (then it is served `immutable`), plus which file is trunk's JS entry,
@@ -81,6 +84,11 @@ fn main() {
         .filter(|f| f.rel.ends_with(".css"))
         .map(|f| f.rel.clone())
         .collect();
+    let highlighter = files
+        .iter()
+        .filter(top_level)
+        .map(|f| f.rel.clone())
+        .find(|rel| is_highlighter(rel));
     if entry.is_none() && !files.is_empty() {
         println!(
             "cargo:warning=server/assets/ holds files but no wasm-bindgen entry (x.js + x_bg.wasm); \
@@ -89,7 +97,7 @@ fn main() {
     }
 
     let loader = match &entry {
-        Some((js, wasm)) => built_loader(js, wasm, &css),
+        Some((js, wasm)) => built_loader(js, wasm, &css, highlighter.as_deref()),
         None => not_built_loader(),
     };
     let loader_path = out_dir.join(LOADER);
@@ -116,6 +124,18 @@ fn main() {
     let _ = writeln!(table, "pub(super) const WASM: Option<&str> = {wasm};");
     let _ = writeln!(table, "/// trunk's stylesheets, in name order.");
     let _ = writeln!(table, "pub(super) const CSS: &[&str] = &{css:?};");
+    let _ = writeln!(
+        table,
+        "/// The lazily loaded code highlighter (`lmchatkit-highlight-<hash>.js`), if built."
+    );
+    let _ = writeln!(
+        table,
+        "pub(super) const HIGHLIGHTER: Option<&str> = {};",
+        match (&entry, &highlighter) {
+            (Some(_), Some(h)) => format!("Some({h:?})"),
+            _ => "None".to_owned(),
+        }
+    );
     let _ = writeln!(table, "/// The stable loader (`{LOADER}`).");
     let _ = writeln!(table, "pub(super) const LOADER: Asset = Asset {{");
     let _ = writeln!(
@@ -212,6 +232,13 @@ fn is_hashed(rel: &str) -> bool {
     })
 }
 
+/// `lmchatkit-highlight-<hex hash>.js`, the highlighter `scripts/build-ui.sh` writes.
+fn is_highlighter(rel: &str) -> bool {
+    rel.strip_prefix("lmchatkit-highlight-")
+        .and_then(|r| r.strip_suffix(".js"))
+        .is_some_and(|h| h.len() >= 8 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 fn content_type(rel: &str) -> &'static str {
     let ext = rel.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
     match ext.as_deref() {
@@ -285,7 +312,17 @@ const SHOW_MESSAGE_JS: &str = r#"function lmckShowMessage(message) {
 }
 "#;
 
-fn built_loader(js: &str, wasm: &str, css: &[String]) -> String {
+fn built_loader(js: &str, wasm: &str, css: &[String], highlighter: Option<&str>) -> String {
+    // The UI reads the highlighter's URL from here when it meets its first fenced code block.
+    let highlighter = highlighter
+        .map(|h| {
+            format!(
+                "(globalThis.__lmchatkit = globalThis.__lmchatkit || {{}}).highlighter =\n  \
+                 new URL({}, import.meta.url).href;\n",
+                js_string(&format!("./{h}"))
+            )
+        })
+        .unwrap_or_default();
     let css_list = css
         .iter()
         .map(|c| js_string(&format!("./{c}")))
@@ -297,7 +334,7 @@ fn built_loader(js: &str, wasm: &str, css: &[String]) -> String {
 // resolved against this module's own URL (so it works under any prefix and from host pages),
 // and starts the app, which mounts into [data-lmchatkit] (else <body>).
 {SHOW_MESSAGE_JS}
-for (const href of [{css_list}]) {{
+{highlighter}for (const href of [{css_list}]) {{
   const url = new URL(href, import.meta.url).href;
   if (![...document.querySelectorAll("link[rel=stylesheet]")].some((l) => l.href === url)) {{
     const link = document.createElement("link");

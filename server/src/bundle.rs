@@ -13,6 +13,8 @@
 //!   `index.html` is never served). It has no inline script or style, so a strict CSP
 //!   (`script-src 'self'`, `style-src 'self'`) works. Host pages embed the UI with the same two
 //!   elements: the mount `<div data-lmchatkit data-prefix="…">` and the loader `<script>`.
+//! - The code highlighter (`lmchatkit-highlight-<hash>.js`, added by `scripts/build-ui.sh`) is
+//!   one more hashed file; the loader publishes its URL for the UI, which loads it lazily.
 
 // The entry names are read by the tests only.
 #[cfg_attr(not(test), allow(dead_code))]
@@ -135,8 +137,24 @@ mod tests {
             assert_eq!(wasm.content_type, "application/wasm");
             assert_eq!(&wasm.body[..4], b"\0asm");
             assert!(!text.contains("is not built"));
+            match table::HIGHLIGHTER {
+                Some(h) => {
+                    assert!(text.contains("globalThis.__lmchatkit"), "{text}");
+                    assert!(text.contains(&format!("new URL(\"./{h}\", import.meta.url)")));
+                    let hl = asset(h).expect("highlighter embedded");
+                    assert!(hl.immutable, "content-hashed name");
+                    assert_eq!(hl.content_type, "text/javascript; charset=utf-8");
+                    let body = std::str::from_utf8(hl.body).unwrap();
+                    assert!(body.contains(".hljs = hljs;"), "publishes its instance");
+                }
+                None => assert!(
+                    std::env::var_os("LMCHATKIT_EXPECT_BUNDLE").is_none(),
+                    "scripts/build-ui.sh adds the code highlighter to a built bundle"
+                ),
+            }
         } else {
             assert!(table::JS_ENTRY.is_none() && table::WASM.is_none());
+            assert!(table::HIGHLIGHTER.is_none());
             assert!(text.contains(
                 "The lmchatkit UI bundle is not built. Run ./scripts/setup.sh && \
                  ./scripts/build-ui.sh, then rebuild the server."

@@ -8,6 +8,8 @@
 
 pub mod app;
 pub mod apps;
+pub mod front;
+pub mod helpers;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

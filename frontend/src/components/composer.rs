@@ -10,7 +10,7 @@ use wasm_bindgen::JsCast;
 use crate::actions::submit;
 use crate::commands::SlashKind;
 use crate::components::attachments::{Attachments, upload, uploads_enabled};
-use crate::components::menus::{Menu, MenuItem, PromptForm, items_for};
+use crate::components::menus::{MENU_ID, Menu, MenuItem, PromptForm, items_for, option_id};
 use crate::components::store;
 use crate::history::{session_get, session_set};
 use crate::input_history::InputHistory;
@@ -46,10 +46,11 @@ pub fn Composer() -> impl IntoView {
             .with(|c| c.as_ref().is_some_and(|c| c.has_pending()))
     };
 
-    // Autosize (up to 160 px) whenever the draft changes; take focus when asked.
-    Effect::new(move |_| {
-        store.draft.track();
-        if let Some(el) = area.get() {
+    // Autosize (up to 160 px) whenever the draft changes; take focus when asked. Measured in the
+    // next animation frame: this effect may run before the textarea's `value` is updated (so a
+    // draft cleared after sending several lines would keep the tall box).
+    let autosize = move || {
+        if let Some(el) = area.get_untracked() {
             let el: &web_sys::HtmlElement = &el;
             let style = el.style();
             let _ = style.set_property("height", "auto");
@@ -57,6 +58,13 @@ pub fn Composer() -> impl IntoView {
             let h = el.scroll_height() + 2;
             let _ = style.set_property("height", &format!("{}px", h.min(160)));
             let _ = style.set_property("overflow-y", if h > 160 { "auto" } else { "hidden" });
+        }
+    };
+    Effect::new(move |_| {
+        store.draft.track();
+        if area.get().is_some() {
+            autosize();
+            request_animation_frame(autosize);
         }
     });
     Effect::new(move |_| {
@@ -196,6 +204,12 @@ pub fn Composer() -> impl IntoView {
             upload(store, files);
         }
     };
+    // The open menu's selected option, for assistive technology (focus stays in the textarea).
+    let active_option = move || {
+        let n = items.with(Vec::len);
+        (n > 0).then(|| option_id(selected.get().min(n - 1)))
+    };
+    let menu_open = move || items.with(|i| !i.is_empty()).then_some(MENU_ID);
     let can_send = move || {
         !pending()
             && (store.draft.with(|d| !d.trim().is_empty())
@@ -228,6 +242,7 @@ pub fn Composer() -> impl IntoView {
                         on:click=move |_| { if let Some(i) = file_input.get_untracked() { i.click(); } }>"+"</button>
                 </Show>
                 <textarea class="lmck-input" node_ref=area rows="1" aria-label="Message"
+                    aria-autocomplete="list" aria-controls=menu_open aria-activedescendant=active_option
                     placeholder="Type a message… (/ commands, @ resources, ↑↓ history)"
                     prop:value=move || store.draft.get()
                     on:input=move |ev| { dismissed.set(false); selected.set(0); store.draft.set(event_target_value(&ev)); }

@@ -1,6 +1,10 @@
 //! The `/` and `@` autocomplete menus above the composer: built-ins, file commands and MCP
 //! prompts (with argument hints), then resources and templates. Keyboard handling lives in the
 //! composer; this renders the list as a listbox and reports clicks.
+//!
+//! Accessibility: the list is `#`[`MENU_ID`]; option `i` is [`option_id`]`(i)`, which the composer's
+//! textarea names in `aria-activedescendant` while the menu is open (focus stays in the textarea);
+//! the selected option is kept scrolled into view ([`reveal_option`]).
 
 use leptos::prelude::*;
 
@@ -9,6 +13,29 @@ use crate::commands::{
 };
 use crate::state::Store;
 use lmchatkit_protocol::Prompt;
+
+/// The `id` of the menu's listbox (the composer's `aria-controls`).
+pub const MENU_ID: &str = "lmck-menu";
+
+/// The `id` of menu option `i` (the composer's `aria-activedescendant` while it is selected).
+pub fn option_id(i: usize) -> String {
+    format!("{MENU_ID}-opt-{i}")
+}
+
+/// Scrolls the option with `id` into view within its (scrolling) list, once the DOM is updated:
+/// ↑/↓ may move the selection past the visible part of a long list.
+pub fn reveal_option(id: String) {
+    request_animation_frame(move || {
+        if let Some(el) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.get_element_by_id(&id))
+        {
+            let opts = web_sys::ScrollIntoViewOptions::new();
+            opts.set_block(web_sys::ScrollLogicalPosition::Nearest);
+            el.scroll_into_view_with_scroll_into_view_options(&opts);
+        }
+    });
+}
 
 /// One entry of either menu.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,9 +80,15 @@ pub fn Menu(
     selected: RwSignal<usize>,
     on_pick: Callback<MenuItem>,
 ) -> impl IntoView {
+    Effect::new(move |_| {
+        let n = items.with(Vec::len);
+        if n > 0 {
+            reveal_option(option_id(selected.get().min(n - 1)));
+        }
+    });
     view! {
         <Show when=move || items.with(|i| !i.is_empty())>
-            <ul class="lmck-menu" role="listbox" aria-label="Suggestions">
+            <ul class="lmck-menu" role="listbox" aria-label="Suggestions" id=MENU_ID>
                 {move || items.get().into_iter().enumerate().map(|(i, item)| {
                     let it = item.clone();
                     let (title, detail, badge) = match &item {
@@ -67,7 +100,7 @@ pub fn Menu(
                         MenuItem::Resource(uri, name, t) => (format!("@{uri}"), name.clone(), if *t { "template" } else { "resource" }),
                     };
                     view! {
-                        <li role="option" class="lmck-menu-item" class:lmck-selected=move || selected.get() == i
+                        <li role="option" class="lmck-menu-item" id=option_id(i) class:lmck-selected=move || selected.get() == i
                             aria-selected=move || (selected.get() == i).to_string()
                             on:mousedown=move |ev| { ev.prevent_default(); on_pick.run(it.clone()); }>
                             <span class="lmck-menu-title">{title}</span>

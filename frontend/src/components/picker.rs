@@ -1,12 +1,14 @@
 //! The start screen: searchable, keyboard-driven persona and model pickers (↑/↓/Enter/Esc), the
 //! persona's description, the six parameter fields seeded from the persona, and Start. Choosing a
 //! persona selects its default model (when offered) and fills the fields. With exactly one
-//! persona and one model the picker is skipped (see `App`).
+//! persona and one model the picker is skipped (see `App`). The open list names its highlighted
+//! option in the input's `aria-activedescendant` and keeps it scrolled into view.
 
 use leptos::prelude::*;
 
 use crate::NO_MODEL_NOTICE;
 use crate::actions::start_chat;
+use crate::components::menus::reveal_option;
 use crate::components::store;
 use crate::state::{PARAM_FIELDS, Store, fields_from_params};
 
@@ -67,11 +69,31 @@ pub fn Combo(
         query.set(String::new());
     };
     let list_id = format!("lmck-combo-{}", label.to_lowercase());
+    Effect::new(move |_| {
+        let n = filtered.with(Vec::len);
+        if open.get() && n > 0 {
+            reveal_option(format!(
+                "lmck-combo-{}-opt-{}",
+                label.to_lowercase(),
+                active.get().min(n - 1)
+            ));
+        }
+    });
+    // The highlighted option, named by the input's `aria-activedescendant` while the list is open.
+    let active_option = {
+        let list_id = list_id.clone();
+        move || {
+            let n = filtered.with(Vec::len);
+            (open.get() && n > 0).then(|| format!("{list_id}-opt-{}", active.get().min(n - 1)))
+        }
+    };
+
     view! {
         <div class="lmck-combo">
             <label class="lmck-label">{label}
                 <input class="lmck-field lmck-combo-input" type="text" role="combobox"
                     aria-expanded=move || open.get().to_string() aria-controls=list_id.clone() autocomplete="off"
+                    aria-autocomplete="list" aria-activedescendant=active_option
                     placeholder=shown
                     prop:value=move || if open.get() { query.get() } else { shown() }
                     on:focus=move |_| { open.set(true); query.set(String::new()); active.set(0); }
@@ -96,7 +118,7 @@ pub fn Combo(
                     {move || filtered.get().into_iter().enumerate().map(|(i, (id, title, sub))| {
                         let id2 = id.clone();
                         view! {
-                            <li role="option" class="lmck-menu-item" data-id=id.clone()
+                            <li role="option" class="lmck-menu-item" data-id=id.clone() id=format!("lmck-combo-{}-opt-{i}", label.to_lowercase())
                                 class:lmck-selected=move || active.get() == i
                                 aria-selected=move || (active.get() == i).to_string()
                                 on:mousedown=move |ev| { ev.prevent_default(); pick(id2.clone()); }>

@@ -8,8 +8,9 @@
 //! that is not clearly a single code block still open (a closing fence arrived), the caller falls
 //! back to re-parsing the tail.
 
+use super::highlight;
 use super::sanitize::{CODE_CLOSE, CODE_OPEN};
-use super::{Defs, parse};
+use super::{Defs, parse_fragment};
 
 /// What is known of an open fenced code block at the start of the tail.
 #[derive(Debug, Clone)]
@@ -66,7 +67,12 @@ impl OpenFence {
             self.lines_html.push_str(content.strip_suffix("x\n")?);
             self.lines_end += complete;
         }
-        let partial = self.content(&format!("{fence_line}{}", &rest[complete..]))?;
+        let partial_text = format!("{fence_line}{}", &rest[complete..]);
+        if highlight::fence_closed(&partial_text) {
+            // The partial line closes the block: it may be highlighted now, as a whole.
+            return None;
+        }
+        let partial = self.content(&partial_text)?;
         Some(
             [
                 self.open_html.as_str(),
@@ -91,7 +97,7 @@ impl OpenFence {
 
 /// The HTML of `text` when it is a single top-level block.
 fn single_block(text: &str) -> Option<String> {
-    let mut blocks = parse(text, &Defs::new()).blocks;
+    let mut blocks = parse_fragment(text, &Defs::new()).blocks;
     (blocks.len() == 1)
         .then(|| blocks.pop().map(|(_, html)| html))
         .flatten()

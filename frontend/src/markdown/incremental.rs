@@ -11,8 +11,13 @@
 //!
 //! When the tail is one block that keeps growing line by line, an open fenced code block
 //! ([`super::fence`]) or a table ([`super::table`]), only its new lines are rendered.
+//!
+//! A closed code block is highlighted when its block is rendered (so a finished one once); when
+//! the highlighter arrives after some blocks were rendered ([`super::highlight::generation`]
+//! changed), the next push re-renders everything once.
 
 use super::fence::OpenFence;
+use super::highlight;
 use super::table::OpenTable;
 use super::{Defs, Parsed, parse, sanitize::TABLE_OPEN as TABLE};
 
@@ -57,6 +62,8 @@ pub struct Incremental {
     next_key: u64,
     next_rev: u64,
     renders: u64,
+    /// The highlighter generation the blocks were rendered under ([`super::highlight`]).
+    highlight_generation: u64,
 }
 
 impl Incremental {
@@ -137,6 +144,9 @@ impl Incremental {
     /// Re-parses from the start of the unfinished tail, or from the start of the text when a
     /// link reference definition is involved, and finishes what can no longer change.
     fn update(&mut self) {
+        if highlight::generation() != self.highlight_generation {
+            self.open_tail = None;
+        }
         if let Some(html) = self.extend_open_tail() {
             self.renders += 1;
             if let Some(last) = self.blocks.last_mut() {
@@ -145,6 +155,15 @@ impl Incremental {
                 last.rev = self.next_rev;
             }
             return;
+        }
+        let generation = highlight::generation();
+        if generation != self.highlight_generation {
+            // A highlighter arrived: finished code blocks may now be highlighted. Once.
+            self.highlight_generation = generation;
+            self.finished = 0;
+            self.tail_start = 0;
+            self.defs.clear();
+            self.open_tail = None;
         }
         let mut base = self.tail_start;
         let mut parsed = parse(&self.source[base..], &self.defs);

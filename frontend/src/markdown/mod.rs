@@ -18,6 +18,9 @@
 //!   are `<pre class="lmck-raw-html">` with the escaped source; task list items carry a disabled
 //!   checkbox. An unclosed code fence (a reply still streaming) renders as a code block. Bare
 //!   `http(s)://` URLs in text become links too (the GFM autolink extension).
+//! - **Syntax highlighting** ([`highlight`]): once the lazily loaded highlighter is installed, the
+//!   code of a *closed* fenced block with a language it knows is its checked output (escaped
+//!   text and `<span class="hljs-…">` only); otherwise the code is plain escaped text.
 //! - Not rendered: footnotes, math, heading attributes, smart punctuation (shown as typed).
 //!
 //! **In the UI** (streaming bubble): join the deltas received during an animation frame, call
@@ -30,6 +33,9 @@
 
 mod autolink;
 mod fence;
+pub mod highlight;
+#[cfg(target_arch = "wasm32")]
+mod hljs;
 mod incremental;
 mod sanitize;
 mod table;
@@ -38,17 +44,19 @@ mod tests;
 #[cfg(test)]
 mod tests_edge;
 #[cfg(test)]
+mod tests_highlight;
+#[cfg(test)]
 mod tests_incremental;
 
 use std::collections::HashMap;
 
-use pulldown_cmark::{BrokenLink, CowStr, Event, Options, Parser};
+use pulldown_cmark::{BrokenLink, CodeBlockKind, CowStr, Event, Options, Parser, Tag};
 use unicase::UniCase;
 
 pub use incremental::{Block, Incremental};
 pub use sanitize::{image_url, link_url};
 
-use sanitize::Sanitize;
+use sanitize::{FenceQueue, Sanitize};
 
 /// Link reference definitions by label: destination and title (first definition wins).
 pub(crate) type Defs = HashMap<UniCase<String>, (String, String)>;
@@ -70,6 +78,17 @@ fn options() -> Options {
 /// Parses `text` and renders each top-level block on its own. Reference links whose label is not
 /// defined in `text` are resolved from `known` (the definitions earlier in the document).
 pub(crate) fn parse(text: &str, known: &Defs) -> Parsed {
+    parse_blocks(text, known, true)
+}
+
+/// Like [`parse`], for a piece of a text that the caller only compares or splices (the fast paths
+/// of [`fence`] and [`table`]): code blocks in it are never highlighted (a closed fence makes those
+/// callers fall back to [`parse`] anyway).
+pub(crate) fn parse_fragment(text: &str, known: &Defs) -> Parsed {
+    parse_blocks(text, known, false)
+}
+
+fn parse_blocks(text: &str, known: &Defs, highlight: bool) -> Parsed {
     let lookup = |link: BrokenLink<'_>| {
         known
             .get(&UniCase::new(link.reference.to_string()))
@@ -91,7 +110,15 @@ pub(crate) fn parse(text: &str, known: &Defs) -> Parsed {
         })
         .collect();
 
-    let mut events = parser.into_offset_iter();
+    // Whether each fenced code block is closed, noted as the parser reaches it (the sanitiser
+    // reads it when it renders the block; only closed ones are highlighted).
+    let fences = FenceQueue::default();
+    let mut events = parser.into_offset_iter().inspect(|(event, range)| {
+        if let Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_))) = event {
+            let closed = highlight && highlight::fence_closed(&text[range.clone()]);
+            fences.borrow_mut().push_back(closed);
+        }
+    });
     let mut blocks = Vec::new();
     while let Some((first, range)) = events.next() {
         let depth = usize::from(matches!(first, Event::Start(_)));
@@ -102,7 +129,7 @@ pub(crate) fn parse(text: &str, known: &Defs) -> Parsed {
         let mut html = String::new();
         pulldown_cmark::html::push_html(
             &mut html,
-            Sanitize::new(std::iter::once(first).chain(rest)),
+            Sanitize::new(std::iter::once(first).chain(rest), fences.clone()),
         );
         blocks.push((line_start(text, range.start), html));
     }

@@ -7,13 +7,19 @@
 //! tables get a scroll wrapper. `Tag::Link` and `Tag::Image` never reach the writer, and neither
 //! does an `Html`/`InlineHtml` event from the parser.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::iter::Peekable;
+use std::rc::Rc;
 
 use pulldown_cmark::{CodeBlockKind, CowStr, Event, LinkType, Tag, TagEnd};
 use pulldown_cmark_escape::{escape_href, escape_html};
 
-use super::autolink;
+use super::{autolink, highlight};
+
+/// For each fenced code block of a parse, in order: whether it is closed (filled by the parser
+/// loop as it meets their start events, read by [`Sanitize`] when it renders them).
+pub(crate) type FenceQueue = Rc<RefCell<VecDeque<bool>>>;
 
 /// Opening markup of a code block up to the language class (the UI finds the copy button by its
 /// class and copies the text of the `<code>` next to it).
@@ -39,26 +45,62 @@ pub(crate) struct Sanitize<'a, I: Iterator<Item = Event<'a>>> {
     links: Vec<bool>,
     /// Inside a code block (no autolinks there).
     in_code: bool,
+    /// Whether each fenced code block still to come is closed.
+    fences: FenceQueue,
 }
 
 impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
-    pub(crate) fn new(inner: I) -> Self {
+    pub(crate) fn new(inner: I, fences: FenceQueue) -> Self {
         Self {
             inner: inner.peekable(),
             queued: VecDeque::new(),
             links: Vec::new(),
             in_code: false,
+            fences,
         }
+    }
+
+    /// A code block: its opening markup. A closed fenced block with a language is highlighted
+    /// when a highlighter is installed (its content and end are consumed and queued here).
+    fn code_block(&mut self, kind: CodeBlockKind<'a>) -> Event<'a> {
+        let open = code_open(&kind);
+        let CodeBlockKind::Fenced(info) = kind else {
+            self.in_code = true;
+            return Event::Html(open.into());
+        };
+        let closed = self.fences.borrow_mut().pop_front().unwrap_or(false);
+        let lang = language(&info);
+        if lang.is_empty() {
+            self.in_code = true;
+            return Event::Html(open.into());
+        }
+        highlight::want();
+        if !closed || !highlight::is_ready() {
+            self.in_code = true;
+            return Event::Html(open.into());
+        }
+        let mut code = String::new();
+        for event in self.inner.by_ref() {
+            match event {
+                Event::Text(t) => code.push_str(&t),
+                Event::End(TagEnd::CodeBlock) => break,
+                _ => {}
+            }
+        }
+        self.queued
+            .push_back(match highlight::highlight(&lang, &code) {
+                Some(html) => Event::Html(html.to_string().into()),
+                None => Event::Text(code.into()),
+            });
+        self.queued.push_back(Event::Html(CODE_CLOSE.into()));
+        Event::Html(open.into())
     }
 
     /// The event to emit for a start tag (`None`: nothing).
     fn start(&mut self, tag: Tag<'a>) -> Option<Event<'a>> {
         Some(match tag {
             Tag::HtmlBlock => Event::Html("<pre class=\"lmck-raw-html\">".into()),
-            Tag::CodeBlock(kind) => {
-                self.in_code = true;
-                Event::Html(code_open(&kind).into())
-            }
+            Tag::CodeBlock(kind) => self.code_block(kind),
             Tag::Table(alignments) => {
                 self.queued.push_back(Event::Start(Tag::Table(alignments)));
                 Event::Html(TABLE_OPEN.into())

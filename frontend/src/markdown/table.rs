@@ -9,7 +9,7 @@
 //! or another block ended the table), the caller falls back to re-parsing the tail.
 
 use super::Defs;
-use super::parse;
+use super::parse_fragment;
 use super::sanitize::TABLE_OPEN;
 
 /// The end of a table with body rows.
@@ -105,7 +105,7 @@ impl OpenTable {
 
 /// The HTML of `text` when it is a single top-level block.
 fn single_block(text: &str, defs: &Defs) -> Option<String> {
-    let mut blocks = parse(text, defs).blocks;
+    let mut blocks = parse_fragment(text, defs).blocks;
     (blocks.len() == 1)
         .then(|| blocks.pop().map(|(_, html)| html))
         .flatten()

@@ -35,6 +35,7 @@ pub(super) fn assert_safe(html: &str) {
         "input",
         "hr",
         "br",
+        "span",
     ];
     const ATTRS: &[&str] = &[
         "href",

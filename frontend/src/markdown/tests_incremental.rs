@@ -5,7 +5,7 @@ use super::tests::assert_safe;
 use super::*;
 
 /// Texts where later text changes earlier blocks (or looks like it could).
-const CORPUS: &[&str] = &[
+pub(super) const CORPUS: &[&str] = &[
     // Tight list made loose by a later item; a list continued after a blank line; a paragraph
     // starting with a digit or a marker character after a list.
     "Intro line\n- one\n- two\n\n- three after blank\n\n2024 was a year\n\n1. a\n2. b\n\n3. c\n\n\
@@ -48,7 +48,7 @@ const CORPUS: &[&str] = &[
 
 /// Streams `text` in chunks of the sizes `sizes` cycles through (moved to char boundaries),
 /// checking after every push that the result equals a full render.
-fn stream_and_check(text: &str, sizes: &[usize]) {
+pub(super) fn stream_and_check(text: &str, sizes: &[usize]) {
     let mut inc = Incremental::new();
     let mut at = 0;
     let mut turn = 0;

@@ -56,7 +56,22 @@ pub async fn setup_configured(
         .file_upload(true);
     let config = configure(builder).build().unwrap();
     let server = serve(ChatService::new(config)).await;
-    let loader = reqwest::get(server.url("/chat/assets/lmchatkit.js"))
+    if !bundle_built(&server.url("/chat/assets/lmchatkit.js")).await {
+        return None;
+    }
+    let browser = launch().await?;
+    browser.client.goto(&server.url("/chat")).await.unwrap();
+    Some(Env {
+        mock,
+        server,
+        browser,
+    })
+}
+
+/// Whether the service whose loader is at `loader_url` embeds the UI bundle. When it does not,
+/// the test is skipped (with a message), or fails where a browser is expected.
+pub async fn bundle_built(loader_url: &str) -> bool {
+    let loader = reqwest::get(loader_url)
         .await
         .unwrap()
         .text()
@@ -68,15 +83,9 @@ pub async fn setup_configured(
             "the UI bundle is not built: run ./scripts/build-ui.sh"
         );
         eprintln!("SKIPPED: the UI bundle is not built (./scripts/build-ui.sh)");
-        return None;
+        return false;
     }
-    let browser = launch().await?;
-    browser.client.goto(&server.url("/chat")).await.unwrap();
-    Some(Env {
-        mock,
-        server,
-        browser,
-    })
+    true
 }
 
 /// From the start screen into an open chat.

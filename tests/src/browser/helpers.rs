@@ -1,0 +1,34 @@
+//! More shared pieces of the browser tests (`tests/tests/ui_sidebar.rs`, `ui_code.rs`): a plain
+//! turn, and a fixture with two personas.
+
+use lmchatkit::catalog::StaticPersonas;
+use lmchatkit::history::MemoryStore;
+use lmchatkit::protocol::Persona;
+use serde_json::json;
+
+use crate::browser::Browser;
+use crate::browser::app::{Env, idle, setup_configured};
+
+/// Sends `text` and waits for the mock's plain reply and the end of the turn.
+pub async fn talk(b: &Browser, text: &str) {
+    b.send_message(text).await;
+    b.wait_text(".lmck-assistant .lmck-md", "Hello from the mock model.")
+        .await;
+    idle(b).await;
+}
+
+/// Two personas: the built-in Default, and Coder ("Writes code", default model `mock-large`,
+/// temperature 0.2).
+pub fn personas() -> StaticPersonas {
+    let coder: Persona = serde_json::from_value(json!({
+        "id": "coder", "name": "Coder", "description": "Writes code",
+        "default_model": "mock-large", "params": {"temperature": 0.2}
+    }))
+    .unwrap();
+    StaticPersonas(vec![Persona::default_persona(), coder])
+}
+
+/// Like [`crate::browser::app::setup`] (server-mode history) with [`personas`].
+pub async fn setup_with_personas() -> Option<Env> {
+    setup_configured(|c| c.history(MemoryStore::new()).personas(personas())).await
+}

@@ -1,0 +1,508 @@
+//! The conversation sidebar and the conversation-level features around it, in headless Chromium:
+//! unread dots from another tab, the edit modal, delete with confirmation, export (JSON and
+//! Markdown) and import, `/compact`, the floating-window mount mode and the `/api/events`
+//! reconnect with `Last-Event-ID`. (Code blocks and the menus' keyboard a11y: `ui_code.rs`.)
+//!
+//! Skipped (with a message) only when Chromium is absent and `LMCHATKIT_EXPECT_BROWSER` is unset.
+
+use std::time::Duration;
+
+use lmchatkit_tests::browser::Browser;
+use lmchatkit_tests::browser::app::{
+    Env, ONE_AT_A_TIME, idle, saved_messages, setup, start_chat, wait_saved,
+};
+use lmchatkit_tests::browser::front::setup_front;
+use lmchatkit_tests::browser::helpers::{setup_with_personas, talk};
+use serde_json::{Value, json};
+
+/// Waits until no modal dialog is open.
+async fn modal_closed(b: &Browser) {
+    b.wait_js(
+        "the dialog to close",
+        "return document.querySelector('.lmck-modal') === null;",
+    )
+    .await;
+}
+
+async fn get_json(url: &str) -> Value {
+    reqwest::get(url).await.unwrap().json().await.unwrap()
+}
+
+/// The stored conversations of the service in `env`.
+async fn list(env: &Env) -> Vec<Value> {
+    get_json(&env.server.url("/chat/api/conversations"))
+        .await
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Waits until `check` holds for the conversation list.
+async fn wait_list(env: &Env, what: &str, check: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    for _ in 0..200 {
+        let l = list(env).await;
+        if check(&l) {
+            return l;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "the conversation list never showed {what}: {:?}",
+        list(env).await
+    );
+}
+
+#[tokio::test]
+async fn a_conversation_saved_in_another_tab_gets_an_unread_dot() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    talk(b, "first tab talking").await;
+    wait_saved(&env, 2).await;
+    let first_tab = b.client.window().await.unwrap();
+    // A second tab starts its own conversation.
+    let second = b.client.new_window(true).await.unwrap();
+    b.client.switch_to_window(second.handle).await.unwrap();
+    b.client.goto(&env.server.url("/chat")).await.unwrap();
+    start_chat(b).await;
+    talk(b, "second tab talking").await;
+    let l = wait_list(&env, "two conversations", |l| l.len() == 2).await;
+    let other = l
+        .iter()
+        .find(|c| c["title"].as_str().unwrap_or("").contains("second tab"))
+        .expect("the second tab's conversation")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    b.client.switch_to_window(first_tab).await.unwrap();
+    let dot = format!(".lmck-conv[data-id='{other}'] .lmck-dot");
+    b.wait_for(&dot).await;
+    b.screenshot("20-unread-dot").await;
+    let own_dots = b
+        .js("return document.querySelectorAll('.lmck-conv.lmck-current .lmck-dot').length;")
+        .await;
+    assert_eq!(own_dots, json!(0), "the open chat gets no dot");
+    // Opening it clears the dot and shows the other tab's messages.
+    b.click(&format!(".lmck-conv[data-id='{other}'] .lmck-conv-open"))
+        .await;
+    b.wait_text(".lmck-user", "second tab talking").await;
+    b.wait_js(
+        "the dot to go",
+        &format!("return document.querySelector(\"{dot}\") === null;"),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_edit_modal_saves_title_persona_model_and_params() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_with_personas().await else {
+        return;
+    };
+    let b = &env.browser;
+    start_chat(b).await;
+    talk(b, "edit me later").await;
+    wait_saved(&env, 2).await;
+    let id = list(&env).await[0]["id"].as_str().unwrap().to_owned();
+    b.click(&format!(".lmck-conv[data-id='{id}'] button[title=Edit]"))
+        .await;
+    b.wait_for(".lmck-modal[aria-label='Edit conversation']")
+        .await;
+    let title = b.wait_for(".lmck-modal input.lmck-field").await;
+    title.clear().await.unwrap();
+    title.send_keys("Renamed chat").await.unwrap();
+    // Persona: Coder (seeds its params and default model), then the model explicitly, then one
+    // parameter changed by hand.
+    b.js(
+        "const s = document.querySelectorAll('.lmck-modal select')[0]; s.value = 'coder'; \
+          s.dispatchEvent(new Event('change', {bubbles: true})); return true;",
+    )
+    .await;
+    b.wait_js(
+        "the persona's params",
+        "return document.querySelectorAll('.lmck-modal input[type=number]')[0].value === '0.2';",
+    )
+    .await;
+    b.js(
+        "const s = document.querySelectorAll('.lmck-modal select')[1]; s.value = 'mock-small'; \
+          s.dispatchEvent(new Event('change', {bubbles: true})); return true;",
+    )
+    .await;
+    let max_tokens = b
+        .client
+        .find_all(fantoccini::Locator::Css(".lmck-modal input[type=number]"))
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    max_tokens.send_keys("321").await.unwrap();
+    b.screenshot("21-edit-modal").await;
+    b.click(".lmck-modal .lmck-primary").await;
+    modal_closed(b).await;
+    let l = wait_list(&env, "the new title", |l| {
+        l.first().is_some_and(|c| c["title"] == "Renamed chat")
+    })
+    .await;
+    assert_eq!(l.len(), 1);
+    let conv = get_json(&env.server.url(&format!("/chat/api/conversations/{id}"))).await;
+    assert_eq!(conv["title"], "Renamed chat");
+    assert_eq!(conv["persona_id"], "coder", "{conv}");
+    assert_eq!(conv["model"], "mock-small", "{conv}");
+    assert_eq!(conv["params"]["temperature"], json!(0.2), "{conv}");
+    assert_eq!(conv["params"]["max_tokens"], json!(321), "{conv}");
+    assert_eq!(conv["messages"].as_array().unwrap().len(), 2);
+    b.wait_text(".lmck-conv", "Renamed chat").await;
+    b.wait_text(".lmck-title", "Renamed chat").await;
+    // The next turn uses the edited setup.
+    b.send_message("after the edit").await;
+    idle(b).await;
+    let reqs = env.mock.observed.requests.lock().unwrap().clone();
+    let last = reqs.last().unwrap();
+    assert_eq!(last["model"], "mock-small");
+    assert_eq!(last["max_tokens"], json!(321), "{last}");
+    wait_saved(&env, 4).await;
+    let conv = get_json(&env.server.url(&format!("/chat/api/conversations/{id}"))).await;
+    assert_eq!(
+        conv["title"], "Renamed chat",
+        "a later save keeps the title"
+    );
+}
+
+#[tokio::test]
+async fn delete_asks_first_and_then_removes_the_conversation() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("doomed chat").await;
+    idle(b).await;
+    wait_saved(&env, 2).await;
+    let id = list(&env).await[0]["id"].as_str().unwrap().to_owned();
+    let delete = format!(".lmck-conv[data-id='{id}'] button[title=Delete]");
+    // Cancel keeps it.
+    b.click(&delete).await;
+    b.wait_text(".lmck-modal[role=alertdialog]", "doomed chat")
+        .await;
+    b.screenshot("22-confirm-delete").await;
+    b.click(".lmck-modal .lmck-btn:not(.lmck-danger)").await;
+    modal_closed(b).await;
+    assert_eq!(list(&env).await.len(), 1);
+    // Escape cancels too.
+    b.click(&delete).await;
+    b.wait_for(".lmck-confirm")
+        .await
+        .send_keys("\u{E00C}")
+        .await
+        .unwrap();
+    modal_closed(b).await;
+    assert_eq!(list(&env).await.len(), 1);
+    // Confirm deletes it on the server, from the list and closes the open chat.
+    b.click(&delete).await;
+    b.click(".lmck-confirm").await;
+    wait_list(&env, "no conversation", <[Value]>::is_empty).await;
+    b.wait_js(
+        "the entry to go",
+        &format!("return document.querySelector(\".lmck-conv[data-id='{id}']\") === null;"),
+    )
+    .await;
+    b.wait_for(".lmck-picker").await;
+    b.wait_text(".lmck-conv-list", "No saved conversations.")
+        .await;
+}
+
+/// Captures downloads: every Blob given to `URL.createObjectURL` (its text lands in
+/// `window.__lmckDownloads`) and the `download` name of every clicked anchor (which then does
+/// not navigate).
+const CAPTURE_DOWNLOADS: &str = "window.__lmckDownloads = []; window.__lmckNames = []; \
+    const create = URL.createObjectURL.bind(URL); \
+    URL.createObjectURL = (blob) => { blob.text().then((t) => window.__lmckDownloads.push({type: blob.type, text: t})); return create(blob); }; \
+    HTMLAnchorElement.prototype.click = function () { window.__lmckNames.push(this.download); }; \
+    return true;";
+
+async fn next_download(b: &Browser, n: usize) -> (String, String, String) {
+    b.wait_js(
+        "a download",
+        &format!(
+            "return window.__lmckDownloads.length >= {n} && window.__lmckNames.length >= {n};"
+        ),
+    )
+    .await;
+    let d = b
+        .js(&format!(
+            "return [window.__lmckDownloads[{i}].type, window.__lmckDownloads[{i}].text, window.__lmckNames[{i}]];",
+            i = n - 1
+        ))
+        .await;
+    (
+        d[0].as_str().unwrap().to_owned(),
+        d[1].as_str().unwrap().to_owned(),
+        d[2].as_str().unwrap().to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn export_json_and_markdown_then_import_round_trips() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    talk(b, "export this please").await;
+    wait_saved(&env, 2).await;
+    let id = list(&env).await[0]["id"].as_str().unwrap().to_owned();
+    b.js(CAPTURE_DOWNLOADS).await;
+    b.click(".lmck-sidebar-foot .lmck-btn:nth-child(1)").await;
+    let (mime, json_text, name) = next_download(b, 1).await;
+    assert_eq!(mime, "application/json");
+    assert_eq!(name, format!("{id}.json"));
+    let exported: Value = serde_json::from_str(&json_text).unwrap();
+    assert_eq!(exported["id"], id.as_str());
+    let msgs = exported["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 2, "{exported}");
+    assert_eq!(msgs[0]["content"], "export this please");
+    assert_eq!(msgs[1]["content"], "Hello from the mock model.");
+    b.click(".lmck-sidebar-foot .lmck-btn:nth-child(2)").await;
+    let (mime, md, name) = next_download(b, 2).await;
+    assert_eq!(mime, "text/markdown");
+    assert_eq!(name, format!("{id}.md"));
+    assert!(md.starts_with("# "), "{md}");
+    assert!(
+        md.contains(
+            "**User:**\n\nexport this please\n\n**Assistant:**\n\nHello from the mock model."
+        ),
+        "{md}"
+    );
+    // Import the JSON export: a new conversation with a fresh id and the same messages.
+    let import = format!(
+        "const dt = new DataTransfer(); dt.items.add(new File([{}], 'chat.json', {{type: 'application/json'}})); \
+         const input = document.querySelector('.lmck-sidebar-foot input[type=file]'); input.files = dt.files; \
+         input.dispatchEvent(new Event('change', {{bubbles: true}})); return true;",
+        serde_json::to_string(&json_text).unwrap()
+    );
+    b.js(&import).await;
+    b.wait_text(".lmck-notice", "Imported 1 conversation(s).")
+        .await;
+    let l = wait_list(&env, "the import", |l| l.len() == 2).await;
+    let imported = l.iter().find(|c| c["id"] != id.as_str()).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let conv = get_json(
+        &env.server
+            .url(&format!("/chat/api/conversations/{imported}")),
+    )
+    .await;
+    assert_eq!(conv["title"], exported["title"]);
+    let texts = |c: &Value| -> Vec<(String, String)> {
+        c["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["role"].to_string(), m["content"].to_string()))
+            .collect()
+    };
+    assert_eq!(texts(&conv), texts(&exported));
+    b.wait_for(&format!(".lmck-conv[data-id='{imported}']"))
+        .await;
+    // A file that is not an export is refused with a message, and nothing is added.
+    b.js(&import.replace(
+        &serde_json::to_string(&json_text).unwrap(),
+        "'not json at all'",
+    ))
+    .await;
+    b.wait_text(".lmck-notice", "Import failed").await;
+    assert_eq!(list(&env).await.len(), 2);
+}
+
+#[tokio::test]
+async fn compact_replaces_the_transcript_with_a_summary() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("alpha question").await;
+    idle(b).await;
+    b.send_message("beta question").await;
+    idle(b).await;
+    wait_saved(&env, 4).await;
+    let before = env.mock.observed.requests.lock().unwrap().len();
+    let input = b.wait_for(".lmck-input").await;
+    input.send_keys("/compact").await.unwrap();
+    b.wait_text(".lmck-menu", "/compact").await;
+    input.send_keys("\u{E007}").await.unwrap();
+    b.wait_text(".lmck-info", "Conversation Compacted: 4 messages")
+        .await;
+    idle(b).await;
+    let reqs = env.mock.observed.requests.lock().unwrap().clone();
+    assert_eq!(reqs.len(), before + 1, "one summary request");
+    let sent = reqs.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>();
+    assert_eq!(sent.len(), 1, "only the summary prompt: {sent:?}");
+    assert!(
+        sent[0].starts_with("Summarise the conversation"),
+        "{sent:?}"
+    );
+    assert!(sent[0].contains("[User]: alpha question"), "{sent:?}");
+    assert!(sent[0].contains("[User]: beta question"), "{sent:?}");
+    assert!(sent[0].contains("[Assistant]: Hello from the mock model."));
+    // The transcript is the summary (and the info card); the user turns are gone.
+    assert_eq!(
+        b.js("return document.querySelectorAll('.lmck-user').length;")
+            .await,
+        json!(0)
+    );
+    b.wait_text(".lmck-assistant .lmck-md", "Hello from the mock model.")
+        .await;
+    b.screenshot("23-compacted").await;
+    // Saved as such.
+    for _ in 0..200 {
+        if saved_messages(&env).await < 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let id = list(&env).await[0]["id"].as_str().unwrap().to_owned();
+    let conv = get_json(&env.server.url(&format!("/chat/api/conversations/{id}"))).await;
+    let roles: Vec<&str> = conv["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert!(!roles.contains(&"user"), "{conv}");
+    assert_eq!(conv["messages"][0]["content"], "Hello from the mock model.");
+    // The conversation goes on from the summary.
+    b.send_message("gamma question").await;
+    idle(b).await;
+    let last = env
+        .mock
+        .observed
+        .requests
+        .lock()
+        .unwrap()
+        .last()
+        .cloned()
+        .unwrap();
+    let users: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert_eq!(users.len(), 1, "{users:?}");
+    assert!(users[0].contains("gamma"));
+}
+
+#[tokio::test]
+async fn floating_window_mode_opens_over_the_host_page() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_front().await else {
+        return;
+    };
+    let b = &env.browser;
+    b.client.goto(&env.front.url("/host.html")).await.unwrap();
+    let launcher = b.wait_for(".lmck-launcher").await;
+    assert_eq!(
+        launcher.attr("aria-expanded").await.unwrap().as_deref(),
+        Some("false")
+    );
+    b.wait_for(".lmck-app.lmck-floating.lmck-closed").await;
+    let hidden = b
+        .js("const a = document.querySelector('.lmck-app'); return getComputedStyle(a).display === 'none' || a.getBoundingClientRect().height === 0;")
+        .await;
+    assert_eq!(hidden, json!(true), "closed window is not shown");
+    // The host page keeps its own layout (no margin reset, content visible).
+    assert_eq!(
+        b.js("return getComputedStyle(document.body).marginTop;")
+            .await,
+        json!("24px")
+    );
+    b.wait_text("#host-heading", "The host's own page").await;
+    launcher.click().await.unwrap();
+    b.wait_js(
+        "the window to open",
+        "const a = document.querySelector('.lmck-app'); return !a.classList.contains('lmck-closed') && a.getBoundingClientRect().height > 100;",
+    )
+    .await;
+    assert_eq!(
+        b.wait_for(".lmck-launcher")
+            .await
+            .attr("aria-expanded")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("true")
+    );
+    let pos = b
+        .js("return getComputedStyle(document.querySelector('.lmck-app')).position;")
+        .await;
+    assert_eq!(pos, json!("fixed"), "floats over the page");
+    start_chat(b).await;
+    b.send_message("hello from the widget").await;
+    b.wait_text(".lmck-assistant .lmck-md", "Hello from the mock model.")
+        .await;
+    b.screenshot("24-floating").await;
+    b.click(".lmck-launcher").await;
+    b.wait_for(".lmck-app.lmck-closed").await;
+    // Reopened, the chat is still there.
+    b.click(".lmck-launcher").await;
+    b.wait_text(".lmck-user", "hello from the widget").await;
+}
+
+#[tokio::test]
+async fn the_event_stream_reconnects_with_last_event_id() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_front().await else {
+        return;
+    };
+    let b = &env.browser;
+    let http = reqwest::Client::new();
+    b.client.goto(&env.front.url("/chat")).await.unwrap();
+    b.wait_for(".lmck-picker").await;
+    let probe = env.front.probe.clone();
+    for _ in 0..100 {
+        if !probe.event_requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(probe.event_requests(), vec![None], "first connection");
+    // Another client saves a conversation: this tab lists it with an unread dot.
+    let put = |id: &'static str, text: &'static str| {
+        let http = http.clone();
+        let url = env.front.url(&format!("/chat/api/conversations/{id}"));
+        async move {
+            let body = json!({"id": id, "title": text, "revision": 0, "model": "mock-small",
+                "persona_id": "default", "messages": [{"id": format!("{id}-m"), "role": "user", "content": text}]});
+            let res = http.put(url).json(&body).send().await.unwrap();
+            assert_eq!(res.status(), 200);
+        }
+    };
+    put("conv-a", "saved while connected").await;
+    b.wait_for(".lmck-conv[data-id='conv-a'] .lmck-dot").await;
+    // The stream ends (a proxy or an instance going away); meanwhile another save happens.
+    probe.cut_event_streams();
+    put("conv-b", "saved while disconnected").await;
+    for _ in 0..200 {
+        if probe.event_requests().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let seen = probe.event_requests();
+    assert_eq!(seen.len(), 2, "reconnected once: {seen:?}");
+    let last_id = seen[1].clone().expect("the reconnect sends Last-Event-ID");
+    assert!(!last_id.is_empty());
+    // The event missed while disconnected is replayed: conv-b gets its dot too.
+    b.wait_for(".lmck-conv[data-id='conv-b'] .lmck-dot").await;
+    // Still live afterwards.
+    put("conv-c", "saved after the reconnect").await;
+    b.wait_for(".lmck-conv[data-id='conv-c'] .lmck-dot").await;
+    assert_eq!(probe.event_requests().len(), 2, "no extra reconnects");
+}
