@@ -190,6 +190,47 @@ pub fn at_query(draft: &str) -> Option<&str> {
     (ok && boundary).then_some(q)
 }
 
+/// The `@scheme://…` resource references in `text`, in order, each once — the rule the service
+/// expands them by: `@` at the start or after whitespace or an opening bracket, then a URI with
+/// a scheme, up to whitespace or the next `@`, trailing sentence punctuation trimmed.
+pub fn resource_refs(text: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for (at, _) in text.match_indices('@') {
+        let boundary = text[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| c.is_whitespace() || "([{".contains(c));
+        let rest = &text[at + 1..];
+        let end = rest
+            .find(|c: char| c.is_whitespace() || c == '@')
+            .unwrap_or(rest.len());
+        let uri =
+            rest[..end].trim_end_matches(['.', ',', ';', ':', '!', '?', ')', ']', '}', '"', '\'']);
+        let scheme_ok = uri.split_once("://").is_some_and(|(scheme, tail)| {
+            !tail.is_empty()
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+        });
+        if boundary && scheme_ok && !out.contains(&uri) {
+            out.push(uri);
+        }
+    }
+    out
+}
+
+/// `text` without the reference `@uri` (and one space after it).
+pub fn remove_ref(text: &str, uri: &str) -> String {
+    let needle = format!("@{uri}");
+    let with_space = format!("{needle} ");
+    if text.contains(&with_space) {
+        text.replacen(&with_space, "", 1)
+    } else {
+        text.replacen(&needle, "", 1)
+    }
+}
+
 /// What selecting a resource inserts: the URI, or a template's URI up to its first `{`.
 pub fn resource_insert(r: &Resource) -> String {
     if r.template {
@@ -218,6 +259,21 @@ pub fn resource_matches<'a>(q: &str, resources: &'a [Resource]) -> Vec<&'a Resou
 mod tests {
     use super::*;
     use lmchatkit_protocol::PromptArgument;
+
+    #[test]
+    fn resource_refs_follow_the_service_rule() {
+        assert_eq!(
+            resource_refs("see @docs://readme and (@file:///a.txt) or @docs://readme again"),
+            vec!["docs://readme", "file:///a.txt"]
+        );
+        assert!(resource_refs("mail me@example.com or @notauri or @://x or @1x://y").is_empty());
+        assert_eq!(resource_refs("@a://b@c://d"), vec!["a://b"]);
+        assert_eq!(
+            remove_ref("read @docs://readme now", "docs://readme"),
+            "read now"
+        );
+        assert_eq!(remove_ref("read @docs://readme", "docs://readme"), "read ");
+    }
 
     fn prompt(args: &[(&str, bool)]) -> Prompt {
         let mut p: Prompt = serde_json::from_value(serde_json::json!({"name": "review"})).unwrap();

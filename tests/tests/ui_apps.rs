@@ -124,6 +124,24 @@ async fn probe_view(proxy: bool) {
     b.wait_text("#init", r#"changed:{"displayMode":"inline"}"#)
         .await;
 
+    // Theme changes reach the view; links open in a new tab after the user confirms.
+    to_page(b).await;
+    b.js("window.confirm = () => true; window.open = (u) => { window.__opened = u; return null; }; return true;").await;
+    b.click(".lmck-theme").await; // auto (light here) → light
+    b.click(".lmck-theme").await; // → dark
+    enter_view(b, proxy).await;
+    b.wait_text("#init", r#"changed:{"theme":"dark"}"#).await;
+    b.click("#open-link").await;
+    b.wait_text("#link-result", "{}").await;
+    b.click("#open-bad").await;
+    b.wait_text("#bad-link-result", "error:").await;
+    to_page(b).await;
+    assert_eq!(
+        b.js("return window.__opened;").await,
+        "https://example.com/docs"
+    );
+    enter_view(b, proxy).await;
+
     // ui/message: a user message and a turn.
     b.click("#send-message").await;
     b.wait_text("#message-result", "{}").await;

@@ -257,9 +257,26 @@ async fn slash_prompt_and_at_resource() {
         "return document.querySelector('.lmck-input').value === 'mirror-back see @docs://readme ';",
     )
     .await;
+    // The reference shows as a chip above the composer, and on the sent message.
+    let chip = b.wait_text(".lmck-chips .lmck-ref-chip .lmck-chip-name", "@ ").await;
+    assert!(
+        !chip.contains("docs://"),
+        "the resource's name, not its URI: {chip}"
+    );
     input.send_keys("\u{E007}").await.unwrap();
     b.wait_text(".lmck-assistant .lmck-md", "pineapple").await;
     idle(b).await;
+    b.wait_text(".lmck-user .lmck-ref-chip", &chip).await;
+    // Removing a chip removes its reference from the draft.
+    input.send_keys("keep @docs://readme this").await.unwrap();
+    b.click(".lmck-chips .lmck-ref-chip .lmck-icon-btn").await;
+    b.wait_js(
+        "the reference removed",
+        "return document.querySelector('.lmck-input').value === 'keep this';",
+    )
+    .await;
+    input.clear().await.unwrap();
+    b.js("const i = document.querySelector('.lmck-input'); i.dispatchEvent(new Event('input', {bubbles: true})); return true;").await;
     b.send_message("/list-prompts").await;
     b.wait_text(".lmck-info", "Available MCP Prompts").await;
     b.wait_text(".lmck-info", "/greet who*").await;

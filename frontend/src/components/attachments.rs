@@ -40,13 +40,64 @@ pub fn uploads_enabled(store: Store) -> bool {
     })
 }
 
-/// The chips of the pending attachments.
+/// A resource's display name: its listed name, else the URI.
+fn resource_label(store: crate::state::Store, uri: &str) -> String {
+    store
+        .resources
+        .with_untracked(|rs| {
+            rs.iter()
+                .find(|r| r.uri == uri)
+                .and_then(|r| r.name.clone())
+        })
+        .unwrap_or_else(|| uri.to_owned())
+}
+
+/// Chips for the `@` resource references of a sent message (its text keeps the `@uri`).
+#[component]
+pub fn RefChips(text: String) -> impl IntoView {
+    let store = store();
+    let refs: Vec<String> = crate::commands::resource_refs(&text)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    (!refs.is_empty()).then(|| {
+        view! {
+            <div class="lmck-chips lmck-ref-chips">
+                {refs.into_iter().map(|uri| view! {
+                    <span class="lmck-chip lmck-ref-chip" title=uri.clone()>"@ " {resource_label(store, &uri)}</span>
+                }).collect_view()}
+            </div>
+        }
+    })
+}
+
+/// The chips of the pending attachments: `@` resource references in the draft (removing one
+/// removes its `@uri` from the text) and uploaded files (images as thumbnails).
 #[component]
 pub fn Attachments() -> impl IntoView {
     let store = store();
+    let refs = Memo::new(move |_| {
+        store.draft.with(|d| {
+            crate::commands::resource_refs(d)
+                .into_iter()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+    });
     view! {
-        <Show when=move || store.attachments.with(|a| !a.is_empty())>
+        <Show when=move || store.attachments.with(|a| !a.is_empty()) || refs.with(|r| !r.is_empty())>
             <div class="lmck-chips">
+                {move || refs.get().into_iter().map(|uri| {
+                    let label = resource_label(store, &uri);
+                    let u = uri.clone();
+                    view! {
+                        <span class="lmck-chip lmck-ref-chip" title=uri.clone()>
+                            <span class="lmck-chip-name">"@ " {label.clone()}</span>
+                            <button class="lmck-icon-btn" aria-label=format!("Remove {label}")
+                                on:click=move |_| store.draft.update(|d| *d = crate::commands::remove_ref(d, &u))>"✕"</button>
+                        </span>
+                    }
+                }).collect_view()}
                 {move || store.attachments.get().into_iter().enumerate().map(|(i, f)| {
                     let thumb = f.mime_type.starts_with("image/") && f.data_url.starts_with("data:image/");
                     view! {

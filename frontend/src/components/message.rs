@@ -8,6 +8,7 @@ use leptos::prelude::*;
 use lmchatkit_protocol::{Approval, Content, ContentPart, Role};
 
 use crate::components::approval::ApprovalCard;
+use crate::components::attachments::RefChips;
 use crate::components::tool_card::ToolCard;
 use crate::components::{copy_text, store, time_of};
 use crate::markdown;
@@ -57,7 +58,10 @@ fn UserBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl IntoView 
     let data = ui.data.clone();
     let body = move || {
         data.with(|d| match &d.content {
-            Content::Text(t) => view! { <div class="lmck-user-text">{t.clone()}</div> }.into_any(),
+            Content::Text(t) => view! {
+                <div class="lmck-user-text">{t.clone()}</div>
+                <RefChips text=t.clone() />
+            }.into_any(),
             Content::Parts(parts) => parts
                 .iter()
                 .map(|p| match p {

@@ -10,11 +10,11 @@ use lmchatkit::{CompleteRequest, EventStream, Host, HostError, RequestContext, a
 const PERSONAS: &[(&str, &str)] = &[
     (
         "coder",
-        include_str!("../../../../examples/personas/coder.toml"),
+        include_str!("../../../defaults/personas/coder.toml"),
     ),
     (
         "writer",
-        include_str!("../../../../examples/personas/writer.toml"),
+        include_str!("../../../defaults/personas/writer.toml"),
     ),
 ];
 
@@ -22,15 +22,15 @@ const PERSONAS: &[(&str, &str)] = &[
 const COMMANDS: &[(&str, &str)] = &[
     (
         "eli5.md",
-        include_str!("../../../../examples/commands/eli5.md"),
+        include_str!("../../../defaults/commands/eli5.md"),
     ),
     (
         "help.md",
-        include_str!("../../../../examples/commands/help.md"),
+        include_str!("../../../defaults/commands/help.md"),
     ),
     (
         "review.md",
-        include_str!("../../../../examples/commands/review.md"),
+        include_str!("../../../defaults/commands/review.md"),
     ),
 ];
 
@@ -88,7 +88,7 @@ mod tests {
     /// Every non-draft file in `examples/` is compiled in, and each one parses.
     #[test]
     fn every_shipped_example_is_built_in_and_parses() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("defaults");
         let shipped = |dir: &str| -> Vec<String> {
             let mut names: Vec<String> = std::fs::read_dir(root.join(dir))
                 .unwrap()
