@@ -258,3 +258,79 @@ async fn basic_vanillajs_in_default_mode() {
 async fn basic_vanillajs_in_proxy_mode() {
     basic_vanillajs(true).await;
 }
+
+/// Several views in one conversation, each with its own bridge: at most `MAX_MOUNTED` (6) stay
+/// mounted; a view scrolled away is torn down when the cap is passed and remounts when it is
+/// scrolled back into view.
+#[tokio::test]
+async fn many_views_are_capped_and_remount_on_demand() {
+    const VIEWS: usize = 9;
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(apps) = setup_apps(false).await else {
+        return;
+    };
+    let b = &apps.env.browser;
+    // A saved conversation with nine calls of the app tool, each with its result.
+    let calls: Vec<_> = (0..VIEWS)
+        .map(|i| serde_json::json!({"id": format!("call_{i}"), "name": "test__show_app", "arguments": {"n": i}}))
+        .collect();
+    let mut messages = vec![
+        serde_json::json!({"id": "u1", "role": "user", "content": "show the app nine times"}),
+        serde_json::json!({"id": "a1", "role": "assistant", "content": "", "tool_calls": calls}),
+    ];
+    for i in 0..VIEWS {
+        messages.push(serde_json::json!({
+            "id": format!("t{i}"), "role": "tool", "content": format!("rendered {i}"),
+            "tool_call_id": format!("call_{i}"), "tool_name": "test__show_app",
+            "structured_content": {"value": i}, "ui": {"resourceUri": "ui://test/app.html"}
+        }));
+    }
+    let conv = serde_json::json!({"id": "c-many", "title": "many views", "persona_id": "", "model": "mock-small",
+        "created_at": 1, "updated_at": 1, "revision": 0, "messages": messages});
+    let res = reqwest::Client::new()
+        .put(apps.env.server.url("/chat/api/conversations/c-many"))
+        .json(&conv)
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+    b.client.refresh().await.unwrap();
+    b.click(".lmck-conv").await;
+    b.wait_for(".lmck-app-view").await;
+    // Scrolling stops the transcript from following the bottom (the scroll event says so).
+    let show = |i: usize| {
+        format!(
+            "document.querySelector(\".lmck-app-view[data-call-id='call_{i}']\").scrollIntoView(); \
+             document.querySelector('.lmck-transcript').dispatchEvent(new Event('scroll')); return true;"
+        )
+    };
+    let mounted = "return document.querySelectorAll('.lmck-app-iframe').length;";
+    let mut most = 0;
+    for i in 0..VIEWS {
+        b.js(&show(i)).await;
+        b.wait_for(&format!(
+            ".lmck-app-view[data-call-id='call_{i}'] .lmck-app-iframe"
+        ))
+        .await;
+        // An evicted view leaves once it answered its teardown (or after a second).
+        b.wait_js(
+            "at most 6 views mounted",
+            &format!("{{ const n = () => {{ {mounted} }}; return n() <= 6; }}"),
+        )
+        .await;
+        most = most.max(b.js(mounted).await.as_u64().unwrap());
+    }
+    assert_eq!(most, 6, "the cap was reached and held");
+    // The first view was torn down to make room; back on screen, it mounts again.
+    b.wait_js("the first view torn down", "return !document.querySelector(\".lmck-app-view[data-call-id='call_0'] .lmck-app-iframe\");").await;
+    b.js(&show(0)).await;
+    b.wait_for(".lmck-app-view[data-call-id='call_0'] .lmck-app-iframe")
+        .await;
+    b.wait_for(".lmck-app-view[data-call-id='call_0'] .lmck-app-iframe")
+        .await
+        .enter_frame()
+        .await
+        .unwrap();
+    b.wait_text("#tool-result", r#"{"value":0}"#).await;
+    b.wait_text("#tool-input", r#"{"n":0}"#).await;
+}

@@ -258,7 +258,9 @@ async fn slash_prompt_and_at_resource() {
     )
     .await;
     // The reference shows as a chip above the composer, and on the sent message.
-    let chip = b.wait_text(".lmck-chips .lmck-ref-chip .lmck-chip-name", "@ ").await;
+    let chip = b
+        .wait_text(".lmck-chips .lmck-ref-chip .lmck-chip-name", "@ ")
+        .await;
     assert!(
         !chip.contains("docs://"),
         "the resource's name, not its URI: {chip}"
