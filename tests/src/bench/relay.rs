@@ -1,6 +1,6 @@
 //! lmchatkit as the bench runs it: a `ChatService` over the OpenAI-compatible backend and the
 //! SQLite history store, served by hyper-util's auto builder exactly as the `lmchatkit` binary
-//! serves it (`server/src/bin/lmchatkit.rs`), in its own process so its CPU and RSS are its own.
+//! serves it (`server/src/bin/lmchatkit/serve.rs`), in its own process so its CPU and RSS are its own.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -16,8 +16,7 @@ use lmchatkit::{ChatService, Config};
 /// the SQLite file `db`. `upstream_h2` makes the upstream client speak HTTP/2 (prior
 /// knowledge), so thousands of upstream streams share a few sockets — as they do against a
 /// real HTTPS provider, which negotiates HTTP/2. `nodelay` sets `TCP_NODELAY` on accepted
-/// connections; without it (as `server/src/bin/lmchatkit.rs` accepts today) Nagle's algorithm
-/// holds the first event behind the response head until the client's delayed ACK (~40 ms on
+/// connections (the binary sets it too); without it Nagle's algorithm holds the first event behind the response head until the client's delayed ACK (~40 ms on
 /// Linux) on every keep-alive request after the first.
 pub async fn serve(
     addr: SocketAddr,

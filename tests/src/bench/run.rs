@@ -224,7 +224,7 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
         let point = Point::new(&t.name, c, &o, Some(usage.finish()));
         eprintln!("no TCP_NODELAY c={c}: ttft p50 {:.3} ms", point.ttft_ms.p50);
         results.note(format!(
-            "Without TCP_NODELAY on accepted connections (server/src/bin/lmchatkit.rs today), TTFT at {c} stream on a keep-alive connection: p50 {:.2} ms, p99 {:.2} ms (Nagle + delayed ACK); the matrix runs lmchatkit with TCP_NODELAY set, as the bench's relay does.",
+            "Without TCP_NODELAY on accepted connections (which the lmchatkit binary sets), TTFT at {c} stream on a keep-alive connection: p50 {:.2} ms, p99 {:.2} ms (Nagle + delayed ACK); the matrix runs lmchatkit with TCP_NODELAY set, as the binary does.",
             point.ttft_ms.p50, point.ttft_ms.p99
         ));
         results.latency.push(point);
