@@ -177,6 +177,8 @@ pub fn App(
     let store = Store::new(&prefix);
     store.theme.set(crate::components::settings::load_theme());
     provide_context(store);
+    components::code_hooks::rehighlight_when_loaded(store);
+    components::code_hooks::wire_code_copy();
     let ready = RwSignal::new(false);
     spawn_local(async move {
         let (config, models, personas) = futures_join(

@@ -421,7 +421,10 @@ pub fn AppFrame(call: ViewCall, chat: Chat) -> impl IntoView {
             <div class="lmck-app-placeholder">"The app closed. "
                 <button class="lmck-btn lmck-app-reopen" on:click=reopen>"Reopen"</button></div>
         }.into_any(),
-        None => view! { <div class="lmck-app-placeholder lmck-muted">"Loading the app…"</div> }.into_any(),
+        None => {
+            let text = if wanted.get() { "Loading the app…" } else { "The app loads when it scrolls into view." };
+            view! { <div class="lmck-app-placeholder lmck-muted">{text}</div> }.into_any()
+        }
         Some(Err(e)) => view! {
             <div class="lmck-app-placeholder lmck-muted" role="note">{format!("The app view is unavailable ({e}); the text result is shown above.")}</div>
         }.into_any(),

@@ -2,6 +2,7 @@
 
 pub mod approval;
 pub mod attachments;
+pub mod code_hooks;
 pub mod composer;
 pub mod menus;
 pub mod message;

@@ -1,11 +1,6 @@
 //! The sidebar (a drawer on narrow screens): New chat, search, the conversation list with unread
 //! dots, edit and delete (with confirmation) per entry, export of the open chat (JSON and
 //! Markdown) and import (JSON).
-//!
-//! The sidebar is mounted for the app's whole life, so it also hosts the app-wide hooks of the
-//! rendered Markdown that have no component of their own: [`rehighlight_when_loaded`]
-//! (re-rendering messages already on screen once the lazily loaded code highlighter arrives) and
-//! [`wire_code_copy`] (the Copy button of every code block).
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -13,10 +8,8 @@ use lmchatkit_protocol::{Role, StoredConversation};
 use wasm_bindgen::JsCast;
 
 use crate::components::settings::{ConfirmDelete, EditModal};
-use crate::components::{copy_text, store};
+use crate::components::store;
 use crate::history;
-use crate::markdown::{self, highlight};
-use crate::state::{Store, UiMessage};
 
 /// A conversation as Markdown.
 pub fn to_markdown(c: &StoredConversation) -> String {
@@ -57,100 +50,10 @@ fn download(name: &str, mime: &str, text: &str) {
     let _ = web_sys::Url::revoke_object_url(&url);
 }
 
-/// Re-renders the open chat's finished assistant messages that hold code once the code
-/// highlighter is installed ([`highlight::subscribe`]): they were rendered with plain code before.
-/// A reply streaming at that moment is upgraded by its renderer on its next delta, and checked
-/// again here when the turn ends (in case no delta came after the highlighter).
-pub fn rehighlight_when_loaded(store: Store) {
-    let generation = RwSignal::new(highlight::generation());
-    highlight::subscribe(move || {
-        generation.try_set(highlight::generation());
-    });
-    let streaming_then = StoredValue::new(std::collections::HashSet::<String>::new());
-    Effect::new(move |seen: Option<u64>| {
-        let current = generation.get();
-        store.busy.track();
-        if current == 0 {
-            return current;
-        }
-        let fresh = seen != Some(current);
-        let messages = store
-            .chat
-            .with_untracked(|c| c.as_ref().map(|c| c.messages.get_untracked()))
-            .unwrap_or_default();
-        for m in messages {
-            if m.streaming.get_untracked() {
-                if fresh {
-                    streaming_then.update_value(|s| {
-                        s.insert(m.key.clone());
-                    });
-                }
-                continue;
-            }
-            let was_streaming = streaming_then.try_update_value(|s| s.remove(&m.key));
-            if fresh || was_streaming == Some(true) {
-                rerender_code(&m);
-            }
-        }
-        current
-    });
-}
-
-/// Renders an assistant message again if it holds a fenced code block with a language.
-fn rerender_code(m: &UiMessage) {
-    if !m.html.with_untracked(|h| h.contains(" data-lang=\"")) {
-        return;
-    }
-    let Some(text) = m.data.with_untracked(|d| {
-        (d.role == Role::Assistant)
-            .then(|| d.content.as_text().map(str::to_owned))
-            .flatten()
-    }) else {
-        return;
-    };
-    let html = markdown::render(&text);
-    if m.html.with_untracked(|h| *h != html) {
-        m.html.set(html);
-    }
-}
-
-/// Makes the Copy button of every rendered code block (Markdown HTML has no handlers of its own)
-/// copy the text of its `<code>`, then read "Copied" for a moment. One delegated listener.
-pub fn wire_code_copy() {
-    let handle = window_event_listener(leptos::ev::click, |ev| {
-        let Some(button) = ev
-            .target()
-            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-            .and_then(|t| {
-                t.closest(".lmck-app .lmck-codeblock > .lmck-copy")
-                    .ok()
-                    .flatten()
-            })
-        else {
-            return;
-        };
-        let code = button
-            .parent_element()
-            .and_then(|block| block.query_selector("pre > code").ok().flatten())
-            .and_then(|code| code.text_content());
-        if let Some(code) = code {
-            copy_text(code);
-            button.set_text_content(Some("Copied"));
-            set_timeout(
-                move || button.set_text_content(Some("Copy")),
-                std::time::Duration::from_millis(1500),
-            );
-        }
-    });
-    on_cleanup(move || handle.remove());
-}
-
 /// The sidebar.
 #[component]
 pub fn Sidebar() -> impl IntoView {
     let store = store();
-    rehighlight_when_loaded(store);
-    wire_code_copy();
     let search = RwSignal::new(String::new());
     let editing = RwSignal::new(None::<String>);
     let deleting = RwSignal::new(None::<(String, String)>);
