@@ -61,16 +61,6 @@ pub async fn run_printing_url(svc: ChatService, prefix: &str) {
         "listening on http://{}{prefix}",
         listener.local_addr().unwrap()
     );
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let _ = stream.set_nodelay(true);
-        let svc = TowerToHyperService::new(svc.clone());
-        tokio::spawn(async move {
-            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
-        });
-    }
+    let _served = serve_on(listener, svc);
+    std::future::pending::<()>().await;
 }

@@ -19,19 +19,30 @@ fn safe(domain: &str) -> bool {
             .any(|c| c.is_whitespace() || matches!(c, ';' | ',' | '\'' | '"') || c.is_control())
 }
 
-/// The kept entries of a domain list, each logged when dropped.
+/// The kept entries of a domain list.
 pub(crate) fn clean(domains: &[String]) -> Vec<&str> {
     domains
         .iter()
-        .map(|d| d.as_str())
-        .filter(|d| {
-            let ok = safe(d);
-            if !ok {
-                tracing::warn!(domain = ?d, "dropping an MCP App CSP domain that could inject");
-            }
-            ok
-        })
+        .map(String::as_str)
+        .filter(|d| safe(d))
         .collect()
+}
+
+/// Logs the entries [`clean`] drops (once per view, when its policy is built).
+fn warn_dropped(domains: &[String]) {
+    for d in domains.iter().filter(|d| !safe(d)) {
+        tracing::warn!(domain = ?d, "dropping an MCP App CSP domain that could inject");
+    }
+}
+
+/// Every domain list, in the order the warning names them.
+fn lists(csp: &UiCsp) -> [&Vec<String>; 4] {
+    [
+        &csp.resource_domains,
+        &csp.connect_domains,
+        &csp.frame_domains,
+        &csp.base_uri_domains,
+    ]
 }
 
 fn with(base: &str, domains: &[&str]) -> String {
@@ -48,6 +59,7 @@ pub(crate) fn build(csp: Option<&UiCsp>) -> String {
     let Some(csp) = csp else {
         return DEFAULT_CSP.to_owned();
     };
+    lists(csp).into_iter().for_each(|l| warn_dropped(l));
     let r = clean(&csp.resource_domains);
     let c = clean(&csp.connect_domains);
     let f = clean(&csp.frame_domains);
@@ -81,12 +93,7 @@ pub(crate) fn build(csp: Option<&UiCsp>) -> String {
 pub(crate) fn external_domains(csp: Option<&UiCsp>) -> Vec<String> {
     let Some(csp) = csp else { return Vec::new() };
     let mut out: Vec<String> = Vec::new();
-    for list in [
-        &csp.resource_domains,
-        &csp.connect_domains,
-        &csp.frame_domains,
-        &csp.base_uri_domains,
-    ] {
+    for list in lists(csp) {
         for d in clean(list) {
             if !out.iter().any(|o| o == d) {
                 out.push(d.to_owned());

@@ -9,8 +9,8 @@ use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::{ChatService, Config, McpHub, McpServerConfig, StandardHost};
 use tokio::net::TcpListener;
 
-use crate::browser::app::Env;
-use crate::browser::{browser_expected, launch};
+use crate::browser::app::{Env, bundle_built};
+use crate::browser::launch;
 use crate::mcp_server::{duplex_connector, npm_bin};
 use crate::mock_upstream::MockUpstream;
 use crate::serve::{Served, serve, serve_on};
@@ -66,18 +66,7 @@ pub async fn setup_apps(proxy: bool) -> Option<AppsEnv> {
     let svc = ChatService::new(builder.build().unwrap());
     let sandbox = sandbox_listener.map(|l| serve_on(l, svc.sandbox_only()));
     let server = serve(svc).await;
-    let loader = reqwest::get(server.url("/chat/assets/lmchatkit.js"))
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
-    if loader.contains("not built") {
-        assert!(
-            !browser_expected(),
-            "the UI bundle is not built: run ./scripts/build-ui.sh"
-        );
-        eprintln!("SKIPPED: the UI bundle is not built (./scripts/build-ui.sh)");
+    if !bundle_built(&server.url("/chat/assets/lmchatkit.js")).await {
         return None;
     }
     let browser = launch().await?;
