@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: installs what building and testing need (idempotent, fast when present),
-# builds the UI bundle, then formatting, lints, the wasm build and all tests.
+# builds the UI bundle (the wasm build of the UI and the wire types), then formatting, lints and all
+# tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
@@ -16,6 +17,5 @@ echo "== clippy";  cargo clippy --workspace --all-targets -j"$JOBS" -- -D warnin
 echo "== clippy (no default features)"
 cargo clippy -p lmchatkit --no-default-features --lib -j"$JOBS" -- -D warnings
 echo "== docs";    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit -p lmchatkit-protocol -j"$JOBS"
-echo "== wasm32";  cargo check -p lmchatkit-protocol -p lmchatkit-web --target wasm32-unknown-unknown -j"$JOBS"
 echo "== tests";   LMCHATKIT_EXPECT_BUNDLE=1 cargo test --workspace -j"$JOBS"
 echo "== all tests passed"

@@ -112,21 +112,12 @@ impl Api {
     /// `PUT {prefix}/api/conversations/{id}` with the base revision in `conv.revision`.
     pub async fn save(&self, conv: &StoredConversation) -> Result<SaveOutcome, ApiError> {
         let url = self.url(&format!("conversations/{}", encode(&conv.id)));
-        let req = Request::put(&url)
-            .json(conv)
-            .map_err(|e| ApiError::Decode(e.to_string()))?;
-        let res = req
-            .send()
-            .await
-            .map_err(|e| ApiError::Network(e.to_string()))?;
-        if res.status() == 409 {
-            let c = res
-                .json::<ConflictResponse>()
-                .await
-                .map_err(|e| ApiError::Decode(e.to_string()))?;
+        let reply = fetch_text(Request::put(&url), Some(to_json(conv)?)).await?;
+        if reply.status == 409 {
+            let c: ConflictResponse = from_json(&reply.text)?;
             return Ok(SaveOutcome::Conflict(Box::new(c)));
         }
-        let r: SaveResponse = decode(res).await?;
+        let r: SaveResponse = from_json(&ok_body(reply)?)?;
         Ok(SaveOutcome::Saved(r.revision))
     }
 
@@ -140,12 +131,7 @@ impl Api {
     /// `DELETE {prefix}/api/conversations/{id}`.
     pub async fn delete(&self, id: &str) -> Result<(), ApiError> {
         let url = self.url(&format!("conversations/{}", encode(id)));
-        let res = send(Request::delete(&url)).await?;
-        if res.ok() {
-            Ok(())
-        } else {
-            Err(status_error(res).await)
-        }
+        ok_body(fetch_text(Request::delete(&url), None).await?).map(drop)
     }
 
     /// `POST {prefix}/api/apps/view`: a URL for an MCP App view.
@@ -169,7 +155,7 @@ impl Api {
             .send()
             .await
             .map_err(|e| ApiError::Network(e.to_string()))?;
-        decode(res).await
+        from_json(&ok_body(read_text(res).await?)?)
     }
 
     /// `POST {prefix}/api/chat`: calls `on_frame` for each SSE frame until the stream ends.
@@ -194,8 +180,8 @@ impl Api {
     }
 
     async fn get_json<T: DeserializeOwned>(&self, route: &str) -> Result<T, ApiError> {
-        decode(send(Request::get(&self.url(route)).header("Accept", "application/json")).await?)
-            .await
+        let builder = Request::get(&self.url(route)).header("Accept", "application/json");
+        from_json(&ok_body(fetch_text(builder, None).await?)?)
     }
 
     async fn send_json<T: DeserializeOwned>(
@@ -203,14 +189,7 @@ impl Api {
         builder: RequestBuilder,
         body: &impl Serialize,
     ) -> Result<T, ApiError> {
-        let req = builder
-            .json(body)
-            .map_err(|e| ApiError::Decode(e.to_string()))?;
-        let res = req
-            .send()
-            .await
-            .map_err(|e| ApiError::Network(e.to_string()))?;
-        decode(res).await
+        from_json(&ok_body(fetch_text(builder, Some(to_json(body)?)).await?)?)
     }
 }
 
@@ -218,30 +197,69 @@ fn encode(id: &str) -> String {
     String::from(js_sys::encode_uri_component(id))
 }
 
-async fn send(builder: RequestBuilder) -> Result<Response, ApiError> {
-    builder
-        .send()
-        .await
-        .map_err(|e| ApiError::Network(e.to_string()))
+// Only (de)serialising is generic: the fetch and its error handling below are compiled once,
+// not once per response type (that kept ~15 copies of the same future in the wasm bundle).
+
+fn to_json(body: &impl Serialize) -> Result<String, ApiError> {
+    serde_json::to_string(body).map_err(|e| ApiError::Decode(e.to_string()))
 }
 
-async fn status_error(res: Response) -> ApiError {
-    let status = res.status();
-    // The service answers errors as `{"error": "..."}`; anything else keeps the status text.
-    let message = match res.json::<ErrorBody>().await {
-        Ok(body) => body.error,
-        Err(_) => res.status_text(),
-    };
-    ApiError::Status { status, message }
+fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, ApiError> {
+    serde_json::from_str(text).map_err(|e| ApiError::Decode(e.to_string()))
 }
 
-async fn decode<T: DeserializeOwned>(res: Response) -> Result<T, ApiError> {
-    if !res.ok() {
-        return Err(status_error(res).await);
+/// A finished response.
+struct Reply {
+    status: u16,
+    /// The status text (kept for errors whose body is not the service's `{"error"}`).
+    status_text: String,
+    text: String,
+}
+
+/// Sends the request (with a JSON body when given) and reads the reply.
+async fn fetch_text(builder: RequestBuilder, json: Option<String>) -> Result<Reply, ApiError> {
+    let res = match json {
+        Some(body) => {
+            builder
+                .header("Content-Type", "application/json")
+                .body(body)
+                .map_err(|e| ApiError::Decode(e.to_string()))?
+                .send()
+                .await
+        }
+        None => builder.send().await,
     }
-    res.json::<T>()
-        .await
-        .map_err(|e| ApiError::Decode(e.to_string()))
+    .map_err(|e| ApiError::Network(e.to_string()))?;
+    read_text(res).await
+}
+
+async fn read_text(res: Response) -> Result<Reply, ApiError> {
+    let text = match res.text().await {
+        Ok(text) => text,
+        Err(e) if res.ok() => return Err(ApiError::Network(e.to_string())),
+        Err(_) => String::new(),
+    };
+    Ok(Reply {
+        status: res.status(),
+        status_text: res.status_text(),
+        text,
+    })
+}
+
+/// The body of a 2xx reply, else the error: the service answers errors as `{"error": "..."}`;
+/// anything else keeps the status text.
+fn ok_body(reply: Reply) -> Result<String, ApiError> {
+    if (200..300).contains(&reply.status) {
+        return Ok(reply.text);
+    }
+    let message = match serde_json::from_str::<ErrorBody>(&reply.text) {
+        Ok(body) => body.error,
+        Err(_) => reply.status_text,
+    };
+    Err(ApiError::Status {
+        status: reply.status,
+        message,
+    })
 }
 
 fn js_err(e: JsValue) -> ApiError {

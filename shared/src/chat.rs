@@ -1,5 +1,8 @@
 //! Messages and the events of the chat stream (`POST {prefix}/api/chat`).
 
+use std::fmt;
+
+use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
@@ -101,24 +104,32 @@ impl Serialize for Content {
 
 impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Text(String),
-            Parts(Vec<ContentPart>),
-            Null(()),
+        // A visitor rather than `#[serde(untagged)]`: untagged buffers the value and tries each
+        // shape in turn, which costs about 13 KB in the wasm UI and hides the error inside a
+        // malformed part behind a generic one.
+        struct ContentVisitor;
+        impl<'de> Visitor<'de> for ContentVisitor {
+            type Value = Content;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("content: a string, an array of content parts, or null")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Content, E> {
+                Ok(Content::Text(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Content, E> {
+                Ok(Content::Text(v))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Content, E> {
+                Ok(Content::default())
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Content, E> {
+                Ok(Content::default())
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Content, A::Error> {
+                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Content::Parts)
+            }
         }
-        Ok(
-            match Raw::deserialize(d).map_err(|_| {
-                serde::de::Error::custom(
-                    "content must be a string, an array of content parts, or null",
-                )
-            })? {
-                Raw::Text(t) => Content::Text(t),
-                Raw::Parts(p) => Content::Parts(p),
-                Raw::Null(()) => Content::default(),
-            },
-        )
+        d.deserialize_any(ContentVisitor)
     }
 }
 

@@ -77,6 +77,40 @@ fn message_null_content_reads_as_empty_text() {
 }
 
 #[test]
+fn content_reads_each_shape_and_names_what_is_wrong() {
+    // From a string (what the UI's client parses) as well as from a value (the server's path).
+    for read in [
+        |j: &str| serde_json::from_str::<Content>(j).map_err(|e| e.to_string()),
+        |j: &str| {
+            serde_json::from_value::<Content>(serde_json::from_str(j).unwrap())
+                .map_err(|e| e.to_string())
+        },
+    ] {
+        assert_eq!(read(r#""hi""#).unwrap(), Content::Text("hi".into()));
+        assert_eq!(read("null").unwrap(), Content::Text(String::new()));
+        assert_eq!(
+            read(
+                r#"[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:,"}}]"#
+            )
+            .unwrap(),
+            Content::Parts(vec![
+                ContentPart::text("a"),
+                ContentPart::image_url("data:,")
+            ])
+        );
+        assert_eq!(read("[]").unwrap(), Content::Parts(vec![]));
+        let e = read("3").unwrap_err();
+        assert!(
+            e.contains("a string, an array of content parts, or null"),
+            "{e}"
+        );
+        // The error inside a malformed part is reported, not hidden behind a generic one.
+        let e = read(r#"[{"type":"text"}]"#).unwrap_err();
+        assert!(e.contains("missing field `text`"), "{e}");
+    }
+}
+
+#[test]
 fn message_full_shape() {
     let mut call = ToolCall::new("c1", "weather", json!({"city": "Oslo"}));
     call.approval = Some(Approval::Denied);
