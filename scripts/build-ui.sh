@@ -57,7 +57,7 @@ node -e '
   if (!h.highlight("fn main() {}", { language: "rust" }).value.includes("hljs-keyword")) process.exit(1);
 ' "$hl_tmp" $HLJS_LANGUAGES toml html ts sh yml
 hash=$(sha256sum "$hl_tmp" | cut -c1-16)
-rm -f server/assets/lmchatkit-highlight-*.js
+rm -f server/assets/lmchatkit-highlight-*.js server/assets/lmchatkit-highlight-*.js.gz server/assets/lmchatkit-highlight-*.js.br
 mv "$hl_tmp" "server/assets/lmchatkit-highlight-$hash.js"
 chmod 644 "server/assets/lmchatkit-highlight-$hash.js"
 hl_gz=$(gzip -9c "server/assets/lmchatkit-highlight-$hash.js" | wc -c)
@@ -66,5 +66,32 @@ if [ "$hl_gz" -gt "$HLJS_BUDGET" ]; then
   echo "build-ui: the highlighter is over its budget" >&2
   exit 1
 fi
+# Precompressed copies of the text and wasm files (`<file>.gz`, gzip level 9, and `<file>.br`,
+# brotli quality 11), by node's zlib: the service serves them by the request's Accept-Encoding
+# (server/build.rs embeds them beside each file), so a host needs no compression layer and no
+# CPU is spent per request. Each is checked to decompress to its file; one that is not smaller
+# is not written.
+find server/assets -type f \( -name '*.js' -o -name '*.css' -o -name '*.wasm' -o -name '*.svg' \) \
+  ! -path '*/.*' -print0 | xargs -0 node -e '
+  const fs = require("fs"), zlib = require("zlib");
+  for (const file of process.argv.slice(1)) {
+    const body = fs.readFileSync(file);
+    const text = !file.endsWith(".wasm");
+    const variants = {
+      gz: zlib.gzipSync(body, { level: 9 }),
+      br: zlib.brotliCompressSync(body, { params: {
+        [zlib.constants.BROTLI_PARAM_QUALITY]: 11,
+        [zlib.constants.BROTLI_PARAM_LGWIN]: 24,
+        [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+        [zlib.constants.BROTLI_PARAM_MODE]: text ? zlib.constants.BROTLI_MODE_TEXT : zlib.constants.BROTLI_MODE_GENERIC,
+      } }),
+    };
+    const back = { gz: zlib.gunzipSync, br: zlib.brotliDecompressSync };
+    for (const [ext, packed] of Object.entries(variants)) {
+      if (!back[ext](packed).equals(body)) { console.error("build-ui: " + ext + " round trip failed for " + file); process.exit(1); }
+      if (packed.length < body.length) fs.writeFileSync(file + "." + ext, packed, { mode: 0o644 });
+    }
+    console.log("build-ui: " + file + ": " + body.length + " B, gzip " + variants.gz.length + " B, brotli " + variants.br.length + " B");
+  }'
 echo "build-ui: server/assets/ built in $(( $(date +%s) - start )) s:"
 ls -l server/assets | sed -n '2,$p'

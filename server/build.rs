@@ -10,7 +10,9 @@
 //! - `bundle_table.rs`: the table of embedded files (`include_bytes!` with absolute paths), each with
 //!   its content type, a strong ETag (`"` + first 16 hex digits of its SHA-256 + `"`) and whether its
 //!   name is content-hashed (then it is served `immutable`), plus which file is trunk's JS entry,
-//!   its wasm and its CSS.
+//!   its wasm and its CSS. The precompressed copies `<file>.gz` and `<file>.br` that
+//!   `scripts/build-ui.sh` writes are not files of their own: they are attached to `<file>` (each
+//!   with its own ETag) and served in its place when the request accepts that encoding.
 //!
 //! A missing or empty `assets/` is normal (`cargo clippy`/`cargo test` never need the wasm
 //! toolchain): the table is then empty and the loader is the "not built" one. trunk's own
@@ -38,7 +40,13 @@ struct Embedded {
     content_type: &'static str,
     etag: String,
     immutable: bool,
+    /// `<rel>.gz` and `<rel>.br` (written by `scripts/build-ui.sh`): absolute path and ETag.
+    gzip: Option<(PathBuf, String)>,
+    br: Option<(PathBuf, String)>,
 }
+
+/// Suffixes of the precompressed copies `scripts/build-ui.sh` writes beside a file.
+const ENCODED_SUFFIXES: [&str; 2] = [".gz", ".br"];
 
 fn main() {
     let manifest_dir =
@@ -64,6 +72,7 @@ fn main() {
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.abs.display());
     }
+    let files = attach_encoded(files);
 
     // trunk (wasm-bindgen --target web) writes `<name>-<hash>.js` next to `<name>-<hash>_bg.wasm`.
     let top_level = |f: &&Embedded| !f.rel.contains('/');
@@ -145,21 +154,33 @@ fn main() {
     );
     let _ = writeln!(table, "    content_type: {:?},", content_type(LOADER));
     let _ = writeln!(table, "    etag: {:?},", etag(loader.as_bytes()));
-    let _ = writeln!(table, "    immutable: false,\n}};");
+    let _ = writeln!(
+        table,
+        "    immutable: false,\n    gzip: None,\n    br: None,\n}};"
+    );
     let _ = writeln!(
         table,
         "/// Every embedded file but the loader, sorted by path."
     );
     let _ = writeln!(table, "pub(super) static FILES: &[(&str, Asset)] = &[");
+    let encoded = |e: &Option<(PathBuf, String)>| match e {
+        Some((abs, etag)) => format!(
+            "Some(Encoded {{ body: include_bytes!({:?}), etag: {etag:?} }})",
+            path_str(abs)
+        ),
+        None => "None".to_owned(),
+    };
     for f in &files {
         let _ = writeln!(
             table,
-            "    ({:?}, Asset {{ body: include_bytes!({:?}), content_type: {:?}, etag: {:?}, immutable: {} }}),",
+            "    ({:?}, Asset {{ body: include_bytes!({:?}), content_type: {:?}, etag: {:?}, immutable: {}, gzip: {}, br: {} }}),",
             f.rel,
             path_str(&f.abs),
             f.content_type,
             f.etag,
-            f.immutable
+            f.immutable,
+            encoded(&f.gzip),
+            encoded(&f.br),
         );
     }
     let _ = writeln!(table, "];");
@@ -209,8 +230,30 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<Embedded>) {
             immutable: is_hashed(&rel),
             abs: path,
             rel,
+            gzip: None,
+            br: None,
         });
     }
+}
+
+/// Moves each `<rel>.gz` / `<rel>.br` onto the file `<rel>` as its encoded copy (served only
+/// through `Accept-Encoding`, never by its own name). A copy without its file is dropped.
+fn attach_encoded(files: Vec<Embedded>) -> Vec<Embedded> {
+    let (encoded, mut plain): (Vec<Embedded>, Vec<Embedded>) = files
+        .into_iter()
+        .partition(|f| ENCODED_SUFFIXES.iter().any(|s| f.rel.ends_with(s)));
+    for e in encoded {
+        let (base, suffix) = e.rel.split_at(e.rel.len() - 3);
+        match plain.iter_mut().find(|f| f.rel == base) {
+            Some(f) if suffix == ".gz" => f.gzip = Some((e.abs, e.etag)),
+            Some(f) => f.br = Some((e.abs, e.etag)),
+            None => println!(
+                "cargo:warning=assets/{} has no assets/{base}; not served",
+                e.rel
+            ),
+        }
+    }
+    plain
 }
 
 fn path_str(path: &Path) -> String {

@@ -15,11 +15,16 @@
 //!   elements: the mount `<div data-lmchatkit data-prefix="…">` and the loader `<script>`.
 //! - The code highlighter (`lmchatkit-highlight-<hash>.js`, added by `scripts/build-ui.sh`) is
 //!   one more hashed file; the loader publishes its URL for the UI, which loads it lazily.
+//! - **Precompressed.** `scripts/build-ui.sh` also writes a brotli (quality 11) and a gzip
+//!   (level 9) copy of each JS, CSS and wasm file; they are embedded as [`Asset::br`] and
+//!   [`Asset::gzip`] and [`Asset::encoded`] picks one by the request's `Accept-Encoding`, so the
+//!   UI travels compressed (the wasm at about 40 % of its size) without a compression layer in
+//!   the host and without compressing per request.
 
 // The entry names are read by the tests only.
 #[cfg_attr(not(test), allow(dead_code))]
 mod table {
-    use super::Asset;
+    use super::{Asset, Encoded};
     include!(concat!(env!("OUT_DIR"), "/bundle_table.rs"));
 }
 
@@ -37,6 +42,38 @@ pub(crate) struct Asset {
     pub etag: &'static str,
     /// Content-hashed name: cache forever (`immutable`); otherwise revalidate (`no-cache`).
     pub immutable: bool,
+    /// The gzip copy, if the bundle has one.
+    pub gzip: Option<Encoded>,
+    /// The brotli copy, if the bundle has one.
+    pub br: Option<Encoded>,
+}
+
+/// A precompressed copy of an [`Asset`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Encoded {
+    /// The compressed bytes.
+    pub body: &'static [u8],
+    /// Strong ETag of the compressed bytes (a different representation, so a different tag).
+    pub etag: &'static str,
+}
+
+impl Asset {
+    /// Whether the asset has precompressed copies (then responses vary on `Accept-Encoding`).
+    pub(crate) fn has_encodings(&self) -> bool {
+        self.gzip.is_some() || self.br.is_some()
+    }
+
+    /// The copy to send for a request whose `Accept-Encoding` allows `accepts(coding)`: brotli
+    /// (smallest), else gzip, else `None` (the plain bytes). Returns the `Content-Encoding` value
+    /// with the copy.
+    pub(crate) fn encoded(
+        &self,
+        accepts: impl Fn(&str) -> bool,
+    ) -> Option<(&'static str, Encoded)> {
+        [("br", self.br), ("gzip", self.gzip)]
+            .into_iter()
+            .find_map(|(coding, copy)| copy.filter(|_| accepts(coding)).map(|c| (coding, c)))
+    }
 }
 
 /// The file at `path`, relative to `{prefix}/assets/` (already percent-decoded, no leading `/`).
@@ -196,7 +233,12 @@ mod tests {
                 .unwrap()
                 .to_string_lossy()
                 .replace('\\', "/");
-            if rel != "index.html" && rel != LOADER_PATH {
+            // `<file>.gz` / `<file>.br` beside `<file>` are its encoded copies, not files.
+            let copy_of = rel
+                .strip_suffix(".gz")
+                .or_else(|| rel.strip_suffix(".br"))
+                .filter(|base| root.join(base).is_file());
+            if rel != "index.html" && rel != LOADER_PATH && copy_of.is_none() {
                 out.push(rel);
             }
         }
@@ -216,7 +258,85 @@ mod tests {
         for (path, a) in table::FILES {
             let disk = std::fs::read(root.join(path)).unwrap();
             assert_eq!(a.body, &disk[..], "{path} changed since the build");
+            for (suffix, copy) in [(".gz", a.gzip), (".br", a.br)] {
+                let on_disk = std::fs::read(root.join(format!("{path}{suffix}"))).ok();
+                assert_eq!(copy.map(|c| c.body), on_disk.as_deref(), "{path}{suffix}");
+            }
         }
+    }
+
+    fn gunzip(bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(bytes), &mut out).unwrap();
+        out
+    }
+
+    fn unbrotli(bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut reader = brotli_decompressor::Decompressor::new(bytes, 4096);
+        std::io::Read::read_to_end(&mut reader, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn encoded_copies_decode_to_the_file_and_are_smaller() {
+        for (path, a) in table::FILES {
+            if let Some(gz) = a.gzip {
+                assert_eq!(gunzip(gz.body), a.body, "{path}.gz");
+                assert!(gz.body.len() < a.body.len(), "{path}.gz");
+                assert_eq!(gz.etag, expected_etag(gz.body), "{path}.gz");
+            }
+            if let Some(br) = a.br {
+                assert_eq!(unbrotli(br.body), a.body, "{path}.br");
+                assert!(br.body.len() < a.body.len(), "{path}.br");
+                assert_eq!(br.etag, expected_etag(br.body), "{path}.br");
+            }
+        }
+        if std::env::var_os("LMCHATKIT_EXPECT_BUNDLE").is_some() {
+            // scripts/build-ui.sh compresses the entry JS, the wasm, the CSS and the highlighter.
+            let mut main = vec![table::JS_ENTRY.unwrap(), table::WASM.unwrap()];
+            main.extend(table::CSS);
+            main.extend(table::HIGHLIGHTER);
+            for path in main {
+                let a = asset(path).unwrap();
+                assert!(
+                    a.gzip.is_some() && a.br.is_some(),
+                    "{path} has no encoded copies"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_smallest_accepted_copy_is_chosen() {
+        let gzip = Encoded {
+            body: b"gz",
+            etag: "\"g\"",
+        };
+        let br = Encoded {
+            body: b"br",
+            etag: "\"b\"",
+        };
+        let plain = Asset {
+            body: b"plain",
+            content_type: "text/css",
+            etag: "\"p\"",
+            immutable: true,
+            gzip: None,
+            br: None,
+        };
+        let both = Asset {
+            gzip: Some(gzip),
+            br: Some(br),
+            ..plain
+        };
+        assert!(!plain.has_encodings() && both.has_encodings());
+        assert_eq!(plain.encoded(|_| true), None);
+        assert_eq!(both.encoded(|_| true), Some(("br", br)));
+        assert_eq!(both.encoded(|c| c == "gzip"), Some(("gzip", gzip)));
+        assert_eq!(both.encoded(|_| false), None);
+        let gzip_only = Asset { br: None, ..both };
+        assert_eq!(gzip_only.encoded(|c| c == "br"), None);
     }
 
     #[test]

@@ -162,6 +162,35 @@ pub(crate) fn etag_of(body: &[u8]) -> String {
     format!("\"{}\"", hex::encode(&digest[..8]))
 }
 
+/// Whether the request's `Accept-Encoding` allows the content coding `coding` (RFC 9110
+/// §12.5.3): named with a non-zero weight, or covered by `*` with a non-zero weight when not
+/// named. Names compare case-insensitively; no header allows none (only `identity`).
+pub(crate) fn accepts_encoding(headers: &HeaderMap, coding: &str) -> bool {
+    let mut star = None;
+    for item in headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+    {
+        let mut parts = item.split(';').map(str::trim);
+        let name = parts.next().unwrap_or_default();
+        // A weight that does not parse counts as 0: better plain bytes than a coding the client
+        // may have meant to refuse.
+        let weight = parts
+            .find_map(|p| p.strip_prefix("q=").or_else(|| p.strip_prefix("Q=")))
+            .map_or(Some(1.0), |q| q.trim().parse::<f32>().ok())
+            .unwrap_or(0.0);
+        if name.eq_ignore_ascii_case(coding) {
+            return weight > 0.0;
+        }
+        if name == "*" {
+            star = Some(weight > 0.0);
+        }
+    }
+    star.unwrap_or(false)
+}
+
 /// True when `If-None-Match` matches `etag` (list syntax, `*` and weak tags understood).
 pub(crate) fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
     let bare = etag.trim_start_matches("W/");
@@ -268,6 +297,43 @@ pub(crate) async fn read_json<T: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn accept_encoding(values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append(header::ACCEPT_ENCODING, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn accept_encoding_follows_names_weights_and_star() {
+        let yes = |v: &[&str], c| accepts_encoding(&accept_encoding(v), c);
+        assert!(yes(&["gzip, deflate, br, zstd"], "br"));
+        assert!(yes(&["gzip, deflate"], "gzip"));
+        assert!(!yes(&["gzip, deflate"], "br"));
+        assert!(!yes(&[], "gzip"), "no header: identity only");
+        assert!(yes(&["BR;q=0.5"], "br"), "case-insensitive, weight > 0");
+        assert!(!yes(&["br;q=0, gzip"], "br"), "q=0 refuses");
+        assert!(yes(&["br;q=0, gzip"], "gzip"));
+        assert!(!yes(&["br; q=0.000"], "br"));
+        assert!(yes(&["*"], "br"), "* covers codings not named");
+        assert!(!yes(&["*;q=0"], "gzip"));
+        assert!(yes(&["gzip;q=1, *;q=0"], "gzip"), "a name wins over *");
+        assert!(
+            !yes(&["br;q=0", "*"], "br"),
+            "a name wins over * across headers"
+        );
+        assert!(
+            yes(&["identity", "gzip"], "gzip"),
+            "several headers are one list"
+        );
+        assert!(
+            !yes(&["gzip;q=abc"], "gzip"),
+            "a weight that does not parse refuses"
+        );
+        assert!(!yes(&["gzipx, xgzip"], "gzip"), "whole names only");
+    }
 
     #[test]
     fn etag_matching_understands_lists_weak_and_star() {

@@ -1,13 +1,14 @@
 //! The page at `{prefix}` and the bundle under `{prefix}/assets/` (DESIGN decision 1): the
 //! stable loader revalidates (`no-cache` + ETag), content-hashed files are `immutable`; `HEAD`
-//! answers the headers only.
+//! answers the headers only. A file with precompressed copies is sent as brotli or gzip when
+//! `Accept-Encoding` allows it (`Content-Encoding`, the copy's own ETag, `Vary: Accept-Encoding`).
 
 use http::StatusCode;
 use http::header::{self, HeaderValue};
 
 use crate::bundle;
 use crate::config::Config;
-use crate::http_util::{ApiError, Response, empty, etag_of, full, not_modified};
+use crate::http_util::{ApiError, Response, accepts_encoding, empty, etag_of, full, not_modified};
 use crate::service::Req;
 
 pub(crate) fn page(config: &Config, head: bool) -> Result<Response, ApiError> {
@@ -30,12 +31,11 @@ pub(crate) fn asset(req: &Req, raw: &str, head: bool) -> Result<Response, ApiErr
         .decode_utf8()
         .map_err(|_| not_found())?;
     let asset = bundle::asset(&path).ok_or_else(not_found)?;
-    let fresh = not_modified(&req.parts.headers, asset.etag);
-    let mut res = http::Response::new(if head || fresh {
-        empty()
-    } else {
-        full(asset.body)
-    });
+    let headers = &req.parts.headers;
+    let encoded = asset.encoded(|coding| accepts_encoding(headers, coding));
+    let (body, etag) = encoded.map_or((asset.body, asset.etag), |(_, c)| (c.body, c.etag));
+    let fresh = not_modified(headers, etag);
+    let mut res = http::Response::new(if head || fresh { empty() } else { full(body) });
     if fresh {
         *res.status_mut() = StatusCode::NOT_MODIFIED;
     }
@@ -44,7 +44,13 @@ pub(crate) fn asset(req: &Req, raw: &str, head: bool) -> Result<Response, ApiErr
         header::CONTENT_TYPE,
         HeaderValue::from_static(asset.content_type),
     );
-    h.insert(header::ETAG, HeaderValue::from_static(asset.etag));
+    h.insert(header::ETAG, HeaderValue::from_static(etag));
+    if let Some((coding, _)) = encoded.filter(|_| !fresh) {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding));
+    }
+    if asset.has_encodings() {
+        h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
