@@ -18,6 +18,13 @@ async fn first_message_streams_and_renders() {
     let b = &env.browser;
     b.wait_js("the default persona", "const i = document.querySelector('.lmck-combo-input'); return !!i && i.value === 'Default';").await;
     b.screenshot("01-start-screen").await;
+    // The wasm came compressed (the service's precompressed copy, by Accept-Encoding).
+    let wasm = b.js("const e = performance.getEntriesByType('resource').find((r) => r.name.endsWith('_bg.wasm')); return e ? [e.encodedBodySize, e.decodedBodySize] : null;").await;
+    let [encoded, decoded] = [0, 1].map(|i| wasm[i].as_u64().expect("the wasm's resource timing"));
+    assert!(
+        encoded * 2 < decoded,
+        "wasm sent with {encoded} bytes for {decoded}"
+    );
     start_chat(b).await;
     b.send_message("hello there").await;
     b.wait_text(".lmck-assistant .lmck-md", "Hello from the mock model.")
