@@ -12,7 +12,7 @@ use lmchatkit_tests::browser::app::{
     Env, ONE_AT_A_TIME, idle, saved_messages, setup, start_chat, wait_saved,
 };
 use lmchatkit_tests::browser::front::setup_front;
-use lmchatkit_tests::browser::helpers::{setup_with_personas, talk};
+use lmchatkit_tests::browser::helpers::{put_long_conversation, setup_with_personas, talk};
 use serde_json::{Value, json};
 
 /// Waits until no modal dialog is open.
@@ -505,4 +505,68 @@ async fn the_event_stream_reconnects_with_last_event_id() {
     put("conv-c", "saved after the reconnect").await;
     b.wait_for(".lmck-conv[data-id='conv-c'] .lmck-dot").await;
     assert_eq!(probe.event_requests().len(), 2, "no extra reconnects");
+}
+
+#[tokio::test]
+async fn a_long_chat_renders_its_latest_messages_first_and_earlier_ones_on_scroll() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    put_long_conversation(&env.server, "Long", 150).await;
+    // Opened from the sidebar (the save reached this tab through /api/events).
+    b.wait_text(".lmck-conv", "Long").await;
+    b.js("[...document.querySelectorAll('.lmck-conv')].find((c) => c.textContent.includes('Long')).querySelector('.lmck-conv-open').click(); return true;")
+        .await;
+    // The last 60 are rendered, scrolled to the bottom; the 90 before wait behind a button.
+    b.wait_text(".lmck-transcript", "Message number 149.").await;
+    let count = "return document.querySelectorAll('.lmck-msg').length;";
+    assert_eq!(b.js(count).await, json!(60));
+    b.wait_text(".lmck-earlier", "Show earlier messages (90)")
+        .await;
+    let first = "return document.querySelector('.lmck-msg').textContent;";
+    assert!(
+        b.js(first)
+            .await
+            .as_str()
+            .unwrap()
+            .contains("Message number 90.")
+    );
+
+    // Scrolling near the top renders 60 more above, and what was on screen stays on screen.
+    b.js("const t = document.querySelector('.lmck-transcript'); t.scrollTop = 0; \
+          window.__top = [...document.querySelectorAll('.lmck-msg')].find((m) => m.textContent.includes('Message number 90.')).getBoundingClientRect().top; \
+          t.dispatchEvent(new Event('scroll')); return true;")
+        .await;
+    b.wait_js(
+        "60 more messages",
+        "return document.querySelectorAll('.lmck-msg').length === 120;",
+    )
+    .await;
+    b.wait_text(".lmck-earlier", "Show earlier messages (30)")
+        .await;
+    b.wait_js(
+        "the view to stay put",
+        "const m = [...document.querySelectorAll('.lmck-msg')].find((m) => m.textContent.includes('Message number 90.')); \
+         return Math.abs(m.getBoundingClientRect().top - window.__top) < 2;",
+    )
+    .await;
+    // The button renders the rest; then it goes away.
+    b.js("document.querySelector('.lmck-earlier').click(); return true;")
+        .await;
+    b.wait_js("every message", "return document.querySelectorAll('.lmck-msg').length === 150 && !document.querySelector('.lmck-earlier');")
+        .await;
+    assert!(
+        b.js(first)
+            .await
+            .as_str()
+            .unwrap()
+            .contains("Message number 0.")
+    );
+
+    // A new turn still renders and is followed.
+    b.send_message("one more").await;
+    b.wait_text(".lmck-assistant .lmck-md", "Hello from the mock model.")
+        .await;
+    idle(b).await;
+    assert_eq!(b.js(count).await, json!(152));
 }

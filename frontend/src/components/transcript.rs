@@ -1,6 +1,12 @@
 //! The transcript: the open chat's messages (keyed by id), following the stream while the user
 //! stays at the bottom, a "Jump to latest" pill when they scrolled up, and a polite live region
 //! announcing each finished reply (the streaming text itself is not announced delta by delta).
+//!
+//! **Long chats open fast**: only the last [`WINDOW`] messages are rendered at first (a 1,000-
+//! message chat opened in about 400 ms with every message in the DOM, most of it building nodes
+//! nobody sees yet). Scrolling near the top, or the "Show earlier messages" button, renders
+//! [`WINDOW`] more above, keeping the messages on screen where they are. Messages added later
+//! (the next turns, another tab's) are always rendered.
 
 use std::time::Duration;
 
@@ -12,12 +18,51 @@ use crate::components::message::MessageView;
 use crate::components::store;
 use crate::state::Chat;
 
+/// How many messages are rendered when a chat opens, and how many more each "show earlier" adds.
+pub const WINDOW: usize = 60;
+
+/// Within this many pixels of the top, scrolling up renders earlier messages.
+const NEAR_TOP_PX: i32 = 400;
+
+/// The index of the first message to render: `first`, but never leaving fewer than [`WINDOW`]
+/// (or all) messages rendered when the chat got shorter (an edit-and-resend, another tab's save).
+pub fn window_start(first: usize, len: usize) -> usize {
+    first.min(len.saturating_sub(WINDOW))
+}
+
 /// The messages of `chat`.
 #[component]
 pub fn Transcript(chat: Chat) -> impl IntoView {
     let store = store();
     let scroller = NodeRef::<html::Div>::new();
     let following = RwSignal::new(true);
+    let first = RwSignal::new(
+        chat.messages
+            .with_untracked(|ms| ms.len().saturating_sub(WINDOW)),
+    );
+    let msgs_len = chat.messages.clone();
+    let start = Memo::new(move |_| msgs_len.with(|ms| window_start(first.get(), ms.len())));
+    // Renders more above, keeping the distance to the bottom (so what is on screen stays put;
+    // `overflow-anchor` is off for the transcript, which follows the stream by hand). One step
+    // at a time: scroll events that arrive before the step is on screen must not take another.
+    let stepping = StoredValue::new(false);
+    let show_earlier = move || {
+        let Some(el) = scroller.get_untracked() else {
+            return;
+        };
+        if start.get_untracked() == 0 || stepping.get_value() {
+            return;
+        }
+        stepping.set_value(true);
+        let from_bottom = el.scroll_height() - el.scroll_top();
+        first.set(start.get_untracked().saturating_sub(WINDOW));
+        request_animation_frame(move || {
+            if let Some(el) = scroller.get_untracked() {
+                el.set_scroll_top(el.scroll_height() - from_bottom);
+            }
+            stepping.set_value(false);
+        });
+    };
     let to_bottom = move || {
         if let Some(el) = scroller.get_untracked() {
             el.set_scroll_top(el.scroll_height());
@@ -40,10 +85,14 @@ pub fn Transcript(chat: Chat) -> impl IntoView {
         if let Some(el) = scroller.get_untracked() {
             let gap = el.scroll_height() - el.scroll_top() - el.client_height();
             following.set(gap < 40);
+            if el.scroll_top() < NEAR_TOP_PX && !following.get_untracked() {
+                show_earlier();
+            }
         }
     };
     let msgs = chat.messages.clone();
     let msgs2 = chat.messages.clone();
+    let rendered = move || msgs.with(|ms| ms[start.get().min(ms.len())..].to_vec());
     let announce = move || {
         if store.busy.get() {
             return String::new();
@@ -65,7 +114,12 @@ pub fn Transcript(chat: Chat) -> impl IntoView {
     let chat2 = chat.clone();
     view! {
         <div class="lmck-transcript" node_ref=scroller on:scroll=on_scroll aria-label="Conversation" role="region">
-            <For each=move || msgs.get() key=|m| m.key.clone() let:m>
+            <Show when=move || { start.get() > 0 }>
+                <button class="lmck-earlier" on:click=move |_| show_earlier()>
+                    {move || format!("Show earlier messages ({})", start.get())}
+                </button>
+            </Show>
+            <For each=rendered key=|m| m.key.clone() let:m>
                 <MessageView ui=m chat=chat2.clone() />
             </For>
         </div>
@@ -73,5 +127,20 @@ pub fn Transcript(chat: Chat) -> impl IntoView {
         <Show when=move || !following.get()>
             <button class="lmck-jump" on:click=move |_| { following.set(true); to_bottom(); }>"↓ Jump to latest"</button>
         </Show>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_keeps_at_least_its_size_when_the_chat_shrinks() {
+        assert_eq!(window_start(0, 10), 0, "short chats render whole");
+        assert_eq!(window_start(940, 1000), 940);
+        assert_eq!(window_start(940, 1005), 940, "appended messages render too");
+        assert_eq!(window_start(880, 1000), 880, "after showing earlier ones");
+        assert_eq!(window_start(940, 950), 890, "shrunk: still WINDOW messages");
+        assert_eq!(window_start(940, 30), 0);
     }
 }

@@ -1,5 +1,5 @@
-//! More shared pieces of the browser tests (`tests/tests/ui_sidebar.rs`, `ui_code.rs`): a plain
-//! turn, and a fixture with two personas.
+//! More shared pieces of the browser tests (`tests/tests/ui_sidebar.rs`, `ui_code.rs`,
+//! `ui_bench.rs`): a plain turn, a long stored conversation, and a fixture with two personas.
 
 use lmchatkit::catalog::StaticPersonas;
 use lmchatkit::history::MemoryStore;
@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::browser::Browser;
 use crate::browser::app::{Env, idle, setup_configured};
+use crate::serve::Served;
 
 /// Sends `text` and waits for the mock's plain reply and the end of the turn.
 pub async fn talk(b: &Browser, text: &str) {
@@ -15,6 +16,27 @@ pub async fn talk(b: &Browser, text: &str) {
     b.wait_text(".lmck-assistant .lmck-md", "Hello from the mock model.")
         .await;
     idle(b).await;
+}
+
+/// Stores conversation `id` with `n` messages, user and assistant in turn, message `i` reading
+/// `"Message number {i}. With some **markdown** and `code`."`, through the service's API.
+pub async fn put_long_conversation(server: &Served, id: &str, n: usize) {
+    let messages: Vec<_> = (0..n)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"id": format!("m{i}"), "role": role,
+                   "content": format!("Message number {i}. With some **markdown** and `code`.")})
+        })
+        .collect();
+    let conv =
+        json!({"id": id, "title": id, "model": "mock-small", "revision": 0, "messages": messages});
+    let res = reqwest::Client::new()
+        .put(server.url(&format!("/chat/api/conversations/{id}")))
+        .json(&conv)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
 }
 
 /// Two personas: the built-in Default, and Coder ("Writes code", default model `mock-large`,
