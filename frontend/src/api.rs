@@ -360,6 +360,14 @@ pub enum ApiError {
     Aborted,
 }
 
+impl ApiError {
+    /// Whether the service answered 404: what was asked for does not exist (any other error may
+    /// pass: the network, a stale page, an aborted request).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::Status { status: 404, .. })
+    }
+}
+
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -384,6 +392,19 @@ mod tests {
         assert_eq!(Api::new("/chat/").url("/config"), "/chat/api/config");
         assert_eq!(Api::new("").url("models"), "/api/models");
         assert_eq!(Api::new("/").prefix(), "");
+    }
+
+    #[test]
+    fn only_a_404_means_not_found() {
+        let status = |status| ApiError::Status {
+            status,
+            message: String::new(),
+        };
+        assert!(status(404).is_not_found());
+        assert!(!status(500).is_not_found());
+        assert!(!status(403).is_not_found());
+        assert!(!ApiError::Network("reset".into()).is_not_found());
+        assert!(!ApiError::Aborted.is_not_found());
     }
 
     #[test]

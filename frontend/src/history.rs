@@ -11,7 +11,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use lmchatkit_protocol::{HistoryMode, StoredConversation};
 
-use crate::api::SaveOutcome;
+use crate::api::{ApiError, SaveOutcome};
 use crate::state::{Chat, Store, UiMessage, new_id};
 
 const SESSION_KEY: &str = "lmchatkit:conversations";
@@ -221,10 +221,17 @@ pub async fn open(store: Store, id: String) {
         Some(HistoryMode::Server) => match store.api().conversation(&id).await {
             Ok(c) => Some(c),
             Err(e) => {
-                store
-                    .notice
-                    .set(Some(format!("Could not open the conversation ({e}).")));
-                None
+                if e != ApiError::Aborted {
+                    store
+                        .notice
+                        .set(Some(format!("Could not open the conversation ({e}).")));
+                }
+                // Forget the chat for reload only when the service says it is gone: after a
+                // network error, or a load cut short by a reload, it is still there to restore.
+                if e.is_not_found() {
+                    remember_current(None);
+                }
+                return;
             }
         },
         _ => browser_all().into_iter().find(|c| c.id == id),

@@ -570,3 +570,30 @@ async fn a_long_chat_renders_its_latest_messages_first_and_earlier_ones_on_scrol
     idle(b).await;
     assert_eq!(b.js(count).await, json!(152));
 }
+
+#[tokio::test]
+async fn a_chat_that_fails_to_load_does_not_forget_the_open_one() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    put_long_conversation(&env.server, "First", 4).await;
+    put_long_conversation(&env.server, "Second", 6).await;
+    let open = |title: &str| {
+        format!(
+            "[...document.querySelectorAll('.lmck-conv')].find((c) => c.textContent.includes('{title}')).querySelector('.lmck-conv-open').click(); return true;"
+        )
+    };
+    b.wait_text(".lmck-conv", "Second").await;
+    b.js(&open("First")).await;
+    b.wait_text(".lmck-title", "First").await;
+    // The network fails while another chat loads (as when a reload cuts the load short).
+    b.js("window.fetch = () => Promise.reject(new TypeError('Failed to fetch')); return true;")
+        .await;
+    b.js(&open("Second")).await;
+    b.wait_text(".lmck-notice", "Could not open the conversation")
+        .await;
+    // The reload (with a working fetch again) restores the chat that was open.
+    b.client.refresh().await.unwrap();
+    b.wait_text(".lmck-title", "First").await;
+    b.wait_text(".lmck-transcript", "Message number 3.").await;
+}
