@@ -243,9 +243,12 @@ fn attach_encoded(files: Vec<Embedded>) -> Vec<Embedded> {
         .into_iter()
         .partition(|f| ENCODED_SUFFIXES.iter().any(|s| f.rel.ends_with(s)));
     for e in encoded {
-        let (base, suffix) = e.rel.split_at(e.rel.len() - 3);
+        let (base, gzip) = match e.rel.strip_suffix(".gz") {
+            Some(base) => (base, true),
+            None => (e.rel.strip_suffix(".br").expect("an encoded suffix"), false),
+        };
         match plain.iter_mut().find(|f| f.rel == base) {
-            Some(f) if suffix == ".gz" => f.gzip = Some((e.abs, e.etag)),
+            Some(f) if gzip => f.gzip = Some((e.abs, e.etag)),
             Some(f) => f.br = Some((e.abs, e.etag)),
             None => println!(
                 "cargo:warning=assets/{} has no assets/{base}; not served",
