@@ -27,7 +27,7 @@ pub fn deny_message(tool: &str) -> String {
 }
 
 /// The virtual skill tool, always allowed.
-pub const SKILL_TOOL: &str = "lmchatkit__get_skill";
+pub use lmchatkit_protocol::SKILL_TOOL_NAME as SKILL_TOOL;
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {

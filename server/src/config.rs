@@ -1,12 +1,15 @@
-//! [`Config`] and its builder: everything a [`ChatService`](crate::ChatService) needs, validated
-//! once at build time rather than per request.
+//! [`Config`] and its builder: the service's settings, validated once at build time rather than
+//! per request, and the parts the host hands over. Settings are apart from live state: a
+//! config is inert and cloneable; [`ChatService::new`](crate::ChatService::new) builds the state
+//! (see `state.rs`) from it.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lmchatkit_protocol::{McpServerStatus, ServerEvent, ServerEventType};
+use lmchatkit_protocol::McpServerStatus;
 
-use crate::catalog::{CommandDir, CommandSource, OnChange, PersonaDir, PersonaSource};
+use crate::catalog::{CommandSource, PersonaSource};
 use crate::events::EventBroadcaster;
 use crate::history::HistoryStore;
 use crate::host::Host;
@@ -15,6 +18,8 @@ use crate::host::Host;
 pub const DEFAULT_BODY_LIMIT: usize = 16 << 20;
 /// Default per-file upload cap (10 MiB).
 pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 10 << 20;
+/// Default lifetime of an MCP App view URL (60 s).
+pub const DEFAULT_APP_VIEW_TTL: Duration = Duration::from_secs(60);
 
 /// Errors found while building a [`Config`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,7 +32,10 @@ pub enum ConfigError {
     ZeroLimit(&'static str),
 }
 
-/// The service's configuration. Build it with [`Config::builder`].
+/// The service's settings, validated once by [`ConfigBuilder::build`], plus the parts the host
+/// hands over (its [`Host`], stores, catalog sources). Cloneable and inert: building a config
+/// starts nothing. [`ChatService::new`](crate::ChatService::new) turns it into the service's
+/// live state (it opens watched directories, creates the view-token store and the turn cache).
 ///
 /// ```
 /// # use lmchatkit::{async_trait, CompleteRequest, EventStream, Host, HostError, RequestContext};
@@ -43,15 +51,19 @@ pub enum ConfigError {
 ///     .build()
 ///     .unwrap();
 /// assert_eq!(config.prefix(), "/assistant");
+/// let same = config.clone(); // settings only: nothing is shared or started twice
+/// assert_eq!(same.prefix(), "/assistant");
 /// ```
 #[derive(Clone)]
 pub struct Config {
+    pub(crate) settings: Settings,
+    pub(crate) parts: Parts,
+}
+
+/// The plain settings: values, no live objects.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
     pub(crate) prefix: String,
-    pub(crate) host: Arc<dyn Host>,
-    pub(crate) personas: Option<Arc<dyn PersonaSource>>,
-    pub(crate) commands: Option<Arc<dyn CommandSource>>,
-    pub(crate) history: Option<Arc<dyn HistoryStore>>,
-    pub(crate) events: Option<EventBroadcaster>,
     pub(crate) file_upload: bool,
     pub(crate) max_upload_bytes: u64,
     pub(crate) body_limit: usize,
@@ -63,20 +75,52 @@ pub struct Config {
     pub(crate) hide_system_prompts: bool,
     pub(crate) demo: bool,
     pub(crate) sandbox_origin: Option<String>,
-    /// Issued MCP App view tokens.
-    pub(crate) views: Arc<crate::apps::tokens::ViewTokens>,
-    pub(crate) mcp_status: Option<Arc<dyn Fn() -> Vec<McpServerStatus> + Send + Sync>>,
-    pub(crate) turn_cache: Arc<crate::turn::TurnCache>,
+    /// `/api/events` on or off.
+    pub(crate) events: bool,
+    /// Lifetime of a view URL from `POST /api/apps/view`.
+    pub(crate) app_view_ttl: Duration,
+}
+
+/// Reports MCP server states for `/api/config`.
+pub(crate) type StatusFn = Arc<dyn Fn() -> Vec<McpServerStatus> + Send + Sync>;
+
+/// Where a catalog (personas or commands) comes from.
+pub(crate) enum CatalogSpec<S: ?Sized> {
+    /// A source the host built.
+    Source(Arc<S>),
+    /// A directory the service opens (and watches) when it starts.
+    Dir(PathBuf),
+}
+
+impl<S: ?Sized> Clone for CatalogSpec<S> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Source(s) => Self::Source(s.clone()),
+            Self::Dir(d) => Self::Dir(d.clone()),
+        }
+    }
+}
+
+/// What the host hands over; the service builds its state from these.
+#[derive(Clone)]
+pub(crate) struct Parts {
+    pub(crate) host: Arc<dyn Host>,
+    pub(crate) personas: Option<CatalogSpec<dyn PersonaSource>>,
+    pub(crate) commands: Option<CatalogSpec<dyn CommandSource>>,
+    pub(crate) history: Option<Arc<dyn HistoryStore>>,
+    /// A broadcaster shared with the host (else the service makes its own when events are on).
+    pub(crate) event_broadcaster: Option<EventBroadcaster>,
+    pub(crate) mcp_status: Option<StatusFn>,
 }
 
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
-            .field("prefix", &self.prefix)
-            .field("history", &self.history.is_some())
-            .field("events", &self.events.is_some())
-            .field("file_upload", &self.file_upload)
-            .field("body_limit", &self.body_limit)
+            .field("prefix", &self.settings.prefix)
+            .field("history", &self.parts.history.is_some())
+            .field("events", &self.settings.events)
+            .field("file_upload", &self.settings.file_upload)
+            .field("body_limit", &self.settings.body_limit)
             .finish_non_exhaustive()
     }
 }
@@ -91,149 +135,145 @@ impl Config {
     pub fn builder_arc(host: Arc<dyn Host>) -> ConfigBuilder {
         ConfigBuilder {
             config: Config {
-                prefix: "/chat".into(),
-                host,
-                personas: None,
-                commands: None,
-                history: None,
-                events: Some(EventBroadcaster::new()),
-                file_upload: false,
-                max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
-                body_limit: DEFAULT_BODY_LIMIT,
-                page: true,
-                title: "Chat".into(),
-                require_principal: false,
-                allowed_origins: Vec::new(),
-                heartbeat: Duration::from_secs(15),
-                hide_system_prompts: false,
-                demo: false,
-                sandbox_origin: None,
-                views: Arc::default(),
-                mcp_status: None,
-                turn_cache: Arc::default(),
+                settings: Settings {
+                    prefix: "/chat".into(),
+                    file_upload: false,
+                    max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
+                    body_limit: DEFAULT_BODY_LIMIT,
+                    page: true,
+                    title: "Chat".into(),
+                    require_principal: false,
+                    allowed_origins: Vec::new(),
+                    heartbeat: Duration::from_secs(15),
+                    hide_system_prompts: false,
+                    demo: false,
+                    sandbox_origin: None,
+                    events: true,
+                    app_view_ttl: DEFAULT_APP_VIEW_TTL,
+                },
+                parts: Parts {
+                    host,
+                    personas: None,
+                    commands: None,
+                    history: None,
+                    event_broadcaster: None,
+                    mcp_status: None,
+                },
             },
-            personas_dir: None,
-            commands_dir: None,
         }
     }
 
     /// The public prefix the service is mounted at (`""` for the root).
     pub fn prefix(&self) -> &str {
-        &self.prefix
-    }
-
-    /// The event broadcaster, when `/api/events` is on (hosts send `tools_changed` etc. here).
-    pub fn events(&self) -> Option<&EventBroadcaster> {
-        self.events.as_ref()
+        &self.settings.prefix
     }
 }
 
-/// Builds a [`Config`]; every setter has a sensible default.
+/// Builds a [`Config`]; every setter has a sensible default. Building validates and starts
+/// nothing.
 pub struct ConfigBuilder {
     config: Config,
-    personas_dir: Option<std::path::PathBuf>,
-    commands_dir: Option<std::path::PathBuf>,
 }
 
 impl ConfigBuilder {
     /// The public mount prefix (default `/chat`), used to build URLs in the page and loader.
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.config.prefix = prefix.into();
+        self.config.settings.prefix = prefix.into();
         self
     }
 
     /// Where personas come from (default: the built-in Default persona only).
     pub fn personas(mut self, source: impl PersonaSource) -> Self {
-        self.config.personas = Some(Arc::new(source));
+        self.config.parts.personas = Some(CatalogSpec::Source(Arc::new(source)));
         self
     }
 
     /// Where slash commands come from (default: none).
     pub fn commands(mut self, source: impl CommandSource) -> Self {
-        self.config.commands = Some(Arc::new(source));
+        self.config.parts.commands = Some(CatalogSpec::Source(Arc::new(source)));
         self
     }
 
-    /// Personas from a directory of `.toml` files, reloaded on change (a `personas_changed`
-    /// event goes to every tab). A missing directory is an empty list and a warning.
-    pub fn personas_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
-        self.personas_dir = Some(dir.into());
+    /// Personas from a directory of `.toml` files, opened when the service starts and reloaded
+    /// on change (a `personas_changed` event goes to every tab). A missing directory is an
+    /// empty list and a warning.
+    pub fn personas_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.parts.personas = Some(CatalogSpec::Dir(dir.into()));
         self
     }
 
-    /// Slash commands from a directory of `.md` files, reloaded on change (`commands_changed`).
-    pub fn commands_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
-        self.commands_dir = Some(dir.into());
+    /// Slash commands from a directory of `.md` files, opened when the service starts and
+    /// reloaded on change (`commands_changed`).
+    pub fn commands_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.parts.commands = Some(CatalogSpec::Dir(dir.into()));
         self
     }
 
     /// The history store (default: none — the browser keeps history in sessionStorage).
     pub fn history(mut self, store: impl HistoryStore) -> Self {
-        self.config.history = Some(Arc::new(store));
+        self.config.parts.history = Some(Arc::new(store));
         self
     }
 
     /// Like [`ConfigBuilder::history`], for a store already in an `Arc`.
     pub fn history_arc(mut self, store: Arc<dyn HistoryStore>) -> Self {
-        self.config.history = Some(store);
+        self.config.parts.history = Some(store);
         self
     }
 
-    /// Uses this broadcaster for `/api/events` (to share it with the host).
+    /// Uses this broadcaster for `/api/events` (to share it with the host); turns events on.
     pub fn event_broadcaster(mut self, events: EventBroadcaster) -> Self {
-        self.config.events = Some(events);
+        self.config.parts.event_broadcaster = Some(events);
+        self.config.settings.events = true;
         self
     }
 
     /// Turns `/api/events` on (default) or off.
     pub fn events(mut self, on: bool) -> Self {
-        self.config.events = match (on, self.config.events.take()) {
-            (true, Some(b)) => Some(b),
-            (true, None) => Some(EventBroadcaster::new()),
-            (false, _) => None,
-        };
+        self.config.settings.events = on;
         self
     }
 
     /// Turns `POST /api/upload` on (default off).
     pub fn file_upload(mut self, on: bool) -> Self {
-        self.config.file_upload = on;
+        self.config.settings.file_upload = on;
         self
     }
 
     /// Per-file upload cap (default 10 MiB).
     pub fn max_upload_bytes(mut self, n: u64) -> Self {
-        self.config.max_upload_bytes = n;
+        self.config.settings.max_upload_bytes = n;
         self
     }
 
     /// JSON body limit (default 16 MiB).
     pub fn body_limit(mut self, n: usize) -> Self {
-        self.config.body_limit = n;
+        self.config.settings.body_limit = n;
         self
     }
 
     /// Serve the chat page at `{prefix}` (default on; off for hosts that own the page).
     pub fn page(mut self, on: bool) -> Self {
-        self.config.page = on;
+        self.config.settings.page = on;
         self
     }
 
     /// The page title (default "Chat").
     pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.config.title = title.into();
+        self.config.settings.title = title.into();
         self
     }
 
     /// Answer 401 when no [`Principal`](crate::Principal) is in the request (default off).
     pub fn require_principal(mut self, on: bool) -> Self {
-        self.config.require_principal = on;
+        self.config.settings.require_principal = on;
         self
     }
 
     /// Accepts mutating requests from this extra origin (e.g. `https://app.example.com`).
     pub fn allowed_origin(mut self, origin: impl Into<String>) -> Self {
         self.config
+            .settings
             .allowed_origins
             .push(origin.into().trim_end_matches('/').to_owned());
         self
@@ -241,19 +281,19 @@ impl ConfigBuilder {
 
     /// Heartbeat interval of the SSE streams (default 15 s).
     pub fn heartbeat(mut self, every: Duration) -> Self {
-        self.config.heartbeat = every;
+        self.config.settings.heartbeat = every;
         self
     }
 
     /// Leave `system_prompt` out of `/api/personas` (default off).
     pub fn hide_system_prompts(mut self, on: bool) -> Self {
-        self.config.hide_system_prompts = on;
+        self.config.settings.hide_system_prompts = on;
         self
     }
 
     /// Tell the UI it runs on the built-in demo model (shown as a banner).
     pub fn demo(mut self, on: bool) -> Self {
-        self.config.demo = on;
+        self.config.settings.demo = on;
         self
     }
 
@@ -264,14 +304,14 @@ impl ConfigBuilder {
     /// served in default mode (see the README's security section).
     pub fn sandbox_origin(mut self, origin: impl Into<String>) -> Self {
         let origin: String = origin.into();
-        self.config.sandbox_origin = Some(origin.trim_end_matches('/').to_owned());
+        self.config.settings.sandbox_origin = Some(origin.trim_end_matches('/').to_owned());
         self
     }
 
     /// How long a view URL from `POST /api/apps/view` stays valid (default 60 s); each is good
     /// for one load.
     pub fn app_view_ttl(mut self, ttl: Duration) -> Self {
-        self.config.views = Arc::new(crate::apps::tokens::ViewTokens::new(ttl));
+        self.config.settings.app_view_ttl = ttl;
         self
     }
 
@@ -280,45 +320,32 @@ impl ConfigBuilder {
         mut self,
         f: impl Fn() -> Vec<McpServerStatus> + Send + Sync + 'static,
     ) -> Self {
-        self.config.mcp_status = Some(Arc::new(f));
+        self.config.parts.mcp_status = Some(Arc::new(f));
         self
     }
 
-    /// Validates and returns the config.
+    /// Validates and returns the config. Starts nothing.
     pub fn build(mut self) -> Result<Config, ConfigError> {
-        let p = self.config.prefix.trim().trim_end_matches('/').to_owned();
+        let s = &mut self.config.settings;
+        let p = s.prefix.trim().trim_end_matches('/').to_owned();
         let valid = p.is_empty()
             || (p.starts_with('/')
                 && !p.contains(['?', '#', ' '])
                 && !p.contains("..")
                 && !p.contains("//"));
         if !valid {
-            return Err(ConfigError::InvalidPrefix(self.config.prefix));
+            return Err(ConfigError::InvalidPrefix(s.prefix.clone()));
         }
-        self.config.prefix = p;
-        // Opened here, so the reload events go to the broadcaster the config ends up with.
-        if let Some(dir) = self.personas_dir.take() {
-            let on_change =
-                change_notifier(self.config.events.clone(), ServerEventType::PersonasChanged);
-            self.config.personas = Some(Arc::new(PersonaDir::open(dir, on_change)));
-        }
-        if let Some(dir) = self.commands_dir.take() {
-            let on_change =
-                change_notifier(self.config.events.clone(), ServerEventType::CommandsChanged);
-            self.config.commands = Some(Arc::new(CommandDir::open(dir, on_change)));
-        }
-        if self.config.body_limit == 0 {
+        s.prefix = p;
+        if s.body_limit == 0 {
             return Err(ConfigError::ZeroLimit("body_limit"));
         }
-        if self.config.max_upload_bytes == 0 {
+        if s.max_upload_bytes == 0 {
             return Err(ConfigError::ZeroLimit("max_upload_bytes"));
+        }
+        if s.app_view_ttl.is_zero() {
+            return Err(ConfigError::ZeroLimit("app_view_ttl"));
         }
         Ok(self.config)
     }
-}
-
-/// A reload callback that broadcasts `kind` (nothing when events are off).
-fn change_notifier(events: Option<EventBroadcaster>, kind: ServerEventType) -> Option<OnChange> {
-    let events = events?;
-    Some(Arc::new(move || events.broadcast(ServerEvent::new(kind))))
 }

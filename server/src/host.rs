@@ -14,6 +14,8 @@ use lmchatkit_protocol::{
 };
 use serde_json::Value;
 
+use crate::access::Scope;
+
 /// The user a request acts for. A host's auth layer inserts one into the request extensions;
 /// without one the request is the anonymous single user.
 ///
@@ -151,9 +153,14 @@ pub enum HostError {
 /// "none", and the optional capabilities to safe answers (no augmentation, tool sources
 /// unknown, so app-view checks fail closed).
 ///
+/// Methods that list, read or call receive the request's [`Scope`] (principal, role, and the
+/// sources it may reach), computed by the access layer after its checks; a host can answer per
+/// principal from it. Models and completions receive the [`RequestContext`].
+///
 /// ```
 /// use lmchatkit::{async_trait, CompleteRequest, EventStream, Host, HostError, RequestContext};
-/// use lmchatkit_protocol::{Event, FinishReason, Model};
+/// use lmchatkit::{Scope, ToolSource};
+/// use lmchatkit_protocol::{Event, FinishReason, Model, Tool, ToolResult};
 ///
 /// struct Echo;
 ///
@@ -166,6 +173,17 @@ pub enum HostError {
 ///         let last = req.messages.last().and_then(|m| m.content.as_text()).unwrap_or("").to_owned();
 ///         Box::pin(futures_util::stream::iter([Event::delta(last), Event::done(FinishReason::Stop, None)]))
 ///     }
+///     // Optional: a tool, answered per principal.
+///     async fn list_tools(&self, _: &Scope) -> Result<Vec<Tool>, HostError> {
+///         Ok(vec![Tool::new("whoami")])
+///     }
+///     async fn call_tool(&self, scope: &Scope, _: &str, _: serde_json::Value) -> Result<ToolResult, HostError> {
+///         Ok(ToolResult::text(format!("you are {:?}", scope.principal().id())))
+///     }
+///     // A single source: views may call every app-visible tool.
+///     async fn tool_source(&self, _: &RequestContext, _: &str) -> ToolSource {
+///         ToolSource::Unscoped
+///     }
 /// }
 /// let _host: std::sync::Arc<dyn Host> = std::sync::Arc::new(Echo);
 /// ```
@@ -177,45 +195,50 @@ pub trait Host: Send + Sync + 'static {
     /// Streams one completion. Failures are `Event::Error` items; dropping the stream cancels.
     fn complete(&self, cx: &RequestContext, req: CompleteRequest) -> EventStream;
 
-    /// Tools offered to the model and to views (with visibility; the service filters).
-    async fn list_tools(&self, _cx: &RequestContext) -> Result<Vec<Tool>, HostError> {
+    /// Every tool in `scope` — model-visible, app-only and both — with its visibility; the
+    /// access layer filters by the caller's role. With [`Sources::Server`](crate::Sources),
+    /// only that server's tools.
+    async fn list_tools(&self, _scope: &Scope) -> Result<Vec<Tool>, HostError> {
         Ok(Vec::new())
     }
 
-    /// Calls a tool. A tool's own failure is `Ok` with `is_error: true`.
+    /// Calls a tool the access layer allowed in `scope`. A tool's own failure is `Ok` with
+    /// `is_error: true`.
     async fn call_tool(
         &self,
-        _cx: &RequestContext,
+        _scope: &Scope,
         name: &str,
         _arguments: Value,
     ) -> Result<ToolResult, HostError> {
         Err(HostError::NotFound(format!("unknown tool {name:?}")))
     }
 
-    /// MCP prompts, offered as `/name` commands.
-    async fn list_prompts(&self, _cx: &RequestContext) -> Result<Vec<Prompt>, HostError> {
+    /// MCP prompts in `scope`, offered as `/name` commands.
+    async fn list_prompts(&self, _scope: &Scope) -> Result<Vec<Prompt>, HostError> {
         Ok(Vec::new())
     }
 
     /// Expands a prompt.
     async fn get_prompt(
         &self,
-        _cx: &RequestContext,
+        _scope: &Scope,
         name: &str,
         _args: BTreeMap<String, String>,
     ) -> Result<PromptResult, HostError> {
         Err(HostError::NotFound(format!("unknown prompt {name:?}")))
     }
 
-    /// Resources and resource templates, offered as `@uri` attachments.
-    async fn list_resources(&self, _cx: &RequestContext) -> Result<Vec<Resource>, HostError> {
+    /// Resources and resource templates in `scope`, offered as `@uri` attachments.
+    async fn list_resources(&self, _scope: &Scope) -> Result<Vec<Resource>, HostError> {
         Ok(Vec::new())
     }
 
-    /// Reads a resource from any source.
+    /// Reads a resource. With [`Sources::All`](crate::Sources) the access layer has checked
+    /// that a listing offers `uri`: read it from the source that lists it, never from each in
+    /// turn. With [`Sources::Server`](crate::Sources), read it from that server only.
     async fn read_resource(
         &self,
-        _cx: &RequestContext,
+        _scope: &Scope,
         uri: &str,
     ) -> Result<ResourceResult, HostError> {
         Err(HostError::NotFound(format!("unknown resource {uri:?}")))
@@ -226,69 +249,16 @@ pub trait Host: Send + Sync + 'static {
         current
     }
 
-    /// Every tool, including app-only and search-only ones, for visibility checks.
-    async fn list_all_tools(&self, cx: &RequestContext) -> Result<Vec<Tool>, HostError> {
-        self.list_tools(cx).await
-    }
-
     /// Which server owns a tool. The default, `Unknown`, makes app-view checks fail closed;
     /// a single-source host returns `Unscoped`.
     async fn tool_source(&self, _cx: &RequestContext, _name: &str) -> ToolSource {
         ToolSource::Unknown
     }
 
-    /// Resources of one source only (for views). The default lists everything when `source`
-    /// is empty and refuses otherwise.
-    async fn list_resources_from(
-        &self,
-        cx: &RequestContext,
-        source: &str,
-    ) -> Result<Vec<Resource>, HostError> {
-        if source.is_empty() {
-            self.list_resources(cx).await
-        } else {
-            Err(HostError::Unsupported(format!(
-                "this host cannot list resources of {source:?}"
-            )))
-        }
-    }
-
-    /// Prompts of one source only (for views); defaults like [`Host::list_resources_from`].
-    async fn list_prompts_from(
-        &self,
-        cx: &RequestContext,
-        source: &str,
-    ) -> Result<Vec<Prompt>, HostError> {
-        if source.is_empty() {
-            self.list_prompts(cx).await
-        } else {
-            Err(HostError::Unsupported(format!(
-                "this host cannot list prompts of {source:?}"
-            )))
-        }
-    }
-
     /// The full tool name a view means when it calls `name` (views know their server's tools by
-    /// their own, un-namespaced names). `via` is the tool that mounted the view. The default
-    /// keeps `name`; the MCP hub adds `via`'s server namespace.
-    async fn resolve_view_tool(&self, _cx: &RequestContext, _via: &str, name: &str) -> String {
+    /// their own, un-namespaced names); `scope` is the view's. The default keeps `name`; the
+    /// MCP hub adds the server's namespace.
+    async fn resolve_view_tool(&self, _scope: &Scope, name: &str) -> String {
         name.to_owned()
-    }
-
-    /// Reads a resource from one source only (for views). The default reads from anywhere
-    /// when `source` is empty and refuses otherwise.
-    async fn read_resource_from(
-        &self,
-        cx: &RequestContext,
-        source: &str,
-        uri: &str,
-    ) -> Result<ResourceResult, HostError> {
-        if source.is_empty() {
-            self.read_resource(cx, uri).await
-        } else {
-            Err(HostError::Unsupported(format!(
-                "this host cannot read resources from source {source:?}"
-            )))
-        }
     }
 }

@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 pub(crate) mod apps;
 pub(crate) mod bundle;
 pub mod catalog;
@@ -33,9 +34,11 @@ pub mod mcp;
 mod routes;
 mod service;
 mod sse;
+mod state;
 pub mod standard_host;
 mod turn;
 
+pub use access::{Role, Scope, Sources};
 pub use async_trait::async_trait;
 pub use config::{Config, ConfigBuilder, ConfigError};
 pub use events::EventBroadcaster;

@@ -1,5 +1,5 @@
-//! [`ChatService`]: the `tower::Service` a host mounts, and the routing table — one `match`
-//! from (method, path) to handler, the single place to find any route.
+//! [`ChatService`]: the `tower::Service` a host mounts, and the dispatch — one `match` from each
+//! endpoint of the route list (`routes::ROUTES`, which owns paths and methods) to its handler.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -14,9 +14,11 @@ use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
 
 use crate::config::Config;
+use crate::events::EventBroadcaster;
 use crate::host::RequestContext;
-use crate::http_util::{ApiError, BoxError, Response};
-use crate::routes;
+use crate::http_util::{self, ApiError, BoxError, Response};
+use crate::routes::{self, Endpoint, Guard, Lookup};
+use crate::state::State;
 
 /// The request body every handler sees, whatever body type the host's server uses.
 pub(crate) type RequestBody = UnsyncBoxBody<Bytes, BoxError>;
@@ -26,6 +28,18 @@ pub(crate) struct Req {
     pub cx: RequestContext,
     pub parts: http::request::Parts,
     pub body: RequestBody,
+    /// The JSON body limit ([`Req::json`]).
+    body_limit: usize,
+}
+
+impl Req {
+    /// The body as `T`: `Content-Type: application/json` (else 415), at most the configured
+    /// body limit (else 413), valid JSON of the shape (else 400). Takes the body: a second call
+    /// reads an empty one.
+    pub async fn json<T: serde::de::DeserializeOwned>(&mut self) -> Result<T, ApiError> {
+        let body = std::mem::replace(&mut self.body, http_util::empty());
+        http_util::read_json(&self.parts.headers, body, self.body_limit).await
+    }
 }
 
 /// The chat service: every lmchatkit route behind one `tower::Service`. Cheap to clone.
@@ -49,20 +63,32 @@ pub(crate) struct Req {
 /// assert_eq!(res.status(), 200);
 /// # });
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ChatService {
     config: Arc<Config>,
+    state: Arc<State>,
     /// Answers the MCP Apps sandbox page only (see [`ChatService::sandbox_only`]).
     sandbox_only: bool,
 }
 
+impl std::fmt::Debug for ChatService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatService")
+            .field("config", &self.config)
+            .field("sandbox_only", &self.sandbox_only)
+            .finish_non_exhaustive()
+    }
+}
+
 impl ChatService {
-    /// A service for `config`.
+    /// A service for `config`: builds the live state (opens and watches catalog directories,
+    /// creates the view-token store and the turn cache). Clones share that state.
     pub fn new(config: Config) -> Self {
-        if config.page && !crate::bundle::is_built() {
+        if config.settings.page && !crate::bundle::is_built() {
             tracing::warn!("the UI bundle is not built: run ./scripts/build-ui.sh and rebuild");
         }
         Self {
+            state: Arc::new(State::new(config.clone())),
             config: Arc::new(config),
             sandbox_only: false,
         }
@@ -91,18 +117,24 @@ impl ChatService {
     pub fn sandbox_only(&self) -> Self {
         Self {
             config: self.config.clone(),
+            state: self.state.clone(),
             sandbox_only: true,
         }
     }
 
-    /// The configuration (e.g. to reach [`Config::events`]).
+    /// The settings the service was built from.
     pub fn config(&self) -> &Config {
         &self.config
     }
 
+    /// The event broadcaster, when `/api/events` is on (hosts send `tools_changed` etc. here).
+    pub fn events(&self) -> Option<&EventBroadcaster> {
+        self.state.events.as_ref()
+    }
+
     /// The path relative to the mount point.
     fn relative<'a>(&self, path: &'a str) -> &'a str {
-        let prefix = self.config.prefix.as_str();
+        let prefix = self.state.settings.prefix.as_str();
         match path.strip_prefix(prefix) {
             Some(rest) if !prefix.is_empty() && (rest.is_empty() || rest.starts_with('/')) => rest,
             _ => path,
@@ -111,110 +143,89 @@ impl ChatService {
 
     async fn handle(self, req: Request<RequestBody>) -> Response {
         let (parts, body) = req.into_parts();
-        let cx = RequestContext::from_parts(&parts);
-        let path = self.relative(parts.uri.path()).to_owned();
-        let method = parts.method.clone();
-        let req = Req { cx, parts, body };
-        let sandbox_page = method == Method::GET && path == "/apps/sandbox";
-        let result = if self.sandbox_only || sandbox_page {
-            // The sandbox origin gets no cookies, so no principal: the token is the key.
-            match sandbox_page {
-                true => routes::app_view::sandbox(&self.config, &req),
-                false => Err(ApiError::NotFound("not found".into())),
+        let state = &*self.state;
+        let req = Req {
+            cx: RequestContext::from_parts(&parts),
+            body,
+            body_limit: state.settings.body_limit,
+            parts,
+        };
+        let path = self.relative(req.parts.uri.path()).to_owned();
+        let sandbox_only = self.sandbox_only;
+        // On the sandbox origin only the open routes (the sandbox page) exist.
+        let lookup = routes::lookup(state, &req.parts.method, &path, |r| {
+            !sandbox_only || r.guard == Guard::Open
+        });
+        let result = match lookup {
+            Lookup::Found(route, param) if route.guard == Guard::Open => {
+                dispatch(state, route.endpoint, param, req).await
             }
-        } else {
-            match guard(&self.config, &req) {
-                Ok(()) => dispatch(&self.config, &method, &path, req).await,
+            _ if sandbox_only => Err(lookup_error(lookup)),
+            _ => match guard(state, &req) {
                 Err(e) => Err(e),
-            }
+                Ok(()) => match lookup {
+                    Lookup::Found(route, param) => {
+                        dispatch(state, route.endpoint, param, req).await
+                    }
+                    other => Err(lookup_error(other)),
+                },
+            },
         };
         result.unwrap_or_else(ApiError::into_response)
     }
 }
 
-/// Checks every request passes before routing: the principal (when required) and CSRF.
-fn guard(config: &Config, req: &Req) -> Result<(), ApiError> {
-    if config.require_principal && !req.cx.has_principal() {
+/// 405 with `Allow` when the path exists with other methods, else 404.
+fn lookup_error(lookup: Lookup<'_>) -> ApiError {
+    match lookup {
+        Lookup::MethodNotAllowed(allow) => ApiError::MethodNotAllowed(allow),
+        _ => ApiError::NotFound("not found".into()),
+    }
+}
+
+/// Checks every guarded request passes before its handler: the principal (when required) and
+/// CSRF.
+fn guard(state: &State, req: &Req) -> Result<(), ApiError> {
+    if state.settings.require_principal && !req.cx.has_principal() {
         return Err(ApiError::Unauthorized);
     }
-    routes::csrf::check(config, &req.parts)
+    routes::csrf::check(&state.settings, &req.parts)
 }
 
-/// Splits a path with a parameter into its pattern and the parameter.
-fn pattern(path: &str) -> (&str, &str) {
-    for (head, pat) in [
-        ("/api/conversations/", "/api/conversations/{id}"),
-        ("/assets/", "/assets/{path}"),
-        ("/apps/view/", "/apps/view/{token}"),
-    ] {
-        if let Some(rest) = path.strip_prefix(head) {
-            return (pat, rest);
-        }
-    }
-    (path, "")
-}
-
-/// The routing table.
+/// The routing table: which handler answers each endpoint of [`routes::ROUTES`].
 async fn dispatch(
-    config: &Config,
-    method: &Method,
-    path: &str,
+    state: &State,
+    endpoint: Endpoint,
+    param: &str,
     req: Req,
 ) -> Result<Response, ApiError> {
     use routes::*;
-    let (route, param) = pattern(path);
-    let head = method == Method::HEAD;
-    match (method.clone(), route) {
-        (Method::GET | Method::HEAD, "" | "/") if config.page => assets::page(config, head),
-        (Method::GET | Method::HEAD, "/assets/{path}") => assets::asset(&req, param, head),
-        (Method::GET, "/api/personas") => catalog::personas(config, req).await,
-        (Method::GET, "/api/commands") => catalog::commands(config, req).await,
-        (Method::GET, "/api/models") => catalog::models(config, req).await,
-        (Method::GET, "/api/config") => catalog::config(config, req),
-        (Method::POST, "/api/chat") => chat::chat(config, req).await,
-        (Method::POST, "/api/tools/call") => tools::call(config, req).await,
-        (Method::GET, "/api/prompts") => prompts::list(config, req).await,
-        (Method::POST, "/api/prompts/get") => prompts::get(config, req).await,
-        (Method::GET, "/api/resources") => resources::list(config, req).await,
-        (Method::POST, "/api/resources/read") => resources::read(config, req).await,
-        (Method::POST, "/api/upload") if config.file_upload => upload::upload(config, req).await,
-        (Method::POST, "/api/app-proxy") => app_proxy::proxy(config, req).await,
-        (Method::POST, "/api/apps/view") => app_view::create(config, req).await,
-        (Method::GET, "/apps/view/{token}") => app_view::page(config, &req, param),
-        (Method::GET, "/api/events") if config.events.is_some() => events::subscribe(config, req),
-        (Method::GET, "/api/conversations") => conversations::list(config, req).await,
-        (Method::GET, "/api/conversations/{id}") => conversations::get(config, req, param).await,
-        (Method::PUT, "/api/conversations/{id}") => conversations::put(config, req, param).await,
-        (Method::PATCH, "/api/conversations/{id}") => {
-            conversations::patch(config, req, param).await
-        }
-        (Method::DELETE, "/api/conversations/{id}") => {
-            conversations::delete(config, req, param).await
-        }
-        _ => Err(unmatched(config, route)),
+    let head = req.parts.method == Method::HEAD;
+    match endpoint {
+        Endpoint::Page => assets::page(state, head),
+        Endpoint::Asset => assets::asset(&req, param, head),
+        Endpoint::Personas => catalog::personas(state, req).await,
+        Endpoint::Commands => catalog::commands(state, req).await,
+        Endpoint::Models => catalog::models(state, req).await,
+        Endpoint::Config => catalog::config(state, req),
+        Endpoint::Chat => chat::chat(state, req).await,
+        Endpoint::ToolCall => tools::call(state, req).await,
+        Endpoint::Prompts => prompts::list(state, req).await,
+        Endpoint::PromptGet => prompts::get(state, req).await,
+        Endpoint::Resources => resources::list(state, req).await,
+        Endpoint::ResourceRead => resources::read(state, req).await,
+        Endpoint::Upload => upload::upload(state, req).await,
+        Endpoint::AppProxy => app_proxy::proxy(state, req).await,
+        Endpoint::AppViewCreate => app_view::create(state, req).await,
+        Endpoint::AppViewPage => app_view::page(state, &req, param),
+        Endpoint::AppSandbox => app_view::sandbox(state, &req),
+        Endpoint::Events => events::subscribe(state, req),
+        Endpoint::Conversations => conversations::list(state, req).await,
+        Endpoint::ConversationGet => conversations::get(state, req, param).await,
+        Endpoint::ConversationPut => conversations::put(state, req, param).await,
+        Endpoint::ConversationPatch => conversations::patch(state, req, param).await,
+        Endpoint::ConversationDelete => conversations::delete(state, req, param).await,
     }
-}
-
-/// 405 with `Allow` when the path exists with other methods, else 404.
-fn unmatched(config: &Config, route: &str) -> ApiError {
-    let methods: &[Method] = match route {
-        "" | "/" if config.page => &[Method::GET, Method::HEAD],
-        "/assets/{path}" => &[Method::GET, Method::HEAD],
-        "/api/personas" | "/api/commands" | "/api/models" | "/api/config" | "/api/prompts"
-        | "/api/resources" | "/api/conversations" => &[Method::GET],
-        "/api/events" if config.events.is_some() => &[Method::GET],
-        "/api/chat"
-        | "/api/tools/call"
-        | "/api/prompts/get"
-        | "/api/resources/read"
-        | "/api/app-proxy"
-        | "/api/apps/view" => &[Method::POST],
-        "/apps/view/{token}" => &[Method::GET],
-        "/api/upload" if config.file_upload => &[Method::POST],
-        "/api/conversations/{id}" => &[Method::GET, Method::PUT, Method::PATCH, Method::DELETE],
-        _ => return ApiError::NotFound("not found".into()),
-    };
-    ApiError::MethodNotAllowed(methods.to_vec())
 }
 
 impl<B> tower::Service<Request<B>> for ChatService

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use lmchatkit_protocol::{Model, Prompt, PromptResult, Resource, ResourceResult, Tool, ToolResult};
 use serde_json::Value;
 
+use crate::access::Scope;
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext, ToolSource};
 #[cfg(feature = "mcp")]
 use crate::mcp::McpHub;
@@ -98,6 +99,8 @@ impl StandardHost {
     }
 }
 
+/// Every method passes the request's scope on: to the hub when there is one (which answers
+/// from the servers the scope and the principal may reach), else to the LLM host.
 #[async_trait]
 impl Host for StandardHost {
     async fn models(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
@@ -108,66 +111,62 @@ impl Host for StandardHost {
         self.llm.complete(cx, req)
     }
 
-    async fn list_tools(&self, cx: &RequestContext) -> Result<Vec<Tool>, HostError> {
+    async fn list_tools(&self, scope: &Scope) -> Result<Vec<Tool>, HostError> {
         #[cfg(feature = "mcp")]
         if let Some(hub) = &self.mcp {
-            return hub.list_tools().await;
+            return hub.list_tools(scope).await;
         }
-        self.llm.list_tools(cx).await
+        self.llm.list_tools(scope).await
     }
 
     async fn call_tool(
         &self,
-        cx: &RequestContext,
+        scope: &Scope,
         name: &str,
         arguments: Value,
     ) -> Result<ToolResult, HostError> {
         #[cfg(feature = "mcp")]
         if let Some(hub) = &self.mcp {
-            return hub.call_tool(name, arguments).await;
+            return hub.call_tool(scope, name, arguments).await;
         }
-        self.llm.call_tool(cx, name, arguments).await
+        self.llm.call_tool(scope, name, arguments).await
     }
 
-    async fn list_prompts(&self, cx: &RequestContext) -> Result<Vec<Prompt>, HostError> {
+    async fn list_prompts(&self, scope: &Scope) -> Result<Vec<Prompt>, HostError> {
         #[cfg(feature = "mcp")]
         if let Some(hub) = &self.mcp {
-            return hub.list_prompts().await;
+            return hub.list_prompts(scope).await;
         }
-        self.llm.list_prompts(cx).await
+        self.llm.list_prompts(scope).await
     }
 
     async fn get_prompt(
         &self,
-        cx: &RequestContext,
+        scope: &Scope,
         name: &str,
         args: BTreeMap<String, String>,
     ) -> Result<PromptResult, HostError> {
         #[cfg(feature = "mcp")]
         if let Some(hub) = &self.mcp {
-            return hub.get_prompt(name, args).await;
+            return hub.get_prompt(scope, name, args).await;
         }
-        self.llm.get_prompt(cx, name, args).await
+        self.llm.get_prompt(scope, name, args).await
     }
 
-    async fn list_resources(&self, cx: &RequestContext) -> Result<Vec<Resource>, HostError> {
+    async fn list_resources(&self, scope: &Scope) -> Result<Vec<Resource>, HostError> {
         #[cfg(feature = "mcp")]
         if let Some(hub) = &self.mcp {
-            return hub.list_resources().await;
+            return hub.list_resources(scope).await;
         }
-        self.llm.list_resources(cx).await
+        self.llm.list_resources(scope).await
     }
 
-    async fn read_resource(
-        &self,
-        cx: &RequestContext,
-        uri: &str,
-    ) -> Result<ResourceResult, HostError> {
+    async fn read_resource(&self, scope: &Scope, uri: &str) -> Result<ResourceResult, HostError> {
         #[cfg(feature = "mcp")]
         if let Some(hub) = &self.mcp {
-            return hub.read_resource(uri).await;
+            return hub.read_resource(scope, uri).await;
         }
-        self.llm.read_resource(cx, uri).await
+        self.llm.read_resource(scope, uri).await
     }
 
     async fn augment_system_prompt(&self, cx: &RequestContext, current: String) -> String {
@@ -179,71 +178,26 @@ impl Host for StandardHost {
         if self.skill_index
             && let Some(hub) = &self.mcp
         {
-            prompt = hub.augment_system_prompt(prompt).await;
+            prompt = hub
+                .augment_system_prompt(&Scope::model(cx.clone()), prompt)
+                .await;
         }
         prompt
     }
 
-    async fn list_all_tools(&self, cx: &RequestContext) -> Result<Vec<Tool>, HostError> {
+    async fn resolve_view_tool(&self, scope: &Scope, name: &str) -> String {
         #[cfg(feature = "mcp")]
         if let Some(hub) = &self.mcp {
-            return hub.list_tools().await;
+            return hub.resolve_view_tool(scope, name);
         }
-        self.llm.list_all_tools(cx).await
-    }
-
-    async fn resolve_view_tool(&self, cx: &RequestContext, via: &str, name: &str) -> String {
-        #[cfg(feature = "mcp")]
-        if let Some(hub) = &self.mcp
-            && let Some(full) = hub.resolve_view_tool(via, name).await
-        {
-            return full;
-        }
-        self.llm.resolve_view_tool(cx, via, name).await
+        self.llm.resolve_view_tool(scope, name).await
     }
 
     async fn tool_source(&self, cx: &RequestContext, name: &str) -> ToolSource {
         #[cfg(feature = "mcp")]
         if let Some(hub) = &self.mcp {
-            return hub.tool_source(name).await;
+            return hub.tool_source(&Scope::user(cx.clone()), name).await;
         }
         self.llm.tool_source(cx, name).await
-    }
-
-    async fn list_resources_from(
-        &self,
-        cx: &RequestContext,
-        source: &str,
-    ) -> Result<Vec<Resource>, HostError> {
-        #[cfg(feature = "mcp")]
-        if let Some(hub) = &self.mcp {
-            return hub.list_resources_from(source).await;
-        }
-        self.llm.list_resources_from(cx, source).await
-    }
-
-    async fn list_prompts_from(
-        &self,
-        cx: &RequestContext,
-        source: &str,
-    ) -> Result<Vec<Prompt>, HostError> {
-        #[cfg(feature = "mcp")]
-        if let Some(hub) = &self.mcp {
-            return hub.list_prompts_from(source).await;
-        }
-        self.llm.list_prompts_from(cx, source).await
-    }
-
-    async fn read_resource_from(
-        &self,
-        cx: &RequestContext,
-        source: &str,
-        uri: &str,
-    ) -> Result<ResourceResult, HostError> {
-        #[cfg(feature = "mcp")]
-        if let Some(hub) = &self.mcp {
-            return hub.read_resource_from(source, uri).await;
-        }
-        self.llm.read_resource_from(cx, source, uri).await
     }
 }

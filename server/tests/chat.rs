@@ -187,6 +187,12 @@ async fn resource_references_become_content_parts() {
     };
     h.contents.insert(text.uri.clone(), ("fs".into(), text));
     h.contents.insert(img.uri.clone(), ("fs".into(), img));
+    // Only what a listing offers is read (the access layer); missing.txt is not listed.
+    h.resources = vec![
+        Resource::new("file:///notes.txt"),
+        Resource::new("file:///a.png"),
+    ];
+    let lookups = h.lookups.clone();
     let seen = h.seen.clone();
     let svc = service(config(h));
     let body = json!({"model": "m", "messages": [{"role": "user", "content": "compare @file:///notes.txt with @file:///a.png and @file:///missing.txt please"}]});
@@ -197,9 +203,14 @@ async fn resource_references_become_content_parts() {
         json!([
             {"type": "text", "text": "Resource file:///notes.txt:\nremember"},
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}},
-            {"type": "text", "text": "[error: could not read resource file:///missing.txt: no resource file:///missing.txt]"},
+            {"type": "text", "text": "[error: could not read resource file:///missing.txt: no server offers the resource \"file:///missing.txt\"]"},
             {"type": "text", "text": "compare  with  and  please"}
         ])
+    );
+    assert_eq!(
+        *lookups.lock().unwrap(),
+        ["read file:///notes.txt", "read file:///a.png"],
+        "the unlisted URI reaches no server"
     );
 }
 
@@ -333,6 +344,7 @@ async fn earlier_turns_reuse_their_resolution_and_the_latest_resolves_fresh() {
         ..Default::default()
     };
     h.contents.insert(notes.uri.clone(), ("fs".into(), notes));
+    h.resources = vec![Resource::new("file:///n.txt")];
     let lookups = h.lookups.clone();
     let svc = service(config(h));
     let turn1 = json!([{"role": "user", "content": "/review x=1"}]);

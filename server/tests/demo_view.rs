@@ -21,7 +21,7 @@ async fn the_view_speaks_the_mcp_apps_protocol() {
     }
     let hub = McpHub::new(vec![demo_server_config()]);
     let html = hub
-        .read_resource(DEMO_VIEW_URI)
+        .read_resource(&lmchatkit::Scope::default(), DEMO_VIEW_URI)
         .await
         .unwrap()
         .text

@@ -243,6 +243,7 @@ async fn skill_tool_is_intercepted_for_the_model_only() {
         ..Default::default()
     };
     h.contents.insert(skill.uri.clone(), ("a".into(), skill));
+    h.resources = vec![Resource::new("skill://go/SKILL.md")];
     let calls = h.calls.clone();
     let svc = service(config(h));
     let r = call(
@@ -258,7 +259,7 @@ async fn skill_tool_is_intercepted_for_the_model_only() {
     .await;
     assert_eq!(
         r.json(),
-        json!({"content": "Error: skill not found: skill://nope", "is_error": true})
+        json!({"content": "Error: skill://nope is not a listed skill; call this tool with a skill:// URI from the skill index", "is_error": true})
     );
     let r = call(&svc, json!({"name": SKILL_TOOL_NAME, "arguments": {}})).await;
     assert_eq!(r.json()["is_error"], true);
@@ -314,6 +315,7 @@ async fn resource_reads_with_via_stay_on_that_server() {
     };
     h.contents.insert(a.uri.clone(), ("a".into(), a));
     h.contents.insert(b.uri.clone(), ("b".into(), b));
+    h.resources = vec![Resource::new("ui://a/view"), Resource::new("ui://b/view")];
     let svc = service(config(h));
     let read = |body| post("/chat/api/resources/read", &body);
     assert_eq!(
@@ -338,6 +340,77 @@ async fn resource_reads_with_via_stay_on_that_server() {
         (403, "tool \"ghost\" is not recognized".into())
     );
     assert_eq!(send(&svc, read(json!({"uri": " "}))).await.status, 400);
+    // Without `via`, only a listed URI is read.
+    let r = send(&svc, read(json!({"uri": "ui://c/unlisted"}))).await;
+    assert_eq!(
+        (r.status.as_u16(), r.error()),
+        (404, "no server offers the resource \"ui://c/unlisted\"".into())
+    );
+}
+
+/// The skill tool reads listed `skill://` resources only: never a `demo://` text, a `ui://`
+/// view or a `file://` path, even from a server that has them (before the access layer each of
+/// these was read and returned to the model).
+#[tokio::test]
+async fn the_skill_tool_refuses_anything_but_a_listed_skill() {
+    let mut h = scoped_host();
+    for (uri, text) in [
+        ("skill://go/SKILL.md", "Use gofmt."),
+        ("demo://lmchatkit/about.txt", "secret about text"),
+        ("ui://a/view", "<p>view html</p>"),
+        ("file:///etc/passwd", "root:x:0:0"),
+    ] {
+        let r = ResourceResult {
+            uri: uri.into(),
+            text: Some(text.into()),
+            ..Default::default()
+        };
+        h.contents.insert(uri.into(), ("a".into(), r));
+    }
+    h.resources = vec![
+        Resource::new("skill://go/SKILL.md"),
+        Resource::new("demo://lmchatkit/about.txt"),
+        Resource::new("ui://a/view"),
+    ];
+    let lookups = h.lookups.clone();
+    let svc = service(config(h));
+    for uri in ["demo://lmchatkit/about.txt", "ui://a/view", "file:///etc/passwd"] {
+        let r = call(&svc, json!({"name": SKILL_TOOL_NAME, "arguments": {"uri": uri}})).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.json()["is_error"], true, "{uri}: {}", r.json());
+        assert!(
+            r.json()["content"].as_str().unwrap().contains("not a listed skill"),
+            "{uri}: {}",
+            r.json()
+        );
+    }
+    assert!(lookups.lock().unwrap().is_empty(), "nothing was read");
+    let r = call(
+        &svc,
+        json!({"name": SKILL_TOOL_NAME, "arguments": {"uri": "skill://go/SKILL.md"}}),
+    )
+    .await;
+    assert_eq!(r.json(), json!({"content": "Use gofmt."}));
+}
+
+/// The skill tool exists only while skills are listed: without any, a call to it is an
+/// unknown tool.
+#[tokio::test]
+async fn the_skill_tool_is_unknown_while_no_skill_is_listed() {
+    let mut h = scoped_host();
+    let r = ResourceResult {
+        uri: "demo://x".into(),
+        text: Some("x".into()),
+        ..Default::default()
+    };
+    h.contents.insert("demo://x".into(), ("a".into(), r));
+    h.resources = vec![Resource::new("demo://x")];
+    let svc = service(config(h));
+    let r = call(&svc, json!({"name": SKILL_TOOL_NAME, "arguments": {"uri": "demo://x"}})).await;
+    assert_eq!(
+        (r.status.as_u16(), r.error()),
+        (403, format!("tool {SKILL_TOOL_NAME:?} is not recognized"))
+    );
 }
 
 #[tokio::test]
@@ -505,7 +578,7 @@ async fn upload_returns_data_urls_and_caps_each_file() {
 #[tokio::test]
 async fn events_stream_delivers_and_resumes_with_last_event_id() {
     let svc = service(config(FakeHost::default()).heartbeat(Duration::from_millis(50)));
-    let events = svc.config().events().unwrap().clone();
+    let events = svc.events().unwrap().clone();
     let res = svc.clone().oneshot(get("/chat/api/events")).await.unwrap();
     assert_eq!(res.headers()["content-type"], "text/event-stream");
     let mut body = res.into_body();

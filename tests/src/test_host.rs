@@ -9,7 +9,7 @@ use lmchatkit::protocol::{
     Model, Prompt, PromptMessage, PromptResult, Resource, ResourceResult, Role, Tool, ToolResult,
 };
 use lmchatkit::{
-    CompleteRequest, EventStream, Host, HostError, RequestContext, ToolSource, async_trait,
+    CompleteRequest, EventStream, Host, HostError, RequestContext, Scope, ToolSource, async_trait,
 };
 use serde_json::{Value, json};
 
@@ -24,14 +24,14 @@ impl Host for TestHost {
     fn complete(&self, cx: &RequestContext, req: CompleteRequest) -> EventStream {
         self.0.complete(cx, req)
     }
-    async fn list_tools(&self, _: &RequestContext) -> Result<Vec<Tool>, HostError> {
+    async fn list_tools(&self, _: &Scope) -> Result<Vec<Tool>, HostError> {
         Ok(vec![Tool::new("get_weather").with_description("Weather for a city").with_input_schema(
             json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
         )])
     }
     async fn call_tool(
         &self,
-        _: &RequestContext,
+        _: &Scope,
         name: &str,
         args: Value,
     ) -> Result<ToolResult, HostError> {
@@ -43,7 +43,7 @@ impl Host for TestHost {
     async fn tool_source(&self, _: &RequestContext, _: &str) -> ToolSource {
         ToolSource::Unscoped
     }
-    async fn list_prompts(&self, _: &RequestContext) -> Result<Vec<Prompt>, HostError> {
+    async fn list_prompts(&self, _: &Scope) -> Result<Vec<Prompt>, HostError> {
         let greet = json!({"name": "greet", "description": "Greets someone",
             "arguments": [{"name": "who", "required": true}]});
         let pair = json!({"name": "pair", "description": "Two arguments",
@@ -55,7 +55,7 @@ impl Host for TestHost {
     }
     async fn get_prompt(
         &self,
-        _: &RequestContext,
+        _: &Scope,
         _: &str,
         args: BTreeMap<String, String>,
     ) -> Result<PromptResult, HostError> {
@@ -71,14 +71,14 @@ impl Host for TestHost {
             }],
         })
     }
-    async fn list_resources(&self, _: &RequestContext) -> Result<Vec<Resource>, HostError> {
+    async fn list_resources(&self, _: &Scope) -> Result<Vec<Resource>, HostError> {
         let mut r = Resource::new("docs://readme");
         r.name = Some("Readme".into());
         Ok(vec![r])
     }
     async fn read_resource(
         &self,
-        _: &RequestContext,
+        _: &Scope,
         uri: &str,
     ) -> Result<ResourceResult, HostError> {
         Ok(

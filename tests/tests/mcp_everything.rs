@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use lmchatkit::mcp::{MCP_APP_MIME, McpHub, McpServerConfig};
 use lmchatkit::protocol::ServerEventType;
-use lmchatkit::{EventBroadcaster, Principal};
+use lmchatkit::{EventBroadcaster, Principal, Scope};
 use lmchatkit_tests::mcp_server::{free_port, npm_bin};
 use serde_json::json;
 
@@ -92,7 +92,7 @@ async fn everything_over_stdio() {
         "no tools_changed from server-everything's startup notification"
     );
 
-    let tools = hub.list_tools().await.unwrap();
+    let tools = hub.list_tools(&Scope::default()).await.unwrap();
     for name in [
         "echo",
         "get-sum",
@@ -115,22 +115,22 @@ async fn everything_over_stdio() {
     );
 
     let r = hub
-        .call_tool("everything__echo", json!({"message": "hello"}))
+        .call_tool(&Scope::default(), "everything__echo", json!({"message": "hello"}))
         .await
         .unwrap();
     assert_eq!(r.content, "Echo: hello");
     let r = hub
-        .call_tool("everything__get-sum", json!({"a": 2, "b": 40}))
+        .call_tool(&Scope::default(), "everything__get-sum", json!({"a": 2, "b": 40}))
         .await
         .unwrap();
     assert!(!r.is_error && r.content.contains("42"), "{r:?}");
     let r = hub
-        .call_tool("everything__get-tiny-image", json!({}))
+        .call_tool(&Scope::default(), "everything__get-tiny-image", json!({}))
         .await
         .unwrap();
     assert!(r.content.contains("[image: image/png,"), "{}", r.content);
 
-    let prompts = hub.list_prompts().await.unwrap();
+    let prompts = hub.list_prompts(&Scope::default()).await.unwrap();
     let names: Vec<_> = prompts.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(prompts.len(), 4, "{names:?}");
     for p in [
@@ -155,7 +155,7 @@ async fn everything_over_stdio() {
             .any(|a| a.name == "city" && a.required)
     );
     let r = hub
-        .get_prompt(
+        .get_prompt(&Scope::default(), 
             "everything__args-prompt",
             BTreeMap::from([
                 ("city".to_owned(), "Oslo".to_owned()),
@@ -169,7 +169,7 @@ async fn everything_over_stdio() {
         "{r:?}"
     );
 
-    let resources = hub.list_resources().await.unwrap();
+    let resources = hub.list_resources(&Scope::default()).await.unwrap();
     assert!(
         resources
             .iter()
@@ -181,7 +181,7 @@ async fn everything_over_stdio() {
         .find(|r| r.template && r.uri == "demo://resource/dynamic/text/{resourceId}")
         .expect("text template");
     let uri = template.uri.replace("{resourceId}", "3");
-    let r = hub.read_resource(&uri).await.unwrap();
+    let r = hub.read_resource(&Scope::default(), &uri).await.unwrap();
     assert!(r.text.as_deref().is_some_and(|t| !t.is_empty()), "{r:?}");
 }
 
@@ -198,18 +198,18 @@ async fn everything_over_streamable_http_survives_a_lost_session() {
     let hub = McpHub::new(vec![McpServerConfig::http("everything", server.url())])
         .with_call_timeout(Duration::from_secs(8));
     let r = hub
-        .call_tool("everything__echo", json!({"message": "one"}))
+        .call_tool(&Scope::default(), "everything__echo", json!({"message": "one"}))
         .await
         .unwrap();
     assert_eq!(r.content, "Echo: one");
-    let tools = hub.list_tools().await.unwrap();
+    let tools = hub.list_tools(&Scope::default()).await.unwrap();
     assert!(tools.iter().any(|t| t.name == "everything__get-sum"));
 
     // Restart the server on the same port: the old session id now gets 404.
     server.stop().await;
     let server = EverythingHttp::start(port).await.unwrap();
     let r = hub
-        .call_tool("everything__echo", json!({"message": "two"}))
+        .call_tool(&Scope::default(), "everything__echo", json!({"message": "two"}))
         .await
         .unwrap();
     assert_eq!(
@@ -230,7 +230,7 @@ async fn basic_vanillajs_app_tool_and_view() {
         bin.to_string_lossy(),
         ["--stdio"],
     )]);
-    let tools = hub.list_tools().await.unwrap();
+    let tools = hub.list_tools(&Scope::default()).await.unwrap();
     let get_time = tools
         .iter()
         .find(|t| t.name == "basic__get-time")
@@ -241,13 +241,18 @@ async fn basic_vanillajs_app_tool_and_view() {
         .and_then(|u| u.resource_uri.clone())
         .expect("_meta.ui.resourceUri");
     assert_eq!(uri, "ui://get-time/mcp-app.html");
-    let r = hub.call_tool("basic__get-time", json!({})).await.unwrap();
+    let r = hub.call_tool(&Scope::default(), "basic__get-time", json!({})).await.unwrap();
     assert!(!r.is_error);
     assert_eq!(r.ui.unwrap().resource_uri.as_deref(), Some(uri.as_str()));
     // It advertises no prompts: none are asked for, and the server stays healthy.
-    assert!(hub.list_prompts().await.unwrap().is_empty());
+    assert!(hub.list_prompts(&Scope::default()).await.unwrap().is_empty());
     assert_eq!(hub.status()[0].status, "connected");
-    let view = hub.read_resource_from("basic", &uri).await.unwrap();
+    let view = hub.read_resource(&view_of("basic"), &uri).await.unwrap();
     assert_eq!(view.mime_type.as_deref(), Some(MCP_APP_MIME));
     assert!(view.text.unwrap().to_lowercase().contains("<html"));
+}
+
+/// The scope of an MCP App view of `server`.
+fn view_of(server: &str) -> Scope {
+    Scope::view(Default::default(), Some(server.into()))
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use lmchatkit::mcp::{McpHub, McpServerConfig};
 use lmchatkit::protocol::{Role, ServerEventType, Visibility};
-use lmchatkit::{EventBroadcaster, HostError, Principal, ToolSource};
+use lmchatkit::{EventBroadcaster, HostError, Principal, Scope, ToolSource};
 use lmchatkit_tests::mcp_server::{APP_HTML, APP_MIME, SKILL_URI, UI_URI, duplex_connector};
 use serde_json::json;
 
@@ -23,7 +23,7 @@ fn hub() -> McpHub {
 #[tokio::test]
 async fn lists_tools_namespaced_with_ui_meta_and_visibility() {
     let hub = hub();
-    let tools = hub.list_tools().await.unwrap();
+    let tools = hub.list_tools(&Scope::default()).await.unwrap();
     let get = |n: &str| {
         tools
             .iter()
@@ -65,27 +65,27 @@ async fn lists_tools_namespaced_with_ui_meta_and_visibility() {
 async fn calls_route_back_and_results_are_model_text() {
     let hub = hub().with_result_cap(1024);
     let r = hub
-        .call_tool("test__add", json!({"a": 2, "b": 3}))
+        .call_tool(&Scope::default(), "test__add", json!({"a": 2, "b": 3}))
         .await
         .unwrap();
     assert_eq!((r.content.as_str(), r.is_error), ("5", false));
 
-    let r = hub.call_tool("test__fail", json!({})).await.unwrap();
+    let r = hub.call_tool(&Scope::default(), "test__fail", json!({})).await.unwrap();
     assert!(r.is_error, "an MCP tool error is an is_error result");
     assert_eq!(r.content, "it broke");
 
-    let r = hub.call_tool("test__show_app", json!({})).await.unwrap();
+    let r = hub.call_tool(&Scope::default(), "test__show_app", json!({})).await.unwrap();
     assert_eq!(r.structured_content, Some(json!({"value": 42})));
     assert_eq!(r.ui.unwrap().resource_uri.as_deref(), Some(UI_URI));
 
-    let r = hub.call_tool("test__picture", json!({})).await.unwrap();
+    let r = hub.call_tool(&Scope::default(), "test__picture", json!({})).await.unwrap();
     assert_eq!(
         r.content,
         "a picture:\n[image: image/png, 8 bytes]\n[audio: audio/wav, 3 bytes]"
     );
 
     let r = hub
-        .call_tool("test__big", json!({"bytes": 100_000}))
+        .call_tool(&Scope::default(), "test__big", json!({"bytes": 100_000}))
         .await
         .unwrap();
     assert!(r.content.len() < 1200, "capped: {}", r.content.len());
@@ -93,38 +93,38 @@ async fn calls_route_back_and_results_are_model_text() {
     assert!(r.content.contains("bytes omitted"));
 
     assert!(matches!(
-        hub.call_tool("test__nope", json!({})).await,
+        hub.call_tool(&Scope::default(), "test__nope", json!({})).await,
         Err(HostError::NotFound(_))
     ));
     assert!(matches!(
-        hub.call_tool("add", json!({})).await,
+        hub.call_tool(&Scope::default(), "add", json!({})).await,
         Err(HostError::NotFound(_))
     ));
     assert!(matches!(
-        hub.call_tool("test__add", json!([1])).await,
+        hub.call_tool(&Scope::default(), "test__add", json!([1])).await,
         Err(HostError::InvalidInput(_))
     ));
 
     assert_eq!(
-        hub.tool_source("test__app_refresh").await,
+        hub.tool_source(&Scope::default(), "test__app_refresh").await,
         ToolSource::Scoped("test".into())
     );
-    assert_eq!(hub.tool_source("other__add").await, ToolSource::Unknown);
-    assert_eq!(hub.tool_source("add").await, ToolSource::Unknown);
+    assert_eq!(hub.tool_source(&Scope::default(), "other__add").await, ToolSource::Unknown);
+    assert_eq!(hub.tool_source(&Scope::default(), "add").await, ToolSource::Unknown);
 
     // A view's bare names resolve within the mounting tool's server.
-    let resolved = hub.resolve_view_tool("test__show_app", "app_refresh").await;
-    assert_eq!(resolved.as_deref(), Some("test__app_refresh"));
-    let kept = hub.resolve_view_tool("test__show_app", "test__add").await;
-    assert_eq!(kept.as_deref(), Some("test__add"));
-    assert_eq!(hub.resolve_view_tool("nope__x", "add").await, None);
+    let view = view_of("test");
+    assert_eq!(hub.resolve_view_tool(&view, "app_refresh"), "test__app_refresh");
+    assert_eq!(hub.resolve_view_tool(&view, "test__add"), "test__add");
+    assert_eq!(hub.resolve_view_tool(&view_of("nope"), "add"), "add");
+    assert_eq!(hub.resolve_view_tool(&Scope::default(), "add"), "add");
 }
 
 #[tokio::test]
 async fn a_slow_call_times_out_as_an_error_result() {
     let hub = hub().with_call_timeout(Duration::from_millis(300));
     let r = hub
-        .call_tool("test__slow", json!({"ms": 5000}))
+        .call_tool(&Scope::default(), "test__slow", json!({"ms": 5000}))
         .await
         .unwrap();
     assert!(r.is_error);
@@ -134,7 +134,7 @@ async fn a_slow_call_times_out_as_an_error_result() {
         r.content
     );
     let r = hub
-        .call_tool("test__add", json!({"a": 1, "b": 1}))
+        .call_tool(&Scope::default(), "test__add", json!({"a": 1, "b": 1}))
         .await
         .unwrap();
     assert_eq!(
@@ -146,7 +146,7 @@ async fn a_slow_call_times_out_as_an_error_result() {
 #[tokio::test]
 async fn prompts_with_arguments_and_every_message() {
     let hub = hub();
-    let prompts = hub.list_prompts().await.unwrap();
+    let prompts = hub.list_prompts(&Scope::default()).await.unwrap();
     let greet = prompts.iter().find(|p| p.name == "test__greet").unwrap();
     let args: Vec<_> = greet
         .arguments
@@ -159,7 +159,7 @@ async fn prompts_with_arguments_and_every_message() {
     );
 
     let r = hub
-        .get_prompt(
+        .get_prompt(&Scope::default(), 
             "test__greet",
             BTreeMap::from([("name".to_owned(), "Ada".to_owned())]),
         )
@@ -170,21 +170,21 @@ async fn prompts_with_arguments_and_every_message() {
     assert_eq!(r.messages[0].content, "Greet Ada warmly.");
     assert_eq!(r.messages[1].role, Role::Assistant);
     assert!(
-        hub.get_prompt("test__greet", BTreeMap::new())
+        hub.get_prompt(&Scope::default(), "test__greet", BTreeMap::new())
             .await
             .is_err()
     );
     assert!(matches!(
-        hub.get_prompt("test__nope", BTreeMap::new()).await,
+        hub.get_prompt(&Scope::default(), "test__nope", BTreeMap::new()).await,
         Err(HostError::NotFound(_))
     ));
-    assert_eq!(hub.list_prompts_from("test").await.unwrap().len(), 1);
+    assert_eq!(hub.list_prompts(&view_of("test")).await.unwrap().len(), 1);
 }
 
 #[tokio::test]
 async fn resources_templates_and_ui_meta() {
     let hub = hub();
-    let res = hub.list_resources().await.unwrap();
+    let res = hub.list_resources(&Scope::default()).await.unwrap();
     let uris: Vec<_> = res.iter().map(|r| (r.uri.as_str(), r.template)).collect();
     assert!(uris.contains(&("test://static/hello.txt", false)));
     assert!(uris.contains(&("test://item/{id}", true)), "{uris:?}");
@@ -193,16 +193,16 @@ async fn resources_templates_and_ui_meta() {
         "the second page is followed: {uris:?}"
     );
 
-    let r = hub.read_resource("test://static/hello.txt").await.unwrap();
+    let r = hub.read_resource(&Scope::default(), "test://static/hello.txt").await.unwrap();
     assert_eq!(r.text.as_deref(), Some("Hello, resource!"));
-    let r = hub.read_resource("test://item/7").await.unwrap();
+    let r = hub.read_resource(&Scope::default(), "test://item/7").await.unwrap();
     assert_eq!(
         r.text.as_deref(),
         Some("item 7"),
         "an expanded template is read"
     );
 
-    let r = hub.read_resource_from("test", UI_URI).await.unwrap();
+    let r = hub.read_resource(&view_of("test"), UI_URI).await.unwrap();
     assert_eq!(r.mime_type.as_deref(), Some(APP_MIME));
     assert_eq!(r.text.as_deref(), Some(APP_HTML));
     let ui = r.ui.unwrap();
@@ -217,8 +217,8 @@ async fn resources_templates_and_ui_meta() {
         "listing meta fills the rest"
     );
 
-    assert!(hub.read_resource_from("other", UI_URI).await.is_err());
-    assert!(hub.read_resource("test://missing").await.is_err());
+    assert!(hub.read_resource(&view_of("other"), UI_URI).await.is_err());
+    assert!(hub.read_resource(&Scope::default(), "test://missing").await.is_err());
 }
 
 #[tokio::test]
@@ -237,7 +237,7 @@ async fn list_changed_invalidates_and_reaches_the_event_stream() {
         ("prompts", ServerEventType::PromptsChanged),
         ("resources", ServerEventType::ResourcesChanged),
     ] {
-        hub.call_tool("test__poke", json!({"what": what}))
+        hub.call_tool(&Scope::default(), "test__poke", json!({"what": what}))
             .await
             .unwrap();
         let got = tokio::time::timeout(Duration::from_secs(5), async {
@@ -256,7 +256,7 @@ async fn list_changed_invalidates_and_reaches_the_event_stream() {
 #[tokio::test]
 async fn skill_index_augments_the_system_prompt() {
     let hub = hub();
-    let prompt = hub.augment_system_prompt("Be brief.".into()).await;
+    let prompt = hub.augment_system_prompt(&Scope::default(), "Be brief.".into()).await;
     assert!(
         prompt.starts_with("Be brief.\n\nCall the lmchatkit__get_skill tool with the skill URI")
     );
@@ -273,7 +273,7 @@ async fn a_broken_server_does_not_hide_the_others() {
         McpServerConfig::in_process("test", duplex_connector()).unnamespaced(),
     ]);
     hub.start().await;
-    let tools = hub.list_tools().await.unwrap();
+    let tools = hub.list_tools(&Scope::default()).await.unwrap();
     assert!(
         tools.iter().any(|t| t.name == "add"),
         "un-namespaced names: {tools:?}"
@@ -286,10 +286,10 @@ async fn a_broken_server_does_not_hide_the_others() {
     assert!(status[0].error.as_deref().unwrap().contains("nonexistent"));
     assert_eq!(status[1].status, "connected");
     assert_eq!(
-        hub.tool_source("add").await,
+        hub.tool_source(&Scope::default(), "add").await,
         ToolSource::Scoped("test".into())
     );
-    let r = hub.call_tool("add", json!({"a": 1, "b": 2})).await.unwrap();
+    let r = hub.call_tool(&Scope::default(), "add", json!({"a": 1, "b": 2})).await.unwrap();
     assert_eq!(r.content, "3");
 }
 
@@ -298,8 +298,13 @@ async fn custom_separator() {
     let hub =
         McpHub::new(vec![McpServerConfig::in_process("t", duplex_connector())]).with_separator(".");
     let r = hub
-        .call_tool("t.add", json!({"a": 4, "b": 4}))
+        .call_tool(&Scope::default(), "t.add", json!({"a": 4, "b": 4}))
         .await
         .unwrap();
     assert_eq!(r.content, "8");
+}
+
+/// The scope of an MCP App view of `server`.
+fn view_of(server: &str) -> Scope {
+    Scope::view(Default::default(), Some(server.into()))
 }

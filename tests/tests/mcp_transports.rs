@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use lmchatkit::mcp::{McpHub, McpServerConfig};
 use lmchatkit::protocol::ServerEventType;
-use lmchatkit::{EventBroadcaster, Principal};
+use lmchatkit::{EventBroadcaster, Principal, Scope};
 use lmchatkit_tests::mcp_server::{UI_URI, serve_http};
 use serde_json::json;
 
@@ -60,16 +60,16 @@ async fn stdio_child_lists_calls_and_notifies() {
     let mut sub = Box::pin(events.subscribe(Principal::anonymous(), None));
     hub.start().await;
     assert_eq!(hub.status()[0].status, "connected");
-    let tools = hub.list_tools().await.unwrap();
+    let tools = hub.list_tools(&Scope::default()).await.unwrap();
     assert!(tools.iter().any(|t| t.name == "local__show_app"));
     let r = hub
-        .call_tool("local__add", json!({"a": 20, "b": 22}))
+        .call_tool(&Scope::default(), "local__add", json!({"a": 20, "b": 22}))
         .await
         .unwrap();
     assert_eq!(r.content, "42");
-    let r = hub.read_resource_from("local", UI_URI).await.unwrap();
+    let r = hub.read_resource(&view_of("local"), UI_URI).await.unwrap();
     assert!(r.text.unwrap().contains("test app"));
-    hub.call_tool("local__poke", json!({})).await.unwrap();
+    hub.call_tool(&Scope::default(), "local__poke", json!({})).await.unwrap();
     expect_event(&mut sub, ServerEventType::ToolsChanged).await;
 }
 
@@ -87,13 +87,13 @@ async fn streamable_http_lists_calls_and_notifies() {
     hub.start().await;
     assert_eq!(hub.status()[0].status, "connected", "{:?}", hub.status());
     let r = hub
-        .call_tool("web__add", json!({"a": 1, "b": 2}))
+        .call_tool(&Scope::default(), "web__add", json!({"a": 1, "b": 2}))
         .await
         .unwrap();
     assert_eq!(r.content, "3");
-    let prompts = hub.list_prompts().await.unwrap();
+    let prompts = hub.list_prompts(&Scope::default()).await.unwrap();
     assert!(prompts.iter().any(|p| p.name == "web__greet"));
-    hub.call_tool("web__poke", json!({"what": "resources"}))
+    hub.call_tool(&Scope::default(), "web__poke", json!({"what": "resources"}))
         .await
         .unwrap();
     expect_event(&mut sub, ServerEventType::ResourcesChanged).await;
@@ -103,7 +103,7 @@ async fn streamable_http_lists_calls_and_notifies() {
 async fn a_killed_child_is_restarted_on_the_next_call() {
     let hub = McpHub::new(vec![stdio_server("local")]);
     let r = hub
-        .call_tool("local__add", json!({"a": 1, "b": 1}))
+        .call_tool(&Scope::default(), "local__add", json!({"a": 1, "b": 1}))
         .await
         .unwrap();
     assert_eq!(r.content, "2");
@@ -115,7 +115,7 @@ async fn a_killed_child_is_restarted_on_the_next_call() {
     assert!(status.success());
     assert!(wait_gone(pid).await);
     let r = hub
-        .call_tool("local__add", json!({"a": 2, "b": 2}))
+        .call_tool(&Scope::default(), "local__add", json!({"a": 2, "b": 2}))
         .await
         .unwrap();
     assert_eq!(
@@ -131,7 +131,7 @@ async fn a_killed_child_is_restarted_on_the_next_call() {
 #[tokio::test]
 async fn a_child_dying_mid_call_is_an_error_result_then_restarts() {
     let hub = McpHub::new(vec![stdio_server("local")]);
-    let r = hub.call_tool("local__die", json!({})).await.unwrap();
+    let r = hub.call_tool(&Scope::default(), "local__die", json!({})).await.unwrap();
     assert!(r.is_error, "{r:?}");
     assert!(
         r.content.contains("local"),
@@ -139,7 +139,7 @@ async fn a_child_dying_mid_call_is_an_error_result_then_restarts() {
         r.content
     );
     let r = hub
-        .call_tool("local__add", json!({"a": 3, "b": 3}))
+        .call_tool(&Scope::default(), "local__add", json!({"a": 3, "b": 3}))
         .await
         .unwrap();
     assert_eq!(r.content, "6");
@@ -156,4 +156,9 @@ async fn dropping_the_hub_kills_the_child() {
         wait_gone(pid).await,
         "child {pid} still running after the hub was dropped"
     );
+}
+
+/// The scope of an MCP App view of `server`.
+fn view_of(server: &str) -> Scope {
+    Scope::view(Default::default(), Some(server.into()))
 }

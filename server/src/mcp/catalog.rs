@@ -1,7 +1,7 @@
 //! The prompt and resource side of [`McpHub`]: namespaced prompts routed back to their server,
-//! resources and templates with their URIs kept, reads from the owning server (or, for a URI
-//! no server lists, such as an expanded template, from each server in turn), and the
-//! source-scoped variants MCP App views use.
+//! resources and templates with their URIs kept, and reads from the server that lists the URI
+//! (as a resource or a matching template) — never from each server in turn. Everything is
+//! limited to the servers the [`Scope`] reaches (one server for an MCP App view).
 
 use std::collections::BTreeMap;
 
@@ -11,12 +11,13 @@ use lmchatkit_protocol::{Prompt, PromptResult, Resource, ResourceResult};
 use super::convert;
 use super::hub::McpHub;
 use super::server::{CallError, Server};
+use crate::access::{Scope, matches_template};
 use crate::host::HostError;
 
 impl McpHub {
-    /// Every prompt of every reachable server (namespaced like tools).
-    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, HostError> {
-        let lists = join_all(self.inner.servers.iter().map(|s| self.prompts_of(s))).await;
+    /// Every prompt of every reachable server in `scope` (namespaced like tools).
+    pub async fn list_prompts(&self, scope: &Scope) -> Result<Vec<Prompt>, HostError> {
+        let lists = join_all(self.servers_in(scope).map(|s| self.prompts_of(s))).await;
         Ok(lists.into_iter().flatten().collect())
     }
 
@@ -33,24 +34,14 @@ impl McpHub {
         }
     }
 
-    /// Prompts of one server only.
-    pub async fn list_prompts_from(&self, source: &str) -> Result<Vec<Prompt>, HostError> {
-        let s = self.named(source)?;
-        Ok(self.prompts_of(s).await)
-    }
-
-    fn named(&self, source: &str) -> Result<&Server, HostError> {
-        self.server(source)
-            .ok_or_else(|| HostError::NotFound(format!("unknown MCP server {source:?}")))
-    }
-
     /// Expands a prompt (every message; non-text content summarised).
     pub async fn get_prompt(
         &self,
+        scope: &Scope,
         name: &str,
         args: BTreeMap<String, String>,
     ) -> Result<PromptResult, HostError> {
-        for s in &self.inner.servers {
+        for s in self.servers_in(scope) {
             let original = if s.cfg.namespaced {
                 match name.strip_prefix(&format!("{}{}", s.name(), self.inner.separator)) {
                     Some(rest) => rest.to_owned(),
@@ -85,9 +76,9 @@ impl McpHub {
         Err(HostError::NotFound(format!("unknown prompt {name:?}")))
     }
 
-    /// Resources and templates of every reachable server, URIs unchanged.
-    pub async fn list_resources(&self) -> Result<Vec<Resource>, HostError> {
-        let lists = join_all(self.inner.servers.iter().map(|s| self.resources_of(s))).await;
+    /// Resources and templates of every reachable server in `scope`, URIs unchanged.
+    pub async fn list_resources(&self, scope: &Scope) -> Result<Vec<Resource>, HostError> {
+        let lists = join_all(self.servers_in(scope).map(|s| self.resources_of(s))).await;
         Ok(lists.into_iter().flatten().collect())
     }
 
@@ -106,42 +97,29 @@ impl McpHub {
         }
     }
 
-    /// Resources of one server only.
-    pub async fn list_resources_from(&self, source: &str) -> Result<Vec<Resource>, HostError> {
-        let s = self.named(source)?;
-        Ok(self.resources_of(s).await)
-    }
-
-    /// Reads a resource from the server that lists it; a URI no server lists (e.g. an
-    /// expanded template) is tried on each server with resources, in order.
-    pub async fn read_resource(&self, uri: &str) -> Result<ResourceResult, HostError> {
-        let mut owners = Vec::new();
-        let mut others = Vec::new();
-        for s in &self.inner.servers {
-            match s.resources(self.inner.call_timeout).await {
-                Ok(l) if l.resources.iter().any(|r| r.uri == uri) => owners.push(s),
-                Ok(_) => others.push(s),
-                Err(_) => {}
+    /// Reads a resource from the first server in `scope` that lists it, as a resource or as
+    /// a match of one of its templates. A URI no server in `scope` lists is unknown: it is
+    /// never sent to each server in turn.
+    pub async fn read_resource(&self, scope: &Scope, uri: &str) -> Result<ResourceResult, HostError> {
+        let t = self.inner.call_timeout;
+        for s in self.servers_in(scope) {
+            let Ok(l) = s.resources(t).await else {
+                continue;
+            };
+            let listed = l.resources.iter().any(|r| r.uri == uri)
+                || l
+                    .templates
+                    .iter()
+                    .any(|r| matches_template(&r.uri_template, uri));
+            if listed {
+                return self.read_from(s, uri).await;
             }
         }
-        let mut last = None;
-        for s in owners.into_iter().chain(others) {
-            match self.read_from(s, uri).await {
-                Ok(r) => return Ok(r),
-                Err(e) => last = Some(e),
-            }
+        // A view may read what its own server serves without listing it.
+        if let Some(s) = scope.server().and_then(|n| self.servers_in(scope).find(|s| s.name() == n)) {
+            return self.read_from(s, uri).await;
         }
-        Err(last.unwrap_or_else(|| HostError::NotFound(format!("unknown resource {uri:?}"))))
-    }
-
-    /// Reads a resource from one server only (for MCP App views).
-    pub async fn read_resource_from(
-        &self,
-        source: &str,
-        uri: &str,
-    ) -> Result<ResourceResult, HostError> {
-        let s = self.named(source)?;
-        self.read_from(s, uri).await
+        Err(HostError::NotFound(format!("no server offers the resource {uri:?}")))
     }
 
     async fn read_from(&self, s: &Server, uri: &str) -> Result<ResourceResult, HostError> {

@@ -14,7 +14,8 @@ use super::config::McpServerConfig;
 use super::convert;
 use super::server::{CallError, Server};
 use crate::events::EventBroadcaster;
-use crate::host::{HostError, ToolSource};
+use crate::access::Scope;
+use crate::host::{HostError, Principal, ToolSource};
 
 /// Default per-call timeout.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -48,8 +49,9 @@ pub(super) struct Inner {
 ///     McpServerConfig::stdio("everything", "npx", ["-y", "@modelcontextprotocol/server-everything", "stdio"]),
 /// ]);
 /// hub.start().await;
-/// let tools = hub.list_tools().await.unwrap();
-/// let r = hub.call_tool("everything__echo", serde_json::json!({"message": "hi"})).await.unwrap();
+/// let scope = lmchatkit::Scope::default(); // the anonymous user, every server
+/// let tools = hub.list_tools(&scope).await.unwrap();
+/// let r = hub.call_tool(&scope, "everything__echo", serde_json::json!({"message": "hi"})).await.unwrap();
 /// # let _ = (tools, r); }
 /// ```
 #[derive(Clone)]
@@ -57,7 +59,11 @@ pub struct McpHub {
     pub(super) inner: Arc<Inner>,
     configs: Arc<Vec<McpServerConfig>>,
     events: Option<EventBroadcaster>,
+    server_filter: Option<ServerFilter>,
 }
+
+/// Decides whether a principal may use a server: `(principal, server name) -> allowed`.
+pub type ServerFilter = Arc<dyn Fn(&Principal, &str) -> bool + Send + Sync>;
 
 impl std::fmt::Debug for McpHub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -107,6 +113,7 @@ impl McpHub {
             }),
             configs,
             events,
+            server_filter: None,
         }
     }
 
@@ -121,7 +128,42 @@ impl McpHub {
             self.events.clone(),
         );
         f(&mut t, &mut cap, &mut sep, &mut ev);
-        Self::build(self.configs.clone(), ev, t, cap, sep)
+        let mut hub = Self::build(self.configs.clone(), ev, t, cap, sep);
+        hub.server_filter = self.server_filter;
+        hub
+    }
+
+    /// Lets each principal use only the servers `allowed(principal, server)` accepts (default:
+    /// every principal uses every server). A server a principal may not use is absent for
+    /// them: its tools, prompts and resources are not listed, and calls and reads of them are
+    /// unknown. (Per-user servers are a later step; this shares one set of servers out.)
+    ///
+    /// ```
+    /// use lmchatkit::mcp::McpHub;
+    /// let hub = McpHub::new(vec![]).with_server_filter(|who, server| {
+    ///     server != "admin-tools" || who.id() == "root"
+    /// });
+    /// # let _ = hub;
+    /// ```
+    pub fn with_server_filter(
+        mut self,
+        allowed: impl Fn(&Principal, &str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.server_filter = Some(Arc::new(allowed));
+        self
+    }
+
+    /// The servers `scope` reaches: its one server when it is limited to one, else every
+    /// server; less those the principal may not use.
+    pub(super) fn servers_in<'a>(&'a self, scope: &'a Scope) -> impl Iterator<Item = &'a Server> {
+        let principal = scope.principal();
+        self.inner.servers.iter().filter(move |s| {
+            scope.allows(s.name())
+                && self
+                    .server_filter
+                    .as_ref()
+                    .is_none_or(|f| f(&principal, s.name()))
+        })
     }
 
     /// Sends `tools_changed` / `prompts_changed` / `resources_changed` here when a server
@@ -205,8 +247,12 @@ impl McpHub {
     }
 
     /// `(server, original name)` for an exposed tool name, from the (cached) listings.
-    async fn resolve_tool(&self, exposed: &str) -> Option<(&Server, String)> {
-        for s in &self.inner.servers {
+    async fn resolve_tool<'a>(
+        &'a self,
+        scope: &'a Scope,
+        exposed: &str,
+    ) -> Option<(&'a Server, String)> {
+        for s in self.servers_in(scope) {
             let original = if s.cfg.namespaced {
                 match exposed.strip_prefix(&format!("{}{}", s.name(), self.inner.separator)) {
                     Some(rest) => rest,
@@ -224,13 +270,12 @@ impl McpHub {
         None
     }
 
-    /// Every tool of every reachable server, including app-only ones (with visibility).
-    pub async fn list_tools(&self) -> Result<Vec<Tool>, HostError> {
+    /// Every tool of every reachable server in `scope`, including app-only ones (with
+    /// visibility).
+    pub async fn list_tools(&self, scope: &Scope) -> Result<Vec<Tool>, HostError> {
         let t = self.inner.call_timeout;
         let lists = join_all(
-            self.inner
-                .servers
-                .iter()
+            self.servers_in(scope)
                 .map(|s| async move { (s, s.tools(t).await) }),
         )
         .await;
@@ -249,25 +294,28 @@ impl McpHub {
     }
 
     /// What a bare tool name from an MCP App view means. Views call their server's tools by
-    /// the server's own names: a view mounted by `fs__show` calling `refresh` means
-    /// `fs__refresh`. A name already carrying that server's prefix is kept as it is. `None`
-    /// when `via` is unknown. (For the app proxy; it does not check that the tool exists.)
-    pub async fn resolve_view_tool(&self, via: &str, name: &str) -> Option<String> {
-        let (s, _) = self.resolve_tool(via).await?;
+    /// the server's own names: a view of server `fs` (the scope's server) calling `refresh`
+    /// means `fs__refresh`. A name already carrying that server's prefix is kept as it is, and
+    /// so is any name in a scope without a server. (For the app proxy; it does not check that
+    /// the tool exists.)
+    pub fn resolve_view_tool(&self, scope: &Scope, name: &str) -> String {
+        let Some(s) = scope.server().and_then(|n| self.server(n)) else {
+            return name.to_owned();
+        };
         if !s.cfg.namespaced {
-            return Some(name.to_owned());
+            return name.to_owned();
         }
         let prefix = format!("{}{}", s.name(), self.inner.separator);
-        Some(if name.starts_with(&prefix) {
+        if name.starts_with(&prefix) {
             name.to_owned()
         } else {
             format!("{prefix}{name}")
-        })
+        }
     }
 
-    /// Which server owns an exposed tool name (`Unknown` when no server lists it).
-    pub async fn tool_source(&self, name: &str) -> ToolSource {
-        match self.resolve_tool(name).await {
+    /// Which server owns an exposed tool name (`Unknown` when no server in `scope` lists it).
+    pub async fn tool_source(&self, scope: &Scope, name: &str) -> ToolSource {
+        match self.resolve_tool(scope, name).await {
             Some((s, _)) => ToolSource::Scoped(s.name().to_owned()),
             None => ToolSource::Unknown,
         }
@@ -275,7 +323,12 @@ impl McpHub {
 
     /// Calls a tool. The server's own error and a transport failure (the server died, timed
     /// out or is unreachable) are `Ok` with `is_error: true` naming the server.
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<ToolResult, HostError> {
+    pub async fn call_tool(
+        &self,
+        scope: &Scope,
+        name: &str,
+        arguments: Value,
+    ) -> Result<ToolResult, HostError> {
         let args = match arguments {
             Value::Null => None,
             Value::Object(m) => Some(m),
@@ -285,7 +338,7 @@ impl McpHub {
                 )));
             }
         };
-        let Some((s, original)) = self.resolve_tool(name).await else {
+        let Some((s, original)) = self.resolve_tool(scope, name).await else {
             return Err(HostError::NotFound(format!("unknown tool {name:?}")));
         };
         let ui = s

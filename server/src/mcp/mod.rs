@@ -38,15 +38,23 @@ pub use conn::MCP_APP_MIME;
 pub use demo::{
     DEMO_APP_ONLY_TOOL, DEMO_APP_TOOL, DEMO_SERVER_NAME, DEMO_VIEW_URI, demo_server_config,
 };
-pub use hub::{DEFAULT_CALL_TIMEOUT, DEFAULT_RESULT_CAP, DEFAULT_SEPARATOR, McpHub};
+pub use hub::{DEFAULT_CALL_TIMEOUT, DEFAULT_RESULT_CAP, DEFAULT_SEPARATOR, McpHub, ServerFilter};
+
+use crate::access::Scope;
 pub use skills::{SKILL_INDEX_HEADER, append_skill_index, skill_index};
 
 impl McpHub {
     /// Appends the skill index (every `skill://` resource with its name and description) to
     /// the system prompt; the ready-made augmenter of
     /// [`StandardHost`](crate::standard_host::StandardHost).
-    pub async fn augment_system_prompt(&self, current: String) -> String {
-        let resources = self.list_resources().await.unwrap_or_default();
+    pub async fn augment_system_prompt(&self, scope: &Scope, current: String) -> String {
+        let resources = match self.list_resources(scope).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "listing resources for the skill index failed");
+                Vec::new()
+            }
+        };
         append_skill_index(current, &resources)
     }
 }

@@ -8,19 +8,17 @@ use lmchatkit_protocol::{
 };
 use serde_json::{Value, json};
 
-use crate::config::Config;
-use crate::host::{RequestContext, ToolSource};
-use crate::http_util::{self, ApiError, Response, read_json};
-use crate::routes::{resources, tools};
+use crate::state::State;
+use crate::access;
+use crate::http_util::{self, ApiError, Response};
 use crate::service::Req;
 
-pub(crate) async fn proxy(config: &Config, req: Req) -> Result<Response, ApiError> {
-    let body: AppProxyRequest = read_json(&req.parts.headers, req.body, config.body_limit).await?;
+pub(crate) async fn proxy(state: &State, mut req: Req) -> Result<Response, ApiError> {
+    let body: AppProxyRequest = req.json().await?;
     let via = body.via.trim();
-    if via.is_empty() {
-        return Err(ApiError::BadRequest("via is required".into()));
-    }
+    let host = &*state.host;
     let cx = &req.cx;
+    let scope = access::view_scope(host, cx, via).await?;
     let result = match body.method.as_str() {
         "tools/call" => {
             let name = body
@@ -30,18 +28,14 @@ pub(crate) async fn proxy(config: &Config, req: Req) -> Result<Response, ApiErro
                 .unwrap_or("")
                 .trim();
             // Views name their server's tools without the namespace.
-            let name = if name.is_empty() {
-                String::new()
-            } else {
-                config.host.resolve_view_tool(cx, via, name).await
-            };
+            let name = access::view_tool_name(host, &scope, name).await;
             let call = ToolCallRequest {
                 name,
                 arguments: body.params.get("arguments").cloned().unwrap_or(Value::Null),
                 source: ToolCallSource::App,
                 via: Some(via.to_owned()),
             };
-            let r = tools::call_checked(config, cx, &call).await?;
+            let r = access::call_tool(host, cx, &call).await?;
             let mut out = json!({"content": [{"type": "text", "text": r.content}]});
             if r.is_error {
                 out["isError"] = Value::Bool(true);
@@ -56,11 +50,11 @@ pub(crate) async fn proxy(config: &Config, req: Req) -> Result<Response, ApiErro
             if uri.trim().is_empty() {
                 return Err(ApiError::BadRequest("params.uri is required".into()));
             }
-            let r = resources::read_scoped(config, cx, uri, Some(via)).await?;
+            let r = access::read_resource(host, cx, uri, Some(via)).await?;
             json!({"contents": [mcp_contents(r)]})
         }
         "resources/list" => {
-            let list = scoped_resources(config, cx, via).await?;
+            let list = access::list_resources(host, cx, Some(via)).await?;
             let items: Vec<Value> = list
                 .iter()
                 .filter(|r| !r.template)
@@ -69,7 +63,7 @@ pub(crate) async fn proxy(config: &Config, req: Req) -> Result<Response, ApiErro
             json!({"resources": items})
         }
         "resources/templates/list" => {
-            let list = scoped_resources(config, cx, via).await?;
+            let list = access::list_resources(host, cx, Some(via)).await?;
             let items: Vec<Value> = list
                 .iter()
                 .filter(|r| r.template)
@@ -84,10 +78,7 @@ pub(crate) async fn proxy(config: &Config, req: Req) -> Result<Response, ApiErro
             json!({"resourceTemplates": items})
         }
         "prompts/list" => {
-            let prompts = match source_of(config, cx, via).await? {
-                Some(s) => config.host.list_prompts_from(cx, &s).await?,
-                None => config.host.list_prompts(cx).await?,
-            };
+            let prompts = access::list_prompts(host, cx, Some(via)).await?;
             json!({"prompts": prompts})
         }
         other => {
@@ -97,32 +88,6 @@ pub(crate) async fn proxy(config: &Config, req: Req) -> Result<Response, ApiErro
         }
     };
     Ok(http_util::json(http::StatusCode::OK, &result))
-}
-
-/// The server owning `via` (`None` for a single-source host); unknown fails closed.
-async fn source_of(
-    config: &Config,
-    cx: &RequestContext,
-    via: &str,
-) -> Result<Option<String>, ApiError> {
-    match config.host.tool_source(cx, via).await {
-        ToolSource::Scoped(s) => Ok(Some(s)),
-        ToolSource::Unscoped => Ok(None),
-        ToolSource::Unknown => Err(ApiError::Forbidden(format!(
-            "tool {via:?} is not recognized"
-        ))),
-    }
-}
-
-async fn scoped_resources(
-    config: &Config,
-    cx: &RequestContext,
-    via: &str,
-) -> Result<Vec<Resource>, ApiError> {
-    Ok(match source_of(config, cx, via).await? {
-        Some(s) => config.host.list_resources_from(cx, &s).await?,
-        None => config.host.list_resources(cx).await?,
-    })
 }
 
 fn mcp_resource(r: &Resource) -> Value {

@@ -13,20 +13,20 @@ use lmchatkit_protocol::{AppViewRequest, AppViewResponse};
 
 use crate::apps::tokens::ViewTicket;
 use crate::apps::{APP_MIME, SANDBOX_PAGE, csp, is_app_mime};
-use crate::config::Config;
-use crate::http_util::{self, ApiError, Response, read_json};
-use crate::routes::resources;
+use crate::state::State;
+use crate::http_util::{self, ApiError, Response};
+use crate::access;
 use crate::service::Req;
 
 /// `POST /api/apps/view`.
-pub(crate) async fn create(config: &Config, req: Req) -> Result<Response, ApiError> {
+pub(crate) async fn create(state: &State, mut req: Req) -> Result<Response, ApiError> {
     let origin = req
         .parts
         .headers
         .get(header::ORIGIN)
         .and_then(|o| o.to_str().ok())
         .map(|o| o.trim_end_matches('/').to_owned());
-    let body: AppViewRequest = read_json(&req.parts.headers, req.body, config.body_limit).await?;
+    let body: AppViewRequest = req.json().await?;
     let (via, uri) = (body.via.trim(), body.uri.trim());
     if via.is_empty() {
         return Err(ApiError::BadRequest("via is required".into()));
@@ -36,7 +36,7 @@ pub(crate) async fn create(config: &Config, req: Req) -> Result<Response, ApiErr
             "uri {uri:?} is not a ui:// resource"
         )));
     }
-    let r = resources::read_scoped(config, &req.cx, uri, Some(via)).await?;
+    let r = access::read_resource(&*state.host, &req.cx, uri, Some(via)).await?;
     if !is_app_mime(r.mime_type.as_deref()) {
         return Err(ApiError::Unprocessable(format!(
             "{uri} is {:?}, not an MCP App view ({APP_MIME})",
@@ -67,27 +67,27 @@ pub(crate) async fn create(config: &Config, req: Req) -> Result<Response, ApiErr
         external_domains,
         ..Default::default()
     };
-    match &config.sandbox_origin {
+    match &state.settings.sandbox_origin {
         None => {
-            let token = config.views.issue(ViewTicket {
+            let token = state.views.issue(ViewTicket {
                 principal,
                 csp: policy,
                 html: Some(html),
                 host_origin: None,
             });
-            answer.url = format!("{}/apps/view/{token}", config.prefix);
+            answer.url = format!("{}/apps/view/{token}", state.settings.prefix);
         }
         Some(sandbox) => {
             let host_origin = origin.filter(|o| is_origin(o)).ok_or_else(|| {
                 ApiError::BadRequest("proxy mode needs the page's Origin header".into())
             })?;
-            let token = config.views.issue(ViewTicket {
+            let token = state.views.issue(ViewTicket {
                 principal,
                 csp: policy,
                 html: None,
                 host_origin: Some(host_origin),
             });
-            answer.url = format!("{sandbox}{}/apps/sandbox?t={token}", config.prefix);
+            answer.url = format!("{sandbox}{}/apps/sandbox?t={token}", state.settings.prefix);
             answer.proxy = true;
             answer.html = Some(html);
         }
@@ -97,9 +97,9 @@ pub(crate) async fn create(config: &Config, req: Req) -> Result<Response, ApiErr
 
 /// `GET /apps/view/{token}` (default mode): the view's HTML under its CSP, once, for the
 /// principal that asked for it.
-pub(crate) fn page(config: &Config, req: &Req, token: &str) -> Result<Response, ApiError> {
+pub(crate) fn page(state: &State, req: &Req, token: &str) -> Result<Response, ApiError> {
     let me = req.cx.principal();
-    let ticket = config
+    let ticket = state
         .views
         .redeem(token, |t| t.html.is_some() && t.principal == me.id())
         .ok_or_else(|| ApiError::NotFound("this view link expired or is not yours".into()))?;
@@ -114,9 +114,9 @@ pub(crate) fn page(config: &Config, req: &Req, token: &str) -> Result<Response, 
 
 /// `GET /apps/sandbox?t={token}` (proxy mode, on the sandbox origin only): the sandbox proxy
 /// page under the view's CSP, talking only to the host origin recorded in the token.
-pub(crate) fn sandbox(config: &Config, req: &Req) -> Result<Response, ApiError> {
-    let sandbox = config
-        .sandbox_origin
+pub(crate) fn sandbox(state: &State, req: &Req) -> Result<Response, ApiError> {
+    let sandbox = state
+        .settings.sandbox_origin
         .as_deref()
         .ok_or_else(|| ApiError::NotFound("not found".into()))?;
     // Served on the host's own origin, the proxy would hand the view the host's origin.
@@ -140,7 +140,7 @@ pub(crate) fn sandbox(config: &Config, req: &Req) -> Result<Response, ApiError> 
         .split('&')
         .find_map(|kv| kv.strip_prefix("t="))
         .unwrap_or_default();
-    let ticket = config
+    let ticket = state
         .views
         .redeem(token, |t| t.host_origin.is_some())
         .ok_or_else(|| ApiError::NotFound("this view link expired".into()))?;

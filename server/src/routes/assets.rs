@@ -7,12 +7,12 @@ use http::StatusCode;
 use http::header::{self, HeaderValue};
 
 use crate::bundle;
-use crate::config::Config;
+use crate::state::State;
 use crate::http_util::{ApiError, Response, accepts_encoding, empty, etag_of, full, not_modified};
 use crate::service::Req;
 
-pub(crate) fn page(config: &Config, head: bool) -> Result<Response, ApiError> {
-    let html = bundle::page_html(&config.prefix, &config.title);
+pub(crate) fn page(state: &State, head: bool) -> Result<Response, ApiError> {
+    let html = bundle::page_html(&state.settings.prefix, &state.settings.title);
     let mut res = http::Response::new(if head { empty() } else { full(html.clone()) });
     let h = res.headers_mut();
     h.insert(

@@ -2,12 +2,12 @@
 
 use lmchatkit_protocol::{ConfigResponse, HistoryMode, Persona};
 
-use crate::config::Config;
+use crate::state::State;
 use crate::http_util::{ApiError, Response, json_etag};
 use crate::service::Req;
 
-pub(crate) async fn personas(config: &Config, req: Req) -> Result<Response, ApiError> {
-    let mut list = match &config.personas {
+pub(crate) async fn personas(state: &State, req: Req) -> Result<Response, ApiError> {
+    let mut list = match &state.personas {
         Some(src) => src.personas(&req.cx).await.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "persona source failed; offering the Default persona");
             Vec::new()
@@ -17,14 +17,14 @@ pub(crate) async fn personas(config: &Config, req: Req) -> Result<Response, ApiE
     if list.is_empty() {
         list.push(Persona::default_persona());
     }
-    if config.hide_system_prompts {
+    if state.settings.hide_system_prompts {
         list.iter_mut().for_each(|p| p.system_prompt = None);
     }
     Ok(json_etag(&req.parts.headers, &list))
 }
 
-pub(crate) async fn commands(config: &Config, req: Req) -> Result<Response, ApiError> {
-    let list = match &config.commands {
+pub(crate) async fn commands(state: &State, req: Req) -> Result<Response, ApiError> {
+    let list = match &state.commands {
         Some(src) => src.commands(&req.cx).await.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "command source failed");
             Vec::new()
@@ -34,24 +34,24 @@ pub(crate) async fn commands(config: &Config, req: Req) -> Result<Response, ApiE
     Ok(json_etag(&req.parts.headers, &list))
 }
 
-pub(crate) async fn models(config: &Config, req: Req) -> Result<Response, ApiError> {
-    let list = config.host.models(&req.cx).await?;
+pub(crate) async fn models(state: &State, req: Req) -> Result<Response, ApiError> {
+    let list = state.host.models(&req.cx).await?;
     Ok(json_etag(&req.parts.headers, &list))
 }
 
-pub(crate) fn config(config: &Config, req: Req) -> Result<Response, ApiError> {
+pub(crate) fn config(state: &State, req: Req) -> Result<Response, ApiError> {
     let body = ConfigResponse {
-        file_upload: config.file_upload,
-        max_upload_bytes: config.max_upload_bytes,
-        history: if config.history.is_some() {
+        file_upload: state.settings.file_upload,
+        max_upload_bytes: state.settings.max_upload_bytes,
+        history: if state.history.is_some() {
             HistoryMode::Server
         } else {
             HistoryMode::Browser
         },
-        events: config.events.is_some(),
-        sandbox_origin: config.sandbox_origin.clone(),
-        demo: config.demo,
-        mcp: config.mcp_status.as_ref().map(|f| f()).unwrap_or_default(),
+        events: state.events.is_some(),
+        sandbox_origin: state.settings.sandbox_origin.clone(),
+        demo: state.settings.demo,
+        mcp: state.mcp_status.as_ref().map(|f| f()).unwrap_or_default(),
     };
     Ok(json_etag(&req.parts.headers, &body))
 }

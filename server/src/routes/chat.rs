@@ -8,13 +8,13 @@ use futures_util::StreamExt;
 use lmchatkit_protocol::{ChatRequest, Event};
 use tracing::Instrument;
 
-use crate::config::Config;
-use crate::http_util::{ApiError, Response, read_json};
+use crate::state::State;
+use crate::http_util::{ApiError, Response};
 use crate::service::Req;
 use crate::{sse, turn};
 
-pub(crate) async fn chat(config: &Config, req: Req) -> Result<Response, ApiError> {
-    let body: ChatRequest = read_json(&req.parts.headers, req.body, config.body_limit).await?;
+pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiError> {
+    let body: ChatRequest = req.json().await?;
     if body.model.trim().is_empty() {
         return Err(ApiError::BadRequest("model is required".into()));
     }
@@ -23,14 +23,14 @@ pub(crate) async fn chat(config: &Config, req: Req) -> Result<Response, ApiError
     }
     let span =
         tracing::info_span!("chat", model = %body.model.trim(), messages = body.messages.len());
-    let prepared = turn::prepare(config, &req.cx, body)
+    let prepared = turn::prepare(state, &req.cx, body)
         .instrument(span.clone())
         .await;
-    let events = config.host.complete(&req.cx, prepared);
+    let events = state.host.complete(&req.cx, prepared);
     let frames = with_terminal(events).map(|ev| sse::frame(None, &ev));
     Ok(sse::response(
         tracing_futures_stream(frames, span),
-        config.heartbeat,
+        state.settings.heartbeat,
     ))
 }
 

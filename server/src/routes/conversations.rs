@@ -10,14 +10,14 @@ use lmchatkit_protocol::{
     StoredConversation,
 };
 
-use crate::config::Config;
+use crate::state::State;
 use crate::history::{HistoryStore, SaveOutcome, validate_id};
 use crate::host::RequestContext;
-use crate::http_util::{ApiError, Response, empty, json, json_etag, read_json};
+use crate::http_util::{ApiError, Response, empty, json, json_etag};
 use crate::service::Req;
 
-fn store(config: &Config) -> Result<&Arc<dyn HistoryStore>, ApiError> {
-    config
+fn store(state: &State) -> Result<&Arc<dyn HistoryStore>, ApiError> {
+    state
         .history
         .as_ref()
         .ok_or_else(|| ApiError::NotFound("server-side history is not enabled".into()))
@@ -34,13 +34,13 @@ fn id(raw: &str) -> Result<String, ApiError> {
 }
 
 fn notify(
-    config: &Config,
+    state: &State,
     cx: &RequestContext,
     kind: ServerEventType,
     id: &str,
     revision: Option<u64>,
 ) {
-    if let Some(events) = &config.events {
+    if let Some(events) = &state.events {
         events.broadcast_to(
             &cx.principal(),
             ServerEvent::conversation(kind, id, revision),
@@ -48,29 +48,29 @@ fn notify(
     }
 }
 
-pub(crate) async fn list(config: &Config, req: Req) -> Result<Response, ApiError> {
-    let list = store(config)?.list(&req.cx.principal()).await?;
+pub(crate) async fn list(state: &State, req: Req) -> Result<Response, ApiError> {
+    let list = store(state)?.list(&req.cx.principal()).await?;
     Ok(json_etag(&req.parts.headers, &list))
 }
 
-pub(crate) async fn get(config: &Config, req: Req, raw: &str) -> Result<Response, ApiError> {
+pub(crate) async fn get(state: &State, req: Req, raw: &str) -> Result<Response, ApiError> {
     let id = id(raw)?;
-    match store(config)?.get(&req.cx.principal(), &id).await? {
+    match store(state)?.get(&req.cx.principal(), &id).await? {
         Some(c) => Ok(json(StatusCode::OK, &c)),
         None => Err(ApiError::NotFound("conversation not found".into())),
     }
 }
 
-pub(crate) async fn put(config: &Config, req: Req, raw: &str) -> Result<Response, ApiError> {
+pub(crate) async fn put(state: &State, mut req: Req, raw: &str) -> Result<Response, ApiError> {
     let id = id(raw)?;
-    let store = store(config)?;
+    let store = store(state)?;
     let mut conv: StoredConversation =
-        read_json(&req.parts.headers, req.body, config.body_limit).await?;
+        req.json().await?;
     conv.id = id.clone();
     match store.save(&req.cx.principal(), conv).await? {
         SaveOutcome::Saved { revision } => {
             notify(
-                config,
+                state,
                 &req.cx,
                 ServerEventType::ConversationSaved,
                 &id,
@@ -90,11 +90,11 @@ pub(crate) async fn put(config: &Config, req: Req, raw: &str) -> Result<Response
     }
 }
 
-pub(crate) async fn patch(config: &Config, req: Req, raw: &str) -> Result<Response, ApiError> {
+pub(crate) async fn patch(state: &State, mut req: Req, raw: &str) -> Result<Response, ApiError> {
     let id = id(raw)?;
-    let store = store(config)?;
+    let store = store(state)?;
     let mut body: ConversationPatch =
-        read_json(&req.parts.headers, req.body, config.body_limit).await?;
+        req.json().await?;
     body.title = body.title.trim().to_owned();
     if body.title.is_empty() {
         return Err(ApiError::BadRequest("title is required".into()));
@@ -102,7 +102,7 @@ pub(crate) async fn patch(config: &Config, req: Req, raw: &str) -> Result<Respon
     match store.patch(&req.cx.principal(), &id, body).await? {
         Some(revision) => {
             notify(
-                config,
+                state,
                 &req.cx,
                 ServerEventType::ConversationRenamed,
                 &id,
@@ -114,11 +114,11 @@ pub(crate) async fn patch(config: &Config, req: Req, raw: &str) -> Result<Respon
     }
 }
 
-pub(crate) async fn delete(config: &Config, req: Req, raw: &str) -> Result<Response, ApiError> {
+pub(crate) async fn delete(state: &State, req: Req, raw: &str) -> Result<Response, ApiError> {
     let id = id(raw)?;
-    if store(config)?.delete(&req.cx.principal(), &id).await? {
+    if store(state)?.delete(&req.cx.principal(), &id).await? {
         notify(
-            config,
+            state,
             &req.cx,
             ServerEventType::ConversationDeleted,
             &id,

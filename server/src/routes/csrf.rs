@@ -5,10 +5,10 @@
 
 use http::{Method, header};
 
-use crate::config::Config;
+use crate::config::Settings;
 use crate::http_util::ApiError;
 
-pub(crate) fn check(config: &Config, parts: &http::request::Parts) -> Result<(), ApiError> {
+pub(crate) fn check(settings: &Settings, parts: &http::request::Parts) -> Result<(), ApiError> {
     if matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {
         return Ok(());
     }
@@ -16,7 +16,7 @@ pub(crate) fn check(config: &Config, parts: &http::request::Parts) -> Result<(),
         return Ok(());
     };
     let origin = origin.to_str().unwrap_or("null").trim_end_matches('/');
-    if config.allowed_origins.iter().any(|o| o == origin) {
+    if settings.allowed_origins.iter().any(|o| o == origin) {
         return Ok(());
     }
     // Same origin: the Origin's authority equals the Host the request was sent to.

@@ -3,13 +3,13 @@
 
 use futures_util::StreamExt;
 
-use crate::config::Config;
+use crate::state::State;
 use crate::http_util::{ApiError, Response};
 use crate::service::Req;
 use crate::sse;
 
-pub(crate) fn subscribe(config: &Config, req: Req) -> Result<Response, ApiError> {
-    let events = config
+pub(crate) fn subscribe(state: &State, req: Req) -> Result<Response, ApiError> {
+    let events = state
         .events
         .as_ref()
         .ok_or_else(|| ApiError::NotFound("events are off".into()))?;
@@ -25,5 +25,5 @@ pub(crate) fn subscribe(config: &Config, req: Req) -> Result<Response, ApiError>
     // An initial comment makes proxies and browsers treat the stream as open at once.
     let opening =
         futures_util::stream::once(async { bytes::Bytes::from_static(b": connected\n\n") });
-    Ok(sse::response(opening.chain(frames), config.heartbeat))
+    Ok(sse::response(opening.chain(frames), state.settings.heartbeat))
 }

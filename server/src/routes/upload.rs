@@ -6,11 +6,11 @@ use http::header;
 use http_body_util::BodyDataStream;
 use lmchatkit_protocol::{UploadResponse, UploadedFile};
 
-use crate::config::Config;
+use crate::state::State;
 use crate::http_util::{ApiError, Response, json};
 use crate::service::Req;
 
-pub(crate) async fn upload(config: &Config, req: Req) -> Result<Response, ApiError> {
+pub(crate) async fn upload(state: &State, req: Req) -> Result<Response, ApiError> {
     let content_type = req
         .parts
         .headers
@@ -20,10 +20,10 @@ pub(crate) async fn upload(config: &Config, req: Req) -> Result<Response, ApiErr
     let boundary = multer::parse_boundary(content_type).map_err(|_| {
         ApiError::UnsupportedMediaType("Content-Type must be multipart/form-data".into())
     })?;
-    let cap = config.max_upload_bytes;
+    let cap = state.settings.max_upload_bytes;
     let limits = multer::Constraints::new().size_limit(
         multer::SizeLimit::new()
-            .whole_stream(cap.saturating_mul(8).max(config.body_limit as u64))
+            .whole_stream(cap.saturating_mul(8).max(state.settings.body_limit as u64))
             .per_field(cap),
     );
     let mut form =

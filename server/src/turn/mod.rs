@@ -1,6 +1,6 @@
 //! Turning a chat request into what the host completes: message cleaning, the system prompt
-//! (persona → fallback → augmenter), parameter merge, model-visible tools (+ the virtual skill
-//! tool), `@uri` resources and MCP-prompt `/commands`.
+//! (persona → fallback → augmenter), parameter merge, the tools the access layer offers the
+//! model, `@uri` resources and MCP-prompt `/commands`.
 
 mod cache;
 mod refs;
@@ -8,12 +8,11 @@ mod slash;
 
 pub(crate) use cache::TurnCache;
 
-use lmchatkit_protocol::{
-    ChatRequest, Content, Message, Params, Persona, Role, SKILL_TOOL_NAME, Tool, Visibility,
-};
-use serde_json::{Value, json};
+use lmchatkit_protocol::{ChatRequest, Content, Message, Params, Persona, Role};
+use serde_json::Value;
 
-use crate::config::Config;
+use crate::access;
+use crate::state::State;
 use crate::host::{CompleteRequest, RequestContext};
 
 /// The system prompt used when the persona has none (some providers reject an empty one).
@@ -21,31 +20,31 @@ pub(crate) const FALLBACK_SYSTEM_PROMPT: &str = "You are a helpful assistant.";
 
 /// Builds the host's request from a validated chat request.
 pub(crate) async fn prepare(
-    config: &Config,
+    state: &State,
     cx: &RequestContext,
     req: ChatRequest,
 ) -> CompleteRequest {
-    let persona = find_persona(config, cx, &req.persona_id).await;
+    let persona = find_persona(state, cx, &req.persona_id).await;
     let mut messages = clean(req.messages);
-    refs::resolve(config, cx, &config.turn_cache, &mut messages).await;
-    slash::resolve(config, cx, &config.turn_cache, &mut messages).await;
+    refs::resolve(state, cx, &state.turn_cache, &mut messages).await;
+    slash::resolve(state, cx, &state.turn_cache, &mut messages).await;
 
-    let system = system_prompt(config, cx, persona.as_ref(), req.model_context.as_ref()).await;
+    let system = system_prompt(state, cx, persona.as_ref(), req.model_context.as_ref()).await;
     messages.insert(0, Message::system(system));
 
     CompleteRequest {
         model: req.model.trim().to_owned(),
         messages,
-        tools: model_tools(config, cx).await,
+        tools: access::model_tools(&*state.host, cx).await,
         params: merge_params(persona.map(|p| p.params), req.params),
     }
 }
 
-async fn find_persona(config: &Config, cx: &RequestContext, id: &str) -> Option<Persona> {
+async fn find_persona(state: &State, cx: &RequestContext, id: &str) -> Option<Persona> {
     if id.is_empty() {
         return None;
     }
-    let list = config.personas.as_ref()?.personas(cx).await.ok()?;
+    let list = state.personas.as_ref()?.personas(cx).await.ok()?;
     list.into_iter().find(|p| p.id == id)
 }
 
@@ -69,7 +68,7 @@ pub(crate) fn clean(messages: Vec<Message>) -> Vec<Message> {
 }
 
 async fn system_prompt(
-    config: &Config,
+    state: &State,
     cx: &RequestContext,
     persona: Option<&Persona>,
     model_context: Option<&Value>,
@@ -80,7 +79,7 @@ async fn system_prompt(
         .filter(|s| !s.is_empty())
         .unwrap_or(FALLBACK_SYSTEM_PROMPT)
         .to_owned();
-    let mut prompt = config.host.augment_system_prompt(cx, base).await;
+    let mut prompt = state.host.augment_system_prompt(cx, base).await;
     if let Some(ctx) = model_context.filter(|v| !v.is_null()) {
         prompt.push_str("\n\nContext reported by an open app view:\n");
         prompt.push_str(&ctx.to_string());
@@ -97,43 +96,6 @@ pub(crate) fn merge_params(persona: Option<Params>, request: Option<Params>) -> 
     }
     out.retain(|_, v| !(v.is_null() || v.as_str() == Some("")));
     out
-}
-
-async fn model_tools(config: &Config, cx: &RequestContext) -> Vec<Tool> {
-    let mut tools: Vec<Tool> = match config.host.list_tools(cx).await {
-        Ok(t) => t
-            .into_iter()
-            .filter(|t| t.visible_to(Visibility::Model))
-            .collect(),
-        Err(e) => {
-            tracing::warn!(error = %e, "listing tools failed; the turn runs without tools");
-            Vec::new()
-        }
-    };
-    let has_skills = config
-        .host
-        .list_resources(cx)
-        .await
-        .map(|r| r.iter().any(|r| r.uri.starts_with("skill://")))
-        .unwrap_or(false);
-    if has_skills && !tools.iter().any(|t| t.name == SKILL_TOOL_NAME) {
-        tools.push(skill_tool());
-    }
-    tools
-}
-
-/// The virtual tool that reads a `skill://` resource.
-pub(crate) fn skill_tool() -> Tool {
-    Tool::new(SKILL_TOOL_NAME)
-        .with_description(
-            "Retrieve a skill's detailed instructions by URI, e.g. 'skill://golang/SKILL.md'. \
-             Call it before working on a task a listed skill covers.",
-        )
-        .with_input_schema(json!({
-            "type": "object",
-            "properties": {"uri": {"type": "string", "description": "The skill:// URI"}},
-            "required": ["uri"]
-        }))
 }
 
 /// Index of the last user message.

@@ -1,6 +1,7 @@
 //! `@scheme://uri` references in user messages become content parts: images as `image_url`
 //! data URLs, PDFs as `file` parts, text as `Resource <uri>:` text parts, failures as a visible
-//! `[error: …]` part. The stored transcript keeps the original `@uri` text. Earlier turns reuse
+//! `[error: …]` part. Only a URI that a listing offers is read, from the source that lists it
+//! (the access layer decides); an unlisted one is an error part and reaches no server. The stored transcript keeps the original `@uri` text. Earlier turns reuse
 //! what they resolved (see [`super::cache`]); the latest user message reads fresh.
 
 use std::sync::LazyLock;
@@ -8,7 +9,8 @@ use std::sync::LazyLock;
 use lmchatkit_protocol::{Content, ContentPart, FileData, Message, ResourceResult};
 use regex::Regex;
 
-use crate::config::Config;
+use crate::access;
+use crate::state::State;
 use crate::host::RequestContext;
 
 use super::cache::{Resolved, TurnCache};
@@ -30,7 +32,7 @@ pub(super) fn find(text: &str) -> Vec<String> {
 }
 
 pub(super) async fn resolve(
-    config: &Config,
+    state: &State,
     cx: &RequestContext,
     cache: &TurnCache,
     messages: &mut [Message],
@@ -57,7 +59,7 @@ pub(super) async fn resolve(
             let read = match cached {
                 Some(p) => p,
                 None => {
-                    let p = match config.host.read_resource(cx, &uri).await {
+                    let p = match access::read_reference(&*state.host, cx, &uri).await {
                         Ok(r) => to_parts(&uri, r),
                         Err(e) => {
                             vec![ContentPart::text(format!(

@@ -10,7 +10,8 @@ use std::sync::LazyLock;
 use lmchatkit_protocol::{Message, Prompt};
 use regex::Regex;
 
-use crate::config::Config;
+use crate::access;
+use crate::state::State;
 use crate::host::RequestContext;
 
 use super::cache::{Resolved, TurnCache};
@@ -56,7 +57,7 @@ pub(super) fn parse_args(prompt: &Prompt, rest: &str) -> BTreeMap<String, String
 }
 
 pub(super) async fn resolve(
-    config: &Config,
+    state: &State,
     cx: &RequestContext,
     cache: &TurnCache,
     messages: &mut Vec<Message>,
@@ -67,7 +68,7 @@ pub(super) async fn resolve(
     {
         return;
     }
-    let prompts = match config.host.list_prompts(cx).await {
+    let prompts = match access::list_prompts(&*state.host, cx, None).await {
         Ok(p) if !p.is_empty() => p,
         _ => return,
     };
@@ -100,7 +101,7 @@ pub(super) async fn resolve(
             out.extend(cached);
             continue;
         }
-        match config.host.get_prompt(cx, &prompt.name, args).await {
+        match access::get_prompt(&*state.host, cx, &prompt.name, args).await {
             Ok(r) => {
                 let expanded: Vec<Message> = r
                     .messages

@@ -10,7 +10,7 @@ use http_body_util::{BodyExt, Full};
 use lmchatkit::protocol::*;
 use lmchatkit::{
     ChatService, CompleteRequest, Config, ConfigBuilder, EventStream, Host, HostError,
-    RequestContext, ToolSource, async_trait,
+    RequestContext, Scope, ToolSource, async_trait,
 };
 use serde_json::Value;
 use tower::ServiceExt;
@@ -44,15 +44,20 @@ impl Host for FakeHost {
         self.seen.lock().unwrap().push(req);
         Box::pin(futures_util::stream::iter(self.events.clone()))
     }
-    async fn list_tools(&self, _: &RequestContext) -> Result<Vec<Tool>, HostError> {
+    async fn list_tools(&self, scope: &Scope) -> Result<Vec<Tool>, HostError> {
         if self.fail_tools_list {
             return Err(HostError::Upstream("tools unavailable".into()));
         }
-        Ok(self.tools.clone())
+        Ok(self
+            .tools
+            .iter()
+            .filter(|t| self.in_scope(scope, self.sources.get(&t.name)))
+            .cloned()
+            .collect())
     }
     async fn call_tool(
         &self,
-        _: &RequestContext,
+        _: &Scope,
         name: &str,
         args: Value,
     ) -> Result<ToolResult, HostError> {
@@ -65,12 +70,12 @@ impl Host for FakeHost {
             _ => Ok(ToolResult::text(format!("{name}:{args}"))),
         }
     }
-    async fn list_prompts(&self, _: &RequestContext) -> Result<Vec<Prompt>, HostError> {
+    async fn list_prompts(&self, _: &Scope) -> Result<Vec<Prompt>, HostError> {
         Ok(self.prompts.clone())
     }
     async fn get_prompt(
         &self,
-        _: &RequestContext,
+        _: &Scope,
         name: &str,
         args: BTreeMap<String, String>,
     ) -> Result<PromptResult, HostError> {
@@ -95,19 +100,24 @@ impl Host for FakeHost {
             ],
         })
     }
-    async fn list_resources(&self, _: &RequestContext) -> Result<Vec<Resource>, HostError> {
-        Ok(self.resources.clone())
+    async fn list_resources(&self, scope: &Scope) -> Result<Vec<Resource>, HostError> {
+        Ok(self
+            .resources
+            .iter()
+            .filter(|r| self.in_scope(scope, self.contents.get(&r.uri).map(|(s, _)| s)))
+            .cloned()
+            .collect())
     }
-    async fn read_resource(
-        &self,
-        _: &RequestContext,
-        uri: &str,
-    ) -> Result<ResourceResult, HostError> {
+    async fn read_resource(&self, scope: &Scope, uri: &str) -> Result<ResourceResult, HostError> {
         self.lookups.lock().unwrap().push(format!("read {uri}"));
-        self.contents
-            .get(uri)
-            .map(|(_, r)| r.clone())
-            .ok_or_else(|| HostError::NotFound(format!("no resource {uri}")))
+        match self.contents.get(uri) {
+            Some((s, r)) if self.in_scope(scope, Some(s)) => Ok(r.clone()),
+            Some(_) => Err(HostError::NotFound(format!(
+                "no resource {uri} on {}",
+                scope.server().unwrap_or("every server")
+            ))),
+            None => Err(HostError::NotFound(format!("no resource {uri}"))),
+        }
     }
     async fn tool_source(&self, _: &RequestContext, name: &str) -> ToolSource {
         if self.unscoped {
@@ -118,30 +128,17 @@ impl Host for FakeHost {
             .map(|s| ToolSource::Scoped(s.clone()))
             .unwrap_or(ToolSource::Unknown)
     }
-    async fn read_resource_from(
-        &self,
-        _: &RequestContext,
-        source: &str,
-        uri: &str,
-    ) -> Result<ResourceResult, HostError> {
-        match self.contents.get(uri) {
-            Some((s, r)) if s == source => Ok(r.clone()),
-            _ => Err(HostError::NotFound(format!(
-                "no resource {uri} on {source}"
-            ))),
+}
+
+impl FakeHost {
+    /// A thing of `server` (or of no known server) is in `scope` when the scope reaches every
+    /// server, or that one; a thing of no known server is only in an unlimited scope.
+    fn in_scope(&self, scope: &Scope, server: Option<&String>) -> bool {
+        match (scope.server(), server) {
+            (None, _) => true,
+            (Some(want), Some(s)) => want == s,
+            (Some(_), None) => false,
         }
-    }
-    async fn list_resources_from(
-        &self,
-        _: &RequestContext,
-        source: &str,
-    ) -> Result<Vec<Resource>, HostError> {
-        Ok(self
-            .resources
-            .iter()
-            .filter(|r| self.contents.get(&r.uri).is_some_and(|(s, _)| s == source))
-            .cloned()
-            .collect())
     }
 }
 

@@ -52,7 +52,7 @@ switch it off.";
 /// use lmchatkit::mcp::{McpHub, demo_server_config};
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let hub = McpHub::new(vec![demo_server_config()]);
-/// let tools = hub.list_tools().await.unwrap();
+/// let tools = hub.list_tools(&lmchatkit::Scope::default()).await.unwrap();
 /// assert!(tools.iter().any(|t| t.name == "demo__roll_dice"));
 /// hub.shutdown().await;
 /// # });

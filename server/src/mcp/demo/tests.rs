@@ -6,6 +6,7 @@ use lmchatkit_protocol::Visibility;
 use serde_json::json;
 
 use super::*;
+use crate::Scope;
 use crate::host::ToolSource;
 use crate::mcp::McpHub;
 
@@ -16,7 +17,7 @@ fn hub() -> McpHub {
 #[tokio::test]
 async fn lists_tools_with_the_app_meta_and_visibility() {
     let hub = hub();
-    let tools = hub.list_tools().await.unwrap();
+    let tools = hub.list_tools(&Scope::default()).await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     for name in [
         "demo__roll_dice",
@@ -34,7 +35,7 @@ async fn lists_tools_with_the_app_meta_and_visibility() {
     let dice = tools.iter().find(|t| t.name == "demo__roll_dice").unwrap();
     assert!(dice.ui.is_none() && dice.visibility.is_empty());
     assert_eq!(
-        hub.tool_source("demo__clock_now").await,
+        hub.tool_source(&Scope::default(), "demo__clock_now").await,
         ToolSource::Scoped("demo".into())
     );
     hub.shutdown().await;
@@ -45,7 +46,7 @@ async fn tools_answer_and_validate_their_arguments() {
     let hub = hub();
     for _ in 0..20 {
         let r = hub
-            .call_tool("demo__roll_dice", json!({"sides": 3}))
+            .call_tool(&Scope::default(), "demo__roll_dice", json!({"sides": 3}))
             .await
             .unwrap();
         let roll = r.structured_content.as_ref().unwrap()["roll"]
@@ -55,7 +56,7 @@ async fn tools_answer_and_validate_their_arguments() {
         assert_eq!(r.content, format!("You rolled a {roll} on a d3."));
     }
     let bad = hub
-        .call_tool("demo__roll_dice", json!({"sides": 1}))
+        .call_tool(&Scope::default(), "demo__roll_dice", json!({"sides": 1}))
         .await
         .unwrap();
     assert!(
@@ -63,7 +64,7 @@ async fn tools_answer_and_validate_their_arguments() {
         "{bad:?}"
     );
     let time = hub
-        .call_tool("demo__current_time", json!({}))
+        .call_tool(&Scope::default(), "demo__current_time", json!({}))
         .await
         .unwrap();
     let iso = time.structured_content.as_ref().unwrap()["iso"]
@@ -75,7 +76,7 @@ async fn tools_answer_and_validate_their_arguments() {
         "{time:?}"
     );
     let clock = hub
-        .call_tool("demo__show_clock", json!({"title": "Kitchen"}))
+        .call_tool(&Scope::default(), "demo__show_clock", json!({"title": "Kitchen"}))
         .await
         .unwrap();
     assert!(clock.content.starts_with("Kitchen: it is "), "{clock:?}");
@@ -83,7 +84,7 @@ async fn tools_answer_and_validate_their_arguments() {
         clock.structured_content.as_ref().unwrap()["title"],
         "Kitchen"
     );
-    let now = hub.call_tool("demo__clock_now", json!({})).await.unwrap();
+    let now = hub.call_tool(&Scope::default(), "demo__clock_now", json!({})).await.unwrap();
     assert!(now.content.starts_with("Server time: "), "{now:?}");
     hub.shutdown().await;
 }
@@ -91,7 +92,7 @@ async fn tools_answer_and_validate_their_arguments() {
 #[tokio::test]
 async fn prompt_with_an_argument() {
     let hub = hub();
-    let prompts = hub.list_prompts().await.unwrap();
+    let prompts = hub.list_prompts(&Scope::default()).await.unwrap();
     let explain = prompts.iter().find(|p| p.name == "demo__explain").unwrap();
     let topic = explain
         .arguments
@@ -100,7 +101,7 @@ async fn prompt_with_an_argument() {
         .unwrap();
     assert!(topic.required);
     let args = BTreeMap::from([("topic".to_owned(), "borrowing".to_owned())]);
-    let r = hub.get_prompt("demo__explain", args).await.unwrap();
+    let r = hub.get_prompt(&Scope::default(), "demo__explain", args).await.unwrap();
     assert_eq!(
         r.messages[0].content,
         "Explain borrowing to a curious beginner in three short paragraphs, with one example."
@@ -111,18 +112,18 @@ async fn prompt_with_an_argument() {
 #[tokio::test]
 async fn resources_skill_and_view() {
     let hub = hub();
-    let resources = hub.list_resources().await.unwrap();
+    let resources = hub.list_resources(&Scope::default()).await.unwrap();
     let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
     assert_eq!(uris, [ABOUT_URI, SKILL_URI, DEMO_VIEW_URI]);
     let index = crate::mcp::skill_index(&resources).unwrap();
     assert!(index.contains("- skill://dice-games/SKILL.md (dice-games): How to run"));
 
-    let about = hub.read_resource(ABOUT_URI).await.unwrap();
+    let about = hub.read_resource(&Scope::default(), ABOUT_URI).await.unwrap();
     assert!(about.text.unwrap().contains("--no-demo-mcp"));
-    let skill = hub.read_resource(SKILL_URI).await.unwrap();
+    let skill = hub.read_resource(&Scope::default(), SKILL_URI).await.unwrap();
     assert!(skill.text.unwrap().contains("roll_dice"));
 
-    let view = hub.read_resource_from("demo", DEMO_VIEW_URI).await.unwrap();
+    let view = hub.read_resource(&Scope::view(Default::default(), Some("demo".into())), DEMO_VIEW_URI).await.unwrap();
     assert_eq!(view.mime_type.as_deref(), Some(MCP_APP_MIME));
     assert_eq!(view.ui.as_ref().unwrap().prefers_border, Some(true));
     let html = view.text.unwrap();

@@ -1,0 +1,338 @@
+//! The access layer: the one place that decides who may do what, for whom. Routes and the turn
+//! builder ask it; they never check visibility, ownership or sources themselves, and never call
+//! each other.
+//!
+//! Every request acts in a [`Scope`]: the principal (from the host's auth layer), the
+//! [`Role`] that acts (the user through the UI, the model through a tool call, or an MCP App
+//! view) and the [`Sources`] a host may answer from (all of them, or the one server whose tool
+//! mounted the calling view). [`Host`] methods receive the scope, so a host can answer per
+//! principal and per server.
+//!
+//! Decisions:
+//! - **Fail closed.** A tool that no listing names, a listing that fails, or a tool source the
+//!   host does not know is refused (403), never guessed.
+//! - **Visibility.** The model calls only tools visible to the model; a view only tools visible
+//!   to apps, of the server that owns the tool that mounted it (`via`).
+//! - **Views are scoped to one server.** Everything a view reads or lists goes through a scope
+//!   with [`Sources::Server`]; a host that answers `Unscoped` for `via` (it has a single source)
+//!   gets [`Sources::All`].
+//! - **Reads name what was offered.** `@uri` references and reads without `via` resolve only
+//!   URIs that a listing offers (a resource, or a match of a resource template); an unlisted URI
+//!   is an error and reaches no server. A host then reads it from the source that lists it.
+//! - **The skill tool** (`lmchatkit__get_skill`) exists only while skills are listed, and reads
+//!   only `skill://` URIs that the skill index lists.
+
+mod scope;
+mod template;
+
+#[cfg(test)]
+mod tests;
+
+pub use scope::{Role, Scope, Sources};
+pub(crate) use template::matches_template;
+
+use std::collections::BTreeMap;
+
+use lmchatkit_protocol::{
+    PromptResult, Prompt, Resource, ResourceResult, SKILL_TOOL_NAME, Tool, ToolCallRequest,
+    ToolCallSource, ToolResult, Visibility,
+};
+use serde_json::{Value, json};
+
+use crate::host::{Host, HostError, RequestContext, ToolSource};
+use crate::http_util::ApiError;
+
+/// The scope of a view mounted by the tool `via`: its server's, or every source for a
+/// single-source host. An unknown `via` is refused.
+pub(crate) async fn view_scope(
+    host: &dyn Host,
+    cx: &RequestContext,
+    via: &str,
+) -> Result<Scope, ApiError> {
+    let via = via.trim();
+    if via.is_empty() {
+        return Err(ApiError::BadRequest("via is required".into()));
+    }
+    match host.tool_source(cx, via).await {
+        ToolSource::Scoped(server) => Ok(Scope::view(cx.clone(), Some(server))),
+        ToolSource::Unscoped => Ok(Scope::view(cx.clone(), None)),
+        ToolSource::Unknown => Err(ApiError::Forbidden(format!(
+            "tool {via:?} is not recognized"
+        ))),
+    }
+}
+
+/// The tools offered to the model for a turn: the model-visible ones, plus the skill tool
+/// while skills are listed.
+pub(crate) async fn model_tools(host: &dyn Host, cx: &RequestContext) -> Vec<Tool> {
+    let scope = Scope::model(cx.clone());
+    let mut tools: Vec<Tool> = match host.list_tools(&scope).await {
+        Ok(t) => t
+            .into_iter()
+            .filter(|t| t.visible_to(Visibility::Model))
+            .collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "listing tools failed; the turn runs without tools");
+            Vec::new()
+        }
+    };
+    if !tools.iter().any(|t| t.name == SKILL_TOOL_NAME) && !skills(host, &scope).await.is_empty()
+    {
+        tools.push(skill_tool());
+    }
+    tools
+}
+
+/// Runs a tool call after the checks: visibility for the caller's role and, for a view,
+/// ownership by the server of the tool that mounted it.
+pub(crate) async fn call_tool(
+    host: &dyn Host,
+    cx: &RequestContext,
+    call: &ToolCallRequest,
+) -> Result<ToolResult, ApiError> {
+    let name = call.name.trim();
+    if name.is_empty() {
+        return Err(ApiError::BadRequest("name is required".into()));
+    }
+    let arguments = match &call.arguments {
+        Value::Null => Value::Object(Default::default()),
+        v => v.clone(),
+    };
+    let scope = match call.source {
+        ToolCallSource::Model => Scope::model(cx.clone()),
+        ToolCallSource::App => {
+            let via = call.via.as_deref().unwrap_or("").trim();
+            if via.is_empty() {
+                return Err(ApiError::BadRequest(
+                    "via is required for calls from a view".into(),
+                ));
+            }
+            view_scope(host, cx, via).await?
+        }
+    };
+    let tools = host.list_tools(&scope).await.map_err(|e| {
+        ApiError::Forbidden(format!(
+            "tool {name:?} is not callable: tool list unavailable ({e})"
+        ))
+    })?;
+    if scope.role() == Role::Model
+        && name == SKILL_TOOL_NAME
+        && !tools.iter().any(|t| t.name == name)
+    {
+        let listed = skills(host, &scope).await;
+        if !listed.is_empty() {
+            return Ok(read_skill(host, &scope, &listed, &arguments).await);
+        }
+    }
+    if let Some(server) = scope.server() {
+        check_owner(host, cx, name, server).await?;
+    }
+    check_visibility(&tools, name, scope.role())?;
+    match host.call_tool(&scope, name, arguments).await {
+        Ok(r) => Ok(r),
+        // The model (and the user) should see a failing tool, not a transport error.
+        Err(HostError::Upstream(msg)) => {
+            Ok(ToolResult::error(format!("tool {name} failed: {msg}")))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn check_visibility(tools: &[Tool], name: &str, role: Role) -> Result<(), ApiError> {
+    let who = match role {
+        Role::App => Visibility::App,
+        Role::Model | Role::User => Visibility::Model,
+    };
+    match tools.iter().find(|t| t.name == name) {
+        None => Err(ApiError::Forbidden(format!(
+            "tool {name:?} is not recognized"
+        ))),
+        Some(t) if !t.visible_to(who) => Err(ApiError::Forbidden(format!(
+            "tool {name:?} is not callable from this context"
+        ))),
+        Some(_) => Ok(()),
+    }
+}
+
+/// A view may only reach tools of its own server.
+async fn check_owner(
+    host: &dyn Host,
+    cx: &RequestContext,
+    name: &str,
+    server: &str,
+) -> Result<(), ApiError> {
+    match host.tool_source(cx, name).await {
+        ToolSource::Scoped(s) if s == server => Ok(()),
+        _ => Err(ApiError::Forbidden(format!(
+            "tool {name:?} does not belong to the calling view's server"
+        ))),
+    }
+}
+
+/// The full name a view means by `name` (views call their server's tools by the server's own
+/// names).
+pub(crate) async fn view_tool_name(host: &dyn Host, scope: &Scope, name: &str) -> String {
+    let name = name.trim();
+    if name.is_empty() {
+        return String::new();
+    }
+    host.resolve_view_tool(scope, name).await
+}
+
+/// Reads `uri`: with `via`, from the server of that tool only; without, only when a listing
+/// offers it (then from the source that lists it).
+pub(crate) async fn read_resource(
+    host: &dyn Host,
+    cx: &RequestContext,
+    uri: &str,
+    via: Option<&str>,
+) -> Result<ResourceResult, ApiError> {
+    let uri = uri.trim();
+    if uri.is_empty() {
+        return Err(ApiError::BadRequest("uri is required".into()));
+    }
+    match via.map(str::trim).filter(|v| !v.is_empty()) {
+        Some(via) => {
+            let scope = view_scope(host, cx, via).await?;
+            Ok(host.read_resource(&scope, uri).await?)
+        }
+        None => Ok(read_listed(host, &Scope::user(cx.clone()), uri).await?),
+    }
+}
+
+/// Reads a URI the user referenced (`@uri`): only when a listing offers it.
+pub(crate) async fn read_reference(
+    host: &dyn Host,
+    cx: &RequestContext,
+    uri: &str,
+) -> Result<ResourceResult, HostError> {
+    read_listed(host, &Scope::user(cx.clone()), uri).await
+}
+
+async fn read_listed(
+    host: &dyn Host,
+    scope: &Scope,
+    uri: &str,
+) -> Result<ResourceResult, HostError> {
+    let listed = host.list_resources(scope).await?;
+    if !offers(&listed, uri) {
+        return Err(HostError::NotFound(format!(
+            "no server offers the resource {uri:?}"
+        )));
+    }
+    host.read_resource(scope, uri).await
+}
+
+/// True when `uri` is a listed resource or matches a listed template.
+pub(crate) fn offers(listed: &[Resource], uri: &str) -> bool {
+    listed.iter().any(|r| match r.template {
+        false => r.uri == uri,
+        true => matches_template(&r.uri, uri),
+    })
+}
+
+/// Resources for the user's `@` menu (`via: None`) or a view (its server's).
+pub(crate) async fn list_resources(
+    host: &dyn Host,
+    cx: &RequestContext,
+    via: Option<&str>,
+) -> Result<Vec<Resource>, ApiError> {
+    let scope = match via {
+        Some(via) => view_scope(host, cx, via).await?,
+        None => Scope::user(cx.clone()),
+    };
+    Ok(host.list_resources(&scope).await?)
+}
+
+/// Prompts for the user's `/` menu (`via: None`) or a view (its server's).
+pub(crate) async fn list_prompts(
+    host: &dyn Host,
+    cx: &RequestContext,
+    via: Option<&str>,
+) -> Result<Vec<Prompt>, ApiError> {
+    let scope = match via {
+        Some(via) => view_scope(host, cx, via).await?,
+        None => Scope::user(cx.clone()),
+    };
+    Ok(host.list_prompts(&scope).await?)
+}
+
+/// Expands a prompt the user named.
+pub(crate) async fn get_prompt(
+    host: &dyn Host,
+    cx: &RequestContext,
+    name: &str,
+    args: BTreeMap<String, String>,
+) -> Result<PromptResult, ApiError> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(ApiError::BadRequest("name is required".into()));
+    }
+    Ok(host
+        .get_prompt(&Scope::user(cx.clone()), name, args)
+        .await?)
+}
+
+/// The `skill://` resources the skill index lists for this scope.
+async fn skills(host: &dyn Host, scope: &Scope) -> Vec<Resource> {
+    match host.list_resources(scope).await {
+        Ok(list) => list
+            .into_iter()
+            .filter(|r| !r.template && r.uri.starts_with("skill://"))
+            .collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "listing resources failed; no skills offered");
+            Vec::new()
+        }
+    }
+}
+
+/// The virtual skill tool: reads one listed `skill://` resource for the model.
+async fn read_skill(
+    host: &dyn Host,
+    scope: &Scope,
+    listed: &[Resource],
+    arguments: &Value,
+) -> ToolResult {
+    let uri = arguments
+        .get("uri")
+        .or_else(|| arguments.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .trim()
+        .trim_start_matches('@');
+    if uri.is_empty() {
+        return ToolResult::error("Error: skill URI is required");
+    }
+    if !listed.iter().any(|r| r.uri == uri) {
+        return ToolResult::error(format!(
+            "Error: {uri} is not a listed skill; call this tool with a skill:// URI from the skill index"
+        ));
+    }
+    match host.read_resource(scope, uri).await {
+        Ok(r) => ToolResult::text(
+            r.text
+                .filter(|t| !t.is_empty())
+                .or(r.blob)
+                .unwrap_or_default(),
+        ),
+        Err(e) => {
+            tracing::warn!(uri, error = %e, "reading a listed skill failed");
+            ToolResult::error(format!("Error: skill not found: {uri}"))
+        }
+    }
+}
+
+/// The virtual tool that reads a `skill://` resource.
+pub(crate) fn skill_tool() -> Tool {
+    Tool::new(SKILL_TOOL_NAME)
+        .with_description(
+            "Retrieve a skill's detailed instructions by URI, e.g. 'skill://golang/SKILL.md'. \
+             Call it before working on a task a listed skill covers.",
+        )
+        .with_input_schema(json!({
+            "type": "object",
+            "properties": {"uri": {"type": "string", "description": "The skill:// URI"}},
+            "required": ["uri"]
+        }))
+}

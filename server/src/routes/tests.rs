@@ -1,0 +1,154 @@
+//! The route list walked: every route reaches its handler with each of its methods, every other
+//! method of its path is 405 with exactly the list's methods in `Allow`, and switched-off
+//! routes are absent.
+
+use std::collections::BTreeSet;
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use lmchatkit_protocol::Model;
+use tower::ServiceExt;
+
+use super::{Guard, ROUTES, When};
+use crate::history::MemoryStore;
+use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
+use crate::{ChatService, Config};
+
+struct Quiet;
+
+#[async_trait::async_trait]
+impl Host for Quiet {
+    async fn models(&self, _: &RequestContext) -> Result<Vec<Model>, HostError> {
+        Ok(vec![Model::new("m")])
+    }
+    fn complete(&self, _: &RequestContext, _: CompleteRequest) -> EventStream {
+        Box::pin(futures_util::stream::empty())
+    }
+}
+
+const SANDBOX: &str = "http://sandbox.localhost:8081";
+const METHODS: [Method; 6] = [
+    Method::GET,
+    Method::HEAD,
+    Method::POST,
+    Method::PUT,
+    Method::PATCH,
+    Method::DELETE,
+];
+
+fn everything_on() -> ChatService {
+    let config = Config::builder(Quiet)
+        .history(MemoryStore::new())
+        .file_upload(true)
+        .sandbox_origin(SANDBOX)
+        .build()
+        .expect("valid config");
+    ChatService::new(config)
+}
+
+/// A concrete path for a pattern (`{param}` → a value the handler will look up).
+fn concrete(pattern: &str) -> String {
+    match pattern.split_once('{') {
+        Some((head, _)) if head == "/assets/" => format!("/chat{head}{}", crate::bundle::LOADER_PATH),
+        Some((head, _)) => format!("/chat{head}x"),
+        None => format!("/chat{pattern}"),
+    }
+}
+
+async fn send(svc: &ChatService, method: &Method, path: &str, open: bool) -> (StatusCode, http::HeaderMap, String) {
+    let mut req = Request::builder()
+        .method(method.clone())
+        .uri(path)
+        .header(header::CONTENT_TYPE, "application/json");
+    // The sandbox page answers on the sandbox origin only.
+    if open {
+        req = req.header(header::HOST, "sandbox.localhost:8081");
+    }
+    let req = req.body(Full::new(Bytes::from_static(b"{}"))).expect("request");
+    let res = svc.clone().oneshot(req).await.expect("infallible");
+    let (parts, body) = res.into_parts();
+    let body = match parts.headers.get(header::CONTENT_TYPE) {
+        // Don't wait on an event stream.
+        Some(t) if t == "text/event-stream" => String::new(),
+        _ => String::from_utf8_lossy(&body.collect().await.expect("body").to_bytes()).into_owned(),
+    };
+    (parts.status, parts.headers, body)
+}
+
+/// The router's own 404 (no route), as opposed to a handler's.
+fn router_404(status: StatusCode, body: &str) -> bool {
+    status == StatusCode::NOT_FOUND && body == r#"{"error":"not found"}"#
+}
+
+#[tokio::test]
+async fn every_route_answers_its_methods_and_405_with_allow_otherwise() {
+    let svc = everything_on();
+    for r in &ROUTES {
+        let path = concrete(r.path);
+        let (status, _, body) = send(&svc, &r.method, &path, r.guard == Guard::Open).await;
+        assert!(
+            status != StatusCode::METHOD_NOT_ALLOWED && !router_404(status, &body),
+            "{} {path} did not reach its handler: {status} {body}",
+            r.method
+        );
+        assert!(status.as_u16() < 500, "{} {path}: {status} {body}", r.method);
+    }
+    let patterns: BTreeSet<&str> = ROUTES.iter().map(|r| r.path).collect();
+    for pattern in patterns {
+        let allowed: Vec<&Method> = ROUTES
+            .iter()
+            .filter(|r| r.path == pattern)
+            .map(|r| &r.method)
+            .collect();
+        let path = concrete(pattern);
+        let open = ROUTES.iter().any(|r| r.path == pattern && r.guard == Guard::Open);
+        for m in METHODS.iter().filter(|m| !allowed.contains(m)) {
+            let (status, headers, _) = send(&svc, m, &path, open).await;
+            assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{m} {path}");
+            let allow: BTreeSet<String> = headers
+                .get(header::ALLOW)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .split(',')
+                .map(|s| s.trim().to_owned())
+                .collect();
+            let want: BTreeSet<String> = allowed.iter().map(|m| m.to_string()).collect();
+            assert_eq!(allow, want, "Allow of {m} {path}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn switched_off_routes_are_absent() {
+    let svc = ChatService::new(
+        Config::builder(Quiet)
+            .page(false)
+            .events(false)
+            .build()
+            .expect("valid config"),
+    );
+    for r in ROUTES.iter().filter(|r| r.when != When::Always) {
+        let path = concrete(r.path);
+        let (status, _, body) = send(&svc, &r.method, &path, r.guard == Guard::Open).await;
+        assert!(router_404(status, &body), "{} {path}: {status} {body}", r.method);
+    }
+}
+
+#[tokio::test]
+async fn the_sandbox_only_service_answers_the_sandbox_page_alone() {
+    let svc = everything_on().sandbox_only();
+    for r in &ROUTES {
+        let path = concrete(r.path);
+        let (status, _, body) = send(&svc, &r.method, &path, true).await;
+        match r.guard {
+            Guard::Open => assert!(!router_404(status, &body), "{path}: {status}"),
+            Guard::Principal if r.path == "/apps/sandbox" => {}
+            Guard::Principal => assert!(router_404(status, &body), "{} {path}: {status} {body}", r.method),
+        }
+    }
+    // A known path with another method: 405 naming GET (it was 404 before the route list).
+    let (status, headers, _) = send(&svc, &Method::POST, "/chat/apps/sandbox", true).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(headers.get(header::ALLOW).and_then(|v| v.to_str().ok()), Some("GET"));
+}

@@ -1,0 +1,72 @@
+//! The service's live state, built once by [`ChatService::new`](crate::ChatService::new) from a
+//! [`Config`]: the host and stores it was handed, the catalogs (directories are opened and
+//! watched here, not in the config builder), the event broadcaster, the MCP App view tokens and
+//! the turn cache. Routes see this and the settings; nothing here is a setting.
+
+use std::sync::Arc;
+
+use lmchatkit_protocol::{ServerEvent, ServerEventType};
+
+use crate::apps::tokens::ViewTokens;
+use crate::catalog::{CommandDir, CommandSource, OnChange, PersonaDir, PersonaSource};
+use crate::config::{CatalogSpec, Config, Settings, StatusFn};
+use crate::events::EventBroadcaster;
+use crate::history::HistoryStore;
+use crate::host::Host;
+use crate::turn::TurnCache;
+
+/// Everything a request handler may use.
+pub(crate) struct State {
+    pub(crate) settings: Settings,
+    pub(crate) host: Arc<dyn Host>,
+    pub(crate) personas: Option<Arc<dyn PersonaSource>>,
+    pub(crate) commands: Option<Arc<dyn CommandSource>>,
+    pub(crate) history: Option<Arc<dyn HistoryStore>>,
+    pub(crate) events: Option<EventBroadcaster>,
+    pub(crate) mcp_status: Option<StatusFn>,
+    /// Issued MCP App view tokens.
+    pub(crate) views: ViewTokens,
+    pub(crate) turn_cache: TurnCache,
+}
+
+impl State {
+    /// Builds the live state: opens (and starts watching) catalog directories, whose reloads
+    /// are announced on the broadcaster this state ends up with.
+    pub(crate) fn new(config: Config) -> Self {
+        let Config { settings, parts } = config;
+        let events = settings
+            .events
+            .then(|| parts.event_broadcaster.unwrap_or_default());
+        let personas = parts.personas.map(|spec| match spec {
+            CatalogSpec::Source(s) => s,
+            CatalogSpec::Dir(dir) => {
+                let on_change = change_notifier(events.clone(), ServerEventType::PersonasChanged);
+                Arc::new(PersonaDir::open(dir, on_change)) as Arc<dyn PersonaSource>
+            }
+        });
+        let commands = parts.commands.map(|spec| match spec {
+            CatalogSpec::Source(s) => s,
+            CatalogSpec::Dir(dir) => {
+                let on_change = change_notifier(events.clone(), ServerEventType::CommandsChanged);
+                Arc::new(CommandDir::open(dir, on_change)) as Arc<dyn CommandSource>
+            }
+        });
+        Self {
+            views: ViewTokens::new(settings.app_view_ttl),
+            settings,
+            host: parts.host,
+            personas,
+            commands,
+            history: parts.history,
+            events,
+            mcp_status: parts.mcp_status,
+            turn_cache: TurnCache::default(),
+        }
+    }
+}
+
+/// A reload callback that broadcasts `kind` (nothing when events are off).
+fn change_notifier(events: Option<EventBroadcaster>, kind: ServerEventType) -> Option<OnChange> {
+    let events = events?;
+    Some(Arc::new(move || events.broadcast(ServerEvent::new(kind))))
+}
