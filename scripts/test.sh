@@ -16,6 +16,8 @@ echo "== fmt";     cargo fmt --all -- --check
 echo "== clippy";  cargo clippy --workspace --all-targets -j"$JOBS" -- -D warnings
 echo "== clippy (no default features)"
 cargo clippy -p lmchatkit --no-default-features --lib -j"$JOBS" -- -D warnings
-echo "== docs";    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit -p lmchatkit-protocol -j"$JOBS"
+cargo clippy -p lmchatkit --no-default-features --features test-support --lib -j"$JOBS" -- -D warnings
+echo "== docs";    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit -p lmchatkit-protocol \
+  --features lmchatkit/demo-mcp,lmchatkit/test-support -j"$JOBS"
 echo "== tests";   LMCHATKIT_EXPECT_BUNDLE=1 cargo test --workspace -j"$JOBS"
 echo "== all tests passed"

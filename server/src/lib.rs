@@ -16,6 +16,22 @@
 //! // Router::new().nest_service("/chat", svc)
 //! # let _ = svc; Ok(()) }
 //! ```
+//!
+//! ## Cargo features
+//!
+//! The defaults are the library a host mounts; the standalone app is opt-in, so mounting
+//! [`ChatService`] compiles none of the app's command line, logging setup or server loop.
+//!
+//! - `sqlite` (default): `history::SqliteStore`, SQLite history (bundled SQLite).
+//! - `openai` (default): `llm::openai`, the OpenAI-compatible upstream.
+//! - `watch` (default): persona and command directories are watched and reloaded on change.
+//! - `mcp` (default): the MCP hub (stdio and Streamable HTTP clients) and `StandardHost`'s MCP side.
+//! - `demo-mcp`: the built-in demo MCP server (`mcp::demo_server_config`), an in-process rmcp
+//!   server.
+//! - `test-support`: `history::conformance`, the suite a `HistoryStore` of your own should pass.
+//! - `app`: the `lmchatkit` binary (`cargo install lmchatkit --features app`); turns on
+//!   all of the above except `test-support`, plus clap, directories, tracing-subscriber and
+//!   hyper-util's server.
 
 #![warn(missing_docs)]
 

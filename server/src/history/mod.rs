@@ -7,7 +7,8 @@
 //! nothing is overwritten silently. System messages are never stored. Everything is scoped by
 //! [`Principal`].
 //!
-//! Decisions both stores implement (the test-only `conformance` suite runs against each store):
+//! Decisions every store implements, checked by the `conformance` suite (public with the
+//! `test-support` feature, for authors of other stores):
 //! - The common prefix is the longest run where both the message id and the full serialized JSON
 //!   are equal; stored rows after it are deleted and the rest inserted, so appending one turn
 //!   writes one turn and editing an earlier message rewrites from there.
@@ -24,8 +25,8 @@ use lmchatkit_protocol::{ConversationPatch, ConversationSummary, StoredConversat
 
 use crate::host::Principal;
 
-#[cfg(test)]
-mod conformance;
+#[cfg(any(test, feature = "test-support"))]
+pub mod conformance;
 pub mod memory;
 mod rows;
 #[cfg(feature = "sqlite")]

@@ -1,9 +1,53 @@
-//! The conformance suite every [`HistoryStore`] must pass (tests only). Each store's test module
-//! calls [`run`], [`concurrency`] and [`large_conversation`].
+//! The conformance suite every [`HistoryStore`] must pass: the write model and the decisions
+//! listed in [`history`](crate::history), checked through the trait alone. lmchatkit runs it
+//! against [`MemoryStore`](crate::history::MemoryStore) and `SqliteStore`; a store of your own
+//! runs it from its tests with the `test-support` feature:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! lmchatkit = { version = "0.1", features = ["test-support"] }
+//! ```
+//!
+//! ```no_run
+//! # use lmchatkit::history::MemoryStore as MyStore;
+//! use std::sync::Arc;
+//!
+//! use lmchatkit::history::conformance;
+//!
+//! #[tokio::test]
+//! async fn behaves_like_a_history_store() {
+//!     conformance::run(&MyStore::new()).await;
+//! }
+//!
+//! #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+//! async fn concurrent_saves() {
+//!     conformance::concurrency(Arc::new(MyStore::new())).await;
+//! }
+//!
+//! #[tokio::test]
+//! async fn large_conversation() {
+//!     conformance::large_conversation(&MyStore::new()).await;
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! Decisions of the suite:
+//! - It is plain async code that panics on the first deviation (`assert!`), like a test body:
+//!   it runs in any tokio test (it sleeps and spawns on tokio), and the failure message and
+//!   line say what was expected.
+//! - Each function wants a fresh, empty store: [`run`] checks that an empty store lists
+//!   nothing, and [`concurrency`] and [`large_conversation`] leave their conversations behind.
+//! - Timestamps are wall-clock milliseconds, and the ordering checks sleep a few real
+//!   milliseconds between saves: do not run the suite on a paused tokio clock.
+//! - The number of message rows a save writes is storage detail, so [`run`] does not check it;
+//!   a store that stores messages as rows and counts them can ask for the prefix-write checks
+//!   with [`run_with_row_count`].
+//! - [`concurrency`] spawns tasks with `tokio::spawn`; on a multi-threaded runtime the races
+//!   are real ones.
 
 mod stress;
 
-pub(crate) use stress::{concurrency, large_conversation};
+pub use stress::{concurrency, large_conversation};
 
 use std::time::Duration;
 
@@ -15,6 +59,26 @@ use serde_json::json;
 
 use super::{HistoryError, HistoryStore, SaveOutcome};
 use crate::host::Principal;
+
+/// The store's count of message rows written (inserted plus deleted by saves), when the suite
+/// was given one.
+#[derive(Clone, Copy)]
+struct Rows<'a>(Option<&'a (dyn Fn() -> u64 + Sync)>);
+
+impl Rows<'_> {
+    /// The count now (0 without a counter).
+    fn now(self) -> u64 {
+        self.0.map_or(0, |count| count())
+    }
+
+    /// Checks that `expected` rows were written since the count was `since`.
+    #[track_caller]
+    fn written(self, since: u64, expected: u64, what: &str) {
+        if let Some(count) = self.0 {
+            assert_eq!(count() - since, expected, "rows written: {what}");
+        }
+    }
+}
 
 pub(super) fn conv(id: &str, revision: u64, messages: Vec<Message>) -> StoredConversation {
     StoredConversation {
@@ -116,25 +180,37 @@ fn rich_messages() -> Vec<Message> {
     vec![user, assistant, tool, info, plain]
 }
 
-/// The behaviour suite. `rows_written` reports the store's count of message rows inserted plus
-/// deleted by saves, so the prefix write can be checked.
-pub(crate) async fn run(store: &dyn HistoryStore, rows_written: &(dyn Fn() -> u64 + Sync)) {
+/// The behaviour suite: invalid ids, creating and conflicts, the prefix write's result, an exact
+/// round trip of every message shape, principals, patches, deletes and list order. Panics on the
+/// first deviation. `store` must be empty.
+pub async fn run(store: &dyn HistoryStore) {
+    run_rows(store, Rows(None)).await;
+}
+
+/// [`run`], plus the prefix write's cost: `rows_written` returns the store's running count of
+/// message rows inserted plus deleted by saves, and the suite checks that appending a message
+/// writes one row, an unchanged save none, an edit at index `i` rewrites from `i`, and so on.
+pub async fn run_with_row_count(store: &dyn HistoryStore, rows_written: &(dyn Fn() -> u64 + Sync)) {
+    run_rows(store, Rows(Some(rows_written))).await;
+}
+
+async fn run_rows(store: &dyn HistoryStore, rows: Rows<'_>) {
     let alice = Principal::new("alice");
     let bob = Principal::new("bob");
 
     // Empty store.
-    assert!(store.list(&alice).await.unwrap().is_empty());
-    assert!(store.get(&alice, "c-none").await.unwrap().is_none());
-    assert!(!store.delete(&alice, "c-none").await.unwrap());
+    assert!(store.list(&alice).await.expect("list").is_empty());
+    assert!(store.get(&alice, "c-none").await.expect("get").is_none());
+    assert!(!store.delete(&alice, "c-none").await.expect("delete"));
     let p = ConversationPatch {
         title: "x".into(),
         ..Default::default()
     };
-    assert_eq!(store.patch(&alice, "c-none", p).await.unwrap(), None);
+    assert_eq!(store.patch(&alice, "c-none", p).await.expect("patch"), None);
 
     invalid_ids(store).await;
-    create_and_conflicts(store, &alice, rows_written).await;
-    prefix_writes(store, &alice, rows_written).await;
+    create_and_conflicts(store, &alice, rows).await;
+    prefix_writes(store, &alice, rows).await;
     round_trip(store, &alice).await;
     principals(store, &alice, &bob).await;
     patching(store, &alice).await;
@@ -180,18 +256,14 @@ async fn invalid_ids(store: &dyn HistoryStore) {
         );
     }
     assert!(
-        store.list(&p).await.unwrap().is_empty(),
+        store.list(&p).await.expect("list").is_empty(),
         "nothing was stored"
     );
 }
 
-async fn create_and_conflicts(
-    store: &dyn HistoryStore,
-    alice: &Principal,
-    rows_written: &(dyn Fn() -> u64 + Sync),
-) {
+async fn create_and_conflicts(store: &dyn HistoryStore, alice: &Principal, rows: Rows<'_>) {
     let before_ms = super::rows::now_ms();
-    let w0 = rows_written();
+    let w0 = rows.now();
     let messages = vec![
         Message::system("you are helpful"),
         msg("user", "u1", "hello"),
@@ -199,7 +271,7 @@ async fn create_and_conflicts(
         msg("assistant", "a1", "hi there"),
     ];
     assert_eq!(saved(store, alice, conv("c-1", 0, messages)).await, 1);
-    assert_eq!(rows_written() - w0, 2, "system messages are not written");
+    rows.written(w0, 2, "system messages are not written");
 
     let got = get(store, alice, "c-1").await;
     assert_eq!(got.id, "c-1");
@@ -228,7 +300,7 @@ async fn create_and_conflicts(
     assert!(got2.messages.is_empty());
 
     // Base 0 on an existing id, and a stale base: conflict with the current copy, nothing written.
-    let w1 = rows_written();
+    let w1 = rows.now();
     let cur = conflict(
         store,
         alice,
@@ -238,7 +310,7 @@ async fn create_and_conflicts(
     assert_eq!(cur, got);
     let cur = conflict(store, alice, conv("c-1", 7, vec![])).await;
     assert_eq!(cur, got);
-    assert_eq!(rows_written(), w1);
+    rows.written(w1, 0, "a conflict writes nothing");
     assert_eq!(get(store, alice, "c-1").await, got);
 
     // created_at is kept from the first save, whatever later bodies say.
@@ -251,73 +323,69 @@ async fn create_and_conflicts(
     assert_eq!(after.title, "renamed by save");
     assert!(after.updated_at >= got.updated_at);
     assert_eq!(after.revision, 2);
-    assert!(store.delete(alice, "c-1").await.unwrap());
-    assert!(store.delete(alice, "c-2").await.unwrap());
+    assert!(store.delete(alice, "c-1").await.expect("delete"));
+    assert!(store.delete(alice, "c-2").await.expect("delete"));
 }
 
-async fn prefix_writes(
-    store: &dyn HistoryStore,
-    alice: &Principal,
-    rows_written: &(dyn Fn() -> u64 + Sync),
-) {
+async fn prefix_writes(store: &dyn HistoryStore, alice: &Principal, rows: Rows<'_>) {
     let id = "c-prefix";
     let mut msgs = vec![msg("user", "u1", "one"), msg("assistant", "a1", "two")];
-    let w = rows_written();
+    let w = rows.now();
     let mut rev = saved(store, alice, conv(id, 0, msgs.clone())).await;
-    assert_eq!(rows_written() - w, 2);
+    rows.written(w, 2, "create with two messages");
 
     // Appending one message writes one row; a turn (two messages) writes two.
     msgs.push(msg("user", "u2", "three"));
-    let w = rows_written();
+    let w = rows.now();
     rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
-    assert_eq!(rows_written() - w, 1, "append one message");
+    rows.written(w, 1, "append one message");
     msgs.push(msg("assistant", "a2", "four"));
     msgs.push(msg("user", "u3", "five"));
-    let w = rows_written();
+    let w = rows.now();
     rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
-    assert_eq!(rows_written() - w, 2, "append a turn");
+    rows.written(w, 2, "append a turn");
     assert_eq!(rev, 3);
 
     // Saving the same messages writes nothing (system messages do not count).
     let mut with_system = msgs.clone();
     with_system.insert(0, Message::system("sys"));
-    let w = rows_written();
+    let w = rows.now();
     rev = saved(store, alice, conv(id, rev, with_system)).await;
-    assert_eq!(rows_written() - w, 0, "unchanged");
+    rows.written(w, 0, "unchanged");
     assert_eq!(get(store, alice, id).await.messages, msgs);
 
     // Editing an earlier message rewrites from there: 5 stored, edit index 1 → 4 deleted + 4 inserted.
     msgs[1] = msg("assistant", "a1", "two, edited");
-    let w = rows_written();
+    let w = rows.now();
     rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
-    assert_eq!(rows_written() - w, 8, "edit at index 1");
+    rows.written(w, 8, "edit at index 1");
     assert_eq!(get(store, alice, id).await.messages, msgs);
 
     // Same body, different id: not part of the prefix.
     msgs[4] = msg("user", "u3-new", "five");
-    let w = rows_written();
+    let w = rows.now();
     rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
-    assert_eq!(rows_written() - w, 2, "id change at the end");
+    rows.written(w, 2, "id change at the end");
 
     // A change inside a structured field (tool-call approval) also counts.
     msgs[3].tool_calls = vec![ToolCall::new("call_9", "t", json!({}))];
-    let w = rows_written();
+    let w = rows.now();
     rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
     msgs[3].tool_calls[0].approval = Some(Approval::Approved);
     rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
-    assert_eq!(rows_written() - w, 8, "two rewrites of the last two rows");
+    rows.written(w, 8, "two rewrites of the last two rows");
 
     // Truncation deletes only the tail.
     msgs.truncate(2);
-    let w = rows_written();
+    let w = rows.now();
     rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
-    assert_eq!(rows_written() - w, 3, "truncate 5 → 2");
+    rows.written(w, 3, "truncate 5 → 2");
     assert_eq!(get(store, alice, id).await.messages, msgs);
 
     // Clearing everything, then starting over.
-    let w = rows_written();
+    let w = rows.now();
     rev = saved(store, alice, conv(id, rev, vec![])).await;
-    assert_eq!(rows_written() - w, 2);
+    rows.written(w, 2, "clear two messages");
     assert!(get(store, alice, id).await.messages.is_empty());
     msgs = vec![msg("user", "n1", "new start")];
     rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
@@ -325,7 +393,7 @@ async fn prefix_writes(
     assert_eq!(got.messages, msgs);
     assert_eq!(got.revision, rev);
     assert_eq!(rev, 11);
-    assert!(store.delete(alice, id).await.unwrap());
+    assert!(store.delete(alice, id).await.expect("delete"));
 }
 
 async fn round_trip(store: &dyn HistoryStore, alice: &Principal) {
@@ -335,29 +403,29 @@ async fn round_trip(store: &dyn HistoryStore, alice: &Principal) {
     assert_eq!(got.messages, messages);
     // Byte-exact JSON too (key order of arguments and structured content preserved).
     assert_eq!(
-        serde_json::to_string(&got.messages).unwrap(),
-        serde_json::to_string(&messages).unwrap()
+        serde_json::to_string(&got.messages).expect("serializes"),
+        serde_json::to_string(&messages).expect("serializes")
     );
     // Re-saving what was read writes a new revision and changes nothing.
     let rev2 = saved(store, alice, conv("c-rich", rev, got.messages.clone())).await;
     assert_eq!(rev2, rev + 1);
     assert_eq!(get(store, alice, "c-rich").await.messages, messages);
-    assert!(store.delete(alice, "c-rich").await.unwrap());
+    assert!(store.delete(alice, "c-rich").await.expect("delete"));
 }
 
 async fn principals(store: &dyn HistoryStore, alice: &Principal, bob: &Principal) {
     let anon = Principal::anonymous();
     let id = "c-shared-id";
     saved(store, alice, conv(id, 0, vec![msg("user", "1", "alice's")])).await;
-    assert!(store.get(bob, id).await.unwrap().is_none());
-    assert!(store.get(&anon, id).await.unwrap().is_none());
-    assert!(store.list(bob).await.unwrap().is_empty());
-    assert!(!store.delete(bob, id).await.unwrap());
+    assert!(store.get(bob, id).await.expect("get").is_none());
+    assert!(store.get(&anon, id).await.expect("get").is_none());
+    assert!(store.list(bob).await.expect("list").is_empty());
+    assert!(!store.delete(bob, id).await.expect("delete"));
     let p = ConversationPatch {
         title: "bob was here".into(),
         ..Default::default()
     };
-    assert_eq!(store.patch(bob, id, p).await.unwrap(), None);
+    assert_eq!(store.patch(bob, id, p).await.expect("patch"), None);
 
     // The same id for bob is his own conversation (base 0 creates, no conflict).
     saved(store, bob, conv(id, 0, vec![msg("user", "1", "bob's")])).await;
@@ -368,15 +436,15 @@ async fn principals(store: &dyn HistoryStore, alice: &Principal, bob: &Principal
     assert_eq!(b.messages[0].content.as_text(), Some("bob's"));
     assert_eq!(a.title, "title of c-shared-id");
     assert_eq!(a.revision, 1);
-    assert_eq!(store.list(bob).await.unwrap().len(), 1);
-    assert_eq!(store.list(&anon).await.unwrap().len(), 1);
+    assert_eq!(store.list(bob).await.expect("list").len(), 1);
+    assert_eq!(store.list(&anon).await.expect("list").len(), 1);
 
     // Bob deleting his copy leaves alice's alone.
-    assert!(store.delete(bob, id).await.unwrap());
-    assert!(store.get(bob, id).await.unwrap().is_none());
+    assert!(store.delete(bob, id).await.expect("delete"));
+    assert!(store.get(bob, id).await.expect("get").is_none());
     assert_eq!(get(store, alice, id).await, a);
-    assert!(store.delete(&anon, id).await.unwrap());
-    assert!(store.delete(alice, id).await.unwrap());
+    assert!(store.delete(&anon, id).await.expect("delete"));
+    assert!(store.delete(alice, id).await.expect("delete"));
 }
 
 async fn patching(store: &dyn HistoryStore, alice: &Principal) {
@@ -390,7 +458,11 @@ async fn patching(store: &dyn HistoryStore, alice: &Principal) {
         persona_id: Some("coder".into()),
         params: None,
     };
-    let rev2 = store.patch(alice, id, p).await.unwrap().unwrap();
+    let rev2 = store
+        .patch(alice, id, p)
+        .await
+        .expect("patch")
+        .expect("the conversation exists");
     assert_eq!(rev2, rev + 1);
     let got = get(store, alice, id).await;
     assert_eq!(got.title, "New title");
@@ -409,7 +481,11 @@ async fn patching(store: &dyn HistoryStore, alice: &Principal) {
         persona_id: Some(String::new()),
         params: Some(Params::new()),
     };
-    let rev3 = store.patch(alice, id, p).await.unwrap().unwrap();
+    let rev3 = store
+        .patch(alice, id, p)
+        .await
+        .expect("patch")
+        .expect("the conversation exists");
     assert_eq!(rev3, rev2 + 1);
     let got = get(store, alice, id).await;
     assert_eq!(got.model, "gpt-x");
@@ -420,16 +496,20 @@ async fn patching(store: &dyn HistoryStore, alice: &Principal) {
         params: Some(params(json!({"top_p": 0.9, "max_tokens": 100}))),
         ..Default::default()
     };
-    store.patch(alice, id, p).await.unwrap().unwrap();
+    store
+        .patch(alice, id, p)
+        .await
+        .expect("patch")
+        .expect("the conversation exists");
     let got = get(store, alice, id).await;
     assert_eq!(got.params, params(json!({"top_p": 0.9, "max_tokens": 100})));
 
     // The list sees the patch, and a save from the pre-patch revision conflicts.
-    let summary = store.list(alice).await.unwrap();
+    let summary = store.list(alice).await.expect("list");
     assert_eq!(summary, vec![got.summary()]);
     let cur = conflict(store, alice, conv(id, rev, vec![])).await;
     assert_eq!(cur, got);
-    assert!(store.delete(alice, id).await.unwrap());
+    assert!(store.delete(alice, id).await.expect("delete"));
 }
 
 async fn deleting(store: &dyn HistoryStore, alice: &Principal) {
@@ -450,13 +530,13 @@ async fn deleting(store: &dyn HistoryStore, alice: &Principal) {
         conv("c-keep", 0, vec![msg("user", "1", "keep")]),
     )
     .await;
-    assert!(store.delete(alice, id).await.unwrap());
-    assert!(store.get(alice, id).await.unwrap().is_none());
-    assert!(!store.delete(alice, id).await.unwrap());
+    assert!(store.delete(alice, id).await.expect("delete"));
+    assert!(store.get(alice, id).await.expect("get").is_none());
+    assert!(!store.delete(alice, id).await.expect("delete"));
     let ids: Vec<String> = store
         .list(alice)
         .await
-        .unwrap()
+        .expect("list")
         .into_iter()
         .map(|s| s.id)
         .collect();
@@ -465,14 +545,14 @@ async fn deleting(store: &dyn HistoryStore, alice: &Principal) {
     assert_eq!(saved(store, alice, conv(id, 0, vec![])).await, 1);
     assert!(get(store, alice, id).await.messages.is_empty());
     // A save from an old base after a delete recreates (nothing is lost).
-    assert!(store.delete(alice, id).await.unwrap());
+    assert!(store.delete(alice, id).await.expect("delete"));
     assert_eq!(
         saved(store, alice, conv(id, rev, vec![msg("user", "1", "again")])).await,
         1
     );
     assert_eq!(get(store, alice, id).await.messages.len(), 1);
-    assert!(store.delete(alice, id).await.unwrap());
-    assert!(store.delete(alice, "c-keep").await.unwrap());
+    assert!(store.delete(alice, id).await.expect("delete"));
+    assert!(store.delete(alice, "c-keep").await.expect("delete"));
 }
 
 fn assert_sorted(list: &[lmchatkit_protocol::ConversationSummary]) {
@@ -496,21 +576,25 @@ async fn ordering(store: &dyn HistoryStore) {
         l.into_iter().map(|s| s.id).collect::<Vec<_>>()
     };
     assert_eq!(
-        ids(store.list(&carol).await.unwrap()),
+        ids(store.list(&carol).await.expect("list")),
         ["o-c", "o-b", "o-a"]
     );
     saved(store, &carol, conv("o-a", a, vec![])).await;
     tick().await;
     assert_eq!(
-        ids(store.list(&carol).await.unwrap()),
+        ids(store.list(&carol).await.expect("list")),
         ["o-a", "o-c", "o-b"]
     );
     let p = ConversationPatch {
         title: "bumped".into(),
         ..Default::default()
     };
-    store.patch(&carol, "o-b", p).await.unwrap().unwrap();
-    let list = store.list(&carol).await.unwrap();
+    store
+        .patch(&carol, "o-b", p)
+        .await
+        .expect("patch")
+        .expect("the conversation exists");
+    let list = store.list(&carol).await.expect("list");
     assert_eq!(list[0].title, "bumped");
     assert_eq!(ids(list), ["o-b", "o-a", "o-c"]);
 
@@ -519,10 +603,10 @@ async fn ordering(store: &dyn HistoryStore) {
     for i in (0..40).rev() {
         saved(store, &carol, conv(&format!("t-{i:02}"), 0, vec![])).await;
     }
-    let list = store.list(&carol).await.unwrap();
+    let list = store.list(&carol).await.expect("list");
     assert_eq!(list.len(), 43);
     assert_sorted(&list);
     for s in list {
-        assert!(store.delete(&carol, &s.id).await.unwrap());
+        assert!(store.delete(&carol, &s.id).await.expect("delete"));
     }
 }

@@ -8,9 +8,12 @@ use super::{conv, get, msg, saved};
 use crate::history::{HistoryStore, SaveOutcome};
 use crate::host::Principal;
 
-/// Concurrent saves: many tasks on different conversations, and races on one conversation where
-/// exactly one save from a shared base wins.
-pub(crate) async fn concurrency(store: Arc<dyn HistoryStore>) {
+/// Concurrent saves: 16 tasks appending to their own conversations (two principals), then
+/// rounds of saves racing from one base revision on a single conversation, where exactly one
+/// wins and the others get a [`SaveOutcome::Conflict`] with the winner's copy, and two racing
+/// creates of one new id. Spawns tokio tasks: run it on a multi-threaded runtime for real races.
+/// `store` must be empty.
+pub async fn concurrency(store: Arc<dyn HistoryStore>) {
     // Different conversations, two principals, each task appending sequentially.
     let mut tasks = Vec::new();
     for t in 0..16 {
@@ -38,7 +41,7 @@ pub(crate) async fn concurrency(store: Arc<dyn HistoryStore>) {
     }
     for u in 0..2 {
         let p = Principal::new(format!("user-{u}"));
-        assert_eq!(store.list(&p).await.unwrap().len(), 8);
+        assert_eq!(store.list(&p).await.expect("list").len(), 8);
     }
 
     // Races on one conversation: every round, N saves from the same base; exactly one wins.
@@ -85,7 +88,7 @@ pub(crate) async fn concurrency(store: Arc<dyn HistoryStore>) {
         store.save(&p, conv("race-new", 0, vec![msg("user", "a", "a")])),
         store.save(&p, conv("race-new", 0, vec![msg("user", "b", "b")])),
     );
-    let outcomes = [a.unwrap(), b.unwrap()];
+    let outcomes = [a.expect("save"), b.expect("save")];
     let wins = outcomes
         .iter()
         .filter(|o| matches!(o, SaveOutcome::Saved { revision: 1 }))
@@ -93,8 +96,9 @@ pub(crate) async fn concurrency(store: Arc<dyn HistoryStore>) {
     assert_eq!(wins, 1);
 }
 
-/// A 5,000-message conversation saves, loads and takes a one-message append.
-pub(crate) async fn large_conversation(store: &dyn HistoryStore) {
+/// A 5,000-message conversation saves, loads back exactly and takes a one-message append.
+/// `store` must be empty.
+pub async fn large_conversation(store: &dyn HistoryStore) {
     let p = Principal::new("big");
     let mut msgs: Vec<Message> = (0..5000)
         .map(|i| {
@@ -116,5 +120,5 @@ pub(crate) async fn large_conversation(store: &dyn HistoryStore) {
     let got = get(store, &p, "c-big").await;
     assert_eq!(got.messages.len(), 5001);
     assert_eq!(got.messages.last(), msgs.last());
-    assert_eq!(store.list(&p).await.unwrap()[0].revision, 2);
+    assert_eq!(store.list(&p).await.expect("list")[0].revision, 2);
 }

@@ -1,6 +1,8 @@
 //! The built-in demo MCP server: an rmcp server that runs in-process (over a
 //! `tokio::io::duplex` pipe), so a first run with nothing configured can try tools, prompts,
-//! resources, skills and an MCP App view. The `lmchatkit` binary adds it by default.
+//! resources, skills and an MCP App view. The `lmchatkit` binary adds it by default. Feature
+//! `demo-mcp`, off by default so a library build does not compile an rmcp server; `app` turns
+//! it on.
 //!
 //! | kind | name | what |
 //! |---|---|---|
