@@ -82,19 +82,6 @@ pub struct ResourceReadRequest {
     pub via: Option<String>,
 }
 
-/// Body of `POST {prefix}/api/app-proxy`: a JSON-RPC call of a view, scoped to `via`'s server.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct AppProxyRequest {
-    /// The JSON-RPC method: `tools/call`, `resources/read`, `resources/list`,
-    /// `resources/templates/list` or `prompts/list`; others are 400.
-    pub method: String,
-    /// The JSON-RPC params, passed as the method defines them; `null` when absent.
-    #[serde(default)]
-    pub params: Value,
-    /// The tool whose view is calling; scopes the call to that tool's server. Required.
-    pub via: String,
-}
-
 /// Body of `POST {prefix}/api/apps/view`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AppViewRequest {

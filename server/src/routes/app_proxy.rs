@@ -1,12 +1,15 @@
 //! `POST /api/app-proxy`: the JSON-RPC calls an MCP App view makes, always scoped to the server
-//! owning the tool that mounted it (`via`). Answers are MCP result shapes, so the UI's bridge
-//! passes them to the view unchanged. Other methods are 400; visibility and ownership failures
-//! are 403.
+//! owning the tool that mounted it (`via`). The body is a typed [`AppCall`]; answers are its
+//! [`AppResult`] in MCP's result shapes, so the UI's bridge passes them to the view unchanged.
+//! Other methods and bad params are 400 (the body does not deserialize); visibility and
+//! ownership failures are 403.
 
 use lmchatkit_protocol::{
-    AppProxyRequest, Resource, ResourceResult, ToolCallRequest, ToolCallSource,
+    AppCall, AppProxyRequest, AppResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, McpResource, McpResourceTemplate, ReadResourceResult, Resource,
+    ToolCallRequest, ToolCallSource,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::config::Config;
 use crate::host::{RequestContext, ToolSource};
@@ -21,14 +24,9 @@ pub(crate) async fn proxy(config: &Config, req: Req) -> Result<Response, ApiErro
         return Err(ApiError::BadRequest("via is required".into()));
     }
     let cx = &req.cx;
-    let result = match body.method.as_str() {
-        "tools/call" => {
-            let name = body
-                .params
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .trim();
+    let result = match body.call {
+        AppCall::CallTool(params) => {
+            let name = params.name.trim();
             // Views name their server's tools without the namespace.
             let name = if name.is_empty() {
                 String::new()
@@ -37,63 +35,47 @@ pub(crate) async fn proxy(config: &Config, req: Req) -> Result<Response, ApiErro
             };
             let call = ToolCallRequest {
                 name,
-                arguments: body.params.get("arguments").cloned().unwrap_or(Value::Null),
+                arguments: params.arguments.map_or(Value::Null, Value::Object),
                 source: ToolCallSource::App,
                 via: Some(via.to_owned()),
             };
             let r = tools::call_checked(config, cx, &call).await?;
-            let mut out = json!({"content": [{"type": "text", "text": r.content}]});
-            if r.is_error {
-                out["isError"] = Value::Bool(true);
-            }
-            if let Some(sc) = r.structured_content {
-                out["structuredContent"] = sc;
-            }
-            out
+            AppResult::CallTool(r.into())
         }
-        "resources/read" => {
-            let uri = body.params.get("uri").and_then(Value::as_str).unwrap_or("");
+        AppCall::ReadResource(params) => {
+            let uri = params.uri.as_str();
             if uri.trim().is_empty() {
                 return Err(ApiError::BadRequest("params.uri is required".into()));
             }
             let r = resources::read_scoped(config, cx, uri, Some(via)).await?;
-            json!({"contents": [mcp_contents(r)]})
+            AppResult::ReadResource(ReadResourceResult {
+                contents: vec![r.into()],
+            })
         }
-        "resources/list" => {
+        AppCall::ListResources(_) => {
             let list = scoped_resources(config, cx, via).await?;
-            let items: Vec<Value> = list
+            let resources = list
                 .iter()
                 .filter(|r| !r.template)
-                .map(mcp_resource)
+                .map(McpResource::from)
                 .collect();
-            json!({"resources": items})
+            AppResult::ListResources(ListResourcesResult { resources })
         }
-        "resources/templates/list" => {
+        AppCall::ListResourceTemplates(_) => {
             let list = scoped_resources(config, cx, via).await?;
-            let items: Vec<Value> = list
+            let resource_templates = list
                 .iter()
                 .filter(|r| r.template)
-                .map(|r| {
-                    let mut v = mcp_resource(r);
-                    if let Some(uri) = v.as_object_mut().and_then(|o| o.remove("uri")) {
-                        v["uriTemplate"] = uri;
-                    }
-                    v
-                })
+                .map(McpResourceTemplate::from)
                 .collect();
-            json!({"resourceTemplates": items})
+            AppResult::ListResourceTemplates(ListResourceTemplatesResult { resource_templates })
         }
-        "prompts/list" => {
+        AppCall::ListPrompts(_) => {
             let prompts = match source_of(config, cx, via).await? {
                 Some(s) => config.host.list_prompts_from(cx, &s).await?,
                 None => config.host.list_prompts(cx).await?,
             };
-            json!({"prompts": prompts})
-        }
-        other => {
-            return Err(ApiError::BadRequest(format!(
-                "method {other:?} is not allowed from a view"
-            )));
+            AppResult::ListPrompts(ListPromptsResult { prompts })
         }
     };
     Ok(http_util::json(http::StatusCode::OK, &result))
@@ -123,34 +105,4 @@ async fn scoped_resources(
         Some(s) => config.host.list_resources_from(cx, &s).await?,
         None => config.host.list_resources(cx).await?,
     })
-}
-
-fn mcp_resource(r: &Resource) -> Value {
-    let mut v = json!({"uri": r.uri});
-    if let Some(n) = &r.name {
-        v["name"] = json!(n);
-    }
-    if let Some(d) = &r.description {
-        v["description"] = json!(d);
-    }
-    if let Some(m) = &r.mime_type {
-        v["mimeType"] = json!(m);
-    }
-    v
-}
-
-fn mcp_contents(r: ResourceResult) -> Value {
-    let mut v = json!({"uri": r.uri});
-    if let Some(m) = r.mime_type {
-        v["mimeType"] = json!(m);
-    }
-    match (r.text, r.blob) {
-        (Some(t), _) => v["text"] = json!(t),
-        (None, Some(b)) => v["blob"] = json!(b),
-        (None, None) => v["text"] = json!(""),
-    }
-    if let Some(ui) = r.ui {
-        v["_meta"] = json!({"ui": ui});
-    }
-    v
 }

@@ -25,6 +25,8 @@ pub struct FakeHost {
     pub sources: HashMap<String, String>,
     pub unscoped: bool,
     pub prompts: Vec<Prompt>,
+    /// prompt name → owning server (for `list_prompts_from`)
+    pub prompt_sources: HashMap<String, String>,
     pub resources: Vec<Resource>,
     /// uri → (server, result)
     pub contents: HashMap<String, (String, ResourceResult)>,
@@ -94,6 +96,22 @@ impl Host for FakeHost {
                 },
             ],
         })
+    }
+    async fn list_prompts_from(
+        &self,
+        _: &RequestContext,
+        source: &str,
+    ) -> Result<Vec<Prompt>, HostError> {
+        Ok(self
+            .prompts
+            .iter()
+            .filter(|p| {
+                self.prompt_sources
+                    .get(&p.name)
+                    .is_some_and(|s| s == source)
+            })
+            .cloned()
+            .collect())
     }
     async fn list_resources(&self, _: &RequestContext) -> Result<Vec<Resource>, HostError> {
         Ok(self.resources.clone())
