@@ -1,5 +1,5 @@
-//! Build script: embeds the UI bundle that trunk writes into `server/assets/` (DESIGN, "Decisions on
-//! the contracts" 1). It writes two files into `OUT_DIR`, both used by `src/bundle.rs`:
+//! Build script: embeds the UI bundle that trunk writes into `server/assets/`.
+//! It writes two files into `OUT_DIR`, both used by `src/bundle.rs`:
 //!
 //! - `lmchatkit.js`: the **stable loader** served at `{prefix}/assets/lmchatkit.js`. When a bundle is
 //!   present it imports trunk's content-hashed JS relative to its own URL, links the hashed CSS and

@@ -166,13 +166,9 @@ async fn compact(store: Store, chat: Chat) {
         "Summarise the conversation below in 200-500 words. Keep decisions, code, file paths, URLs \
          and open questions; drop pleasantries.\n\n{transcript}"
     );
-    let req = ChatRequest {
-        model: chat.model.get_untracked(),
-        persona_id: chat.persona_id.get_untracked(),
-        messages: vec![Message::user(prompt)],
-        params: Some(chat.params.get_untracked()).filter(|p| !p.is_empty()),
-        model_context: None,
-    };
+    let req = ChatRequest::new(chat.model.get_untracked(), vec![Message::user(prompt)])
+        .with_persona(chat.persona_id.get_untracked())
+        .with_params(Some(chat.params.get_untracked()));
     store.busy.set(true);
     let mut summary = String::new();
     let mut failed = false;

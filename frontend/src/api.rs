@@ -7,7 +7,7 @@ use std::fmt;
 
 use gloo_net::http::{Request, RequestBuilder, Response};
 use lmchatkit_protocol::{
-    AppProxyRequest, AppViewRequest, AppViewResponse, ChatRequest, ConfigResponse,
+    AppProxyRequest, AppResult, AppViewRequest, AppViewResponse, ChatRequest, ConfigResponse,
     ConflictResponse, ConversationPatch, ConversationSummary, ErrorBody, Model, Persona, Prompt,
     Resource, ResourceReadRequest, ResourceResult, SaveResponse, SlashCommand, StoredConversation,
     ToolCallRequest, ToolResult, UploadResponse,
@@ -140,10 +140,14 @@ impl Api {
             .await
     }
 
-    /// `POST {prefix}/api/app-proxy`: a view's MCP request, scoped to its tool's server.
-    pub async fn app_proxy(&self, req: &AppProxyRequest) -> Result<serde_json::Value, ApiError> {
-        self.send_json(Request::post(&self.url("app-proxy")), req)
-            .await
+    /// `POST {prefix}/api/app-proxy`: a view's MCP request, scoped to its tool's server; the
+    /// answer is read as the call's result type.
+    pub async fn app_proxy(&self, req: &AppProxyRequest) -> Result<AppResult, ApiError> {
+        let builder = Request::post(&self.url("app-proxy"));
+        let text = ok_body(fetch_text(builder, Some(to_json(req)?)).await?)?;
+        req.call
+            .read_result(&text)
+            .map_err(|e| ApiError::Decode(e.to_string()))
     }
 
     /// `POST {prefix}/api/upload` with the files as multipart `file` fields.

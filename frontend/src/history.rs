@@ -1,6 +1,7 @@
-//! Saving and loading conversations: server mode (`PUT` with the base `revision`, a 409 resolved
-//! per DESIGN decision 3) or this tab's sessionStorage. Saves of one chat are serialised: a change
-//! during a save marks the chat dirty and saves again after.
+//! Saving and loading conversations: server mode (`PUT` with the base `revision`; a 409 is
+//! resolved by re-applying appended messages on the server copy, else by keeping both) or this
+//! tab's sessionStorage. Saves of one chat are serialised: a change during a save marks the chat
+//! dirty and saves again after.
 //!
 //! 409 resolution: when the stored copy still starts with the messages this tab last saved (by id)
 //! and this tab only appended since, the appended messages are re-applied on top of the stored

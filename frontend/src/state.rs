@@ -2,7 +2,7 @@
 //! picker's setup and the settings. One [`Store`] of `Copy` signals is provided as context; each
 //! message carries its own signals so a streaming delta re-renders only its bubble.
 //!
-//! History mode (server vs this tab's sessionStorage) comes from `/api/config` (DESIGN decision 11),
+//! History mode (server vs this tab's sessionStorage) comes from `/api/config`,
 //! never from probing a route.
 
 use std::collections::{HashMap, HashSet};

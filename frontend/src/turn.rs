@@ -147,13 +147,10 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
     let ui = UiMessage::new(m);
     ui.streaming.set(true);
     chat.push(ui.clone());
-    let req = ChatRequest {
-        model: chat.model.get_untracked(),
-        persona_id: chat.persona_id.get_untracked(),
-        messages: chat.wire_messages(),
-        params: Some(chat.params.get_untracked()).filter(|p| !p.is_empty()),
-        model_context: chat.model_context.get_untracked(),
-    };
+    let req = ChatRequest::new(chat.model.get_untracked(), chat.wire_messages())
+        .with_persona(chat.persona_id.get_untracked())
+        .with_params(Some(chat.params.get_untracked()))
+        .with_model_context(chat.model_context.get_untracked());
     let ctrl = web_sys::AbortController::new().ok();
     let signal = ctrl.as_ref().map(|c| c.signal());
     ABORT.with(|a| *a.borrow_mut() = ctrl);

@@ -1,4 +1,4 @@
-//! The embedded UI bundle (DESIGN, "Decisions on the contracts" 1): what is served at `{prefix}`
+//! The embedded UI bundle: what is served at `{prefix}`
 //! and below `{prefix}/assets/`. Pure lookups, no HTTP types; the `assets` route turns an
 //! [`Asset`] into a response.
 //!
@@ -24,6 +24,7 @@
 // The entry names are read by the tests only.
 #[cfg_attr(not(test), allow(dead_code))]
 mod table {
+    #[allow(unused_imports)] // `Encoded` appears only when the bundle is built.
     use super::{Asset, Encoded};
     include!(concat!(env!("OUT_DIR"), "/bundle_table.rs"));
 }

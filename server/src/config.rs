@@ -23,6 +23,7 @@ pub const DEFAULT_APP_VIEW_TTL: Duration = Duration::from_secs(60);
 
 /// Errors found while building a [`Config`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The prefix must be empty or start with `/`, without `?`, `#` or `..`.
     #[error("invalid prefix {0:?}: use \"\" or a path like \"/chat\"")]

@@ -132,6 +132,7 @@ pub enum ToolSource {
 
 /// Errors a [`Host`] returns; each maps to one HTTP status in one place.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum HostError {
     /// No such tool, prompt, resource or model (404).
     #[error("{0}")]
@@ -236,11 +237,7 @@ pub trait Host: Send + Sync + 'static {
     /// Reads a resource. With [`Sources::All`](crate::Sources) the access layer has checked
     /// that a listing offers `uri`: read it from the source that lists it, never from each in
     /// turn. With [`Sources::Server`](crate::Sources), read it from that server only.
-    async fn read_resource(
-        &self,
-        _scope: &Scope,
-        uri: &str,
-    ) -> Result<ResourceResult, HostError> {
+    async fn read_resource(&self, _scope: &Scope, uri: &str) -> Result<ResourceResult, HostError> {
         Err(HostError::NotFound(format!("unknown resource {uri:?}")))
     }
 

@@ -39,6 +39,7 @@ const JSON: &str = "application/json; charset=utf-8";
 
 /// Every way a request can fail, each mapped to one status and a `{"error": ...}` body.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ApiError {
     /// Malformed or invalid request (400).
     #[error("{0}")]

@@ -17,6 +17,15 @@
 //! # let _ = svc; Ok(()) }
 //! ```
 //!
+//! ## How a request flows
+//!
+//! [`ChatService`] finds the route in one route list, checks the principal and CSRF, and hands
+//! the request to its handler. Whatever a handler lists, reads or calls goes through the
+//! [`access`] layer, which computes the request's [`Scope`] (principal, role, reachable
+//! sources), applies visibility and ownership, and only then asks the [`Host`] — with that
+//! scope, so a host can answer per principal. [`Config`] is inert settings; the service builds
+//! its live state from it.
+//!
 //! ## Cargo features
 //!
 //! The defaults are the library a host mounts; the standalone app is opt-in, so mounting
@@ -50,11 +59,11 @@ pub mod mcp;
 mod routes;
 mod service;
 mod sse;
-mod state;
 pub mod standard_host;
+mod state;
 mod turn;
 
-pub use access::{Role, Scope, Sources};
+pub use access::{Scope, Sources};
 pub use async_trait::async_trait;
 pub use config::{Config, ConfigBuilder, ConfigError};
 pub use events::EventBroadcaster;

@@ -31,13 +31,27 @@ impl Host for PerPrincipal {
     fn complete(&self, _: &RequestContext, req: CompleteRequest) -> EventStream {
         let names = req.tools.iter().map(|t| t.name.clone()).collect();
         self.seen.lock().unwrap().push(names);
-        Box::pin(futures_util::stream::iter([Event::done(FinishReason::Stop, None)]))
+        Box::pin(futures_util::stream::iter([Event::done(
+            FinishReason::Stop,
+            None,
+        )]))
     }
     async fn list_tools(&self, scope: &Scope) -> Result<Vec<Tool>, HostError> {
-        Ok(vec![Tool::new(format!("notes_of_{}", scope.principal().id()))])
+        Ok(vec![Tool::new(format!(
+            "notes_of_{}",
+            scope.principal().id()
+        ))])
     }
-    async fn call_tool(&self, scope: &Scope, name: &str, _: Value) -> Result<ToolResult, HostError> {
-        Ok(ToolResult::text(format!("{name} for {}", scope.principal().id())))
+    async fn call_tool(
+        &self,
+        scope: &Scope,
+        name: &str,
+        _: Value,
+    ) -> Result<ToolResult, HostError> {
+        Ok(ToolResult::text(format!(
+            "{name} for {}",
+            scope.principal().id()
+        )))
     }
     async fn tool_source(&self, _: &RequestContext, _: &str) -> ToolSource {
         ToolSource::Unscoped
@@ -51,7 +65,10 @@ fn as_user(who: &str, mut req: Request<Full<bytes::Bytes>>) -> Request<Full<byte
 }
 
 fn call(name: &str) -> Request<Full<bytes::Bytes>> {
-    post("/chat/api/tools/call", &json!({"name": name, "arguments": {}}))
+    post(
+        "/chat/api/tools/call",
+        &json!({"name": name, "arguments": {}}),
+    )
 }
 
 #[tokio::test]
@@ -74,7 +91,10 @@ async fn a_host_behind_standard_host_answers_per_principal() {
     send(&svc, as_user("alice", post("/chat/api/chat", &turn))).await;
     assert_eq!(
         *seen.lock().unwrap(),
-        [vec!["notes_of_bob".to_owned()], vec!["notes_of_alice".to_owned()]]
+        [
+            vec!["notes_of_bob".to_owned()],
+            vec!["notes_of_alice".to_owned()]
+        ]
     );
 }
 
@@ -92,9 +112,9 @@ fn shared_out_hub() -> McpHub {
 #[tokio::test]
 async fn the_hub_answers_each_principal_from_their_servers_only() {
     let hub = shared_out_hub();
-    let svc = service(
-        Config::builder(StandardHost::new(PerPrincipal::default()).with_mcp(hub.clone())),
-    );
+    let svc = service(Config::builder(
+        StandardHost::new(PerPrincipal::default()).with_mcp(hub.clone()),
+    ));
 
     let r = send(&svc, as_user("alice", call("a__current_time"))).await;
     assert_eq!(r.status, 200, "{}", r.text());
@@ -141,9 +161,13 @@ async fn prompt_names(svc: &lmchatkit::ChatService, who: &str) -> Vec<String> {
 #[tokio::test]
 async fn the_hub_reads_only_what_a_server_lists() {
     let hub = McpHub::new(vec![demo_server_config()]);
-    let listed = hub.read_resource(&Scope::default(), "demo://lmchatkit/about.txt").await;
+    let listed = hub
+        .read_resource(&Scope::default(), "demo://lmchatkit/about.txt")
+        .await;
     assert!(listed.is_ok(), "{listed:?}");
-    let unlisted = hub.read_resource(&Scope::default(), "demo://lmchatkit/secret.txt").await;
+    let unlisted = hub
+        .read_resource(&Scope::default(), "demo://lmchatkit/secret.txt")
+        .await;
     assert_eq!(
         unlisted,
         Err(HostError::NotFound(
@@ -159,7 +183,9 @@ async fn an_unlisted_reference_is_an_error_part() {
     let llm = Recorder::default();
     let seen = llm.seen.clone();
     let hub = McpHub::new(vec![demo_server_config()]);
-    let svc = service(Config::builder(StandardHost::new(llm).with_mcp(hub.clone())));
+    let svc = service(Config::builder(
+        StandardHost::new(llm).with_mcp(hub.clone()),
+    ));
     let turn = json!({"model": "m", "messages": [{"role": "user",
         "content": "@demo://lmchatkit/about.txt and @demo://lmchatkit/secret.txt"}]});
     send(&svc, post("/chat/api/chat", &turn)).await;
@@ -171,7 +197,10 @@ async fn an_unlisted_reference_is_an_error_part() {
         .iter()
         .filter_map(|p| p["text"].as_str())
         .collect();
-    assert!(texts[0].starts_with("Resource demo://lmchatkit/about.txt:"), "{texts:?}");
+    assert!(
+        texts[0].starts_with("Resource demo://lmchatkit/about.txt:"),
+        "{texts:?}"
+    );
     assert_eq!(
         texts[1],
         "[error: could not read resource demo://lmchatkit/secret.txt: no server offers the resource \"demo://lmchatkit/secret.txt\"]"
@@ -194,6 +223,9 @@ impl Host for Recorder {
         if let Some(m) = req.messages.last() {
             self.seen.lock().unwrap().push(m.content.clone());
         }
-        Box::pin(futures_util::stream::iter([Event::done(FinishReason::Stop, None)]))
+        Box::pin(futures_util::stream::iter([Event::done(
+            FinishReason::Stop,
+            None,
+        )]))
     }
 }

@@ -344,7 +344,10 @@ async fn resource_reads_with_via_stay_on_that_server() {
     let r = send(&svc, read(json!({"uri": "ui://c/unlisted"}))).await;
     assert_eq!(
         (r.status.as_u16(), r.error()),
-        (404, "no server offers the resource \"ui://c/unlisted\"".into())
+        (
+            404,
+            "no server offers the resource \"ui://c/unlisted\"".into()
+        )
     );
 }
 
@@ -374,12 +377,23 @@ async fn the_skill_tool_refuses_anything_but_a_listed_skill() {
     ];
     let lookups = h.lookups.clone();
     let svc = service(config(h));
-    for uri in ["demo://lmchatkit/about.txt", "ui://a/view", "file:///etc/passwd"] {
-        let r = call(&svc, json!({"name": SKILL_TOOL_NAME, "arguments": {"uri": uri}})).await;
+    for uri in [
+        "demo://lmchatkit/about.txt",
+        "ui://a/view",
+        "file:///etc/passwd",
+    ] {
+        let r = call(
+            &svc,
+            json!({"name": SKILL_TOOL_NAME, "arguments": {"uri": uri}}),
+        )
+        .await;
         assert_eq!(r.status, 200);
         assert_eq!(r.json()["is_error"], true, "{uri}: {}", r.json());
         assert!(
-            r.json()["content"].as_str().unwrap().contains("not a listed skill"),
+            r.json()["content"]
+                .as_str()
+                .unwrap()
+                .contains("not a listed skill"),
             "{uri}: {}",
             r.json()
         );
@@ -406,7 +420,11 @@ async fn the_skill_tool_is_unknown_while_no_skill_is_listed() {
     h.contents.insert("demo://x".into(), ("a".into(), r));
     h.resources = vec![Resource::new("demo://x")];
     let svc = service(config(h));
-    let r = call(&svc, json!({"name": SKILL_TOOL_NAME, "arguments": {"uri": "demo://x"}})).await;
+    let r = call(
+        &svc,
+        json!({"name": SKILL_TOOL_NAME, "arguments": {"uri": "demo://x"}}),
+    )
+    .await;
     assert_eq!(
         (r.status.as_u16(), r.error()),
         (403, format!("tool {SKILL_TOOL_NAME:?} is not recognized"))

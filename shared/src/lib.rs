@@ -12,12 +12,19 @@
 
 #![warn(missing_docs)]
 
+mod app_rpc;
 mod catalog;
 mod chat;
 mod history;
 mod mcp;
 mod requests;
 
+pub use app_rpc::{
+    AppCall, AppCallError, AppProxyRequest, AppResult, CallToolParams, CallToolResult,
+    ContentBlock, ListParams, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    McpResource, McpResourceTemplate, ReadResourceParams, ReadResourceResult, ResourceBody,
+    ResourceContents, ResourceContentsMeta,
+};
 pub use catalog::{Model, Params, Persona, SlashCommand};
 pub use chat::{
     Approval, Content, ContentPart, Event, EventType, FileData, FinishReason, ImageUrl, InputAudio,
@@ -32,9 +39,9 @@ pub use mcp::{
     ToolResult, UiCsp, UiPermissions, UiResourceMeta, UiToolMeta, Visibility,
 };
 pub use requests::{
-    AppProxyRequest, AppViewRequest, AppViewResponse, ChatRequest, ConfigResponse, ErrorBody,
-    HistoryMode, McpServerStatus, PromptGetRequest, ResourceReadRequest, ToolCallRequest,
-    ToolCallSource, UploadResponse, UploadedFile,
+    AppViewRequest, AppViewResponse, ChatRequest, ConfigResponse, ErrorBody, HistoryMode,
+    McpServerStatus, PromptGetRequest, ResourceReadRequest, ToolCallRequest, ToolCallSource,
+    UploadResponse, UploadedFile,
 };
 
 /// Name of the virtual tool the service injects when `skill://` resources exist.

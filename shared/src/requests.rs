@@ -16,8 +16,16 @@ pub struct ErrorBody {
     pub error: String,
 }
 
-/// Body of `POST {prefix}/api/chat`.
+/// Body of `POST {prefix}/api/chat`. It will grow (threads, reasoning effort), so it is
+/// `#[non_exhaustive]`: build it with [`ChatRequest::new`] and the `with_*` methods.
+///
+/// ```
+/// use lmchatkit_protocol::{ChatRequest, Message};
+/// let req = ChatRequest::new("m", vec![Message::user("hi")]).with_persona("coder");
+/// assert_eq!((req.model.as_str(), req.persona_id.as_str()), ("m", "coder"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ChatRequest {
     /// Model id to use; required (400 when blank).
     pub model: String,
@@ -33,6 +41,35 @@ pub struct ChatRequest {
     /// The latest `ui/update-model-context` of a mounted MCP App view.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_context: Option<Value>,
+}
+
+impl ChatRequest {
+    /// A request for `model` with these messages, no persona, params or model context.
+    pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
+        Self {
+            model: model.into(),
+            messages,
+            ..Self::default()
+        }
+    }
+
+    /// With this persona (`""` for none).
+    pub fn with_persona(mut self, persona_id: impl Into<String>) -> Self {
+        self.persona_id = persona_id.into();
+        self
+    }
+
+    /// With these params (`None` or empty: the persona's and the provider's defaults).
+    pub fn with_params(mut self, params: Option<Params>) -> Self {
+        self.params = params.filter(|p| !p.is_empty());
+        self
+    }
+
+    /// With a mounted view's model context.
+    pub fn with_model_context(mut self, context: Option<Value>) -> Self {
+        self.model_context = context;
+        self
+    }
 }
 
 /// Who asks for a tool call.
@@ -82,19 +119,6 @@ pub struct ResourceReadRequest {
     pub via: Option<String>,
 }
 
-/// Body of `POST {prefix}/api/app-proxy`: a JSON-RPC call of a view, scoped to `via`'s server.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct AppProxyRequest {
-    /// The JSON-RPC method: `tools/call`, `resources/read`, `resources/list`,
-    /// `resources/templates/list` or `prompts/list`; others are 400.
-    pub method: String,
-    /// The JSON-RPC params, passed as the method defines them; `null` when absent.
-    #[serde(default)]
-    pub params: Value,
-    /// The tool whose view is calling; scopes the call to that tool's server. Required.
-    pub via: String,
-}
-
 /// Body of `POST {prefix}/api/apps/view`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AppViewRequest {
@@ -142,8 +166,10 @@ pub enum HistoryMode {
     Browser,
 }
 
-/// State of one configured MCP server.
+/// State of one configured MCP server. It will grow (per-user servers), so it is
+/// `#[non_exhaustive]`: build it with [`McpServerStatus::new`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct McpServerStatus {
     /// Server name, as configured.
     pub name: String,
@@ -154,8 +180,16 @@ pub struct McpServerStatus {
     pub error: Option<String>,
 }
 
-/// Answer to `GET {prefix}/api/config`. Never carries commands, secrets or tokens.
+/// Answer to `GET {prefix}/api/config`. Never carries commands, secrets or tokens. It will grow,
+/// so it is `#[non_exhaustive]`: start from [`ConfigResponse::new`] and the `with_*` methods.
+///
+/// ```
+/// use lmchatkit_protocol::{ConfigResponse, HistoryMode};
+/// let c = ConfigResponse::new(HistoryMode::Server).with_events(true).with_upload(true, 10);
+/// assert!(c.events && c.file_upload && !c.demo);
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ConfigResponse {
     /// Whether `POST {prefix}/api/upload` is on.
     pub file_upload: bool,
@@ -173,6 +207,58 @@ pub struct ConfigResponse {
     /// State of each configured MCP server; `[]` when absent.
     #[serde(default)]
     pub mcp: Vec<McpServerStatus>,
+}
+
+impl McpServerStatus {
+    /// A server's state (`pending`, `connecting`, `connected`, `error`), with the last error.
+    pub fn new(name: impl Into<String>, status: impl Into<String>, error: Option<String>) -> Self {
+        Self {
+            name: name.into(),
+            status: status.into(),
+            error,
+        }
+    }
+}
+
+impl ConfigResponse {
+    /// History kept `history`; everything else off or empty.
+    pub fn new(history: HistoryMode) -> Self {
+        Self {
+            history,
+            ..Self::default()
+        }
+    }
+
+    /// Uploads on or off, with the per-file cap.
+    pub fn with_upload(mut self, on: bool, max_bytes: u64) -> Self {
+        self.file_upload = on;
+        self.max_upload_bytes = max_bytes;
+        self
+    }
+
+    /// `/api/events` available or not.
+    pub fn with_events(mut self, on: bool) -> Self {
+        self.events = on;
+        self
+    }
+
+    /// The sandbox origin of proxy-mode views.
+    pub fn with_sandbox_origin(mut self, origin: Option<String>) -> Self {
+        self.sandbox_origin = origin;
+        self
+    }
+
+    /// Running on the built-in demo model.
+    pub fn with_demo(mut self, on: bool) -> Self {
+        self.demo = on;
+        self
+    }
+
+    /// The MCP servers' states.
+    pub fn with_mcp(mut self, mcp: Vec<McpServerStatus>) -> Self {
+        self.mcp = mcp;
+        self
+    }
 }
 
 /// One uploaded file, returned as a data URL.

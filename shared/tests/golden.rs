@@ -374,12 +374,8 @@ fn requests() {
         json!({"uri": "u"})
     );
     assert_eq!(
-        to(&AppProxyRequest {
-            method: "tools/call".into(),
-            params: json!({}),
-            via: "v".into()
-        }),
-        json!({"method": "tools/call", "params": {}, "via": "v"})
+        to(&AppProxyRequest::new("v", AppCall::call_tool("t", None))),
+        json!({"method": "tools/call", "params": {"name": "t"}, "via": "v"})
     );
     assert_eq!(
         to(&AppViewResponse {
@@ -403,19 +399,10 @@ fn requests() {
                "external_domains": ["https://a.example"], "proxy": true, "html": "<p>"})
     );
     assert_eq!(
-        to(&ConfigResponse {
-            file_upload: true,
-            max_upload_bytes: 10,
-            history: HistoryMode::Server,
-            events: true,
-            sandbox_origin: None,
-            demo: false,
-            mcp: vec![McpServerStatus {
-                name: "fs".into(),
-                status: "connected".into(),
-                error: None
-            }]
-        }),
+        to(&ConfigResponse::new(HistoryMode::Server)
+            .with_upload(true, 10)
+            .with_events(true)
+            .with_mcp(vec![McpServerStatus::new("fs", "connected", None)])),
         json!({"file_upload": true, "max_upload_bytes": 10, "history": "server", "events": true, "demo": false, "mcp": [{"name": "fs", "status": "connected"}]})
     );
     assert_eq!(
@@ -430,4 +417,244 @@ fn requests() {
         json!({"files": [{"name": "a.txt", "mime_type": "text/plain", "data_url": "data:text/plain;base64,eA==", "size": 1}]})
     );
     assert_eq!(to(&ErrorBody { error: "x".into() }), json!({"error": "x"}));
+}
+
+/// Serialises `req`, checks the JSON, and reads it back to the same request.
+fn proxy_round_trip(req: AppProxyRequest, expected: Value) {
+    assert_eq!(serde_json::to_string(&req).unwrap(), expected.to_string());
+    let back: AppProxyRequest = serde_json::from_value(expected.clone()).unwrap();
+    assert_eq!(back, req, "{expected}");
+    let alone: AppCall = serde_json::from_value(json!({
+        "method": expected["method"], "params": expected["params"]
+    }))
+    .unwrap();
+    assert_eq!(alone, req.call);
+    assert_eq!(
+        to(&req.call),
+        json!({"method": expected["method"], "params": expected["params"]})
+    );
+}
+
+#[test]
+fn every_app_call_serialises_as_json_rpc_and_reads_back() {
+    let args = json!({"k": 2}).as_object().cloned();
+    proxy_round_trip(
+        AppProxyRequest::new("show", AppCall::call_tool("refresh", args)),
+        json!({"method": "tools/call", "params": {"name": "refresh", "arguments": {"k": 2}}, "via": "show"}),
+    );
+    proxy_round_trip(
+        AppProxyRequest::new("show", AppCall::call_tool("refresh", None)),
+        json!({"method": "tools/call", "params": {"name": "refresh"}, "via": "show"}),
+    );
+    proxy_round_trip(
+        AppProxyRequest::new("show", AppCall::read_resource("ui://a/view")),
+        json!({"method": "resources/read", "params": {"uri": "ui://a/view"}, "via": "show"}),
+    );
+    let page = ListParams {
+        cursor: Some("2".into()),
+    };
+    proxy_round_trip(
+        AppProxyRequest::new("show", AppCall::ListResources(page.clone())),
+        json!({"method": "resources/list", "params": {"cursor": "2"}, "via": "show"}),
+    );
+    proxy_round_trip(
+        AppProxyRequest::new(
+            "show",
+            AppCall::ListResourceTemplates(ListParams::default()),
+        ),
+        json!({"method": "resources/templates/list", "params": {}, "via": "show"}),
+    );
+    proxy_round_trip(
+        AppProxyRequest::new("show", AppCall::ListPrompts(page)),
+        json!({"method": "prompts/list", "params": {"cursor": "2"}, "via": "show"}),
+    );
+}
+
+#[test]
+fn app_call_methods_follow_the_variants() {
+    let calls = [
+        AppCall::call_tool("t", None),
+        AppCall::read_resource("u"),
+        AppCall::ListResources(ListParams::default()),
+        AppCall::ListResourceTemplates(ListParams::default()),
+        AppCall::ListPrompts(ListParams::default()),
+    ];
+    let methods: Vec<&str> = calls.iter().map(AppCall::method).collect();
+    assert_eq!(methods, AppCall::METHODS);
+}
+
+#[test]
+fn list_params_may_be_absent_or_null() {
+    for params in [None, Some(Value::Null), Some(json!({}))] {
+        let mut body = json!({"method": "prompts/list", "via": "v"});
+        if let Some(p) = params {
+            body["params"] = p;
+        }
+        let r: AppProxyRequest = serde_json::from_value(body).unwrap();
+        assert_eq!(r.call, AppCall::ListPrompts(ListParams::default()));
+    }
+    let r: AppProxyRequest = serde_json::from_value(
+        json!({"method": "tools/call", "params": {"name": "t", "arguments": null}, "via": "v"}),
+    )
+    .unwrap();
+    assert_eq!(r.call, AppCall::call_tool("t", None));
+}
+
+#[test]
+fn unknown_methods_bad_params_and_a_missing_via_are_rejected() {
+    let err = |body: Value| {
+        serde_json::from_value::<AppProxyRequest>(body)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err(json!({"method": "sampling/createMessage", "params": {}, "via": "v"}));
+    assert!(e.contains("\"sampling/createMessage\""), "{e}");
+    let e = err(json!({"method": "tools/call", "params": {"name": "t"}}));
+    assert!(e.contains("missing field `via`"), "{e}");
+    let e = err(json!({"method": "resources/read", "params": {}, "via": "v"}));
+    assert!(
+        e.contains("resources/read") && e.contains("missing field `uri`"),
+        "{e}"
+    );
+    let e =
+        err(json!({"method": "tools/call", "params": {"name": "t", "arguments": [1]}, "via": "v"}));
+    assert!(e.contains("tools/call"), "{e}");
+    assert!(serde_json::from_value::<AppCall>(json!({"method": "ping"})).is_err());
+    assert_eq!(
+        AppCall::parse("resources/read", json!({"uri": 5})),
+        Err(AppCallError::InvalidParams {
+            method: "resources/read".into(),
+            reason: "invalid type: integer `5`, expected a string".into()
+        })
+    );
+    assert_eq!(
+        AppCall::parse("ui/open-link", Value::Null)
+            .unwrap_err()
+            .to_string(),
+        "method \"ui/open-link\" is not allowed from a view"
+    );
+}
+
+#[test]
+fn app_results_have_mcp_shapes_and_read_back_by_call() {
+    let cases = [
+        (
+            AppCall::call_tool("t", None),
+            AppResult::CallTool(ToolResult::text("hi").into()),
+            json!({"content": [{"type": "text", "text": "hi"}]}),
+        ),
+        (
+            AppCall::call_tool("t", None),
+            AppResult::CallTool(
+                ToolResult {
+                    structured_content: Some(json!({"n": 1})),
+                    ..ToolResult::error("no")
+                }
+                .into(),
+            ),
+            json!({"content": [{"type": "text", "text": "no"}], "isError": true, "structuredContent": {"n": 1}}),
+        ),
+        (
+            AppCall::read_resource("ui://a/view"),
+            AppResult::ReadResource(ReadResourceResult {
+                contents: vec![
+                    ResourceResult {
+                        uri: "ui://a/view".into(),
+                        text: Some("<p>".into()),
+                        mime_type: Some("text/html;profile=mcp-app".into()),
+                        ui: Some(UiResourceMeta {
+                            prefers_border: Some(false),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }
+                    .into(),
+                    ResourceResult {
+                        uri: "ui://a/blob".into(),
+                        blob: Some("PHA+".into()),
+                        ..Default::default()
+                    }
+                    .into(),
+                ],
+            }),
+            json!({"contents": [
+                {"uri": "ui://a/view", "mimeType": "text/html;profile=mcp-app", "text": "<p>",
+                 "_meta": {"ui": {"prefersBorder": false}}},
+                {"uri": "ui://a/blob", "blob": "PHA+"}
+            ]}),
+        ),
+        (
+            AppCall::ListResources(ListParams::default()),
+            AppResult::ListResources(ListResourcesResult {
+                resources: vec![
+                    McpResource::from(&Resource::new("ui://a/view")),
+                    McpResource::from(&Resource {
+                        name: Some("Doc".into()),
+                        description: Some("d".into()),
+                        mime_type: Some("text/plain".into()),
+                        ..Resource::new("file:///doc")
+                    }),
+                ],
+            }),
+            json!({"resources": [{"uri": "ui://a/view"},
+                {"uri": "file:///doc", "name": "Doc", "description": "d", "mimeType": "text/plain"}]}),
+        ),
+        (
+            AppCall::ListResourceTemplates(ListParams::default()),
+            AppResult::ListResourceTemplates(ListResourceTemplatesResult {
+                resource_templates: vec![McpResourceTemplate::from(&Resource {
+                    template: true,
+                    mime_type: Some("text/html".into()),
+                    ..Resource::new("ui://a/{id}")
+                })],
+            }),
+            json!({"resourceTemplates": [{"uriTemplate": "ui://a/{id}", "mimeType": "text/html"}]}),
+        ),
+        (
+            AppCall::ListPrompts(ListParams::default()),
+            AppResult::ListPrompts(ListPromptsResult {
+                prompts: vec![Prompt {
+                    name: "review".into(),
+                    description: None,
+                    arguments: vec![PromptArgument {
+                        name: "file".into(),
+                        description: None,
+                        required: true,
+                    }],
+                }],
+            }),
+            json!({"prompts": [{"name": "review", "arguments": [{"name": "file", "required": true}]}]}),
+        ),
+    ];
+    for (call, result, expected) in cases {
+        // Byte for byte, key order included (what a view receives).
+        assert_eq!(
+            serde_json::to_string(&result).unwrap(),
+            expected.to_string()
+        );
+        let back = call.read_result(&expected.to_string()).unwrap();
+        assert_eq!(back, result, "{expected}");
+    }
+}
+
+#[test]
+fn a_resource_without_text_or_blob_reads_as_empty_text() {
+    let c: ResourceContents = ResourceResult {
+        uri: "u".into(),
+        ..Default::default()
+    }
+    .into();
+    assert_eq!(to(&c), json!({"uri": "u", "text": ""}));
+    assert!(
+        AppCall::read_resource("u")
+            .read_result(r#"{"contents": [{"uri": "u"}]}"#)
+            .is_err(),
+        "contents need text or blob"
+    );
+    assert!(
+        AppCall::call_tool("t", None)
+            .read_result(r#"{"resources": []}"#)
+            .is_err(),
+        "a result is read as its call's type"
+    );
 }

@@ -29,12 +29,7 @@ impl Host for TestHost {
             json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
         )])
     }
-    async fn call_tool(
-        &self,
-        _: &Scope,
-        name: &str,
-        args: Value,
-    ) -> Result<ToolResult, HostError> {
+    async fn call_tool(&self, _: &Scope, name: &str, args: Value) -> Result<ToolResult, HostError> {
         match (name, args["city"].as_str()) {
             ("get_weather", Some(city)) => Ok(ToolResult::text(format!("{city}: sunny, 21 °C"))),
             _ => Err(HostError::InvalidInput("city is required".into())),
@@ -76,11 +71,7 @@ impl Host for TestHost {
         r.name = Some("Readme".into());
         Ok(vec![r])
     }
-    async fn read_resource(
-        &self,
-        _: &Scope,
-        uri: &str,
-    ) -> Result<ResourceResult, HostError> {
+    async fn read_resource(&self, _: &Scope, uri: &str) -> Result<ResourceResult, HostError> {
         Ok(
             serde_json::from_value(json!({"uri": uri, "text": "The readme says: pineapple."}))
                 .unwrap(),

@@ -115,12 +115,20 @@ async fn everything_over_stdio() {
     );
 
     let r = hub
-        .call_tool(&Scope::default(), "everything__echo", json!({"message": "hello"}))
+        .call_tool(
+            &Scope::default(),
+            "everything__echo",
+            json!({"message": "hello"}),
+        )
         .await
         .unwrap();
     assert_eq!(r.content, "Echo: hello");
     let r = hub
-        .call_tool(&Scope::default(), "everything__get-sum", json!({"a": 2, "b": 40}))
+        .call_tool(
+            &Scope::default(),
+            "everything__get-sum",
+            json!({"a": 2, "b": 40}),
+        )
         .await
         .unwrap();
     assert!(!r.is_error && r.content.contains("42"), "{r:?}");
@@ -155,7 +163,8 @@ async fn everything_over_stdio() {
             .any(|a| a.name == "city" && a.required)
     );
     let r = hub
-        .get_prompt(&Scope::default(), 
+        .get_prompt(
+            &Scope::default(),
             "everything__args-prompt",
             BTreeMap::from([
                 ("city".to_owned(), "Oslo".to_owned()),
@@ -198,7 +207,11 @@ async fn everything_over_streamable_http_survives_a_lost_session() {
     let hub = McpHub::new(vec![McpServerConfig::http("everything", server.url())])
         .with_call_timeout(Duration::from_secs(8));
     let r = hub
-        .call_tool(&Scope::default(), "everything__echo", json!({"message": "one"}))
+        .call_tool(
+            &Scope::default(),
+            "everything__echo",
+            json!({"message": "one"}),
+        )
         .await
         .unwrap();
     assert_eq!(r.content, "Echo: one");
@@ -209,7 +222,11 @@ async fn everything_over_streamable_http_survives_a_lost_session() {
     server.stop().await;
     let server = EverythingHttp::start(port).await.unwrap();
     let r = hub
-        .call_tool(&Scope::default(), "everything__echo", json!({"message": "two"}))
+        .call_tool(
+            &Scope::default(),
+            "everything__echo",
+            json!({"message": "two"}),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -241,11 +258,19 @@ async fn basic_vanillajs_app_tool_and_view() {
         .and_then(|u| u.resource_uri.clone())
         .expect("_meta.ui.resourceUri");
     assert_eq!(uri, "ui://get-time/mcp-app.html");
-    let r = hub.call_tool(&Scope::default(), "basic__get-time", json!({})).await.unwrap();
+    let r = hub
+        .call_tool(&Scope::default(), "basic__get-time", json!({}))
+        .await
+        .unwrap();
     assert!(!r.is_error);
     assert_eq!(r.ui.unwrap().resource_uri.as_deref(), Some(uri.as_str()));
     // It advertises no prompts: none are asked for, and the server stays healthy.
-    assert!(hub.list_prompts(&Scope::default()).await.unwrap().is_empty());
+    assert!(
+        hub.list_prompts(&Scope::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(hub.status()[0].status, "connected");
     let view = hub.read_resource(&view_of("basic"), &uri).await.unwrap();
     assert_eq!(view.mime_type.as_deref(), Some(MCP_APP_MIME));

@@ -70,15 +70,24 @@ async fn calls_route_back_and_results_are_model_text() {
         .unwrap();
     assert_eq!((r.content.as_str(), r.is_error), ("5", false));
 
-    let r = hub.call_tool(&Scope::default(), "test__fail", json!({})).await.unwrap();
+    let r = hub
+        .call_tool(&Scope::default(), "test__fail", json!({}))
+        .await
+        .unwrap();
     assert!(r.is_error, "an MCP tool error is an is_error result");
     assert_eq!(r.content, "it broke");
 
-    let r = hub.call_tool(&Scope::default(), "test__show_app", json!({})).await.unwrap();
+    let r = hub
+        .call_tool(&Scope::default(), "test__show_app", json!({}))
+        .await
+        .unwrap();
     assert_eq!(r.structured_content, Some(json!({"value": 42})));
     assert_eq!(r.ui.unwrap().resource_uri.as_deref(), Some(UI_URI));
 
-    let r = hub.call_tool(&Scope::default(), "test__picture", json!({})).await.unwrap();
+    let r = hub
+        .call_tool(&Scope::default(), "test__picture", json!({}))
+        .await
+        .unwrap();
     assert_eq!(
         r.content,
         "a picture:\n[image: image/png, 8 bytes]\n[audio: audio/wav, 3 bytes]"
@@ -93,7 +102,8 @@ async fn calls_route_back_and_results_are_model_text() {
     assert!(r.content.contains("bytes omitted"));
 
     assert!(matches!(
-        hub.call_tool(&Scope::default(), "test__nope", json!({})).await,
+        hub.call_tool(&Scope::default(), "test__nope", json!({}))
+            .await,
         Err(HostError::NotFound(_))
     ));
     assert!(matches!(
@@ -101,20 +111,31 @@ async fn calls_route_back_and_results_are_model_text() {
         Err(HostError::NotFound(_))
     ));
     assert!(matches!(
-        hub.call_tool(&Scope::default(), "test__add", json!([1])).await,
+        hub.call_tool(&Scope::default(), "test__add", json!([1]))
+            .await,
         Err(HostError::InvalidInput(_))
     ));
 
     assert_eq!(
-        hub.tool_source(&Scope::default(), "test__app_refresh").await,
+        hub.tool_source(&Scope::default(), "test__app_refresh")
+            .await,
         ToolSource::Scoped("test".into())
     );
-    assert_eq!(hub.tool_source(&Scope::default(), "other__add").await, ToolSource::Unknown);
-    assert_eq!(hub.tool_source(&Scope::default(), "add").await, ToolSource::Unknown);
+    assert_eq!(
+        hub.tool_source(&Scope::default(), "other__add").await,
+        ToolSource::Unknown
+    );
+    assert_eq!(
+        hub.tool_source(&Scope::default(), "add").await,
+        ToolSource::Unknown
+    );
 
     // A view's bare names resolve within the mounting tool's server.
     let view = view_of("test");
-    assert_eq!(hub.resolve_view_tool(&view, "app_refresh"), "test__app_refresh");
+    assert_eq!(
+        hub.resolve_view_tool(&view, "app_refresh"),
+        "test__app_refresh"
+    );
     assert_eq!(hub.resolve_view_tool(&view, "test__add"), "test__add");
     assert_eq!(hub.resolve_view_tool(&view_of("nope"), "add"), "add");
     assert_eq!(hub.resolve_view_tool(&Scope::default(), "add"), "add");
@@ -159,7 +180,8 @@ async fn prompts_with_arguments_and_every_message() {
     );
 
     let r = hub
-        .get_prompt(&Scope::default(), 
+        .get_prompt(
+            &Scope::default(),
             "test__greet",
             BTreeMap::from([("name".to_owned(), "Ada".to_owned())]),
         )
@@ -175,7 +197,8 @@ async fn prompts_with_arguments_and_every_message() {
             .is_err()
     );
     assert!(matches!(
-        hub.get_prompt(&Scope::default(), "test__nope", BTreeMap::new()).await,
+        hub.get_prompt(&Scope::default(), "test__nope", BTreeMap::new())
+            .await,
         Err(HostError::NotFound(_))
     ));
     assert_eq!(hub.list_prompts(&view_of("test")).await.unwrap().len(), 1);
@@ -193,9 +216,15 @@ async fn resources_templates_and_ui_meta() {
         "the second page is followed: {uris:?}"
     );
 
-    let r = hub.read_resource(&Scope::default(), "test://static/hello.txt").await.unwrap();
+    let r = hub
+        .read_resource(&Scope::default(), "test://static/hello.txt")
+        .await
+        .unwrap();
     assert_eq!(r.text.as_deref(), Some("Hello, resource!"));
-    let r = hub.read_resource(&Scope::default(), "test://item/7").await.unwrap();
+    let r = hub
+        .read_resource(&Scope::default(), "test://item/7")
+        .await
+        .unwrap();
     assert_eq!(
         r.text.as_deref(),
         Some("item 7"),
@@ -218,7 +247,11 @@ async fn resources_templates_and_ui_meta() {
     );
 
     assert!(hub.read_resource(&view_of("other"), UI_URI).await.is_err());
-    assert!(hub.read_resource(&Scope::default(), "test://missing").await.is_err());
+    assert!(
+        hub.read_resource(&Scope::default(), "test://missing")
+            .await
+            .is_err()
+    );
 }
 
 #[tokio::test]
@@ -256,7 +289,9 @@ async fn list_changed_invalidates_and_reaches_the_event_stream() {
 #[tokio::test]
 async fn skill_index_augments_the_system_prompt() {
     let hub = hub();
-    let prompt = hub.augment_system_prompt(&Scope::default(), "Be brief.".into()).await;
+    let prompt = hub
+        .augment_system_prompt(&Scope::default(), "Be brief.".into())
+        .await;
     assert!(
         prompt.starts_with("Be brief.\n\nCall the lmchatkit__get_skill tool with the skill URI")
     );
@@ -289,7 +324,10 @@ async fn a_broken_server_does_not_hide_the_others() {
         hub.tool_source(&Scope::default(), "add").await,
         ToolSource::Scoped("test".into())
     );
-    let r = hub.call_tool(&Scope::default(), "add", json!({"a": 1, "b": 2})).await.unwrap();
+    let r = hub
+        .call_tool(&Scope::default(), "add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
     assert_eq!(r.content, "3");
 }
 

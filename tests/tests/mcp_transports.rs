@@ -69,7 +69,9 @@ async fn stdio_child_lists_calls_and_notifies() {
     assert_eq!(r.content, "42");
     let r = hub.read_resource(&view_of("local"), UI_URI).await.unwrap();
     assert!(r.text.unwrap().contains("test app"));
-    hub.call_tool(&Scope::default(), "local__poke", json!({})).await.unwrap();
+    hub.call_tool(&Scope::default(), "local__poke", json!({}))
+        .await
+        .unwrap();
     expect_event(&mut sub, ServerEventType::ToolsChanged).await;
 }
 
@@ -131,7 +133,10 @@ async fn a_killed_child_is_restarted_on_the_next_call() {
 #[tokio::test]
 async fn a_child_dying_mid_call_is_an_error_result_then_restarts() {
     let hub = McpHub::new(vec![stdio_server("local")]);
-    let r = hub.call_tool(&Scope::default(), "local__die", json!({})).await.unwrap();
+    let r = hub
+        .call_tool(&Scope::default(), "local__die", json!({}))
+        .await
+        .unwrap();
     assert!(r.is_error, "{r:?}");
     assert!(
         r.content.contains("local"),

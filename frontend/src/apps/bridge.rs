@@ -7,6 +7,7 @@
 //! - `tool-input` is sent once, before `tool-result` or `tool-cancelled`, each once;
 //! - `ui/resource-teardown` is a request whose answer ([`Effect::TornDown`]) lets the frame go.
 
+use lmchatkit_protocol::AppCall;
 use serde_json::{Map, Value, json};
 
 /// The protocol version this host speaks.
@@ -22,14 +23,9 @@ pub const INVALID_PARAMS: i64 = -32602;
 /// The implementation-defined error the spec's examples use.
 pub const HOST_ERROR: i64 = -32000;
 
-/// Methods a view may send to its MCP server, proxied through `/api/app-proxy`.
-pub const PROXIED: [&str; 5] = [
-    "tools/call",
-    "resources/read",
-    "resources/list",
-    "resources/templates/list",
-    "prompts/list",
-];
+/// Methods a view may send to its MCP server, proxied through `/api/app-proxy` (the shared
+/// [`AppCall::METHODS`]).
+pub const PROXIED: [&str; 5] = AppCall::METHODS;
 
 /// What the frame must do.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,10 +36,8 @@ pub enum Effect {
     Proxy {
         /// The view's request id.
         id: Value,
-        /// The MCP method.
-        method: String,
-        /// Its params.
-        params: Value,
+        /// The call, its params already checked.
+        call: AppCall,
     },
     /// Ask the user, open `url` (http/https) in a new tab, then [`Bridge::reply`] with `id`.
     OpenLink {
@@ -117,6 +111,17 @@ pub fn error(id: &Value, code: i64, message: &str) -> Effect {
 /// A JSON-RPC result answer to `id`.
 pub fn result(id: &Value, result: Value) -> Effect {
     Effect::Post(rpc(json!({"id": id, "result": result})))
+}
+
+/// A proxied call, or an invalid-params answer when the params do not fit the method.
+fn proxy(id: &Value, method: &str, params: Value) -> Effect {
+    match AppCall::parse(method, params) {
+        Ok(call) => Effect::Proxy {
+            id: id.clone(),
+            call,
+        },
+        Err(e) => error(id, INVALID_PARAMS, &e.to_string()),
+    }
 }
 
 impl Bridge {
@@ -277,11 +282,7 @@ impl Bridge {
             return vec![error(id, HOST_ERROR, "call ui/initialize first")];
         }
         match method {
-            m if PROXIED.contains(&m) => vec![Effect::Proxy {
-                id: id.clone(),
-                method: m.to_owned(),
-                params,
-            }],
+            m if PROXIED.contains(&m) => vec![proxy(id, m, params)],
             "ui/open-link" => match params.get("url").and_then(Value::as_str) {
                 Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
                     vec![Effect::OpenLink {

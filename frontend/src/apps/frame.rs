@@ -11,7 +11,7 @@ use std::rc::Rc;
 use leptos::html;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lmchatkit_protocol::{AppProxyRequest, AppViewRequest, AppViewResponse, Content};
+use lmchatkit_protocol::{AppProxyRequest, AppResult, AppViewRequest, AppViewResponse, Content};
 use serde_json::{Value, json};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::Closure;
@@ -19,6 +19,7 @@ use wasm_bindgen::prelude::Closure;
 use super::bridge::{Bridge, Effect as Do};
 use super::context::{MAX_INLINE_HEIGHT, host_context, resolved_theme};
 use super::{ViewHandle, register, unregister};
+use crate::api::ApiError;
 use crate::components::store;
 use crate::state::{Chat, Store, now_ms};
 use crate::turn;
@@ -48,6 +49,12 @@ pub fn call_tool_result(text: &str, is_error: bool, structured: Option<&Value>) 
         r["structuredContent"] = sc.clone();
     }
     r
+}
+
+/// The JSON-RPC result a view receives for a proxied call's answer.
+fn rpc_result(out: Result<AppResult, ApiError>) -> Result<Value, String> {
+    let result = out.map_err(|e| e.to_string())?;
+    serde_json::to_value(&result).map_err(|e| e.to_string())
 }
 
 /// The origin of an absolute URL (`None` for a path).
@@ -88,19 +95,12 @@ impl Live {
         for e in effects {
             match e {
                 Do::Post(msg) => self.post(&msg),
-                Do::Proxy { id, method, params } => {
+                Do::Proxy { id, call } => {
                     let this = self.clone();
                     spawn_local(async move {
-                        let req = AppProxyRequest {
-                            method,
-                            params,
-                            via: this.call.tool.clone(),
-                        };
+                        let req = AppProxyRequest::new(this.call.tool.clone(), call);
                         let out = this.store.api().app_proxy(&req).await;
-                        let e = this
-                            .bridge
-                            .borrow_mut()
-                            .reply(&id, out.map_err(|e| e.to_string()));
+                        let e = this.bridge.borrow_mut().reply(&id, rpc_result(out));
                         this.run(e);
                     });
                 }

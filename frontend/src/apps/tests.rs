@@ -1,5 +1,6 @@
 //! The bridge against a scripted fake view, in the style of the ext-apps `app-bridge` tests.
 
+use lmchatkit_protocol::{AppCall, ListParams};
 use serde_json::{Value, json};
 
 use super::bridge::*;
@@ -181,13 +182,28 @@ fn requests_before_initialize_are_refused() {
 fn server_methods_are_proxied_and_answered() {
     let mut v = FakeView::new();
     v.handshake();
-    for m in PROXIED {
-        let e = v.request(m, json!({"name": "t"}));
+    let cases = [
+        (
+            json!({"name": "t", "arguments": {"k": 1}}),
+            AppCall::call_tool("t", json!({"k": 1}).as_object().cloned()),
+        ),
+        (
+            json!({"uri": "ui://a/x"}),
+            AppCall::read_resource("ui://a/x"),
+        ),
+        (json!({}), AppCall::ListResources(ListParams::default())),
+        (
+            json!({"cursor": "2"}),
+            AppCall::ListResourceTemplates(ListParams {
+                cursor: Some("2".into()),
+            }),
+        ),
+        (Value::Null, AppCall::ListPrompts(ListParams::default())),
+    ];
+    for (m, (params, expected)) in PROXIED.into_iter().zip(cases) {
+        let e = v.request(m, params);
         match &e[..] {
-            [Effect::Proxy { method, params, .. }] => {
-                assert_eq!(method, m);
-                assert_eq!(params["name"], "t");
-            }
+            [Effect::Proxy { call, .. }] => assert_eq!(call, &expected, "{m}"),
             other => panic!("{m}: {other:?}"),
         }
     }
@@ -204,6 +220,34 @@ fn server_methods_are_proxied_and_answered() {
         posted(&refused)[0]["error"]["message"],
         "tool is not visible to apps"
     );
+}
+
+#[test]
+fn bad_params_of_a_proxied_call_get_invalid_params_without_a_proxy() {
+    let mut v = FakeView::new();
+    v.handshake();
+    for (m, params) in [
+        ("tools/call", json!({})),
+        ("tools/call", json!({"name": "t", "arguments": [1, 2]})),
+        ("resources/read", json!({"uri": 5})),
+        ("resources/read", Value::Null),
+        ("resources/list", json!({"cursor": 3})),
+        ("prompts/list", json!("all")),
+    ] {
+        let e = v.request(m, params.clone());
+        assert!(
+            !e.iter().any(|x| matches!(x, Effect::Proxy { .. })),
+            "{m} {params}"
+        );
+        let answer = posted(&e)[0];
+        assert_eq!(answer["error"]["code"], INVALID_PARAMS, "{m} {params}");
+        assert_eq!(answer["id"], v.next_id);
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with(&format!("invalid params of {m}: ")),
+            "{message}"
+        );
+    }
 }
 
 #[test]

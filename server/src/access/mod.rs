@@ -34,7 +34,7 @@ pub(crate) use template::matches_template;
 use std::collections::BTreeMap;
 
 use lmchatkit_protocol::{
-    PromptResult, Prompt, Resource, ResourceResult, SKILL_TOOL_NAME, Tool, ToolCallRequest,
+    Prompt, PromptResult, Resource, ResourceResult, SKILL_TOOL_NAME, Tool, ToolCallRequest,
     ToolCallSource, ToolResult, Visibility,
 };
 use serde_json::{Value, json};
@@ -76,30 +76,20 @@ pub(crate) async fn model_tools(host: &dyn Host, cx: &RequestContext) -> Vec<Too
             Vec::new()
         }
     };
-    if !tools.iter().any(|t| t.name == SKILL_TOOL_NAME) && !skills(host, &scope).await.is_empty()
-    {
+    if !tools.iter().any(|t| t.name == SKILL_TOOL_NAME) && !skills(host, &scope).await.is_empty() {
         tools.push(skill_tool());
     }
     tools
 }
 
-/// Runs a tool call after the checks: visibility for the caller's role and, for a view,
-/// ownership by the server of the tool that mounted it.
-pub(crate) async fn call_tool(
+/// The scope of a tool call: the model's, or the view's that `via` names.
+pub(crate) async fn call_scope(
     host: &dyn Host,
     cx: &RequestContext,
     call: &ToolCallRequest,
-) -> Result<ToolResult, ApiError> {
-    let name = call.name.trim();
-    if name.is_empty() {
-        return Err(ApiError::BadRequest("name is required".into()));
-    }
-    let arguments = match &call.arguments {
-        Value::Null => Value::Object(Default::default()),
-        v => v.clone(),
-    };
-    let scope = match call.source {
-        ToolCallSource::Model => Scope::model(cx.clone()),
+) -> Result<Scope, ApiError> {
+    match call.source {
+        ToolCallSource::Model => Ok(Scope::model(cx.clone())),
         ToolCallSource::App => {
             let via = call.via.as_deref().unwrap_or("").trim();
             if via.is_empty() {
@@ -107,9 +97,29 @@ pub(crate) async fn call_tool(
                     "via is required for calls from a view".into(),
                 ));
             }
-            view_scope(host, cx, via).await?
+            view_scope(host, cx, via).await
         }
+    }
+}
+
+/// Runs a tool call in `scope` after the checks: visibility for the caller's role and, for a
+/// view of one server, ownership by that server.
+pub(crate) async fn call_tool(
+    host: &dyn Host,
+    scope: &Scope,
+    name: &str,
+    arguments: &Value,
+) -> Result<ToolResult, ApiError> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(ApiError::BadRequest("name is required".into()));
+    }
+    let arguments = match arguments {
+        Value::Null => Value::Object(Default::default()),
+        v => v.clone(),
     };
+    let scope = scope.clone();
+    let cx = scope.cx().clone();
     let tools = host.list_tools(&scope).await.map_err(|e| {
         ApiError::Forbidden(format!(
             "tool {name:?} is not callable: tool list unavailable ({e})"
@@ -125,7 +135,7 @@ pub(crate) async fn call_tool(
         }
     }
     if let Some(server) = scope.server() {
-        check_owner(host, cx, name, server).await?;
+        check_owner(host, &cx, name, server).await?;
     }
     check_visibility(&tools, name, scope.role())?;
     match host.call_tool(&scope, name, arguments).await {
@@ -179,24 +189,33 @@ pub(crate) async fn view_tool_name(host: &dyn Host, scope: &Scope, name: &str) -
     host.resolve_view_tool(scope, name).await
 }
 
-/// Reads `uri`: with `via`, from the server of that tool only; without, only when a listing
-/// offers it (then from the source that lists it).
+/// Reads `uri` in `scope`: a view reads from its server (or a single-source host); anyone
+/// else only a URI that a listing offers, from the source that lists it.
 pub(crate) async fn read_resource(
     host: &dyn Host,
-    cx: &RequestContext,
+    scope: &Scope,
     uri: &str,
-    via: Option<&str>,
 ) -> Result<ResourceResult, ApiError> {
     let uri = uri.trim();
     if uri.is_empty() {
         return Err(ApiError::BadRequest("uri is required".into()));
     }
+    match scope.role() {
+        Role::App => Ok(host.read_resource(scope, uri).await?),
+        _ => Ok(read_listed(host, scope, uri).await?),
+    }
+}
+
+/// The scope of a request that may come from a view: the view's when `via` is given, else the
+/// user's.
+pub(crate) async fn scope_via(
+    host: &dyn Host,
+    cx: &RequestContext,
+    via: Option<&str>,
+) -> Result<Scope, ApiError> {
     match via.map(str::trim).filter(|v| !v.is_empty()) {
-        Some(via) => {
-            let scope = view_scope(host, cx, via).await?;
-            Ok(host.read_resource(&scope, uri).await?)
-        }
-        None => Ok(read_listed(host, &Scope::user(cx.clone()), uri).await?),
+        Some(via) => view_scope(host, cx, via).await,
+        None => Ok(Scope::user(cx.clone())),
     }
 }
 
@@ -231,30 +250,17 @@ pub(crate) fn offers(listed: &[Resource], uri: &str) -> bool {
     })
 }
 
-/// Resources for the user's `@` menu (`via: None`) or a view (its server's).
+/// Resources and templates in `scope` (the user's `@` menu, or a view's server).
 pub(crate) async fn list_resources(
     host: &dyn Host,
-    cx: &RequestContext,
-    via: Option<&str>,
+    scope: &Scope,
 ) -> Result<Vec<Resource>, ApiError> {
-    let scope = match via {
-        Some(via) => view_scope(host, cx, via).await?,
-        None => Scope::user(cx.clone()),
-    };
-    Ok(host.list_resources(&scope).await?)
+    Ok(host.list_resources(scope).await?)
 }
 
-/// Prompts for the user's `/` menu (`via: None`) or a view (its server's).
-pub(crate) async fn list_prompts(
-    host: &dyn Host,
-    cx: &RequestContext,
-    via: Option<&str>,
-) -> Result<Vec<Prompt>, ApiError> {
-    let scope = match via {
-        Some(via) => view_scope(host, cx, via).await?,
-        None => Scope::user(cx.clone()),
-    };
-    Ok(host.list_prompts(&scope).await?)
+/// Prompts in `scope` (the user's `/` menu, or a view's server).
+pub(crate) async fn list_prompts(host: &dyn Host, scope: &Scope) -> Result<Vec<Prompt>, ApiError> {
+    Ok(host.list_prompts(scope).await?)
 }
 
 /// Expands a prompt the user named.

@@ -30,7 +30,8 @@ pub enum Sources {
 /// method that lists, reads or calls something.
 ///
 /// ```
-/// use lmchatkit::{Principal, RequestContext, Role, Scope, Sources};
+/// use lmchatkit::access::Role;
+/// use lmchatkit::{Principal, RequestContext, Scope, Sources};
 /// let cx = RequestContext::new(Principal::new("alice"));
 /// let scope = Scope::view(cx.clone(), Some("fs".into()));
 /// assert_eq!(scope.role(), Role::App);

@@ -55,16 +55,34 @@ mod tests {
 
     #[test]
     fn a_variable_matches_one_path_segment() {
-        assert!(matches_template("demo://resource/dynamic/text/{id}", "demo://resource/dynamic/text/1"));
-        assert!(!matches_template("demo://resource/dynamic/text/{id}", "demo://resource/dynamic/text/"));
-        assert!(!matches_template("demo://resource/dynamic/text/{id}", "demo://resource/dynamic/text/1/x"));
-        assert!(!matches_template("demo://resource/dynamic/text/{id}", "demo://resource/static/1"));
+        assert!(matches_template(
+            "demo://resource/dynamic/text/{id}",
+            "demo://resource/dynamic/text/1"
+        ));
+        assert!(!matches_template(
+            "demo://resource/dynamic/text/{id}",
+            "demo://resource/dynamic/text/"
+        ));
+        assert!(!matches_template(
+            "demo://resource/dynamic/text/{id}",
+            "demo://resource/dynamic/text/1/x"
+        ));
+        assert!(!matches_template(
+            "demo://resource/dynamic/text/{id}",
+            "demo://resource/static/1"
+        ));
     }
 
     #[test]
     fn literals_between_variables_must_match_in_order() {
-        assert!(matches_template("file:///{dir}/{name}.txt", "file:///a/b.txt"));
-        assert!(!matches_template("file:///{dir}/{name}.txt", "file:///a/b.md"));
+        assert!(matches_template(
+            "file:///{dir}/{name}.txt",
+            "file:///a/b.txt"
+        ));
+        assert!(!matches_template(
+            "file:///{dir}/{name}.txt",
+            "file:///a/b.md"
+        ));
         assert!(matches_template("x://{a}-{b}", "x://1-2-3"));
     }
 

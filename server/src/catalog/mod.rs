@@ -22,6 +22,7 @@ pub type OnChange = Arc<dyn Fn() + Send + Sync>;
 
 /// Errors of a catalog source.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CatalogError {
     /// The source failed; the message says why.
     #[error("catalog: {0}")]

@@ -1,6 +1,6 @@
 //! Conversation history: the [`HistoryStore`] trait and its stores.
 //!
-//! Write model (DESIGN decision 3): every conversation has a `revision`. A save sends the full
+//! Write model: every conversation has a `revision`. A save sends the full
 //! conversation with the revision it started from (`0` creates); the store keeps messages as
 //! rows, finds the longest common prefix with what it holds, rewrites only the rest and bumps
 //! the revision. A stale revision is a [`SaveOutcome::Conflict`] carrying the current copy, so
@@ -38,6 +38,7 @@ pub use sqlite::SqliteStore;
 
 /// Errors of a history store.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HistoryError {
     /// The id is empty, too long, or holds `/`, `..`, NUL or control characters.
     #[error("invalid conversation id")]

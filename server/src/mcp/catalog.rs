@@ -100,15 +100,18 @@ impl McpHub {
     /// Reads a resource from the first server in `scope` that lists it, as a resource or as
     /// a match of one of its templates. A URI no server in `scope` lists is unknown: it is
     /// never sent to each server in turn.
-    pub async fn read_resource(&self, scope: &Scope, uri: &str) -> Result<ResourceResult, HostError> {
+    pub async fn read_resource(
+        &self,
+        scope: &Scope,
+        uri: &str,
+    ) -> Result<ResourceResult, HostError> {
         let t = self.inner.call_timeout;
         for s in self.servers_in(scope) {
             let Ok(l) = s.resources(t).await else {
                 continue;
             };
             let listed = l.resources.iter().any(|r| r.uri == uri)
-                || l
-                    .templates
+                || l.templates
                     .iter()
                     .any(|r| matches_template(&r.uri_template, uri));
             if listed {
@@ -116,10 +119,15 @@ impl McpHub {
             }
         }
         // A view may read what its own server serves without listing it.
-        if let Some(s) = scope.server().and_then(|n| self.servers_in(scope).find(|s| s.name() == n)) {
+        if let Some(s) = scope
+            .server()
+            .and_then(|n| self.servers_in(scope).find(|s| s.name() == n))
+        {
             return self.read_from(s, uri).await;
         }
-        Err(HostError::NotFound(format!("no server offers the resource {uri:?}")))
+        Err(HostError::NotFound(format!(
+            "no server offers the resource {uri:?}"
+        )))
     }
 
     async fn read_from(&self, s: &Server, uri: &str) -> Result<ResourceResult, HostError> {

@@ -165,6 +165,7 @@ impl McpServerConfig {
 
 /// Errors reading an MCP configuration file.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum McpConfigError {
     /// The file could not be read.
     #[error("cannot read {path}: {source}")]

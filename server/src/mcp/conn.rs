@@ -191,16 +191,11 @@ pub(crate) struct StatusCell {
 
 impl StatusCell {
     pub fn to_wire(&self, name: &str) -> McpServerStatus {
-        McpServerStatus {
-            name: name.to_owned(),
-            status: if self.status.is_empty() {
-                "pending"
-            } else {
-                self.status
-            }
-            .to_owned(),
-            error: self.error.clone(),
-        }
+        let status = match self.status {
+            "" => "pending",
+            s => s,
+        };
+        McpServerStatus::new(name, status, self.error.clone())
     }
 }
 

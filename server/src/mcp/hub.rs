@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::config::McpServerConfig;
 use super::convert;
 use super::server::{CallError, Server};
-use crate::events::EventBroadcaster;
 use crate::access::Scope;
+use crate::events::EventBroadcaster;
 use crate::host::{HostError, Principal, ToolSource};
 
 /// Default per-call timeout.

@@ -1,4 +1,4 @@
-//! MCP App views (DESIGN decision 5). `POST /api/apps/view {via, uri}` reads the view's
+//! MCP App views. `POST /api/apps/view {via, uri}` reads the view's
 //! `ui://` resource from the server owning `via`, builds its CSP and answers a short-lived URL:
 //!
 //! - default mode: `{prefix}/apps/view/{token}`, bound to the asking principal, serving the HTML
@@ -11,12 +11,12 @@ use base64::Engine;
 use http::{HeaderValue, StatusCode, header};
 use lmchatkit_protocol::{AppViewRequest, AppViewResponse};
 
+use crate::access;
 use crate::apps::tokens::ViewTicket;
 use crate::apps::{APP_MIME, SANDBOX_PAGE, csp, is_app_mime};
-use crate::state::State;
 use crate::http_util::{self, ApiError, Response};
-use crate::access;
 use crate::service::Req;
+use crate::state::State;
 
 /// `POST /api/apps/view`.
 pub(crate) async fn create(state: &State, mut req: Req) -> Result<Response, ApiError> {
@@ -36,7 +36,9 @@ pub(crate) async fn create(state: &State, mut req: Req) -> Result<Response, ApiE
             "uri {uri:?} is not a ui:// resource"
         )));
     }
-    let r = access::read_resource(&*state.host, &req.cx, uri, Some(via)).await?;
+    let host = &*state.host;
+    let scope = access::view_scope(host, &req.cx, via).await?;
+    let r = access::read_resource(host, &scope, uri).await?;
     if !is_app_mime(r.mime_type.as_deref()) {
         return Err(ApiError::Unprocessable(format!(
             "{uri} is {:?}, not an MCP App view ({APP_MIME})",
@@ -116,7 +118,8 @@ pub(crate) fn page(state: &State, req: &Req, token: &str) -> Result<Response, Ap
 /// page under the view's CSP, talking only to the host origin recorded in the token.
 pub(crate) fn sandbox(state: &State, req: &Req) -> Result<Response, ApiError> {
     let sandbox = state
-        .settings.sandbox_origin
+        .settings
+        .sandbox_origin
         .as_deref()
         .ok_or_else(|| ApiError::NotFound("not found".into()))?;
     // Served on the host's own origin, the proxy would hand the view the host's origin.

@@ -1,4 +1,4 @@
-//! The page at `{prefix}` and the bundle under `{prefix}/assets/` (DESIGN decision 1): the
+//! The page at `{prefix}` and the bundle under `{prefix}/assets/`: the
 //! stable loader revalidates (`no-cache` + ETag), content-hashed files are `immutable`; `HEAD`
 //! answers the headers only. A file with precompressed copies is sent as brotli or gzip when
 //! `Accept-Encoding` allows it (`Content-Encoding`, the copy's own ETag, `Vary: Accept-Encoding`).
@@ -7,9 +7,9 @@ use http::StatusCode;
 use http::header::{self, HeaderValue};
 
 use crate::bundle;
-use crate::state::State;
 use crate::http_util::{ApiError, Response, accepts_encoding, empty, etag_of, full, not_modified};
 use crate::service::Req;
+use crate::state::State;
 
 pub(crate) fn page(state: &State, head: bool) -> Result<Response, ApiError> {
     let html = bundle::page_html(&state.settings.prefix, &state.settings.title);

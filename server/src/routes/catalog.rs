@@ -2,9 +2,9 @@
 
 use lmchatkit_protocol::{ConfigResponse, HistoryMode, Persona};
 
-use crate::state::State;
 use crate::http_util::{ApiError, Response, json_etag};
 use crate::service::Req;
+use crate::state::State;
 
 pub(crate) async fn personas(state: &State, req: Req) -> Result<Response, ApiError> {
     let mut list = match &state.personas {
@@ -40,18 +40,16 @@ pub(crate) async fn models(state: &State, req: Req) -> Result<Response, ApiError
 }
 
 pub(crate) fn config(state: &State, req: Req) -> Result<Response, ApiError> {
-    let body = ConfigResponse {
-        file_upload: state.settings.file_upload,
-        max_upload_bytes: state.settings.max_upload_bytes,
-        history: if state.history.is_some() {
-            HistoryMode::Server
-        } else {
-            HistoryMode::Browser
-        },
-        events: state.events.is_some(),
-        sandbox_origin: state.settings.sandbox_origin.clone(),
-        demo: state.settings.demo,
-        mcp: state.mcp_status.as_ref().map(|f| f()).unwrap_or_default(),
+    let settings = &state.settings;
+    let history = match state.history {
+        Some(_) => HistoryMode::Server,
+        None => HistoryMode::Browser,
     };
+    let body = ConfigResponse::new(history)
+        .with_upload(settings.file_upload, settings.max_upload_bytes)
+        .with_events(state.events.is_some())
+        .with_sandbox_origin(settings.sandbox_origin.clone())
+        .with_demo(settings.demo)
+        .with_mcp(state.mcp_status.as_ref().map(|f| f()).unwrap_or_default());
     Ok(json_etag(&req.parts.headers, &body))
 }

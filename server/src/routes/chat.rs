@@ -8,9 +8,9 @@ use futures_util::StreamExt;
 use lmchatkit_protocol::{ChatRequest, Event};
 use tracing::Instrument;
 
-use crate::state::State;
 use crate::http_util::{ApiError, Response};
 use crate::service::Req;
+use crate::state::State;
 use crate::{sse, turn};
 
 pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiError> {

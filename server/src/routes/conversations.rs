@@ -10,11 +10,11 @@ use lmchatkit_protocol::{
     StoredConversation,
 };
 
-use crate::state::State;
 use crate::history::{HistoryStore, SaveOutcome, validate_id};
 use crate::host::RequestContext;
 use crate::http_util::{ApiError, Response, empty, json, json_etag};
 use crate::service::Req;
+use crate::state::State;
 
 fn store(state: &State) -> Result<&Arc<dyn HistoryStore>, ApiError> {
     state
@@ -64,8 +64,7 @@ pub(crate) async fn get(state: &State, req: Req, raw: &str) -> Result<Response, 
 pub(crate) async fn put(state: &State, mut req: Req, raw: &str) -> Result<Response, ApiError> {
     let id = id(raw)?;
     let store = store(state)?;
-    let mut conv: StoredConversation =
-        req.json().await?;
+    let mut conv: StoredConversation = req.json().await?;
     conv.id = id.clone();
     match store.save(&req.cx.principal(), conv).await? {
         SaveOutcome::Saved { revision } => {
@@ -93,8 +92,7 @@ pub(crate) async fn put(state: &State, mut req: Req, raw: &str) -> Result<Respon
 pub(crate) async fn patch(state: &State, mut req: Req, raw: &str) -> Result<Response, ApiError> {
     let id = id(raw)?;
     let store = store(state)?;
-    let mut body: ConversationPatch =
-        req.json().await?;
+    let mut body: ConversationPatch = req.json().await?;
     body.title = body.title.trim().to_owned();
     if body.title.is_empty() {
         return Err(ApiError::BadRequest("title is required".into()));

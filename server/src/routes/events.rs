@@ -3,10 +3,10 @@
 
 use futures_util::StreamExt;
 
-use crate::state::State;
 use crate::http_util::{ApiError, Response};
 use crate::service::Req;
 use crate::sse;
+use crate::state::State;
 
 pub(crate) fn subscribe(state: &State, req: Req) -> Result<Response, ApiError> {
     let events = state
@@ -25,5 +25,8 @@ pub(crate) fn subscribe(state: &State, req: Req) -> Result<Response, ApiError> {
     // An initial comment makes proxies and browsers treat the stream as open at once.
     let opening =
         futures_util::stream::once(async { bytes::Bytes::from_static(b": connected\n\n") });
-    Ok(sse::response(opening.chain(frames), state.settings.heartbeat))
+    Ok(sse::response(
+        opening.chain(frames),
+        state.settings.heartbeat,
+    ))
 }

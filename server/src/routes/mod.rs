@@ -134,7 +134,10 @@ pub(crate) static ROUTES: [Route; 27] = {
         route(M::POST, "/api/app-proxy", E::AppProxy),
         route(M::POST, "/api/apps/view", E::AppViewCreate),
         route(M::GET, "/apps/view/{token}", E::AppViewPage),
-        when(open(route(M::GET, "/apps/sandbox", E::AppSandbox)), When::Sandbox),
+        when(
+            open(route(M::GET, "/apps/sandbox", E::AppSandbox)),
+            When::Sandbox,
+        ),
         when(route(M::GET, "/api/events", E::Events), When::Events),
         route(M::GET, "/api/conversations", E::Conversations),
         route(M::GET, "/api/conversations/{id}", E::ConversationGet),

@@ -2,13 +2,14 @@
 
 use lmchatkit_protocol::PromptGetRequest;
 
-use crate::access;
+use crate::access::{self, Scope};
 use crate::http_util::{ApiError, Response, json, json_etag};
 use crate::service::Req;
 use crate::state::State;
 
 pub(crate) async fn list(state: &State, req: Req) -> Result<Response, ApiError> {
-    let prompts = access::list_prompts(&*state.host, &req.cx, None).await?;
+    let scope = Scope::user(req.cx.clone());
+    let prompts = access::list_prompts(&*state.host, &scope).await?;
     Ok(json_etag(&req.parts.headers, &prompts))
 }
 

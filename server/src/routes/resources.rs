@@ -3,18 +3,21 @@
 
 use lmchatkit_protocol::ResourceReadRequest;
 
-use crate::access;
+use crate::access::{self, Scope};
 use crate::http_util::{ApiError, Response, json, json_etag};
 use crate::service::Req;
 use crate::state::State;
 
 pub(crate) async fn list(state: &State, req: Req) -> Result<Response, ApiError> {
-    let resources = access::list_resources(&*state.host, &req.cx, None).await?;
+    let scope = Scope::user(req.cx.clone());
+    let resources = access::list_resources(&*state.host, &scope).await?;
     Ok(json_etag(&req.parts.headers, &resources))
 }
 
 pub(crate) async fn read(state: &State, mut req: Req) -> Result<Response, ApiError> {
     let body: ResourceReadRequest = req.json().await?;
-    let result = access::read_resource(&*state.host, &req.cx, &body.uri, body.via.as_deref()).await?;
+    let host = &*state.host;
+    let scope = access::scope_via(host, &req.cx, body.via.as_deref()).await?;
+    let result = access::read_resource(host, &scope, &body.uri).await?;
     Ok(json(http::StatusCode::OK, &result))
 }

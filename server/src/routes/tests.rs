@@ -50,13 +50,20 @@ fn everything_on() -> ChatService {
 /// A concrete path for a pattern (`{param}` → a value the handler will look up).
 fn concrete(pattern: &str) -> String {
     match pattern.split_once('{') {
-        Some((head, _)) if head == "/assets/" => format!("/chat{head}{}", crate::bundle::LOADER_PATH),
+        Some((head, _)) if head == "/assets/" => {
+            format!("/chat{head}{}", crate::bundle::LOADER_PATH)
+        }
         Some((head, _)) => format!("/chat{head}x"),
         None => format!("/chat{pattern}"),
     }
 }
 
-async fn send(svc: &ChatService, method: &Method, path: &str, open: bool) -> (StatusCode, http::HeaderMap, String) {
+async fn send(
+    svc: &ChatService,
+    method: &Method,
+    path: &str,
+    open: bool,
+) -> (StatusCode, http::HeaderMap, String) {
     let mut req = Request::builder()
         .method(method.clone())
         .uri(path)
@@ -65,7 +72,9 @@ async fn send(svc: &ChatService, method: &Method, path: &str, open: bool) -> (St
     if open {
         req = req.header(header::HOST, "sandbox.localhost:8081");
     }
-    let req = req.body(Full::new(Bytes::from_static(b"{}"))).expect("request");
+    let req = req
+        .body(Full::new(Bytes::from_static(b"{}")))
+        .expect("request");
     let res = svc.clone().oneshot(req).await.expect("infallible");
     let (parts, body) = res.into_parts();
     let body = match parts.headers.get(header::CONTENT_TYPE) {
@@ -92,7 +101,11 @@ async fn every_route_answers_its_methods_and_405_with_allow_otherwise() {
             "{} {path} did not reach its handler: {status} {body}",
             r.method
         );
-        assert!(status.as_u16() < 500, "{} {path}: {status} {body}", r.method);
+        assert!(
+            status.as_u16() < 500,
+            "{} {path}: {status} {body}",
+            r.method
+        );
     }
     let patterns: BTreeSet<&str> = ROUTES.iter().map(|r| r.path).collect();
     for pattern in patterns {
@@ -102,7 +115,9 @@ async fn every_route_answers_its_methods_and_405_with_allow_otherwise() {
             .map(|r| &r.method)
             .collect();
         let path = concrete(pattern);
-        let open = ROUTES.iter().any(|r| r.path == pattern && r.guard == Guard::Open);
+        let open = ROUTES
+            .iter()
+            .any(|r| r.path == pattern && r.guard == Guard::Open);
         for m in METHODS.iter().filter(|m| !allowed.contains(m)) {
             let (status, headers, _) = send(&svc, m, &path, open).await;
             assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{m} {path}");
@@ -131,7 +146,11 @@ async fn switched_off_routes_are_absent() {
     for r in ROUTES.iter().filter(|r| r.when != When::Always) {
         let path = concrete(r.path);
         let (status, _, body) = send(&svc, &r.method, &path, r.guard == Guard::Open).await;
-        assert!(router_404(status, &body), "{} {path}: {status} {body}", r.method);
+        assert!(
+            router_404(status, &body),
+            "{} {path}: {status} {body}",
+            r.method
+        );
     }
 }
 
@@ -144,11 +163,18 @@ async fn the_sandbox_only_service_answers_the_sandbox_page_alone() {
         match r.guard {
             Guard::Open => assert!(!router_404(status, &body), "{path}: {status}"),
             Guard::Principal if r.path == "/apps/sandbox" => {}
-            Guard::Principal => assert!(router_404(status, &body), "{} {path}: {status} {body}", r.method),
+            Guard::Principal => assert!(
+                router_404(status, &body),
+                "{} {path}: {status} {body}",
+                r.method
+            ),
         }
     }
     // A known path with another method: 405 naming GET (it was 404 before the route list).
     let (status, headers, _) = send(&svc, &Method::POST, "/chat/apps/sandbox", true).await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
-    assert_eq!(headers.get(header::ALLOW).and_then(|v| v.to_str().ok()), Some("GET"));
+    assert_eq!(
+        headers.get(header::ALLOW).and_then(|v| v.to_str().ok()),
+        Some("GET")
+    );
 }

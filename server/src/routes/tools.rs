@@ -10,6 +10,8 @@ use crate::state::State;
 
 pub(crate) async fn call(state: &State, mut req: Req) -> Result<Response, ApiError> {
     let body: ToolCallRequest = req.json().await?;
-    let result = access::call_tool(&*state.host, &req.cx, &body).await?;
+    let host = &*state.host;
+    let scope = access::call_scope(host, &req.cx, &body).await?;
+    let result = access::call_tool(host, &scope, &body.name, &body.arguments).await?;
     Ok(json(http::StatusCode::OK, &result))
 }

@@ -6,9 +6,9 @@ use http::header;
 use http_body_util::BodyDataStream;
 use lmchatkit_protocol::{UploadResponse, UploadedFile};
 
-use crate::state::State;
 use crate::http_util::{ApiError, Response, json};
 use crate::service::Req;
+use crate::state::State;
 
 pub(crate) async fn upload(state: &State, req: Req) -> Result<Response, ApiError> {
     let content_type = req

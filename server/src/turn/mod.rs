@@ -12,8 +12,8 @@ use lmchatkit_protocol::{ChatRequest, Content, Message, Params, Persona, Role};
 use serde_json::Value;
 
 use crate::access;
-use crate::state::State;
 use crate::host::{CompleteRequest, RequestContext};
+use crate::state::State;
 
 /// The system prompt used when the persona has none (some providers reject an empty one).
 pub(crate) const FALLBACK_SYSTEM_PROMPT: &str = "You are a helpful assistant.";

@@ -10,8 +10,8 @@ use lmchatkit_protocol::{Content, ContentPart, FileData, Message, ResourceResult
 use regex::Regex;
 
 use crate::access;
-use crate::state::State;
 use crate::host::RequestContext;
+use crate::state::State;
 
 use super::cache::{Resolved, TurnCache};
 

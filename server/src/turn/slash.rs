@@ -10,9 +10,9 @@ use std::sync::LazyLock;
 use lmchatkit_protocol::{Message, Prompt};
 use regex::Regex;
 
-use crate::access;
-use crate::state::State;
+use crate::access::{self, Scope};
 use crate::host::RequestContext;
+use crate::state::State;
 
 use super::cache::{Resolved, TurnCache};
 
@@ -68,7 +68,7 @@ pub(super) async fn resolve(
     {
         return;
     }
-    let prompts = match access::list_prompts(&*state.host, cx, None).await {
+    let prompts = match access::list_prompts(&*state.host, &Scope::user(cx.clone())).await {
         Ok(p) if !p.is_empty() => p,
         _ => return,
     };

@@ -25,6 +25,8 @@ pub struct FakeHost {
     pub sources: HashMap<String, String>,
     pub unscoped: bool,
     pub prompts: Vec<Prompt>,
+    /// prompt name → owning server (a view's scope lists only its server's prompts)
+    pub prompt_sources: HashMap<String, String>,
     pub resources: Vec<Resource>,
     /// uri → (server, result)
     pub contents: HashMap<String, (String, ResourceResult)>,
@@ -55,12 +57,7 @@ impl Host for FakeHost {
             .cloned()
             .collect())
     }
-    async fn call_tool(
-        &self,
-        _: &Scope,
-        name: &str,
-        args: Value,
-    ) -> Result<ToolResult, HostError> {
+    async fn call_tool(&self, _: &Scope, name: &str, args: Value) -> Result<ToolResult, HostError> {
         self.calls
             .lock()
             .unwrap()
@@ -70,8 +67,13 @@ impl Host for FakeHost {
             _ => Ok(ToolResult::text(format!("{name}:{args}"))),
         }
     }
-    async fn list_prompts(&self, _: &Scope) -> Result<Vec<Prompt>, HostError> {
-        Ok(self.prompts.clone())
+    async fn list_prompts(&self, scope: &Scope) -> Result<Vec<Prompt>, HostError> {
+        Ok(self
+            .prompts
+            .iter()
+            .filter(|p| self.in_scope(scope, self.prompt_sources.get(&p.name)))
+            .cloned()
+            .collect())
     }
     async fn get_prompt(
         &self,

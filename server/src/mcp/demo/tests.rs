@@ -76,7 +76,11 @@ async fn tools_answer_and_validate_their_arguments() {
         "{time:?}"
     );
     let clock = hub
-        .call_tool(&Scope::default(), "demo__show_clock", json!({"title": "Kitchen"}))
+        .call_tool(
+            &Scope::default(),
+            "demo__show_clock",
+            json!({"title": "Kitchen"}),
+        )
         .await
         .unwrap();
     assert!(clock.content.starts_with("Kitchen: it is "), "{clock:?}");
@@ -84,7 +88,10 @@ async fn tools_answer_and_validate_their_arguments() {
         clock.structured_content.as_ref().unwrap()["title"],
         "Kitchen"
     );
-    let now = hub.call_tool(&Scope::default(), "demo__clock_now", json!({})).await.unwrap();
+    let now = hub
+        .call_tool(&Scope::default(), "demo__clock_now", json!({}))
+        .await
+        .unwrap();
     assert!(now.content.starts_with("Server time: "), "{now:?}");
     hub.shutdown().await;
 }
@@ -101,7 +108,10 @@ async fn prompt_with_an_argument() {
         .unwrap();
     assert!(topic.required);
     let args = BTreeMap::from([("topic".to_owned(), "borrowing".to_owned())]);
-    let r = hub.get_prompt(&Scope::default(), "demo__explain", args).await.unwrap();
+    let r = hub
+        .get_prompt(&Scope::default(), "demo__explain", args)
+        .await
+        .unwrap();
     assert_eq!(
         r.messages[0].content,
         "Explain borrowing to a curious beginner in three short paragraphs, with one example."
@@ -118,12 +128,24 @@ async fn resources_skill_and_view() {
     let index = crate::mcp::skill_index(&resources).unwrap();
     assert!(index.contains("- skill://dice-games/SKILL.md (dice-games): How to run"));
 
-    let about = hub.read_resource(&Scope::default(), ABOUT_URI).await.unwrap();
+    let about = hub
+        .read_resource(&Scope::default(), ABOUT_URI)
+        .await
+        .unwrap();
     assert!(about.text.unwrap().contains("--no-demo-mcp"));
-    let skill = hub.read_resource(&Scope::default(), SKILL_URI).await.unwrap();
+    let skill = hub
+        .read_resource(&Scope::default(), SKILL_URI)
+        .await
+        .unwrap();
     assert!(skill.text.unwrap().contains("roll_dice"));
 
-    let view = hub.read_resource(&Scope::view(Default::default(), Some("demo".into())), DEMO_VIEW_URI).await.unwrap();
+    let view = hub
+        .read_resource(
+            &Scope::view(Default::default(), Some("demo".into())),
+            DEMO_VIEW_URI,
+        )
+        .await
+        .unwrap();
     assert_eq!(view.mime_type.as_deref(), Some(MCP_APP_MIME));
     assert_eq!(view.ui.as_ref().unwrap().prefers_border, Some(true));
     let html = view.text.unwrap();
