@@ -167,9 +167,11 @@ async fn resource_and_template_lists_round_trip_scoped_to_the_views_server() {
         r.resources,
         [McpResource {
             uri: VIEW.into(),
-            name: Some("The view".into()),
-            mime_type: Some("text/html;profile=mcp-app".into()),
-            description: None,
+            details: ResourceDetails {
+                name: Some("The view".into()),
+                mime_type: Some("text/html;profile=mcp-app".into()),
+                description: None,
+            },
         }]
     );
     let call = from_view("resources/templates/list", json!({"cursor": "ignored"}));
@@ -180,8 +182,10 @@ async fn resource_and_template_lists_round_trip_scoped_to_the_views_server() {
         r.resource_templates,
         [McpResourceTemplate {
             uri_template: "ui://a/{id}".into(),
-            description: Some("One item".into()),
-            ..Default::default()
+            details: ResourceDetails {
+                description: Some("One item".into()),
+                ..Default::default()
+            },
         }]
     );
 }

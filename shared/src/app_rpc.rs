@@ -391,12 +391,10 @@ pub struct ReadResourceResult {
     pub contents: Vec<ResourceContents>,
 }
 
-/// A resource as MCP lists it: `{uri, name?, description?, mimeType?}`.
+/// What MCP lists beside a resource's or a template's URI: `{name?, description?, mimeType?}`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct McpResource {
-    /// Resource URI.
-    pub uri: String,
+pub struct ResourceDetails {
     /// Display name; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -408,10 +406,9 @@ pub struct McpResource {
     pub mime_type: Option<String>,
 }
 
-impl From<&Resource> for McpResource {
+impl From<&Resource> for ResourceDetails {
     fn from(r: &Resource) -> Self {
         Self {
-            uri: r.uri.clone(),
             name: r.name.clone(),
             description: r.description.clone(),
             mime_type: r.mime_type.clone(),
@@ -419,30 +416,41 @@ impl From<&Resource> for McpResource {
     }
 }
 
+/// A resource as MCP lists it: `{uri, name?, description?, mimeType?}`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct McpResource {
+    /// Resource URI.
+    pub uri: String,
+    /// Name, description and MIME type.
+    #[serde(flatten)]
+    pub details: ResourceDetails,
+}
+
+impl From<&Resource> for McpResource {
+    fn from(r: &Resource) -> Self {
+        Self {
+            uri: r.uri.clone(),
+            details: r.into(),
+        }
+    }
+}
+
 /// A resource template as MCP lists it: `{uriTemplate, name?, description?, mimeType?}`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct McpResourceTemplate {
     /// URI with `{var}` placeholders.
+    #[serde(rename = "uriTemplate")]
     pub uri_template: String,
-    /// Display name; omitted when unset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// What the resources hold; omitted when unset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// MIME type of the content; omitted when unknown.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
+    /// Name, description and MIME type.
+    #[serde(flatten)]
+    pub details: ResourceDetails,
 }
 
 impl From<&Resource> for McpResourceTemplate {
     fn from(r: &Resource) -> Self {
         Self {
             uri_template: r.uri.clone(),
-            name: r.name.clone(),
-            description: r.description.clone(),
-            mime_type: r.mime_type.clone(),
+            details: r.into(),
         }
     }
 }

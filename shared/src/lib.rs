@@ -23,7 +23,7 @@ pub use app_rpc::{
     AppCall, AppCallError, AppProxyRequest, AppResult, CallToolParams, CallToolResult,
     ContentBlock, ListParams, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     McpResource, McpResourceTemplate, ReadResourceParams, ReadResourceResult, ResourceBody,
-    ResourceContents, ResourceContentsMeta,
+    ResourceContents, ResourceContentsMeta, ResourceDetails,
 };
 pub use catalog::{Model, Params, Persona, SlashCommand};
 pub use chat::{
