@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use lmchatkit_protocol::McpServerStatus;
 
+use crate::access::hosts::AllowedHost;
 use crate::catalog::{CommandSource, PersonaSource};
 use crate::events::EventBroadcaster;
 use crate::history::HistoryStore;
@@ -31,6 +32,11 @@ pub enum ConfigError {
     /// A limit was zero.
     #[error("{0} must be greater than zero")]
     ZeroLimit(&'static str),
+    /// An allowed host (or the sandbox origin) is not a host name.
+    #[error(
+        "invalid host name {0:?}: use a name like \"chat.example.com\" or \"chat.example.com:8443\""
+    )]
+    InvalidHost(String),
 }
 
 /// The service's settings, validated once by [`ConfigBuilder::build`], plus the parts the host
@@ -80,6 +86,8 @@ pub(crate) struct Settings {
     pub(crate) events: bool,
     /// Lifetime of a view URL from `POST /api/apps/view`.
     pub(crate) app_view_ttl: Duration,
+    /// Host names served besides the loopback names (and the sandbox origin's).
+    pub(crate) allowed_hosts: Vec<AllowedHost>,
 }
 
 /// Reports MCP server states for `/api/config`.
@@ -135,6 +143,7 @@ impl Config {
     /// Like [`Config::builder`], for a host already in an `Arc`.
     pub fn builder_arc(host: Arc<dyn Host>) -> ConfigBuilder {
         ConfigBuilder {
+            pending_hosts: Vec::new(),
             config: Config {
                 settings: Settings {
                     prefix: "/chat".into(),
@@ -151,6 +160,7 @@ impl Config {
                     sandbox_origin: None,
                     events: true,
                     app_view_ttl: DEFAULT_APP_VIEW_TTL,
+                    allowed_hosts: Vec::new(),
                 },
                 parts: Parts {
                     host,
@@ -174,6 +184,8 @@ impl Config {
 /// nothing.
 pub struct ConfigBuilder {
     config: Config,
+    /// `allowed_host` names, parsed by `build`.
+    pending_hosts: Vec<String>,
 }
 
 impl ConfigBuilder {
@@ -271,6 +283,36 @@ impl ConfigBuilder {
         self
     }
 
+    /// Serves requests naming this host (`chat.example.com` on any port, or
+    /// `chat.example.com:8443`) besides `localhost`, `127.0.0.1` and `[::1]` (on any port),
+    /// which are always served. Every other `Host` gets 403 on every route, so a page whose
+    /// name is rebound to this machine's address cannot drive the service (DNS rebinding).
+    /// Mounting the service under your own domain? Add it here. An invalid name is a
+    /// [`ConfigError::InvalidHost`] from [`ConfigBuilder::build`].
+    ///
+    /// ```
+    /// # use lmchatkit::{async_trait, CompleteRequest, EventStream, Host, HostError, RequestContext};
+    /// # struct MyHost;
+    /// # #[async_trait] impl Host for MyHost {
+    /// #   async fn models(&self, _: &RequestContext) -> Result<Vec<lmchatkit::protocol::Model>, HostError> { Ok(vec![]) }
+    /// #   fn complete(&self, _: &RequestContext, _: CompleteRequest) -> EventStream { Box::pin(futures_util::stream::empty()) }
+    /// # }
+    /// use tower::ServiceExt;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let config = lmchatkit::Config::builder(MyHost).allowed_host("chat.example.com").build().unwrap();
+    /// let svc = lmchatkit::ChatService::new(config);
+    /// let ask = |host: &str| http::Request::get("/chat/api/models").header("host", host)
+    ///     .body(http_body_util::Empty::<bytes::Bytes>::new()).unwrap();
+    /// assert_eq!(svc.clone().oneshot(ask("chat.example.com")).await.unwrap().status(), 200);
+    /// assert_eq!(svc.clone().oneshot(ask("localhost:8080")).await.unwrap().status(), 200);
+    /// assert_eq!(svc.oneshot(ask("rebind.example")).await.unwrap().status(), 403);
+    /// # });
+    /// ```
+    pub fn allowed_host(mut self, host: impl Into<String>) -> Self {
+        self.pending_hosts.push(host.into());
+        self
+    }
+
     /// Accepts mutating requests from this extra origin (e.g. `https://app.example.com`).
     pub fn allowed_origin(mut self, origin: impl Into<String>) -> Self {
         self.config
@@ -346,6 +388,16 @@ impl ConfigBuilder {
         }
         if s.app_view_ttl.is_zero() {
             return Err(ConfigError::ZeroLimit("app_view_ttl"));
+        }
+        for name in &self.pending_hosts {
+            let host =
+                AllowedHost::parse(name).ok_or_else(|| ConfigError::InvalidHost(name.clone()))?;
+            s.allowed_hosts.push(host);
+        }
+        if let Some(origin) = &s.sandbox_origin {
+            let host = AllowedHost::of_origin(origin)
+                .ok_or_else(|| ConfigError::InvalidHost(origin.clone()))?;
+            s.allowed_hosts.push(host);
         }
         Ok(self.config)
     }

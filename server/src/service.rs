@@ -13,6 +13,7 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
 
+use crate::access;
 use crate::config::Config;
 use crate::events::EventBroadcaster;
 use crate::host::RequestContext;
@@ -150,6 +151,9 @@ impl ChatService {
             body_limit: state.settings.body_limit,
             parts,
         };
+        if let Err(e) = access::hosts::check(&state.settings.allowed_hosts, &req.parts) {
+            return e.into_response();
+        }
         let path = self.relative(req.parts.uri.path()).to_owned();
         let sandbox_only = self.sandbox_only;
         // On the sandbox origin only the open routes (the sandbox page) exist.

@@ -9,8 +9,13 @@ use lmchatkit::Principal;
 use serde_json::json;
 use support::*;
 
+/// The service as mounted on `chat.example` (a host name it must be told it serves).
 fn svc() -> lmchatkit::ChatService {
-    service(config(FakeHost::default()).body_limit(64 * 1024))
+    service(
+        config(FakeHost::default())
+            .body_limit(64 * 1024)
+            .allowed_host("chat.example"),
+    )
 }
 
 async fn expect(req: Request<Full<Bytes>>, status: u16, needle: &str) {
@@ -217,7 +222,11 @@ async fn cross_origin_mutations_are_refused() {
     expect(req("null"), 403, "cross-origin").await;
     // Same origin passes the CSRF check (and then fails visibility: the tool is unknown).
     expect(req("http://chat.example:8080"), 403, "not recognized").await;
-    let allowed = service(config(FakeHost::default()).allowed_origin("https://app.example/"));
+    let allowed = service(
+        config(FakeHost::default())
+            .allowed_host("chat.example")
+            .allowed_origin("https://app.example/"),
+    );
     let r = send(&allowed, req("https://app.example")).await;
     assert!(r.error().contains("not recognized"));
     // Reads are not CSRF-relevant.

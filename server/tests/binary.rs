@@ -352,3 +352,40 @@ async fn a_sandbox_listener_serves_views_in_proxy_mode_and_nothing_else() {
         assert_eq!(status, 404, "{path} on the sandbox listener");
     }
 }
+
+/// DNS rebinding against the real app: a page on `rebind.example` resolved to 127.0.0.1 sends
+/// its own name as `Host` (and a matching `Origin`). Before the host check the app answered it
+/// with the conversation list and ran its tool calls.
+#[tokio::test]
+async fn the_app_serves_only_its_host_names() {
+    let port = |url: &str| {
+        url.split(':')
+            .nth(2)
+            .and_then(|p| p.split('/').next())
+            .unwrap()
+            .to_owned()
+    };
+    let ask = |url: String, host: String| async move {
+        let origin = format!("http://{host}");
+        let res = http_client()
+            .get(url)
+            .header("host", host)
+            .header("origin", origin)
+            .send()
+            .await
+            .unwrap();
+        res.status().as_u16()
+    };
+    let app = start(&["--no-demo"], &[]);
+    let p = port(&app.url);
+    let list = format!("{}/api/conversations", app.url);
+    assert_eq!(ask(list.clone(), format!("rebind.example:{p}")).await, 403);
+    assert_eq!(ask(list.clone(), format!("localhost:{p}")).await, 200);
+    assert_eq!(ask(list.clone(), format!("127.0.0.1:{p}")).await, 200);
+
+    let app = start(&["--no-demo", "--allowed-host", "chat.example"], &[]);
+    let p = port(&app.url);
+    let list = format!("{}/api/conversations", app.url);
+    assert_eq!(ask(list.clone(), format!("chat.example:{p}")).await, 200);
+    assert_eq!(ask(list, format!("rebind.example:{p}")).await, 403);
+}

@@ -27,7 +27,7 @@ impl Host for Quiet {
     }
 }
 
-const SANDBOX: &str = "http://sandbox.localhost:8081";
+const SANDBOX: &str = "http://localhost:8081";
 const METHODS: [Method; 6] = [
     Method::GET,
     Method::HEAD,
@@ -70,7 +70,7 @@ async fn send(
         .header(header::CONTENT_TYPE, "application/json");
     // The sandbox page answers on the sandbox origin only.
     if open {
-        req = req.header(header::HOST, "sandbox.localhost:8081");
+        req = req.header(header::HOST, "localhost:8081");
     }
     let req = req
         .body(Full::new(Bytes::from_static(b"{}")))

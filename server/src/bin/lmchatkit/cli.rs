@@ -31,6 +31,17 @@ pub struct Args {
     /// [default: http://localhost:PORT when the chat is opened on 127.0.0.1].
     #[arg(long, env = "LMCHATKIT_SANDBOX_ORIGIN", value_name = "URL")]
     pub sandbox_origin: Option<String>,
+    /// Also serve requests naming this host, e.g. `chat.example.com` (any port) or
+    /// `chat.example.com:8443` (repeatable or comma-separated; added to the file's
+    /// `allowed_hosts`). `localhost`, `127.0.0.1` and `[::1]` are always served; any other
+    /// `Host` gets 403, which stops DNS-rebinding pages.
+    #[arg(
+        long = "allowed-host",
+        env = "LMCHATKIT_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        value_name = "HOST"
+    )]
+    pub allowed_hosts: Vec<String>,
     /// URL prefix the chat is served under [default: /chat].
     #[arg(long, env = "LMCHATKIT_PREFIX", value_name = "PATH")]
     pub prefix: Option<String>,

@@ -80,6 +80,16 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .history_arc(history(s.db.as_deref())?)
         .file_upload(s.upload)
         .title("lmchatkit");
+    for name in &s.allowed_hosts {
+        builder = builder.allowed_host(name.clone());
+    }
+    if !s.listen.ip().is_loopback() && s.allowed_hosts.is_empty() {
+        tracing::warn!(
+            listen = %s.listen,
+            "only localhost, 127.0.0.1 and [::1] are served: add the names others use to reach \
+             this machine with --allowed-host"
+        );
+    }
     builder = match &s.personas_dir {
         Some(dir) => builder.personas_dir(dir),
         None => builder.personas(defaults::personas()),

@@ -21,6 +21,8 @@ struct FileSettings {
     listen: Option<SocketAddr>,
     sandbox_listen: Option<SocketAddr>,
     sandbox_origin: Option<String>,
+    #[serde(default)]
+    allowed_hosts: Vec<String>,
     prefix: Option<String>,
     db: Option<String>,
     personas_dir: Option<PathBuf>,
@@ -83,6 +85,8 @@ pub struct Settings {
     pub personas_dir: Option<PathBuf>,
     pub commands_dir: Option<PathBuf>,
     pub upload: bool,
+    /// Host names served besides the loopback names (file's, then the flags').
+    pub allowed_hosts: Vec<String>,
     /// Run the demo model when no upstream is configured.
     pub demo_model: bool,
     /// The demo MCP server: `Some(on)` when said, `None` = only when no servers are configured.
@@ -157,6 +161,13 @@ impl Settings {
             personas_dir: args.personas_dir.or(file.personas_dir),
             commands_dir: args.commands_dir.or(file.commands_dir),
             upload: args.upload.or(file.upload).unwrap_or(true),
+            allowed_hosts: file
+                .allowed_hosts
+                .into_iter()
+                .chain(args.allowed_hosts)
+                .map(|h| h.trim().to_owned())
+                .filter(|h| !h.is_empty())
+                .collect(),
             demo_model: args
                 .no_demo
                 .map(|no| !no)

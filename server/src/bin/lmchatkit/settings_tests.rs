@@ -170,3 +170,16 @@ fn the_sandbox_origin_defaults_to_localhost_on_its_port() {
     );
     assert_eq!(Settings::load(Args::default()).unwrap().sandbox, None);
 }
+
+#[test]
+fn allowed_hosts_come_from_the_file_and_the_flags() {
+    let s = load(
+        "allowed_hosts = [\"chat.example.com\", \" \"]\n",
+        Args::parse_from(["lmchatkit", "--allowed-host", "intranet:8443,lan.example"]),
+    )
+    .unwrap();
+    assert_eq!(
+        s.allowed_hosts,
+        ["chat.example.com", "intranet:8443", "lan.example"]
+    );
+}
