@@ -389,3 +389,85 @@ async fn the_app_serves_only_its_host_names() {
     assert_eq!(ask(list.clone(), format!("chat.example:{p}")).await, 200);
     assert_eq!(ask(list, format!("rebind.example:{p}")).await, 403);
 }
+
+/// Slowloris: a client that never finishes its request head. Before the app set a timer on
+/// its connections, such a connection stayed open indefinitely (65 s and counting, probed).
+#[tokio::test]
+async fn slow_silent_and_idle_connections_are_closed_on_the_header_timer() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = start(&["--no-demo", "--header-timeout", "1"], &[]);
+    let addr = app
+        .url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let started = Instant::now();
+    let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    conn.write_all(b"GET /chat/api/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 512];
+    let closed = tokio::time::timeout(Duration::from_secs(8), async {
+        loop {
+            match conn.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    let took = started.elapsed();
+    assert!(
+        closed.is_ok(),
+        "the stalled connection is still open after 8 s"
+    );
+    assert!(
+        took >= Duration::from_millis(900),
+        "closed too early: {took:?}"
+    );
+    eprintln!("a stalled request head was dropped after {took:?} (timeout 1 s)");
+
+    // A connection that says nothing at all is closed on the same timer.
+    let started = Instant::now();
+    let mut quiet = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let closed = tokio::time::timeout(Duration::from_secs(8), quiet.read(&mut buf)).await;
+    assert!(
+        closed.is_ok(),
+        "the silent connection is still open after 8 s"
+    );
+    eprintln!(
+        "a silent connection was dropped after {:?}",
+        started.elapsed()
+    );
+
+    // So is a kept-alive connection that goes quiet after its response.
+    let mut kept = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    kept.write_all(b"GET /chat/api/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let n = kept.read(&mut buf).await.unwrap();
+    assert!(
+        buf[..n].starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+    let started = Instant::now();
+    let closed = tokio::time::timeout(Duration::from_secs(8), async {
+        while let Ok(n) = kept.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the idle kept-alive connection is still open after 8 s"
+    );
+    eprintln!(
+        "an idle kept-alive connection was dropped after {:?}",
+        started.elapsed()
+    );
+}

@@ -42,6 +42,11 @@ pub struct Args {
         value_name = "HOST"
     )]
     pub allowed_hosts: Vec<String>,
+    /// Seconds a client may take to send a request's head (request line and headers) before
+    /// its connection is closed, so slow or stalled clients cannot hold connections open
+    /// [default: 10].
+    #[arg(long, env = "LMCHATKIT_HEADER_TIMEOUT", value_name = "SECS")]
+    pub header_timeout: Option<u64>,
     /// URL prefix the chat is served under [default: /chat].
     #[arg(long, env = "LMCHATKIT_PREFIX", value_name = "PATH")]
     pub prefix: Option<String>,

@@ -115,7 +115,12 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
             .await
             .map_err(|e| format!("cannot listen on {addr} (sandbox): {e}"))?;
         tracing::info!(%origin, %addr, "MCP App views run in proxy mode on the sandbox origin");
-        tokio::spawn(serve::serve(listener, svc.sandbox_only(), stop.clone()));
+        tokio::spawn(serve::serve(
+            listener,
+            svc.sandbox_only(),
+            stop.clone(),
+            s.header_timeout,
+        ));
     }
 
     let listener = TcpListener::bind(s.listen)
@@ -130,7 +135,7 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
         "lmchatkit is listening: open http://{addr}{}",
         svc.config().prefix()
     );
-    serve::serve(listener, svc, stop).await;
+    serve::serve(listener, svc, stop, s.header_timeout).await;
     if let Some(hub) = hub {
         hub.shutdown().await; // stops the stdio MCP servers
     }

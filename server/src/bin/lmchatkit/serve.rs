@@ -1,10 +1,15 @@
 //! Serving one listener until shutdown. Written for reuse: a second listener (e.g. a sandbox
 //! origin) is one more `serve` call with a clone of the same stop signal.
+//!
+//! Every connection runs on a timer: a request head (HTTP/1) must arrive within the header
+//! timeout (`--header-timeout`, 10 s by default), which also closes a kept-alive connection
+//! that goes quiet, and an idle HTTP/2 connection is pinged and closed when it does not answer.
 
 use std::time::Duration;
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::Watcher;
 use hyper_util::service::TowerToHyperService;
 use lmchatkit::ChatService;
 use tokio::net::TcpListener;
@@ -12,6 +17,8 @@ use tokio::sync::watch;
 
 /// How long open connections (streams) may finish after shutdown was asked for.
 pub const DRAIN: Duration = Duration::from_secs(10);
+/// HTTP/2 pings on an idle connection; one unanswered within the timeout closes it.
+const KEEP_ALIVE: Duration = Duration::from_secs(20);
 
 /// A stop signal: becomes `true` on SIGINT/SIGTERM. Clone the receiver for each listener.
 pub fn stop_on_signal() -> watch::Receiver<bool> {
@@ -24,7 +31,12 @@ pub fn stop_on_signal() -> watch::Receiver<bool> {
 }
 
 /// Accepts connections until `stop` turns true, then lets open ones finish for up to [`DRAIN`].
-pub async fn serve(listener: TcpListener, svc: ChatService, mut stop: watch::Receiver<bool>) {
+pub async fn serve(
+    listener: TcpListener,
+    svc: ChatService,
+    mut stop: watch::Receiver<bool>,
+    header_timeout: Duration,
+) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     loop {
         tokio::select! {
@@ -32,16 +44,7 @@ pub async fn serve(listener: TcpListener, svc: ChatService, mut stop: watch::Rec
                 let Ok((stream, _)) = conn else { continue };
                 // Without it, Nagle + delayed ACK hold small SSE frames for ~40 ms.
                 let _ = stream.set_nodelay(true);
-                let svc = TowerToHyperService::new(svc.clone());
-                let conn = auto::Builder::new(TokioExecutor::new())
-                    .serve_connection_with_upgrades(TokioIo::new(stream), svc)
-                    .into_owned();
-                let conn = graceful.watch(conn);
-                tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(error = %e, "connection ended with an error");
-                    }
-                });
+                tokio::spawn(connection(stream, svc.clone(), graceful.watcher(), header_timeout));
             }
             // An error means the sender is gone: stop as well.
             _ = stop.wait_for(|stop| *stop) => break,
@@ -52,6 +55,39 @@ pub async fn serve(listener: TcpListener, svc: ChatService, mut stop: watch::Rec
         DRAIN.as_secs()
     );
     let _ = tokio::time::timeout(DRAIN, graceful.shutdown()).await;
+}
+
+/// Serves one connection. The protocol is detected from the first bytes, so a client that
+/// sends none within the header timeout is dropped before hyper ever sees it.
+async fn connection(
+    stream: tokio::net::TcpStream,
+    svc: ChatService,
+    graceful: Watcher,
+    header_timeout: Duration,
+) {
+    let mut first = [0u8; 1];
+    match tokio::time::timeout(header_timeout, stream.peek(&mut first)).await {
+        Ok(Ok(n)) if n > 0 => {}
+        _ => return,
+    }
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // Without a timer hyper applies no timeout at all: a client that never finishes its
+    // request head would hold the connection forever.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(KEEP_ALIVE))
+        .keep_alive_timeout(header_timeout.max(KEEP_ALIVE));
+    let conn = builder
+        .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(svc))
+        .into_owned();
+    if let Err(e) = graceful.watch(conn).await {
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
 }
 
 async fn shutdown_signal() {

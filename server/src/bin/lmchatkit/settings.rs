@@ -23,6 +23,7 @@ struct FileSettings {
     sandbox_origin: Option<String>,
     #[serde(default)]
     allowed_hosts: Vec<String>,
+    header_timeout: Option<u64>,
     prefix: Option<String>,
     db: Option<String>,
     personas_dir: Option<PathBuf>,
@@ -87,6 +88,8 @@ pub struct Settings {
     pub upload: bool,
     /// Host names served besides the loopback names (file's, then the flags').
     pub allowed_hosts: Vec<String>,
+    /// How long a client may take to send a request head.
+    pub header_timeout: std::time::Duration,
     /// Run the demo model when no upstream is configured.
     pub demo_model: bool,
     /// The demo MCP server: `Some(on)` when said, `None` = only when no servers are configured.
@@ -161,6 +164,12 @@ impl Settings {
             personas_dir: args.personas_dir.or(file.personas_dir),
             commands_dir: args.commands_dir.or(file.commands_dir),
             upload: args.upload.or(file.upload).unwrap_or(true),
+            header_timeout: std::time::Duration::from_secs(
+                args.header_timeout
+                    .or(file.header_timeout)
+                    .unwrap_or(10)
+                    .max(1),
+            ),
             allowed_hosts: file
                 .allowed_hosts
                 .into_iter()
