@@ -10,6 +10,7 @@
 //! | `think` | `reasoning_content` deltas, then text |
 //! | `fail500` | HTTP 500 with a JSON error body |
 //! | `cut` | two deltas, then the connection is closed mid-stream |
+//! | `truncated` | two deltas, then the body just ends: no finish reason, no `[DONE]` |
 //! | `stall` | one delta, then silence |
 //! | `slow` | a delta every 20 ms for 30 s (for disconnect tests) |
 //! | `xss-payload` | Markdown/HTML with script, `onerror`, `javascript:` and `data:` payloads (UI tests) |
@@ -222,6 +223,8 @@ enum Step {
     Wait(Duration),
     /// Ends the body with an error: hyper resets the connection.
     Cut,
+    /// Ends the body cleanly, without a finish reason or `[DONE]` (a proxy that gave up).
+    Hangup,
 }
 
 fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
@@ -282,6 +285,10 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
         steps.push(Step::Send(chunk(json!({"content": "reply"}), None)));
         steps.push(Step::Wait(Duration::from_millis(20)));
         steps.push(Step::Cut);
+    } else if text.contains("truncated") {
+        steps.push(Step::Send(chunk(json!({"content": "partial "}), None)));
+        steps.push(Step::Send(chunk(json!({"content": "reply"}), None)));
+        steps.push(Step::Hangup);
     } else if text.contains("stall") {
         steps.push(Step::Send(chunk(json!({"content": "waiting"}), None)));
         steps.push(Step::Wait(Duration::from_secs(3600)));
@@ -306,7 +313,7 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
         steps.push(Step::Send(chunk(json!({}), Some("stop"))));
         steps.push(Step::Send(usage.to_owned()));
     }
-    if !matches!(steps.last(), Some(Step::Cut) | Some(Step::Wait(_))) {
+    if !matches!(steps.last(), Some(Step::Cut | Step::Hangup | Step::Wait(_))) {
         steps.push(Step::Send("data: [DONE]\n\n".into()));
     }
     let guard = DropGuard {
@@ -330,7 +337,7 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
                         );
                         return Some((Err(cut), (it, guard)));
                     }
-                    None => {
+                    Some(Step::Hangup) | None => {
                         guard.finished = true;
                         guard.obs.completed.fetch_add(1, Ordering::SeqCst);
                         return None;

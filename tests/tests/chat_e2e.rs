@@ -1,6 +1,6 @@
 //! The chat route over a real hyper server on loopback, against the mock OpenAI-compatible
-//! upstream: tool-call round trip, reasoning, usage, upstream failures, and a client
-//! disconnect cancelling the upstream request.
+//! upstream: tool-call round trip, reasoning, usage, upstream failures (a reply cut off ends in
+//! `error`, not `done`), and a client disconnect cancelling the upstream request.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -147,7 +147,8 @@ async fn upstream_failures_become_error_events_and_the_service_stays_up() {
         text, "partial reply",
         "what streamed before the cut is kept"
     );
-    assert_eq!(events.last().unwrap()["type"], "error");
+    let err = events.last().unwrap()["error"].as_str().unwrap_or_default();
+    assert!(err.starts_with("the reply was cut off: "), "{events:?}");
 
     let events = chat(&server, json!([{"role": "user", "content": "stall now"}])).await;
     assert_eq!(events[0], json!({"type": "delta", "delta": "waiting"}));
@@ -160,6 +161,24 @@ async fn upstream_failures_become_error_events_and_the_service_stays_up() {
     // Still serving.
     let events = chat(&server, json!([{"role": "user", "content": "hello"}])).await;
     assert_eq!(events.last().unwrap()["finish_reason"], "stop");
+}
+
+#[tokio::test]
+async fn a_reply_the_upstream_ends_early_keeps_its_deltas_and_ends_in_an_error_not_done() {
+    let (_mock, server) = setup().await;
+    let events = chat(
+        &server,
+        json!([{"role": "user", "content": "truncated please"}]),
+    )
+    .await;
+    assert_eq!(
+        events,
+        vec![
+            json!({"type": "delta", "delta": "partial "}),
+            json!({"type": "delta", "delta": "reply"}),
+            json!({"type": "error", "error": "the reply was cut off: the upstream ended the stream before the reply was finished"}),
+        ]
+    );
 }
 
 #[tokio::test]

@@ -18,6 +18,9 @@
 //! - **Failures are events**: a non-2xx reply is `Error("upstream returned <status>: <body>")`
 //!   (first 512 bytes), an unreachable upstream, a reset connection or a stall (no bytes for
 //!   [`OpenAiConfig::with_idle_timeout`], default 120 s) an `Error` with the reason.
+//! - **Truncated replies are not complete**: a body that ends (cleanly or not) before a finish
+//!   reason or `[DONE]` ends in `Error("the reply was cut off: …")` after the partial text, with
+//!   its tool calls dropped, never in `Done` (see [`translate`]).
 //! - **Cancellation**: the returned stream owns the request and the response; no task is
 //!   spawned, so dropping the stream closes the upstream connection.
 //! - A server that ignores `stream: true` and answers with one JSON completion is read too

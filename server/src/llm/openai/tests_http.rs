@@ -1,5 +1,7 @@
 //! [`OpenAiBackend`] against a tiny HTTP server on 127.0.0.1: streamed replies, error statuses,
-//! unreachable upstreams, cut and stalled streams, cancellation, and model listing.
+//! unreachable upstreams, cut and stalled streams, cancellation, and model listing. Cut
+//! connections are also played on a raw socket, so the body ends exactly as a dropped
+//! connection or a timed-out proxy would end it.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -16,6 +18,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use lmchatkit_protocol::{Event, FinishReason, Message, Model};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -79,6 +82,68 @@ fn delta(text: &str) -> String {
     format!(
         "data: {}\n\n",
         json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+    )
+}
+
+/// Serves one request on a raw socket: reads it whole, writes `head` and then `body` (each
+/// write followed by a pause, so they arrive as separate reads), then closes the connection.
+async fn serve_raw(head: &'static str, body: Vec<String>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let Ok((mut tcp, _)) = listener.accept().await else {
+            return;
+        };
+        // Read the whole request first: closing with unread input would send a reset.
+        let mut req = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let Ok(n) = tcp.read(&mut buf).await else {
+                return;
+            };
+            req.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&req).to_ascii_lowercase();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                if req.len() >= end + 4 + length {
+                    break;
+                }
+            }
+            if n == 0 {
+                return;
+            }
+        }
+        let _ = tcp.write_all(head.as_bytes()).await;
+        for part in body {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            let _ = tcp.write_all(part.as_bytes()).await;
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let _ = tcp.shutdown().await;
+    });
+    format!("http://{addr}/v1")
+}
+
+/// Response headers of a body that lasts until the connection closes.
+const UNTIL_CLOSE: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+/// Response headers of a chunked body.
+const CHUNKED: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+
+/// `text` as one chunk of a chunked body.
+fn http_chunk(text: &str) -> String {
+    format!("{:x}\r\n{text}\r\n", text.len())
+}
+
+fn finish(reason: &str) -> String {
+    format!(
+        "data: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
     )
 }
 
@@ -255,8 +320,102 @@ async fn a_stream_cut_midway_keeps_prior_deltas_and_ends_with_an_error() {
         panic!("{got:?}")
     };
     assert!(
-        error.starts_with("upstream connection failed mid-stream: error reading a body"),
+        error.starts_with(
+            "the reply was cut off: upstream connection failed mid-stream: error reading a body"
+        ),
         "{error}"
+    );
+}
+
+#[tokio::test]
+async fn an_upstream_that_closes_the_connection_mid_reply_ends_in_a_cut_off_error() {
+    let base = serve_raw(UNTIL_CLOSE, vec![delta("Hel"), delta("lo")]).await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    assert_eq!(
+        collect(&backend).await,
+        [
+            Event::delta("Hel"),
+            Event::delta("lo"),
+            Event::error(
+                "the reply was cut off: the upstream ended the stream before the reply was finished"
+            )
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_chunked_body_whose_connection_closes_early_is_a_cut_off_error_naming_the_cause() {
+    let body = vec![http_chunk(&delta("Hel")), http_chunk(&delta("lo"))];
+    let base = serve_raw(CHUNKED, body).await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    let got = collect(&backend).await;
+    assert_eq!(
+        got[..2],
+        [Event::delta("Hel"), Event::delta("lo")],
+        "{got:?}"
+    );
+    let [Event::Error { error }] = &got[2..] else {
+        panic!("{got:?}")
+    };
+    assert!(
+        error.starts_with("the reply was cut off: upstream connection failed mid-stream: "),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_closed_connection_inside_tool_call_arguments_emits_no_tool_call() {
+    let call = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Os"}}]}, "finish_reason": null}]});
+    let base = serve_raw(UNTIL_CLOSE, vec![format!("data: {call}\n\n")]).await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    assert_eq!(
+        collect(&backend).await,
+        [Event::error(
+            "the reply was cut off: the upstream ended the stream before the reply was finished; \
+             its unfinished tool call get_weather was dropped"
+        )]
+    );
+}
+
+#[tokio::test]
+async fn a_finish_reason_then_a_closed_connection_is_done() {
+    let base = serve_raw(UNTIL_CLOSE, vec![delta("Hi"), finish("stop")]).await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    assert_eq!(
+        collect(&backend).await,
+        [Event::delta("Hi"), Event::done(FinishReason::Stop, None)]
+    );
+}
+
+#[tokio::test]
+async fn done_without_a_finish_reason_then_a_closed_connection_is_done() {
+    let base = serve_raw(UNTIL_CLOSE, vec![delta("Hi"), "data: [DONE]\n\n".into()]).await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    assert_eq!(
+        collect(&backend).await,
+        [Event::delta("Hi"), Event::done(FinishReason::Stop, None)]
+    );
+}
+
+#[tokio::test]
+async fn a_whole_json_reply_without_a_finish_reason_is_done_and_a_cut_one_is_an_error() {
+    let reply =
+        json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "whole"}}]});
+    let base = serve_raw(UNTIL_CLOSE, vec![reply.to_string()]).await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    assert_eq!(
+        collect(&backend).await,
+        [Event::delta("whole"), Event::done(FinishReason::Stop, None)]
+    );
+    let text = reply.to_string();
+    let base = serve_raw(UNTIL_CLOSE, vec![text[..text.len() - 5].to_owned()]).await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    assert_eq!(
+        collect(&backend).await,
+        [Event::error(
+            "the reply was cut off: the upstream ended the stream before the reply was finished"
+        )]
     );
 }
 
@@ -277,7 +436,7 @@ async fn a_stalled_stream_ends_with_an_error() {
         collect(&backend).await,
         [
             Event::delta("before the stall"),
-            Event::error("upstream stalled: no data for 0.3 s")
+            Event::error("the reply was cut off: upstream stalled: no data for 0.3 s")
         ]
     );
 }

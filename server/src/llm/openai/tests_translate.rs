@@ -92,6 +92,7 @@ mod fixtures {
         missing_done,
         content_filter,
         refusal,
+        cut_off,
     );
 }
 
@@ -122,8 +123,19 @@ async fn nothing_after_done_is_read() {
     );
 }
 
+/// What the translator says when the body ends before the reply is finished.
+const CUT_OFF: &str =
+    "the reply was cut off: the upstream ended the stream before the reply was finished";
+
+fn finish(reason: &str) -> String {
+    format!(
+        "data: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+    )
+}
+
 #[tokio::test]
-async fn transport_error_keeps_what_was_emitted() {
+async fn a_transport_error_mid_reply_keeps_what_was_emitted_and_says_the_reply_was_cut_off() {
     let first = Bytes::from(chunk(json!({"content": "partial"})));
     let body = stream::iter([Ok(first), Err("connection reset by peer")]);
     let got: Vec<Event> = translate(body).collect().await;
@@ -131,14 +143,133 @@ async fn transport_error_keeps_what_was_emitted() {
         got,
         [
             Event::delta("partial"),
-            Event::error("connection reset by peer")
+            Event::error("the reply was cut off: connection reset by peer")
         ]
     );
 }
 
 #[tokio::test]
+async fn a_transport_error_before_any_chunk_is_the_error_alone() {
+    let body = stream::iter([Err::<Bytes, _>("upstream stalled: no data for 5 s")]);
+    let got: Vec<Event> = translate(body).collect().await;
+    assert_eq!(got, [Event::error("upstream stalled: no data for 5 s")]);
+}
+
+#[tokio::test]
+async fn two_deltas_then_the_end_of_the_body_is_a_cut_off_reply_not_done() {
+    let body = [
+        chunk(json!({"content": "Hel"})),
+        chunk(json!({"content": "lo"})),
+    ]
+    .concat();
+    assert_eq!(
+        run_str(&body).await,
+        [
+            Event::delta("Hel"),
+            Event::delta("lo"),
+            Event::error(CUT_OFF)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn reasoning_then_the_end_of_the_body_is_a_cut_off_reply() {
+    let body = chunk(json!({"reasoning_content": "hmm"}));
+    assert_eq!(
+        run_str(&body).await,
+        [Event::reasoning("hmm"), Event::error(CUT_OFF)]
+    );
+}
+
+#[tokio::test]
+async fn a_finish_reason_then_the_end_of_the_body_is_done() {
+    let body = [chunk(json!({"content": "Hi"})), finish("stop")].concat();
+    assert_eq!(
+        run_str(&body).await,
+        [Event::delta("Hi"), Event::done(FinishReason::Stop, None)]
+    );
+}
+
+#[tokio::test]
+async fn a_transport_error_after_the_finish_reason_still_ends_in_done() {
+    let body = [chunk(json!({"content": "Hi"})), finish("length")].concat();
+    let body = stream::iter([Ok(Bytes::from(body)), Err("connection reset by peer")]);
+    let got: Vec<Event> = translate(body).collect().await;
+    assert_eq!(
+        got,
+        [Event::delta("Hi"), Event::done(FinishReason::Length, None)]
+    );
+}
+
+#[tokio::test]
+async fn done_without_a_finish_reason_is_done() {
+    let body = format!("{}data: [DONE]\n\n", chunk(json!({"content": "Hi"})));
+    assert_eq!(
+        run_str(&body).await,
+        [Event::delta("Hi"), Event::done(FinishReason::Stop, None)]
+    );
+}
+
+#[tokio::test]
+async fn a_cut_inside_tool_call_arguments_is_an_error_and_emits_no_tool_call() {
+    let call = json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "lookup", "arguments": "{\"q\": \"ru"}}]});
+    let body = [chunk(json!({"content": "Looking"})), chunk(call)].concat();
+    assert_eq!(
+        run_str(&body).await,
+        [
+            Event::delta("Looking"),
+            Event::error(format!(
+                "{CUT_OFF}; its unfinished tool call lookup was dropped"
+            ))
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_cut_after_whole_looking_tool_calls_still_emits_none_of_them() {
+    // Valid JSON arguments do not prove the model was done: more calls, or more of the last
+    // one's arguments, may have been on the way.
+    let call = |i: u64, id: &str, name: &str| json!({"tool_calls": [{"index": i, "id": id, "function": {"name": name, "arguments": "{}"}}]});
+    let nameless =
+        json!({"tool_calls": [{"index": 2, "id": "c3", "function": {"arguments": "{}"}}]});
+    let body = [
+        chunk(call(0, "c1", "one")),
+        chunk(call(1, "c2", "two")),
+        chunk(nameless),
+    ]
+    .concat();
+    let cut = stream::iter([Ok(Bytes::from(body)), Err("connection reset by peer")]);
+    let got: Vec<Event> = translate(cut).collect().await;
+    assert_eq!(
+        got,
+        [Event::error(
+            "the reply was cut off: connection reset by peer; its unfinished tool calls one, two were dropped"
+        )]
+    );
+}
+
+#[tokio::test]
+async fn a_cut_inside_the_finish_reason_chunk_is_a_cut() {
+    let last = finish("stop");
+    let body = format!(
+        "{}{}",
+        chunk(json!({"content": "Hi"})),
+        &last[..last.len() - 20]
+    );
+    assert_eq!(
+        run_str(&body).await,
+        [Event::delta("Hi"), Event::error(CUT_OFF)]
+    );
+}
+
+#[tokio::test]
 async fn different_reasoning_fields_are_both_emitted() {
-    let got = run_str(&chunk(json!({"reasoning_content": "a", "reasoning": "b"}))).await;
+    let body = [
+        chunk(json!({"reasoning_content": "a", "reasoning": "b"})),
+        finish("stop"),
+    ]
+    .concat();
+    let got = run_str(&body).await;
     assert_eq!(
         got,
         [
@@ -213,6 +344,7 @@ async fn same_index_with_a_new_id_is_a_new_call_and_nameless_calls_are_dropped()
         chunk(call("c2", "two", "")),
         chunk(json!({"tool_calls": [{"index": 5, "id": "c3", "function": {"arguments": "{}"}}]})),
         chunk(json!({"tool_calls": [{"index": 1, "id": "c4", "function": {"name": "obj", "arguments": {"k": true}}}]})),
+        "data: [DONE]\n\n".to_owned(),
     ]
     .concat();
     let got = run_str(&body).await;
@@ -277,7 +409,7 @@ async fn content_parts_and_non_streamed_message() {
     );
     let parts = chunk(
         json!({"content": [{"type": "text", "text": "p1"}, {"type": "image_url"}, {"type": "text", "text": "p2"}]}),
-    );
+    ) + &finish("stop");
     assert_eq!(
         run_str(&parts).await,
         [
@@ -289,9 +421,17 @@ async fn content_parts_and_non_streamed_message() {
 }
 
 #[tokio::test]
-async fn empty_body_is_a_plain_done() {
+async fn an_empty_body_is_an_error_not_an_empty_reply() {
     assert_eq!(
         run(Vec::new()).await,
-        [Event::done(FinishReason::Stop, None)]
+        [Event::error(
+            "the upstream ended the stream without sending a reply"
+        )]
+    );
+    assert_eq!(
+        run_str(": keep-alive\n\n").await,
+        [Event::error(
+            "the upstream ended the stream without sending a reply"
+        )]
     );
 }

@@ -3,6 +3,24 @@
 //! SSE framing (CRLF, `:` keep-alives, `event:`/`id:` lines, chunk boundaries mid-line or
 //! mid-UTF-8) is the `eventsource-stream` crate's job; this module reads the JSON chunks.
 //! `<think>` tags inside `content` are left alone: the UI splits them out.
+//!
+//! When a reply counts as finished — decided here, for every OpenAI-compatible upstream:
+//!
+//! - The upstream says it is finished with a `finish_reason` on the first choice or with
+//!   `[DONE]`; either is enough (many servers omit `[DONE]`, a few never send a finish reason).
+//!   The turn then ends in `Done`, whatever happens to the body afterwards: a reset or a stall
+//!   after the finish reason is only logged, the text is complete.
+//! - A body that ends before either — cleanly (a dropped close-delimited connection, a proxy
+//!   that gave up) or with a transport error or stall — is a reply cut off. What was already
+//!   streamed stays (the UI keeps it as the partial answer), then one `Error` saying "the reply
+//!   was cut off" with the cause when there is one, and no `Done`: a truncated reply must never
+//!   look complete.
+//! - The tool calls of a cut-off reply are dropped, none emitted, even those whose arguments
+//!   parse: without a finish reason nothing shows that the arguments, or the list of calls,
+//!   were complete, and an approved call would run with whatever arrived. The error names them.
+//! - A body that ends before any chunk (an empty 200 reply) is an error too, worded as no reply
+//!   rather than a cut one; a failure before any chunk keeps its own text (e.g. "upstream
+//!   stalled: …").
 
 use std::collections::VecDeque;
 use std::fmt::Display;
@@ -36,10 +54,13 @@ use serde_json::Value;
 ///   `x_groq.usage`) → `Done.usage`, the last one winning.
 /// - A `{"error": …}` chunk (or an `event: error` frame) → one `Error` event, ending the stream.
 /// - A chunk that is not JSON is skipped with a warning.
-/// - `[DONE]` or the end of the body (a missing `[DONE]` is fine; so is a last event without
-///   its blank line) → the tool calls, then `Done`. Nothing after `[DONE]` is read.
-/// - A transport error → `Error` with the error's `Display` text (what was already emitted
-///   stays valid); the tool calls gathered so far and `Done` are not emitted.
+/// - `[DONE]` → the tool calls, then `Done`. Nothing after `[DONE]` is read.
+/// - The end of the body (a last event without its blank line is still read), or a transport
+///   error (its `Display` text is the cause), after a finish reason → the tool calls, then
+///   `Done`, as a missing `[DONE]` is common.
+/// - The same before any finish reason → the reply was cut off: one `Error` ("the reply was cut
+///   off: <cause>", naming the dropped tool calls), no tool calls and no `Done`; what was
+///   already emitted stays valid. See the module docs.
 ///
 /// Only the first choice (`index` 0 or absent) is read: the chat shows one answer.
 pub fn translate<S, E>(bytes: S) -> impl Stream<Item = Event> + Send
@@ -68,18 +89,18 @@ where
                 }
                 Some(Err(err)) => {
                     st.events = None;
-                    tracing::warn!(error = %err, "upstream stream ended with an error");
-                    st.queue.push_back(Event::error(match err {
+                    let cause = match err {
                         EventStreamError::Transport(e) => e.to_string(),
                         EventStreamError::Utf8(_) => "upstream sent invalid UTF-8".to_owned(),
                         EventStreamError::Parser(e) => {
                             format!("upstream sent a malformed event stream: {e}")
                         }
-                    }));
+                    };
+                    st.acc.body_ended(Some(cause), &mut st.queue);
                 }
                 None => {
                     st.events = None;
-                    st.acc.finish(&mut st.queue);
+                    st.acc.body_ended(None, &mut st.queue);
                 }
             }
         }
@@ -115,6 +136,8 @@ struct Accumulator {
     current: Option<usize>,
     finish_reason: Option<String>,
     usage: Option<Usage>,
+    /// A data event was read: an end of the body now cuts a reply off.
+    started: bool,
 }
 
 impl Accumulator {
@@ -123,6 +146,7 @@ impl Accumulator {
         if data.is_empty() {
             return Flow::Continue;
         }
+        self.started = true;
         if data == "[DONE]" {
             self.finish(out);
             return Flow::End;
@@ -301,6 +325,44 @@ impl Accumulator {
             // Some servers send the arguments as an object rather than a string.
             Some(other) => call.arguments.push_str(&other.to_string()),
         }
+    }
+
+    /// The body ended without `[DONE]`: cleanly when `cause` is `None`, else with that error.
+    /// After a finish reason the reply is complete (tool calls, then `Done`); before one it was
+    /// cut off (one `Error`, the tool calls dropped).
+    fn body_ended(&mut self, cause: Option<String>, out: &mut VecDeque<Event>) {
+        if self.finish_reason.is_some() {
+            if let Some(cause) = &cause {
+                tracing::warn!(error = %cause, "upstream stream failed after the finish reason; the reply is complete");
+            }
+            self.finish(out);
+            return;
+        }
+        let mut msg = match (self.started, cause) {
+            (true, Some(cause)) => format!("the reply was cut off: {cause}"),
+            (true, None) => "the reply was cut off: the upstream ended the stream before the \
+                             reply was finished"
+                .to_owned(),
+            (false, Some(cause)) => cause,
+            (false, None) => "the upstream ended the stream without sending a reply".to_owned(),
+        };
+        let mut calls = std::mem::take(&mut self.calls);
+        calls.sort_by_key(|c| c.index);
+        let names: Vec<String> = calls
+            .into_iter()
+            .map(|c| c.name)
+            .filter(|n| !n.is_empty())
+            .collect();
+        match names.as_slice() {
+            [] => {}
+            [one] => msg.push_str(&format!("; its unfinished tool call {one} was dropped")),
+            many => msg.push_str(&format!(
+                "; its unfinished tool calls {} were dropped",
+                many.join(", ")
+            )),
+        }
+        tracing::warn!(error = %msg, "upstream reply ended early");
+        out.push_back(Event::error(msg));
     }
 
     /// Emits the gathered tool calls, then `Done`.

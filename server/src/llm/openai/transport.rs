@@ -36,7 +36,8 @@ impl Stream for InSpan {
 }
 
 /// The events of a 2xx reply. Normally SSE; a server that ignores `stream: true` (whatever
-/// its content type says) answers with one JSON completion, which is read as a single chunk.
+/// its content type says) answers with one JSON completion, which is read as a single chunk
+/// followed by `[DONE]` when it parses whole.
 pub(super) async fn reply_events(resp: reqwest::Response, idle: Duration) -> EventStream {
     let mut body = Box::pin(guard(resp.bytes_stream(), idle));
     let mut head: Vec<Result<Bytes, BodyError>> = Vec::new();
@@ -72,7 +73,11 @@ pub(super) async fn reply_events(resp: reqwest::Response, idle: Duration) -> Eve
     }
     // JSON has no raw newlines inside strings, so flattening it keeps it one `data:` line.
     let line = String::from_utf8_lossy(&json).replace(['\r', '\n'], " ");
-    let sse = Bytes::from(format!("data: {line}\n\n"));
+    // A whole JSON document is a whole reply, finish reason or not: it ends as `[DONE]` would.
+    // One cut short does not parse, is skipped, and the body ends as a reply cut off.
+    let whole = serde_json::from_slice::<serde::de::IgnoredAny>(&json).is_ok();
+    let done = if whole { "data: [DONE]\n\n" } else { "" };
+    let sse = Bytes::from(format!("data: {line}\n\n{done}"));
     Box::pin(translate(stream::iter([Ok::<_, BodyError>(sse)])))
 }
 
