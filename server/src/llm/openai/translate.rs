@@ -59,7 +59,7 @@ use serde_json::Value;
 ///   error (its `Display` text is the cause), after a finish reason → the tool calls, then
 ///   `Done`, as a missing `[DONE]` is common.
 /// - The same before any finish reason → the reply was cut off: one `Error` ("the reply was cut
-///   off: <cause>", naming the dropped tool calls), no tool calls and no `Done`; what was
+///   off: …" with the cause, naming the dropped tool calls), no tool calls and no `Done`; what was
 ///   already emitted stays valid. See the module docs.
 ///
 /// Only the first choice (`index` 0 or absent) is read: the chat shows one answer.
