@@ -57,6 +57,7 @@ pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod routes;
+pub mod secrets;
 mod service;
 mod sse;
 pub mod standard_host;

@@ -161,3 +161,69 @@ fn a_broken_config_file_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("bad.toml") && err.contains("prefx"), "{err}");
 }
+
+/// A stdio MCP server started by the app gets a cleared environment: the platform basics
+/// (`PATH`, `HOME`, …) and what its `[[mcp.servers]]` entry lists (`env`, `inherit_env`), never
+/// the app's own secrets.
+#[tokio::test]
+async fn stdio_mcp_servers_do_not_inherit_the_apps_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("child-env.txt");
+    // Not an MCP server: it writes its environment (atomically) and exits; the app logs a
+    // failed connect and keeps running.
+    let script = format!(
+        "env > '{0}.tmp' && mv '{0}.tmp' '{0}'; exit 1",
+        seen.display()
+    );
+    let config = dir.path().join("lmchatkit.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[mcp.servers]]\nname = \"probe\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n\
+             env = {{ FROM_CONFIG = \"configured\" }}\n\
+             inherit_env = [\"LMCHATKIT_TEST_NAMED\", \"LMCHATKIT_TEST_NOT_SET\"]\n"
+        ),
+    )
+    .unwrap();
+    let _app = start(
+        &["--config", config.to_str().unwrap()],
+        &[
+            ("OPENAI_API_KEY", "sk-test-secret"),
+            ("LMCHATKIT_TEST_UNLISTED", "unlisted-value"),
+            ("LMCHATKIT_TEST_NAMED", "named-value"),
+        ],
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let env = loop {
+        if let Ok(text) = std::fs::read_to_string(&seen) {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stdio server never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let names: Vec<&str> = env
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        !env.contains("sk-test-secret") && !names.contains(&"OPENAI_API_KEY"),
+        "the child inherited the API key:\n{env}"
+    );
+    assert!(
+        !env.contains("unlisted-value"),
+        "the child inherited an unlisted variable:\n{env}"
+    );
+    for line in ["FROM_CONFIG=configured", "LMCHATKIT_TEST_NAMED=named-value"] {
+        assert!(env.lines().any(|l| l == line), "{line} is missing:\n{env}");
+    }
+    assert!(!names.contains(&"LMCHATKIT_TEST_NOT_SET"), "{env}");
+    for basic in ["PATH", "HOME"] {
+        if std::env::var_os(basic).is_some() {
+            assert!(names.contains(&basic), "{basic} is missing:\n{env}");
+        }
+    }
+}

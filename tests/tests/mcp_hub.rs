@@ -332,6 +332,23 @@ async fn a_broken_server_does_not_hide_the_others() {
 }
 
 #[tokio::test]
+async fn a_failed_connect_shows_no_url_secrets_in_the_status() {
+    let port = lmchatkit_tests::mcp_server::free_port(); // nothing listens there
+    let hub = McpHub::new(vec![McpServerConfig::http(
+        "remote",
+        format!("http://user:status-pass@127.0.0.1:{port}/mcp?token=status-token"),
+    )]);
+    hub.start().await;
+    let status = hub.status();
+    assert_eq!(status[0].status, "error");
+    let error = status[0].error.clone().unwrap_or_default();
+    assert!(error.contains("127.0.0.1"), "{error}");
+    for secret in ["status-pass", "status-token"] {
+        assert!(!error.contains(secret), "{secret} in the status: {error}");
+    }
+}
+
+#[tokio::test]
 async fn custom_separator() {
     let hub =
         McpHub::new(vec![McpServerConfig::in_process("t", duplex_connector())]).with_separator(".");

@@ -15,6 +15,9 @@ mod watch;
 
 pub use commands::CommandDir;
 pub use personas::PersonaDir;
+/// Captured log output for tests anywhere in the crate.
+#[cfg(test)]
+pub(crate) use watch::test_support::capture_logs;
 pub use watch::{DEBOUNCE, MAX_DELAY, POLL_MISSING, stable_id};
 
 /// Called after a watched directory changed and was reloaded.

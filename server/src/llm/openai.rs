@@ -27,6 +27,10 @@
 //!   (decided by the body's first byte, not its content type, which servers get wrong).
 //! - Over Go: an empty `tool` message keeps `content: ""` (OpenAI requires it); `/models` is
 //!   sorted by id, `owned_by` becoming the provider; only the first choice of a chunk is read.
+//! - **Secrets** (see [`crate::secrets`]): redirects are followed only within the upstream's
+//!   origin, so the key and custom headers never reach another host; the `upstream` span logs
+//!   the URL without userinfo and query; `Debug` of the config and the backend shows neither
+//!   the key nor header values.
 
 mod request;
 mod translate;
@@ -48,6 +52,7 @@ use lmchatkit_protocol::Model;
 use serde_json::Value;
 
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
+use crate::secrets::{Redacted, redact_url, same_origin_redirects};
 
 pub use request::request_body;
 pub use translate::translate;
@@ -68,7 +73,23 @@ use transport::{
 /// assert_eq!(cfg.models_url(), Some("http://localhost:11434/v1/models"));
 /// let _backend = OpenAiBackend::new(cfg);
 /// ```
-#[derive(Debug, Clone)]
+///
+/// `Debug` never shows the key, header values, or a URL's userinfo and query:
+///
+/// ```
+/// use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+///
+/// let cfg = OpenAiConfig::completions_url("https://user:url-pass@llm.example/v1/chat/completions?key=url-key")
+///     .with_api_key("sk-secret")
+///     .with_header("api-key", "header-secret");
+/// let shown = format!("{cfg:?} {:?}", OpenAiBackend::new(cfg.clone()));
+/// for secret in ["sk-secret", "header-secret", "url-pass", "url-key"] {
+///     assert!(!shown.contains(secret), "{secret} in {shown}");
+/// }
+/// assert!(shown.contains("https://llm.example/v1/chat/completions") && shown.contains("api-key"));
+/// assert!(shown.contains("<redacted>"));
+/// ```
+#[derive(Clone)]
 pub struct OpenAiConfig {
     chat_url: String,
     models_url: Option<String>,
@@ -128,7 +149,10 @@ impl OpenAiConfig {
         self
     }
 
-    /// The HTTP client to use (default: one with a 30 s connect timeout and no total timeout).
+    /// The HTTP client to use (default: one with a 30 s connect timeout, no total timeout, and
+    /// redirects followed only within the origin, [`same_origin_redirects`]). A client of your
+    /// own keeps its own redirect policy: reqwest's default sends custom headers to another
+    /// host, so build it with `.redirect(lmchatkit::secrets::same_origin_redirects())`.
     pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
         self.client = Some(client);
         self
@@ -152,8 +176,31 @@ impl OpenAiConfig {
     }
 }
 
+impl std::fmt::Debug for OpenAiConfig {
+    // Never prints the key, header values, or a URL's userinfo and query.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("chat_url", &redact_url(&self.chat_url))
+            .field("models_url", &self.models_url.as_deref().map(redact_url))
+            .field("api_key", &self.api_key.as_ref().map(|_| Redacted))
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .iter()
+                    .map(|(name, _)| (name, Redacted))
+                    .collect::<Vec<_>>(),
+            )
+            .field("models", &self.models)
+            .field("client", &self.client.as_ref().map(|_| "custom"))
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
+    }
+}
+
 /// A [`Host`] backed by an OpenAI-compatible endpoint (models and completions only; no tools).
-#[derive(Debug, Clone)]
+/// Its `Debug` shows the configuration as [`OpenAiConfig`]'s does, never the key.
+#[derive(Clone)]
 pub struct OpenAiBackend {
     config: OpenAiConfig,
     client: reqwest::Client,
@@ -165,7 +212,9 @@ impl OpenAiBackend {
         let client = config.client.clone().unwrap_or_else(|| {
             reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(30))
+                .redirect(same_origin_redirects())
                 .build()
+                // Only a broken TLS setup fails here, and then `Client::new` panics with why.
                 .unwrap_or_default()
         });
         Self { config, client }
@@ -191,6 +240,14 @@ impl OpenAiBackend {
             }
         }
         rb
+    }
+}
+
+impl std::fmt::Debug for OpenAiBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiBackend")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -252,7 +309,8 @@ impl Host for OpenAiBackend {
             .header(http::header::ACCEPT, "text/event-stream")
             .json(&body)
             .send();
-        let span = tracing::info_span!("upstream", url = %self.config.chat_url, model = %req.model);
+        let url = redact_url(&self.config.chat_url);
+        let span = tracing::info_span!("upstream", url = %url, model = %req.model);
         let reply = async move {
             let resp = match tokio::time::timeout(idle, send).await {
                 Err(_) => return error_stream(stalled(idle)),

@@ -1,12 +1,23 @@
 //! MCP server configuration: [`McpServerConfig`] (one named server and its transport) and the
 //! TOML file format [`McpConfigFile`] (`[[mcp.servers]]`), with `${ENV}` expansion so secrets
 //! need not be written into the file.
+//!
+//! Decisions:
+//! - A **stdio server's environment** is not the hub's: it starts from a cleared environment
+//!   plus the platform basics and the locale (the list at [`McpTransport::Stdio`], the same
+//!   basics the official TypeScript and Python SDKs pass), the variables named in
+//!   `inherit_env` (when set), and `env`. So a server never sees `OPENAI_API_KEY` or another
+//!   server's token unless its entry says so.
+//! - **`Debug`** never prints env values, header values, the bearer token, or a URL's
+//!   userinfo and query (URLs in arguments too).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Deserialize;
+
+use crate::secrets::{Redacted, redact_url, redact_urls};
 
 /// Opens a fresh in-process byte stream to an MCP server (e.g. one end of a
 /// `tokio::io::duplex` pair whose other end an rmcp server serves). Called on every
@@ -17,13 +28,26 @@ pub type InProcessConnector = Arc<dyn Fn() -> tokio::io::DuplexStream + Send + S
 #[derive(Clone)]
 pub enum McpTransport {
     /// A child process speaking MCP on stdin/stdout (killed when the hub is dropped).
+    ///
+    /// Its environment is built from scratch, in this order (later wins):
+    /// 1. from the hub's environment, when set: `PATH`, `HOME`, `USER`, `LOGNAME`, `SHELL`,
+    ///    `TERM`, `TMPDIR`, `LANG`, `LANGUAGE`, `LC_*` and `TZ` (on Windows: `PATH`,
+    ///    `PATHEXT`, `SYSTEMROOT`, `SYSTEMDRIVE`, `WINDIR`, `COMSPEC`, `TEMP`, `TMP`,
+    ///    `USERNAME`, `USERPROFILE`, `HOMEDRIVE`, `HOMEPATH`, `APPDATA`, `LOCALAPPDATA`,
+    ///    `PROGRAMFILES`, `PROCESSOR_ARCHITECTURE`, `LANG`, `TZ`) — what a Node or Python
+    ///    server needs to start;
+    /// 2. from the hub's environment, the variables named in `inherit_env` that are set;
+    /// 3. `env`.
     Stdio {
         /// The program (looked up on `PATH` when it has no `/`).
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Extra environment variables (the hub's own environment is inherited).
+        /// Environment variables set for it (over the basics and `inherit_env`).
         env: BTreeMap<String, String>,
+        /// Names of variables passed through from the hub's environment when set (e.g.
+        /// `HTTPS_PROXY`, `NODE_EXTRA_CA_CERTS`, a token the server needs).
+        inherit_env: Vec<String>,
         /// Working directory (default: the hub's).
         cwd: Option<PathBuf>,
     },
@@ -41,21 +65,45 @@ pub enum McpTransport {
 }
 
 impl std::fmt::Debug for McpTransport {
-    // Never prints env values, headers or tokens: they may be secrets.
+    // Never prints env values, header values or tokens, nor a URL's userinfo or query: they
+    // may be secrets. Names are shown.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Stdio { command, args, .. } => f
+            Self::Stdio {
+                command,
+                args,
+                env,
+                inherit_env,
+                cwd,
+            } => f
                 .debug_struct("Stdio")
                 .field("command", command)
-                .field("args", args)
-                .finish_non_exhaustive(),
-            Self::Http { url, .. } => f
+                .field(
+                    "args",
+                    &args.iter().map(|a| redact_urls(a)).collect::<Vec<_>>(),
+                )
+                .field("env", &redacted_values(env))
+                .field("inherit_env", inherit_env)
+                .field("cwd", cwd)
+                .finish(),
+            Self::Http {
+                url,
+                headers,
+                bearer,
+            } => f
                 .debug_struct("Http")
-                .field("url", url)
-                .finish_non_exhaustive(),
+                .field("url", &redact_url(url))
+                .field("headers", &redacted_values(headers))
+                .field("bearer", &bearer.as_ref().map(|_| Redacted))
+                .finish(),
             Self::InProcess(_) => f.write_str("InProcess"),
         }
     }
+}
+
+/// The names of `map`, each with a redacted value.
+fn redacted_values(map: &BTreeMap<String, String>) -> BTreeMap<&str, Redacted> {
+    map.keys().map(|k| (k.as_str(), Redacted)).collect()
 }
 
 /// One named MCP server.
@@ -68,6 +116,22 @@ impl std::fmt::Debug for McpTransport {
 /// assert!(s.namespaced);
 /// let h = McpServerConfig::http("remote", "https://mcp.example.com/mcp").with_bearer("t0k3n");
 /// assert!(format!("{h:?}").contains("mcp.example.com") && !format!("{h:?}").contains("t0k3n"));
+/// ```
+///
+/// `Debug` never shows env values, header values, the bearer token, or a URL's userinfo and
+/// query:
+///
+/// ```
+/// use lmchatkit::mcp::McpServerConfig;
+/// let s = McpServerConfig::stdio("gh", "github-mcp", ["stdio"]).with_env("GITHUB_TOKEN", "env-secret");
+/// let h = McpServerConfig::http("remote", "https://user:url-pass@mcp.example.com/mcp?token=url-token")
+///     .with_header("X-Api-Key", "header-secret")
+///     .with_bearer("bearer-secret");
+/// let shown = format!("{s:?} {h:?}");
+/// for secret in ["env-secret", "url-pass", "url-token", "header-secret", "bearer-secret"] {
+///     assert!(!shown.contains(secret), "{secret} in {shown}");
+/// }
+/// assert!(shown.contains("https://mcp.example.com/mcp") && shown.contains("GITHUB_TOKEN"));
 /// ```
 #[derive(Debug, Clone)]
 pub struct McpServerConfig {
@@ -93,6 +157,7 @@ impl McpServerConfig {
                 command: command.into(),
                 args: args.into_iter().map(Into::into).collect(),
                 env: BTreeMap::new(),
+                inherit_env: Vec::new(),
                 cwd: None,
             },
             namespaced: true,
@@ -128,6 +193,15 @@ impl McpServerConfig {
     pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         if let McpTransport::Stdio { env, .. } = &mut self.transport {
             env.insert(key.into(), value.into());
+        }
+        self
+    }
+
+    /// Passes the hub's variable `name` (when set) to a stdio server, which otherwise starts
+    /// with only the basics listed at [`McpTransport::Stdio`] (ignored for other transports).
+    pub fn with_inherited_env(mut self, name: impl Into<String>) -> Self {
+        if let McpTransport::Stdio { inherit_env, .. } = &mut self.transport {
+            inherit_env.push(name.into());
         }
         self
     }
@@ -214,6 +288,8 @@ struct FileServer {
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    #[serde(default)]
+    inherit_env: Vec<String>,
     cwd: Option<PathBuf>,
     url: Option<String>,
     #[serde(default)]
@@ -309,6 +385,15 @@ fn convert(f: FileServer) -> Result<McpServerConfig, McpConfigError> {
             .map(|(k, v)| Ok((k.clone(), expand_env(v)?)))
             .collect()
     };
+    if let Some(name) = f
+        .inherit_env
+        .iter()
+        .find(|n| n.is_empty() || n.contains(['=', '\0']))
+    {
+        return Err(bad(&format!(
+            "invalid variable name {name:?} in inherit_env"
+        )));
+    }
     let transport = match (&f.command, &f.url) {
         (Some(command), None) => McpTransport::Stdio {
             command: expand_env(command)?,
@@ -318,6 +403,7 @@ fn convert(f: FileServer) -> Result<McpServerConfig, McpConfigError> {
                 .map(|a| expand_env(a))
                 .collect::<Result<_, _>>()?,
             env: map(&f.env)?,
+            inherit_env: f.inherit_env.clone(),
             cwd: match &f.cwd {
                 Some(p) => Some(PathBuf::from(expand_env(&p.to_string_lossy())?)),
                 None => None,

@@ -32,7 +32,7 @@ fn file_errors() {
 #[test]
 fn stdio_fields() {
     let f = McpConfigFile::from_toml_str(
-        "[[mcp.servers]]\nname = \"fs\"\ncommand = \"srv\"\nargs = [\"/tmp\"]\ncwd = \"/\"\nenv = { A = \"1\" }\n",
+        "[[mcp.servers]]\nname = \"fs\"\ncommand = \"srv\"\nargs = [\"/tmp\"]\ncwd = \"/\"\nenv = { A = \"1\" }\ninherit_env = [\"HTTPS_PROXY\"]\n",
     )
     .unwrap();
     match &f.servers[0].transport {
@@ -40,13 +40,30 @@ fn stdio_fields() {
             command,
             args,
             env,
+            inherit_env,
             cwd,
         } => {
             assert_eq!(command, "srv");
             assert_eq!(args, &["/tmp"]);
             assert_eq!(env["A"], "1");
+            assert_eq!(inherit_env, &["HTTPS_PROXY"]);
             assert_eq!(cwd.as_deref(), Some(Path::new("/")));
         }
         other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn inherit_env_names_must_be_variable_names() {
+    for name in ["", "A=B"] {
+        let text =
+            format!("[[mcp.servers]]\nname = \"x\"\ncommand = \"a\"\ninherit_env = [{name:?}]\n");
+        assert!(
+            matches!(
+                McpConfigFile::from_toml_str(&text),
+                Err(McpConfigError::Server { .. })
+            ),
+            "{name:?}"
+        );
     }
 }

@@ -3,7 +3,19 @@
 //! 2026-07-28 servers, falling back to `initialize`), reconnecting with backoff, and the
 //! `list_changed` plumbing (handler callbacks on legacy connections, a `subscriptions/listen`
 //! stream on 2026-07-28 ones) that invalidates the listing caches and forwards events.
+//!
+//! Decisions:
+//! - A stdio child starts from a **cleared environment** ([`child_env`]): the basics in
+//!   [`BASE_ENV`] (and `LC_*`), then the configured `inherit_env` names, then `env`. The
+//!   basics are those the official MCP SDKs pass (`PATH`, `HOME`, `USER`, …) plus `TMPDIR`
+//!   and the locale; proxies and CA bundles are not among them (a proxy URL may carry
+//!   credentials), so a server that needs them names them in `inherit_env`.
+//! - A failed connect's error is **redacted** ([`redact_urls`]) before it is logged, shown in
+//!   `/api/config` or put in a tool result: reqwest's errors carry the request URL, query
+//!   and all.
 
+use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,6 +34,7 @@ use tokio::io::AsyncBufReadExt;
 
 use super::config::{McpServerConfig, McpTransport};
 use crate::events::EventBroadcaster;
+use crate::secrets::redact_urls;
 
 /// The MCP Apps extension id and the MIME type the hub can render.
 pub(crate) const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
@@ -233,8 +246,73 @@ pub(crate) fn backoff(failures: u32) -> Duration {
     Duration::from_millis(ms).min(MAX_BACKOFF)
 }
 
-/// Opens a connection to `cfg` (spawn/connect + handshake).
+/// What a stdio child gets from the hub's environment when set (and every `LC_*`).
+#[cfg(not(windows))]
+const BASE_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "LANG", "LANGUAGE", "TZ",
+];
+/// What a stdio child gets from the hub's environment when set (and every `LC_*`).
+#[cfg(windows)]
+const BASE_ENV: &[&str] = &[
+    "PATH",
+    "PATHEXT",
+    "SYSTEMROOT",
+    "SYSTEMDRIVE",
+    "WINDIR",
+    "COMSPEC",
+    "TEMP",
+    "TMP",
+    "USERNAME",
+    "USERPROFILE",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "PROGRAMFILES",
+    "PROCESSOR_ARCHITECTURE",
+    "LANG",
+    "TZ",
+];
+
+/// The environment of a stdio child, from the hub's environment `parent`: the basics
+/// ([`BASE_ENV`], `LC_*`), the `inherit` names that `parent` sets, then `env`.
+fn child_env(
+    parent: impl IntoIterator<Item = (OsString, OsString)>,
+    inherit: &[String],
+    env: &BTreeMap<String, String>,
+) -> Vec<(OsString, OsString)> {
+    // Variable names are case-insensitive on Windows.
+    let same = |a: &str, b: &str| {
+        if cfg!(windows) {
+            a.eq_ignore_ascii_case(b)
+        } else {
+            a == b
+        }
+    };
+    let mut out: Vec<(OsString, OsString)> = parent
+        .into_iter()
+        .filter(|(name, _)| {
+            let Some(name) = name.to_str() else {
+                return false;
+            };
+            name.starts_with("LC_")
+                || BASE_ENV.iter().any(|b| same(b, name))
+                || inherit.iter().any(|i| same(i, name))
+        })
+        .collect();
+    for (name, value) in env {
+        out.retain(|(n, _)| !n.to_str().is_some_and(|n| same(n, name)));
+        out.push((name.into(), value.into()));
+    }
+    out
+}
+
+/// Opens a connection to `cfg` (spawn/connect + handshake). The error is redacted.
 pub(crate) async fn connect(cfg: &McpServerConfig, shared: Arc<Shared>) -> Result<Client, String> {
+    open(cfg, shared).await.map_err(|e| redact_urls(&e))
+}
+
+async fn open(cfg: &McpServerConfig, shared: Arc<Shared>) -> Result<Client, String> {
     let handler = Handler(shared.clone());
     let lifecycle = ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
@@ -247,10 +325,14 @@ pub(crate) async fn connect(cfg: &McpServerConfig, shared: Arc<Shared>) -> Resul
                 command,
                 args,
                 env,
+                inherit_env,
                 cwd,
             } => {
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env).kill_on_drop(true);
+                cmd.args(args)
+                    .env_clear()
+                    .envs(child_env(std::env::vars_os(), inherit_env, env))
+                    .kill_on_drop(true);
                 if let Some(dir) = cwd {
                     cmd.current_dir(dir);
                 }
@@ -408,6 +490,54 @@ mod tests {
             st.restart_delay(),
             Duration::ZERO,
             "a long-lived connection resets the count"
+        );
+    }
+
+    fn names(env: &[(OsString, OsString)]) -> Vec<&str> {
+        env.iter().filter_map(|(n, _)| n.to_str()).collect()
+    }
+
+    #[test]
+    fn a_stdio_child_gets_the_basics_the_named_variables_and_its_env_only() {
+        let parent = [
+            ("PATH", "/usr/bin"),
+            ("HOME", "/home/me"),
+            ("LC_TIME", "C"),
+            ("OPENAI_API_KEY", "sk-secret"),
+            ("GITHUB_TOKEN", "gh-secret"),
+            ("HTTPS_PROXY", "http://proxy:3128"),
+            ("OVERRIDDEN", "from the hub"),
+        ]
+        .map(|(n, v)| (OsString::from(n), OsString::from(v)));
+        let inherit = ["HTTPS_PROXY".to_owned(), "NOT_SET".to_owned()];
+        let env = BTreeMap::from([
+            ("OVERRIDDEN".to_owned(), "configured".to_owned()),
+            ("LOG_LEVEL".to_owned(), "warn".to_owned()),
+        ]);
+        let got = child_env(parent, &inherit, &env);
+        assert_eq!(
+            names(&got),
+            [
+                "PATH",
+                "HOME",
+                "LC_TIME",
+                "HTTPS_PROXY",
+                "LOG_LEVEL",
+                "OVERRIDDEN"
+            ]
+        );
+        let value = |name: &str| got.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+        assert_eq!(value("OVERRIDDEN"), Some("configured".into()));
+        assert_eq!(value("HTTPS_PROXY"), Some("http://proxy:3128".into()));
+    }
+
+    #[test]
+    fn a_configured_variable_replaces_a_basic_one() {
+        let parent = [(OsString::from("PATH"), OsString::from("/usr/bin"))];
+        let env = BTreeMap::from([("PATH".to_owned(), "/opt/node/bin".to_owned())]);
+        assert_eq!(
+            child_env(parent, &[], &env),
+            [(OsString::from("PATH"), OsString::from("/opt/node/bin"))]
         );
     }
 

@@ -18,8 +18,22 @@ use rmcp::transport::streamable_http_client::{
 type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
 
 /// `reqwest::Client` with session-loss detection for servers that answer 400 instead of 404.
-#[derive(Clone, Default)]
+/// Redirects are followed only within the server's origin
+/// ([`same_origin_redirects`](crate::secrets::same_origin_redirects)): the configured headers
+/// must not reach another host.
+#[derive(Clone)]
 pub(crate) struct SessionAwareClient(reqwest::Client);
+
+impl Default for SessionAwareClient {
+    fn default() -> Self {
+        let client = reqwest::Client::builder()
+            .redirect(crate::secrets::same_origin_redirects())
+            .build()
+            // Only a broken TLS setup fails here, and then `Client::new` panics with why.
+            .unwrap_or_default();
+        Self(client)
+    }
+}
 
 fn session_lost(m: &ServerJsonRpcMessage) -> bool {
     matches!(m, JsonRpcMessage::Error(e)

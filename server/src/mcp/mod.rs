@@ -17,6 +17,11 @@
 //!   the call are all `is_error` results (naming the server), never transport errors to the
 //!   model. A dead stdio server restarts on its next use; an HTTP session that expired (404)
 //!   is re-initialised by the transport. Failed connects back off (0.5 s doubling to 30 s).
+//! - **Secrets**: a stdio server starts from a cleared environment (the platform basics, the
+//!   locale, its `inherit_env` names and its `env`; see [`McpTransport::Stdio`]); connection
+//!   errors lose URL userinfo and queries before they are logged or shown in `/api/config`;
+//!   a Streamable HTTP server's redirects are followed only within its origin, so its headers
+//!   and token never reach another host (see [`crate::secrets`]).
 
 mod catalog;
 mod config;

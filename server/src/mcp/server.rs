@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use super::config::{McpServerConfig, McpTransport};
 use super::conn::{Cache, Client, ConnState, Shared, StatusCell, backoff, connect};
 use crate::events::EventBroadcaster;
+use crate::secrets::redact_urls;
 
 /// Static resources and templates of one server.
 #[derive(Default)]
@@ -68,7 +69,9 @@ impl Server {
         &self.cfg.name
     }
 
+    /// Sets what `/api/config` shows; the error is redacted (no URL userinfo or query).
     fn set_status(&self, status: &'static str, error: Option<String>) {
+        let error = error.map(|e| redact_urls(&e));
         *self.status.lock().unwrap_or_else(|p| p.into_inner()) = StatusCell { status, error };
     }
 
@@ -171,7 +174,10 @@ impl Server {
             ServiceError::Timeout { .. } => {
                 CallError::Transport(format!("MCP server {} timed out", self.name()))
             }
-            other => CallError::Transport(format!("MCP server {} failed: {other}", self.name())),
+            other => CallError::Transport(redact_urls(&format!(
+                "MCP server {} failed: {other}",
+                self.name()
+            ))),
         }
     }
 

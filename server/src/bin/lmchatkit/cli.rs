@@ -13,7 +13,8 @@ use serde::Deserialize;
 /// Each setting comes from its flag, else its environment variable, else the --config file,
 /// else the default. With nothing configured, a built-in demo model and a built-in demo MCP
 /// server run, so the first start works offline.
-#[derive(Debug, Default, Parser)]
+// No `Debug`: it holds the API key and header values.
+#[derive(Default, Parser)]
 #[command(name = "lmchatkit", version, about, long_about)]
 pub struct Args {
     /// TOML file with any of the settings below and `[[mcp.servers]]` (see the README;

@@ -4,18 +4,23 @@
 //! In the file every string outside `[mcp]` may use `${VAR}` (the `[[mcp.servers]]` list
 //! expands its own), and relative paths (`db`, `personas_dir`, `commands_dir`) are taken
 //! relative to the file's directory, so a config file and its folders move together.
+//!
+//! No type here prints a secret in `Debug`: [`Upstream`]'s is hand-written (the key and header
+//! values redacted, URLs without userinfo and query), and the file's raw tables have none.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use lmchatkit::mcp::{McpConfigFile, McpServerConfig, expand_env};
+use lmchatkit::secrets::{Redacted, redact_url};
 use serde::Deserialize;
 
 use crate::cli::{Args, LogFormat, check_header};
 
 /// The file's top level. Unknown keys are errors, so a typo does not silently do nothing.
-#[derive(Debug, Default, Deserialize)]
+/// (No `Debug`: it holds the API key.)
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileSettings {
     listen: Option<SocketAddr>,
@@ -40,7 +45,7 @@ struct FileSettings {
     mcp: Option<toml::Value>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileUpstream {
     base_url: Option<String>,
@@ -52,15 +57,15 @@ struct FileUpstream {
     headers: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileDemo {
     model: Option<bool>,
     mcp: Option<bool>,
 }
 
-/// Where the LLM is.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Where the LLM is. `Debug` shows neither the key nor header values.
+#[derive(Clone, Default, PartialEq)]
 pub struct Upstream {
     /// Base URL (`…/v1`).
     pub base_url: Option<String>,
@@ -74,7 +79,8 @@ pub struct Upstream {
     pub models: Vec<String>,
 }
 
-/// Every setting of the app, resolved.
+/// Every setting of the app, resolved. `Debug` shows no secret ([`Upstream`]'s and
+/// `McpServerConfig`'s are redacted).
 #[derive(Debug)]
 pub struct Settings {
     pub listen: SocketAddr,
@@ -97,6 +103,26 @@ pub struct Settings {
     pub mcp_servers: Vec<McpServerConfig>,
     pub log: String,
     pub log_format: LogFormat,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = |u: &Option<String>| u.as_deref().map(redact_url);
+        f.debug_struct("Upstream")
+            .field("base_url", &url(&self.base_url))
+            .field("completions_url", &url(&self.completions_url))
+            .field("api_key", &self.api_key.as_ref().map(|_| Redacted))
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .iter()
+                    .map(|(name, _)| (name, Redacted))
+                    .collect::<Vec<_>>(),
+            )
+            .field("models", &self.models)
+            .finish()
+    }
 }
 
 impl Settings {

@@ -183,3 +183,22 @@ fn allowed_hosts_come_from_the_file_and_the_flags() {
         ["chat.example.com", "intranet:8443", "lan.example"]
     );
 }
+
+#[test]
+fn debug_output_never_shows_the_key_or_header_values() {
+    let args = Args {
+        openai_base_url: Some("https://user:url-pass@llm.example/v1?key=url-key".into()),
+        openai_api_key: Some("sk-arg-secret".into()),
+        headers: vec![("api-key".into(), "header-secret".into())],
+        ..Args::default()
+    };
+    let s = Settings::load(args).unwrap();
+    let shown = format!("{s:?} {:?}", s.upstream);
+    for secret in ["sk-arg-secret", "header-secret", "url-pass", "url-key"] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    assert!(
+        shown.contains("llm.example") && shown.contains("api-key") && shown.contains("<redacted>"),
+        "{shown}"
+    );
+}

@@ -34,6 +34,12 @@ static ANCHORS: std::sync::OnceLock<[tracing::Dispatch; 2]> = std::sync::OnceLoc
 
 /// Runs `f` with a `tracing` subscriber that captures WARN and above; returns the output.
 pub(crate) fn capture_warnings(f: impl FnOnce()) -> String {
+    capture_logs(tracing::Level::WARN, f)
+}
+
+/// Runs `f` with a `tracing` subscriber that captures `level` and above (spans too, as the
+/// context of each line); returns the output.
+pub(crate) fn capture_logs(level: tracing::Level, f: impl FnOnce()) -> String {
     ANCHORS.get_or_init(|| {
         [
             tracing::Dispatch::new(Anchor),
@@ -54,7 +60,7 @@ pub(crate) fn capture_warnings(f: impl FnOnce()) -> String {
     let buf = Buf::default();
     let writer = buf.clone();
     let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
+        .with_max_level(level)
         .with_ansi(false)
         .with_writer(move || writer.clone())
         .finish();

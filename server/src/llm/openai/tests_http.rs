@@ -531,3 +531,118 @@ async fn configured_models_and_full_completions_urls() {
         "{msg}"
     );
 }
+
+fn redirect_to(location: &str) -> Response<Body> {
+    Response::builder()
+        .status(StatusCode::TEMPORARY_REDIRECT)
+        .header("location", location)
+        .body(Full::new(Bytes::new()).map_err(|e| match e {}).boxed())
+        .unwrap()
+}
+
+/// A server that keeps every request's headers and answers with a short SSE reply.
+async fn recording() -> (String, mpsc::UnboundedReceiver<http::HeaderMap>) {
+    let (seen_tx, seen) = mpsc::unbounded_channel();
+    let base = serve(move |req: Request<Incoming>| {
+        let seen_tx = seen_tx.clone();
+        async move {
+            let _ = seen_tx.send(req.headers().clone());
+            let sse = [delta("reached"), "data: [DONE]\n\n".into()].concat();
+            full(StatusCode::OK, "text/event-stream", sse)
+        }
+    })
+    .await;
+    (base, seen)
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_refused_and_sends_it_no_headers() {
+    // Another host name (localhost), and the same host on another port: both other origins.
+    for host in ["localhost", "127.0.0.1"] {
+        let (other, mut seen) = recording().await;
+        let target = format!("{}/chat/completions", other.replace("127.0.0.1", host));
+        let base = serve(move |_req| {
+            let target = target.clone();
+            async move { redirect_to(&target) }
+        })
+        .await;
+        let backend = OpenAiBackend::new(
+            OpenAiConfig::new(base)
+                .with_api_key("sk-redirect-secret")
+                .with_header("x-custom-secret", "custom-secret"),
+        );
+        let got = collect(&backend).await;
+        let mut reached = Vec::new();
+        while let Ok(headers) = seen.try_recv() {
+            reached.push(headers);
+        }
+        assert!(
+            reached
+                .iter()
+                .all(|h| !h.contains_key("x-custom-secret") && !h.contains_key("authorization")),
+            "the custom header reached {host}: {reached:?}"
+        );
+        let [Event::Error { error }] = got.as_slice() else {
+            panic!("a refused redirect is one error event, got {got:?}")
+        };
+        assert!(error.contains("redirect"), "{error}");
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_on_the_same_origin_is_followed_with_the_headers() {
+    let (seen_tx, mut seen) = mpsc::unbounded_channel();
+    let base = serve(move |req: Request<Incoming>| {
+        let seen_tx = seen_tx.clone();
+        async move {
+            if req.uri().path() == "/v1/chat/completions" {
+                return redirect_to("/v2/chat/completions");
+            }
+            let _ = seen_tx.send(req.headers().clone());
+            let sse = [delta("moved"), "data: [DONE]\n\n".into()].concat();
+            full(StatusCode::OK, "text/event-stream", sse)
+        }
+    })
+    .await;
+    let backend = OpenAiBackend::new(
+        OpenAiConfig::new(base)
+            .with_api_key("sk-test")
+            .with_header("x-extra", "yes"),
+    );
+    assert_eq!(
+        collect(&backend).await,
+        [Event::delta("moved"), Event::done(FinishReason::Stop, None)]
+    );
+    let headers = seen.recv().await.unwrap();
+    assert_eq!(headers["x-extra"], "yes");
+    assert_eq!(headers["authorization"], "Bearer sk-test");
+}
+
+#[test]
+fn the_upstream_span_logs_the_url_without_userinfo_or_query() {
+    let logs = crate::catalog::capture_logs(tracing::Level::INFO, || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let base = serve(|_req| async {
+                full(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", "boom")
+            })
+            .await;
+            let url = format!(
+                "{}/chat/completions?key=span-key",
+                base.replace("http://", "http://user:span-pass@")
+            );
+            let backend = OpenAiBackend::new(OpenAiConfig::completions_url(url));
+            collect(&backend).await;
+        });
+    });
+    assert!(
+        logs.contains("upstream completion failed") && logs.contains("/v1/chat/completions"),
+        "{logs}"
+    );
+    for secret in ["span-pass", "span-key"] {
+        assert!(!logs.contains(secret), "{secret} logged: {logs}");
+    }
+}
