@@ -38,6 +38,20 @@ impl fmt::Debug for Redacted {
     }
 }
 
+/// Header names with their values redacted, for `Debug`.
+///
+/// ```
+/// use lmchatkit::secrets::redacted_headers;
+/// let h = vec![("api-key".to_owned(), "sk-secret".to_owned())];
+/// assert_eq!(format!("{:?}", redacted_headers(&h)), r#"[("api-key", <redacted>)]"#);
+/// ```
+pub fn redacted_headers(headers: &[(String, String)]) -> Vec<(&str, Redacted)> {
+    headers
+        .iter()
+        .map(|(name, _)| (name.as_str(), Redacted))
+        .collect()
+}
+
 /// One URL without its userinfo, query and fragment; text without `://` is returned as is.
 ///
 /// ```

@@ -119,9 +119,7 @@ pub(crate) async fn call_tool(
         Value::Null => Value::Object(Default::default()),
         v => v.clone(),
     };
-    let scope = scope.clone();
-    let cx = scope.cx().clone();
-    let tools = host.list_tools(&scope).await.map_err(|e| {
+    let tools = host.list_tools(scope).await.map_err(|e| {
         ApiError::Forbidden(format!(
             "tool {name:?} is not callable: tool list unavailable ({e})"
         ))
@@ -130,16 +128,16 @@ pub(crate) async fn call_tool(
         && name == SKILL_TOOL_NAME
         && !tools.iter().any(|t| t.name == name)
     {
-        let listed = skills(host, &scope).await;
+        let listed = skills(host, scope).await;
         if !listed.is_empty() {
-            return Ok(read_skill(host, &scope, &listed, &arguments).await);
+            return Ok(read_skill(host, scope, &listed, &arguments).await);
         }
     }
     if let Some(server) = scope.server() {
-        check_owner(host, &cx, name, server).await?;
+        check_owner(host, scope.cx(), name, server).await?;
     }
     check_visibility(&tools, name, scope.role())?;
-    match host.call_tool(&scope, name, arguments).await {
+    match host.call_tool(scope, name, arguments).await {
         Ok(r) => Ok(r),
         // The model (and the user) should see a failing tool, not a transport error.
         Err(HostError::Upstream(msg)) => {

@@ -52,7 +52,7 @@ use lmchatkit_protocol::Model;
 use serde_json::Value;
 
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
-use crate::secrets::{Redacted, redact_url, same_origin_redirects};
+use crate::secrets::{Redacted, redact_url, redacted_headers, same_origin_redirects};
 
 pub use request::request_body;
 pub use translate::translate;
@@ -183,14 +183,7 @@ impl std::fmt::Debug for OpenAiConfig {
             .field("chat_url", &redact_url(&self.chat_url))
             .field("models_url", &self.models_url.as_deref().map(redact_url))
             .field("api_key", &self.api_key.as_ref().map(|_| Redacted))
-            .field(
-                "headers",
-                &self
-                    .headers
-                    .iter()
-                    .map(|(name, _)| (name, Redacted))
-                    .collect::<Vec<_>>(),
-            )
+            .field("headers", &redacted_headers(&self.headers))
             .field("models", &self.models)
             .field("client", &self.client.as_ref().map(|_| "custom"))
             .field("idle_timeout", &self.idle_timeout)

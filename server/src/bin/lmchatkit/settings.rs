@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use lmchatkit::mcp::{McpConfigFile, McpServerConfig, expand_env};
-use lmchatkit::secrets::{Redacted, redact_url};
+use lmchatkit::secrets::{Redacted, redact_url, redacted_headers};
 use serde::Deserialize;
 
 use crate::cli::{Args, LogFormat, check_header};
@@ -112,14 +112,7 @@ impl std::fmt::Debug for Upstream {
             .field("base_url", &url(&self.base_url))
             .field("completions_url", &url(&self.completions_url))
             .field("api_key", &self.api_key.as_ref().map(|_| Redacted))
-            .field(
-                "headers",
-                &self
-                    .headers
-                    .iter()
-                    .map(|(name, _)| (name, Redacted))
-                    .collect::<Vec<_>>(),
-            )
+            .field("headers", &redacted_headers(&self.headers))
             .field("models", &self.models)
             .finish()
     }
