@@ -14,6 +14,7 @@ use crate::catalog::{CommandSource, PersonaSource};
 use crate::events::EventBroadcaster;
 use crate::history::HistoryStore;
 use crate::host::Host;
+use crate::limits::{BodyLimits, StreamCaps};
 
 /// Default JSON body limit (16 MiB).
 pub const DEFAULT_BODY_LIMIT: usize = 16 << 20;
@@ -73,7 +74,10 @@ pub(crate) struct Settings {
     pub(crate) prefix: String,
     pub(crate) file_upload: bool,
     pub(crate) max_upload_bytes: u64,
-    pub(crate) body_limit: usize,
+    /// Body size and timeout, opaque JSON caps.
+    pub(crate) limits: BodyLimits,
+    /// Concurrent chat streams.
+    pub(crate) streams: StreamCaps,
     pub(crate) page: bool,
     pub(crate) title: String,
     pub(crate) require_principal: bool,
@@ -88,6 +92,8 @@ pub(crate) struct Settings {
     pub(crate) app_view_ttl: Duration,
     /// Host names served besides the loopback names (and the sandbox origin's).
     pub(crate) allowed_hosts: Vec<AllowedHost>,
+    /// The principal who sees MCP server states (`None`: everyone).
+    pub(crate) operator: Option<String>,
 }
 
 /// Reports MCP server states for `/api/config`.
@@ -129,7 +135,7 @@ impl std::fmt::Debug for Config {
             .field("history", &self.parts.history.is_some())
             .field("events", &self.settings.events)
             .field("file_upload", &self.settings.file_upload)
-            .field("body_limit", &self.settings.body_limit)
+            .field("limits", &self.settings.limits)
             .finish_non_exhaustive()
     }
 }
@@ -149,7 +155,8 @@ impl Config {
                     prefix: "/chat".into(),
                     file_upload: false,
                     max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
-                    body_limit: DEFAULT_BODY_LIMIT,
+                    limits: BodyLimits::default(),
+                    streams: StreamCaps::default(),
                     page: true,
                     title: "Chat".into(),
                     require_principal: false,
@@ -161,6 +168,7 @@ impl Config {
                     events: true,
                     app_view_ttl: DEFAULT_APP_VIEW_TTL,
                     allowed_hosts: Vec::new(),
+                    operator: None,
                 },
                 parts: Parts {
                     host,
@@ -259,9 +267,45 @@ impl ConfigBuilder {
         self
     }
 
-    /// JSON body limit (default 16 MiB).
+    /// JSON body limit (default 16 MiB; 413 beyond).
     pub fn body_limit(mut self, n: usize) -> Self {
-        self.config.settings.body_limit = n;
+        self.config.settings.limits.body_bytes = n;
+        self
+    }
+
+    /// How long a request body may take to arrive (default 30 s; 408 beyond).
+    pub fn body_timeout(mut self, t: Duration) -> Self {
+        self.config.settings.limits.timeout = t;
+        self
+    }
+
+    /// Cap of a chat request's `model_context` from an MCP App view (default 64 KiB; 413
+    /// beyond, before it is parsed).
+    pub fn max_model_context_bytes(mut self, n: usize) -> Self {
+        self.config.settings.limits.model_context_bytes = n;
+        self
+    }
+
+    /// Cap of one tool call's `arguments` (default 1 MiB; 413 beyond, before they are parsed).
+    pub fn max_arguments_bytes(mut self, n: usize) -> Self {
+        self.config.settings.limits.arguments_bytes = n;
+        self
+    }
+
+    /// Cap of all opaque JSON values of one body together: arguments, model context,
+    /// structured results (default 8 MiB).
+    pub fn max_opaque_bytes(mut self, n: usize) -> Self {
+        self.config.settings.limits.opaque_bytes = n;
+        self
+    }
+
+    /// Concurrent chat streams per principal (default 4) and in total (default 256); one more
+    /// is 429 with `Retry-After`.
+    pub fn max_streams(mut self, per_principal: usize, total: usize) -> Self {
+        self.config.settings.streams = StreamCaps {
+            per_principal,
+            total,
+        };
         self
     }
 
@@ -358,7 +402,17 @@ impl ConfigBuilder {
         self
     }
 
-    /// Reports MCP server states for `/api/config`.
+    /// The principal (its [`Principal::id`](crate::Principal::id)) who operates the service:
+    /// only they see the MCP server states of [`mcp_status`](Self::mcp_status) in
+    /// `/api/config` (names, connection errors). Without one, every principal sees them, as
+    /// suits a single-user app.
+    pub fn operator(mut self, principal_id: impl Into<String>) -> Self {
+        self.config.settings.operator = Some(principal_id.into());
+        self
+    }
+
+    /// Reports MCP server states for `/api/config` (to the [`operator`](Self::operator) only
+    /// when one is set).
     pub fn mcp_status(
         mut self,
         f: impl Fn() -> Vec<McpServerStatus> + Send + Sync + 'static,
@@ -380,8 +434,21 @@ impl ConfigBuilder {
             return Err(ConfigError::InvalidPrefix(s.prefix.clone()));
         }
         s.prefix = p;
-        if s.body_limit == 0 {
-            return Err(ConfigError::ZeroLimit("body_limit"));
+        let l = &s.limits;
+        for (name, n) in [
+            ("body_limit", l.body_bytes),
+            ("max_model_context_bytes", l.model_context_bytes),
+            ("max_arguments_bytes", l.arguments_bytes),
+            ("max_opaque_bytes", l.opaque_bytes),
+            ("max_streams (per principal)", s.streams.per_principal),
+            ("max_streams (total)", s.streams.total),
+        ] {
+            if n == 0 {
+                return Err(ConfigError::ZeroLimit(name));
+            }
+        }
+        if l.timeout.is_zero() {
+            return Err(ConfigError::ZeroLimit("body_timeout"));
         }
         if s.max_upload_bytes == 0 {
             return Err(ConfigError::ZeroLimit("max_upload_bytes"));

@@ -18,6 +18,7 @@ use crate::config::Config;
 use crate::events::EventBroadcaster;
 use crate::host::RequestContext;
 use crate::http_util::{self, ApiError, BoxError, Response};
+use crate::limits::BodyLimits;
 use crate::routes::{self, Endpoint, Guard, Lookup};
 use crate::state::State;
 
@@ -29,17 +30,18 @@ pub(crate) struct Req {
     pub cx: RequestContext,
     pub parts: http::request::Parts,
     pub body: RequestBody,
-    /// The JSON body limit ([`Req::json`]).
-    body_limit: usize,
+    /// The body caps ([`Req::json`]).
+    limits: BodyLimits,
 }
 
 impl Req {
     /// The body as `T`: `Content-Type: application/json` (else 415), at most the configured
-    /// body limit (else 413), valid JSON of the shape (else 400). Takes the body: a second call
-    /// reads an empty one.
+    /// body limit, arriving within the body timeout (else 413, 408), opaque values within
+    /// their caps (else 413, see [`crate::limits`]), valid JSON of the shape (else 400). Takes
+    /// the body: a second call reads an empty one.
     pub async fn json<T: serde::de::DeserializeOwned>(&mut self) -> Result<T, ApiError> {
         let body = std::mem::replace(&mut self.body, http_util::empty());
-        http_util::read_json(&self.parts.headers, body, self.body_limit).await
+        http_util::read_json(&self.parts.headers, body, &self.limits).await
     }
 }
 
@@ -148,7 +150,7 @@ impl ChatService {
         let req = Req {
             cx: RequestContext::from_parts(&parts),
             body,
-            body_limit: state.settings.body_limit,
+            limits: state.settings.limits,
             parts,
         };
         if let Err(e) = access::hosts::check(&state.settings.allowed_hosts, &req.parts) {
@@ -191,7 +193,7 @@ fn lookup_error(lookup: Lookup<'_>) -> ApiError {
 /// CSRF.
 fn guard(state: &State, req: &Req) -> Result<(), ApiError> {
     if state.settings.require_principal && !req.cx.has_principal() {
-        return Err(ApiError::Unauthorized);
+        return Err(ApiError::Unauthorized("authentication required".into()));
     }
     routes::csrf::check(&state.settings, &req.parts)
 }

@@ -13,6 +13,7 @@ use crate::config::{CatalogSpec, Config, Settings, StatusFn};
 use crate::events::EventBroadcaster;
 use crate::history::HistoryStore;
 use crate::host::Host;
+use crate::limits::Streams;
 use crate::turn::TurnCache;
 
 /// Everything a request handler may use.
@@ -27,6 +28,8 @@ pub(crate) struct State {
     /// Issued MCP App view tokens.
     pub(crate) views: ViewTokens,
     pub(crate) turn_cache: TurnCache,
+    /// Open chat streams, per principal and in total.
+    pub(crate) streams: Streams,
 }
 
 impl State {
@@ -53,6 +56,7 @@ impl State {
         });
         Self {
             views: ViewTokens::new(settings.app_view_ttl),
+            streams: Streams::new(settings.streams),
             settings,
             host: parts.host,
             personas,

@@ -43,6 +43,44 @@ pub struct Args {
         value_name = "HOST"
     )]
     pub allowed_hosts: Vec<String>,
+    /// Require this token: the printed URL carries it once and it becomes a cookie; scripts
+    /// send `Authorization: Bearer <token>` [default: none on loopback; made up when listening
+    /// on any other address].
+    #[arg(
+        long,
+        env = "LMCHATKIT_AUTH_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub auth_token: Option<String>,
+    /// Behind an authenticating proxy: take the user from this request header (e.g.
+    /// `X-Forwarded-User`), so each person has their own history. Honoured only from
+    /// --trusted-proxy addresses; requests from anywhere else are refused. Excludes
+    /// --auth-token.
+    #[arg(long, env = "LMCHATKIT_TRUSTED_USER_HEADER", value_name = "NAME")]
+    pub trusted_user_header: Option<String>,
+    /// Addresses or ranges of the authenticating proxy (repeatable or comma-separated)
+    /// [default: 127.0.0.1 and ::1].
+    #[arg(
+        long = "trusted-proxy",
+        env = "LMCHATKIT_TRUSTED_PROXIES",
+        value_delimiter = ',',
+        value_name = "ADDR"
+    )]
+    pub trusted_proxies: Vec<String>,
+    /// The user who runs the app: only they see MCP server states in /api/config [default:
+    /// everyone, as in a single-user app].
+    #[arg(long, env = "LMCHATKIT_OPERATOR", value_name = "USER")]
+    pub operator: Option<String>,
+    /// Also accept requests sent by pages of this origin, e.g. `http://127.0.0.1:8081` for
+    /// `trunk serve` (repeatable or comma-separated).
+    #[arg(
+        long = "allowed-origin",
+        env = "LMCHATKIT_ALLOWED_ORIGINS",
+        value_delimiter = ',',
+        value_name = "ORIGIN"
+    )]
+    pub allowed_origins: Vec<String>,
     /// Seconds a client may take to send a request's head (request line and headers) before
     /// its connection is closed, so slow or stalled clients cannot hold connections open
     /// [default: 10].

@@ -7,6 +7,7 @@
 //! explicitly (`--no-demo`, `--no-demo-mcp[=false]`, `[demo]` in the file). A configured
 //! server named `demo` wins over the built-in one.
 
+mod auth;
 mod cli;
 mod defaults;
 mod serve;
@@ -25,8 +26,9 @@ use lmchatkit::protocol::Model;
 use lmchatkit::{ChatService, Config, EventBroadcaster, Host, McpHub, StandardHost};
 use tokio::net::TcpListener;
 
+use auth::{Gate, GateLayer, Token};
 use cli::LogFormat;
-use settings::Settings;
+use settings::{Access, Settings};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -83,6 +85,15 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
     for name in &s.allowed_hosts {
         builder = builder.allowed_host(name.clone());
     }
+    for origin in &s.allowed_origins {
+        builder = builder.allowed_origin(origin.clone());
+    }
+    if let Some(operator) = &s.operator {
+        builder = builder.operator(operator.clone());
+    }
+    if matches!(s.access, Access::TrustedHeader { .. }) {
+        builder = builder.require_principal(true);
+    }
     if !s.listen.ip().is_loopback() && s.allowed_hosts.is_empty() {
         tracing::warn!(
             listen = %s.listen,
@@ -115,9 +126,11 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
             .await
             .map_err(|e| format!("cannot listen on {addr} (sandbox): {e}"))?;
         tracing::info!(%origin, %addr, "MCP App views run in proxy mode on the sandbox origin");
+        // The sandbox page only: nothing there to protect, and views load it without cookies.
         tokio::spawn(serve::serve(
             listener,
             svc.sandbox_only(),
+            GateLayer::new(Gate::Open),
             stop.clone(),
             s.header_timeout,
         ));
@@ -131,15 +144,36 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
         // 0.0.0.0 / [::] listen everywhere, but a browser cannot open them.
         addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
     }
-    println!(
-        "lmchatkit is listening: open http://{addr}{}",
-        svc.config().prefix()
-    );
-    serve::serve(listener, svc, stop, s.header_timeout).await;
+    let prefix = svc.config().prefix().to_owned();
+    let gate = gate(&s, addr.port(), &prefix);
+    let query = match &gate {
+        Gate::Token(token) => format!("?{}={}", auth::TOKEN_PARAM, token.value()),
+        _ => String::new(),
+    };
+    println!("lmchatkit is listening: open http://{addr}{prefix}{query}");
+    serve::serve(listener, svc, GateLayer::new(gate), stop, s.header_timeout).await;
     if let Some(hub) = hub {
         hub.shutdown().await; // stops the stdio MCP servers
     }
     Ok(())
+}
+
+/// Who may use the app: see `auth.rs`.
+fn gate(s: &Settings, port: u16, prefix: &str) -> Gate {
+    match &s.access {
+        Access::TrustedHeader { header, proxies } => Gate::Proxy {
+            header: header.clone(),
+            from: proxies.clone().into(),
+        },
+        Access::Token(Some(token)) => {
+            Gate::Token(Arc::new(Token::new(token.clone(), port, prefix)))
+        }
+        Access::Token(None) if s.listen.ip().is_loopback() => Gate::Open,
+        Access::Token(None) => {
+            tracing::info!("listening beyond loopback: a token is required (see the printed URL)");
+            Gate::Token(Arc::new(Token::new(Token::generate(), port, prefix)))
+        }
+    }
 }
 
 fn default_db() -> PathBuf {

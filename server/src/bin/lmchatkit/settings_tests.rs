@@ -202,3 +202,85 @@ fn debug_output_never_shows_the_key_or_header_values() {
         "{shown}"
     );
 }
+
+#[test]
+fn who_may_use_the_app_comes_from_the_token_or_the_trusted_header() {
+    let s = Settings::load(Args::default()).unwrap();
+    assert_eq!(s.access, Access::Token(None));
+    let s = load(
+        "auth_token = \"from-file\"\noperator = \"ops\"\n",
+        Args::parse_from(["lmchatkit"]),
+    )
+    .unwrap();
+    assert_eq!(s.access, Access::Token(Some("from-file".into())));
+    assert_eq!(s.operator.as_deref(), Some("ops"));
+    assert!(
+        !format!("{s:?}").contains("from-file"),
+        "Debug shows no token"
+    );
+
+    let s = load(
+        "trusted_user_header = \"X-User\"\n",
+        Args::parse_from(["lmchatkit"]),
+    )
+    .unwrap();
+    let Access::TrustedHeader { header, proxies } = &s.access else {
+        panic!("{:?}", s.access)
+    };
+    assert_eq!(header.as_str(), "x-user");
+    assert_eq!(proxies.len(), 2, "loopback by default: {proxies:?}");
+    let s = Settings::load(Args::parse_from([
+        "lmchatkit",
+        "--trusted-user-header",
+        "X-User",
+        "--trusted-proxy",
+        "10.0.0.0/8,192.168.1.5",
+    ]))
+    .unwrap();
+    assert!(matches!(&s.access, Access::TrustedHeader { proxies, .. } if proxies.len() == 2));
+}
+
+#[test]
+fn mistakes_in_who_may_use_the_app_are_errors() {
+    let both = Args::parse_from([
+        "lmchatkit",
+        "--auth-token",
+        "t",
+        "--trusted-user-header",
+        "X-User",
+    ]);
+    assert!(
+        Settings::load(both)
+            .unwrap_err()
+            .contains("exclude each other")
+    );
+    let bad = Args::parse_from([
+        "lmchatkit",
+        "--trusted-user-header",
+        "X-User",
+        "--trusted-proxy",
+        "proxy.example",
+    ]);
+    assert!(Settings::load(bad).unwrap_err().contains("proxy.example"));
+    let lonely = Args::parse_from(["lmchatkit", "--trusted-proxy", "10.0.0.1"]);
+    assert!(
+        Settings::load(lonely)
+            .unwrap_err()
+            .contains("--trusted-user-header")
+    );
+    let bad_name = Args::parse_from(["lmchatkit", "--trusted-user-header", "X User"]);
+    assert!(Settings::load(bad_name).is_err());
+}
+
+#[test]
+fn allowed_origins_come_from_the_file_and_the_flags() {
+    let s = load(
+        "allowed_origins = [\"https://a.example/\"]\n",
+        Args::parse_from(["lmchatkit", "--allowed-origin", "http://127.0.0.1:8081"]),
+    )
+    .unwrap();
+    assert_eq!(
+        s.allowed_origins,
+        ["https://a.example", "http://127.0.0.1:8081"]
+    );
+}
