@@ -92,6 +92,48 @@ pub(crate) fn check_opaque(body: &[u8], limits: &BodyLimits) -> Result<(), ApiEr
     }
 }
 
+/// The scalar methods of a visitor, each running `$on` with the visitor as `$me`.
+macro_rules! scalars {
+    (|$me:ident| $on:expr) => {
+        #[allow(clippy::no_effect)] // `$on` is `()` for the scan
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            let $me = self;
+            $on;
+            Ok(())
+        }
+        #[allow(clippy::no_effect)] // `$on` is `()` for the scan
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            let $me = self;
+            $on;
+            Ok(())
+        }
+        #[allow(clippy::no_effect)] // `$on` is `()` for the scan
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            let $me = self;
+            $on;
+            Ok(())
+        }
+        #[allow(clippy::no_effect)] // `$on` is `()` for the scan
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            let $me = self;
+            $on;
+            Ok(())
+        }
+        #[allow(clippy::no_effect)] // `$on` is `()` for the scan
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            let $me = self;
+            $on;
+            Ok(())
+        }
+        #[allow(clippy::no_effect)] // `$on` is `()` for the scan
+        fn visit_unit<E>(self) -> Result<(), E> {
+            let $me = self;
+            $on;
+            Ok(())
+        }
+    };
+}
+
 struct Scan<'l> {
     limits: &'l BodyLimits,
     /// Bytes of opaque values so far.
@@ -160,24 +202,7 @@ impl<'de> Visitor<'de> for &mut Scan<'_> {
         Ok(())
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
+    scalars!(|_scan| ());
 }
 
 /// How many JSON values `json` (already checked valid) holds, counting without building them.
@@ -194,6 +219,7 @@ fn count_values(json: &str) -> usize {
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("JSON")
         }
+        #[allow(clippy::no_effect)] // `$on` is `()` for the scan
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
             self.0 += 1;
             while map.next_key::<de::IgnoredAny>()?.is_some() {
@@ -201,35 +227,13 @@ fn count_values(json: &str) -> usize {
             }
             Ok(())
         }
+        #[allow(clippy::no_effect)] // `$on` is `()` for the scan
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
             self.0 += 1;
             while seq.next_element_seed(&mut *self)?.is_some() {}
             Ok(())
         }
-        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-            self.0 += 1;
-            Ok(())
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-            self.0 += 1;
-            Ok(())
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-            self.0 += 1;
-            Ok(())
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-            self.0 += 1;
-            Ok(())
-        }
-        fn visit_str<E>(self, _: &str) -> Result<(), E> {
-            self.0 += 1;
-            Ok(())
-        }
-        fn visit_unit<E>(self) -> Result<(), E> {
-            self.0 += 1;
-            Ok(())
-        }
+        scalars!(|count| count.0 += 1);
     }
     let mut count = Count(0);
     let mut de = serde_json::Deserializer::from_str(json);
@@ -254,9 +258,11 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a key")
             }
+            #[allow(clippy::no_effect)] // `$on` is `()` for the scan
             fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key<'de>, E> {
                 Ok(Key(s.into()))
             }
+            #[allow(clippy::no_effect)] // `$on` is `()` for the scan
             fn visit_str<E>(self, s: &str) -> Result<Key<'de>, E> {
                 Ok(Key(s.to_owned().into()))
             }

@@ -135,6 +135,8 @@ fn help_documents_every_setting() {
         "--header",
         "--model",
         "--db",
+        "--db-synchronous",
+        "LMCHATKIT_DB_SYNCHRONOUS",
         "--personas-dir",
         "--commands-dir",
         "--upload",
@@ -146,6 +148,45 @@ fn help_documents_every_setting() {
         "OPENAI_BASE_URL",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
+    }
+}
+
+/// The history file's `synchronous` mode, as the app logs it at startup (JSON logs).
+fn logged_synchronous(app: &mut binary_support::App) -> String {
+    let stderr = BufReader::new(app.stderr.take().unwrap());
+    for line in stderr.lines() {
+        let line = line.unwrap();
+        let log: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        if log["fields"]["message"] == "history" {
+            return log["fields"]["synchronous"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+        }
+    }
+    panic!("the app never logged its history file");
+}
+
+#[tokio::test]
+async fn the_history_file_is_synced_in_full_unless_the_environment_or_a_flag_says_normal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    let db = db.to_str().unwrap();
+    let normal = [("LMCHATKIT_DB_SYNCHRONOUS", "normal")];
+    for (flags, env, want) in [
+        (&[][..], &[][..], "full"),
+        (&[][..], &normal[..], "normal"),
+        (&["--db-synchronous", "full"][..], &normal[..], "full"),
+        (&["--db-synchronous", "normal"][..], &[][..], "normal"),
+    ] {
+        let args = [
+            &["--db", db, "--no-demo-mcp", "--log-format", "json"][..],
+            flags,
+        ]
+        .concat();
+        let mut app = start_logged(&args, env);
+        assert_eq!(logged_synchronous(&mut app), want, "{flags:?} {env:?}");
     }
 }
 

@@ -4,8 +4,9 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::builder::BoolishValueParser;
+use clap::builder::{BoolishValueParser, PossibleValuesParser, TypedValueParser};
 use clap::{ArgAction, Parser, ValueEnum};
+use lmchatkit::history::Synchronous;
 use serde::Deserialize;
 
 /// A chat UI for any OpenAI-compatible LLM endpoint and MCP servers.
@@ -122,6 +123,12 @@ pub struct Args {
     /// platform data directory].
     #[arg(long, env = "LMCHATKIT_DB", value_name = "PATH")]
     pub db: Option<String>,
+    /// How hard a save of the history file waits for the disk: `full` syncs every save, so an
+    /// acknowledged save survives a power loss; `normal` is faster, and a power loss (not a
+    /// crash of the app) can undo the last saves [default: full].
+    #[arg(long, env = "LMCHATKIT_DB_SYNCHRONOUS", value_name = "MODE",
+          value_parser = synchronous_parser())]
+    pub db_synchronous: Option<Synchronous>,
     /// Directory of persona .toml files, reloaded on change [default: the shipped examples,
     /// built in].
     #[arg(long, env = "LMCHATKIT_PERSONAS_DIR", value_name = "DIR")]
@@ -163,6 +170,12 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
+}
+
+/// `full` | `normal` (listed in `--help`) → the store's mode.
+fn synchronous_parser() -> impl TypedValueParser<Value = Synchronous> {
+    PossibleValuesParser::new(Synchronous::ALL.map(Synchronous::as_str))
+        .try_map(|s| s.parse::<Synchronous>())
 }
 
 /// `Name: value` → a checked header pair.

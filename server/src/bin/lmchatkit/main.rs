@@ -5,7 +5,9 @@
 //! Decisions: the demo model runs only without an upstream and the demo MCP server only without
 //! `[[mcp.servers]]` (so a configured model never sees toy tools), each unless switched
 //! explicitly (`--no-demo`, `--no-demo-mcp[=false]`, `[demo]` in the file). A configured
-//! server named `demo` wins over the built-in one.
+//! server named `demo` wins over the built-in one. The history file is synced in full on every
+//! save (`--db-synchronous full`), so a reply the app saved survives a power loss; `normal` is
+//! the faster opt-out.
 
 mod auth;
 mod cli;
@@ -18,7 +20,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use lmchatkit::history::{HistoryStore, MemoryStore, SqliteStore};
+use lmchatkit::history::{HistoryStore, MemoryStore, SqliteOptions, SqliteStore, Synchronous};
 use lmchatkit::llm::DemoModel;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::mcp::{DEMO_SERVER_NAME, demo_server_config};
@@ -79,7 +81,7 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .event_broadcaster(events)
         .demo(demo)
         .prefix(s.prefix.clone())
-        .history_arc(history(s.db.as_deref())?)
+        .history_arc(history(s.db.as_deref(), s.db_synchronous)?)
         .file_upload(s.upload)
         .title("lmchatkit");
     for name in &s.allowed_hosts {
@@ -182,7 +184,12 @@ fn default_db() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("lmchatkit-history.db"))
 }
 
-fn history(db: Option<&str>) -> Result<Arc<dyn HistoryStore>, Box<dyn std::error::Error>> {
+/// The history store: in memory for `memory:`, else the SQLite file (default: the platform data
+/// directory) with the given `synchronous` mode.
+fn history(
+    db: Option<&str>,
+    synchronous: Synchronous,
+) -> Result<Arc<dyn HistoryStore>, Box<dyn std::error::Error>> {
     if db == Some("memory:") {
         return Ok(Arc::new(MemoryStore::new()));
     }
@@ -191,8 +198,10 @@ fn history(db: Option<&str>) -> Result<Arc<dyn HistoryStore>, Box<dyn std::error
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    tracing::info!(path = %path.display(), "history");
-    let store = SqliteStore::open(&path).map_err(|e| format!("history {}: {e}", path.display()))?;
+    tracing::info!(path = %path.display(), %synchronous, "history");
+    let options = SqliteOptions::default().with_synchronous(synchronous);
+    let store = SqliteStore::open_with(&path, options)
+        .map_err(|e| format!("history {}: {e}", path.display()))?;
     Ok(Arc::new(store))
 }
 

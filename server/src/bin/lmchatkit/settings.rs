@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use lmchatkit::history::Synchronous;
 use lmchatkit::mcp::{McpConfigFile, McpServerConfig, expand_env};
 use lmchatkit::secrets::{Redacted, redact_url, redacted_headers};
 use serde::Deserialize;
@@ -38,6 +39,7 @@ struct FileSettings {
     allowed_origins: Vec<String>,
     prefix: Option<String>,
     db: Option<String>,
+    db_synchronous: Option<Synchronous>,
     personas_dir: Option<PathBuf>,
     commands_dir: Option<PathBuf>,
     upload: Option<bool>,
@@ -96,6 +98,8 @@ pub struct Settings {
     pub prefix: String,
     pub upstream: Upstream,
     pub db: Option<String>,
+    /// The history file's `synchronous` mode (FULL unless said).
+    pub db_synchronous: Synchronous,
     pub personas_dir: Option<PathBuf>,
     pub commands_dir: Option<PathBuf>,
     pub upload: bool,
@@ -241,6 +245,10 @@ impl Settings {
                     .collect(),
             },
             db: args.db.or(file.db),
+            db_synchronous: args
+                .db_synchronous
+                .or(file.db_synchronous)
+                .unwrap_or_default(),
             personas_dir: args.personas_dir.or(file.personas_dir),
             commands_dir: args.commands_dir.or(file.commands_dir),
             upload: args.upload.or(file.upload).unwrap_or(true),

@@ -55,6 +55,24 @@ fn defaults_without_a_file() {
     assert_eq!(s.upstream, Upstream::default());
     assert!(s.upload && s.demo_model && s.demo_mcp_on());
     assert_eq!((s.log.as_str(), s.log_format), ("info", LogFormat::Text));
+    assert_eq!(s.db_synchronous, Synchronous::Full);
+}
+
+#[test]
+fn db_synchronous_comes_from_the_flag_else_the_file_else_full() {
+    let file = "db_synchronous = \"normal\"\n";
+    assert_eq!(
+        load(file, Args::default()).unwrap().db_synchronous,
+        Synchronous::Normal
+    );
+    let flag = Args::try_parse_from(["lmchatkit", "--db-synchronous", "full"]).unwrap();
+    assert_eq!(load(file, flag).unwrap().db_synchronous, Synchronous::Full);
+    let flag = Args::try_parse_from(["lmchatkit", "--db-synchronous=normal"]).unwrap();
+    assert_eq!(
+        Settings::load(flag).unwrap().db_synchronous,
+        Synchronous::Normal
+    );
+    assert!(Args::try_parse_from(["lmchatkit", "--db-synchronous", "off"]).is_err());
 }
 
 #[test]
@@ -134,6 +152,7 @@ fn mistakes_in_the_file_are_errors_naming_it() {
             "invalid header name",
         ),
         ("[[mcp.servers]]\nname = \"x\"", "exactly one of"),
+        ("db_synchronous = \"off\"", "db_synchronous"),
     ] {
         let err = load(text, Args::default()).unwrap_err();
         assert!(
