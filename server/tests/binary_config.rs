@@ -114,10 +114,15 @@ async fn json_logs() {
 async fn listening_everywhere_prints_a_url_a_browser_can_open() {
     let app = start(&["--listen", "0.0.0.0:0"], &[]);
     assert!(app.url.starts_with("http://127.0.0.1:"), "{}", app.url);
-    assert_eq!(
-        get_json(&format!("{}/api/config", app.url)).await["demo"],
-        true
-    );
+    // Beyond loopback the printed URL carries the token (binary_auth.rs).
+    let (page, token) = app.url.split_once("?token=").unwrap();
+    let res = binary_support::http_client()
+        .get(format!("{page}/api/config"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.json::<serde_json::Value>().await.unwrap()["demo"], true);
 }
 
 #[test]
@@ -146,6 +151,11 @@ fn help_documents_every_setting() {
         "--log-format",
         "LMCHATKIT_NO_DEMO_MCP",
         "OPENAI_BASE_URL",
+        "--auth-token",
+        "--trusted-user-header",
+        "--trusted-proxy",
+        "--operator",
+        "--allowed-origin",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
     }
