@@ -38,6 +38,12 @@ pub enum ConfigError {
         "invalid host name {0:?}: use a name like \"chat.example.com\" or \"chat.example.com:8443\""
     )]
     InvalidHost(String),
+    /// The sandbox origin is not `http(s)://name[:port]` with a DNS name.
+    #[error(
+        "invalid sandbox origin {0:?}: use http(s)://NAME[:PORT] with a DNS name, not an IP \
+         address (each MCP server's views run on a subdomain of it), e.g. http://localhost:8081"
+    )]
+    InvalidSandboxOrigin(String),
 }
 
 /// The service's settings, validated once by [`ConfigBuilder::build`], plus the parts the host
@@ -384,11 +390,13 @@ impl ConfigBuilder {
         self
     }
 
-    /// Switches MCP App views to proxy mode: the spec's sandbox proxy is served from `origin`
-    /// (e.g. `https://sandbox.chat.example`, no trailing slash), which must be on a different
-    /// **host name** than the chat page (cookies are per host, not per port). Route that origin to
-    /// [`ChatService::sandbox_only`](crate::ChatService::sandbox_only). Without it, views are
-    /// served in default mode (see the README's security section).
+    /// Switches MCP App views to proxy mode: the spec's sandbox proxy is served from subdomains
+    /// of `origin` (e.g. `https://sandbox.chat.example`, no trailing slash), one per MCP server:
+    /// `https://v-<hash>.sandbox.chat.example`. It must be a DNS name (not an IP address) other
+    /// than the chat page's (cookies are per host, not per port); `http://localhost:PORT` works
+    /// without DNS, as browsers resolve `*.localhost` to loopback. Route that origin and its
+    /// subdomains to [`ChatService::sandbox_only`](crate::ChatService::sandbox_only). Without it,
+    /// views are served in default mode (see the README's security section).
     pub fn sandbox_origin(mut self, origin: impl Into<String>) -> Self {
         let origin: String = origin.into();
         self.config.settings.sandbox_origin = Some(origin.trim_end_matches('/').to_owned());
@@ -462,9 +470,9 @@ impl ConfigBuilder {
             s.allowed_hosts.push(host);
         }
         if let Some(origin) = &s.sandbox_origin {
-            let host = AllowedHost::of_origin(origin)
-                .ok_or_else(|| ConfigError::InvalidHost(origin.clone()))?;
-            s.allowed_hosts.push(host);
+            let base = crate::apps::origins::Base::parse(origin)
+                .ok_or_else(|| ConfigError::InvalidSandboxOrigin(origin.clone()))?;
+            s.allowed_hosts.push(base.allowed_host());
         }
         Ok(self.config)
     }

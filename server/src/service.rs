@@ -98,9 +98,10 @@ impl ChatService {
     }
 
     /// The same service restricted to the MCP Apps sandbox proxy page, to mount on the sandbox
-    /// origin ([`ConfigBuilder::sandbox_origin`](crate::ConfigBuilder::sandbox_origin)): views run
-    /// same-origin with that page, so nothing else of the service may answer there. Every
-    /// other path is 404, with or without a principal.
+    /// origin and its subdomains ([`ConfigBuilder::sandbox_origin`](crate::ConfigBuilder::sandbox_origin)):
+    /// views run same-origin with that page, so nothing else of the service may answer there.
+    /// Every other path is 404, with or without a principal. The full service behaves the same
+    /// for a request naming a sandbox host.
     ///
     /// ```
     /// # use lmchatkit::{async_trait, CompleteRequest, EventStream, Host, HostError, RequestContext};
@@ -157,7 +158,12 @@ impl ChatService {
             return e.into_response();
         }
         let path = self.relative(req.parts.uri.path()).to_owned();
-        let sandbox_only = self.sandbox_only;
+        // A sandbox host name never reaches the API, whichever listener it came in on.
+        let sandbox_only = self.sandbox_only
+            || state
+                .sandboxes
+                .as_ref()
+                .is_some_and(|s| s.is_sandbox_host(&req.parts));
         // On the sandbox origin only the open routes (the sandbox page) exist.
         let lookup = routes::lookup(state, &req.parts.method, &path, |r| {
             !sandbox_only || r.guard == Guard::Open

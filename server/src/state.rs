@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use lmchatkit_protocol::{ServerEvent, ServerEventType};
 
+use crate::apps::origins::{Base, Sandboxes};
 use crate::apps::tokens::ViewTokens;
 use crate::catalog::{CommandDir, CommandSource, OnChange, PersonaDir, PersonaSource};
 use crate::config::{CatalogSpec, Config, Settings, StatusFn};
@@ -27,6 +28,8 @@ pub(crate) struct State {
     pub(crate) mcp_status: Option<StatusFn>,
     /// Issued MCP App view tokens.
     pub(crate) views: ViewTokens,
+    /// Proxy mode's sandbox origins (`None` in default mode).
+    pub(crate) sandboxes: Option<Sandboxes>,
     pub(crate) turn_cache: TurnCache,
     /// Open chat streams, per principal and in total.
     pub(crate) streams: Streams,
@@ -54,9 +57,15 @@ impl State {
                 Arc::new(CommandDir::open(dir, on_change)) as Arc<dyn CommandSource>
             }
         });
+        let sandboxes = settings
+            .sandbox_origin
+            .as_deref()
+            .and_then(Base::parse)
+            .map(Sandboxes::new);
         Self {
             views: ViewTokens::new(settings.app_view_ttl),
             streams: Streams::new(settings.streams),
+            sandboxes,
             settings,
             host: parts.host,
             personas,

@@ -30,6 +30,7 @@ pub struct Args {
     #[arg(long, env = "LMCHATKIT_SANDBOX_LISTEN", value_name = "ADDR")]
     pub sandbox_listen: Option<SocketAddr>,
     /// The origin browsers reach --sandbox-listen at; its host name must differ from the chat's
+    /// and be a DNS name: each MCP server's views run on a subdomain of it (v-HASH.NAME)
     /// [default: http://localhost:PORT when the chat is opened on 127.0.0.1].
     #[arg(long, env = "LMCHATKIT_SANDBOX_ORIGIN", value_name = "URL")]
     pub sandbox_origin: Option<String>,
