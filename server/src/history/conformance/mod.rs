@@ -433,7 +433,7 @@ async fn allowed_tools(store: &dyn HistoryStore, alice: &Principal) {
         conv(id, 0, vec![msg("user", "1", "hi")]),
         json!(["get_weather", "fs__read"]),
     );
-    let rev = saved(store, alice, c).await;
+    saved(store, alice, c).await;
     let got = get(store, alice, id).await;
     assert_eq!(allowed_of(&got), json!(["get_weather", "fs__read"]));
     let p = ConversationPatch {
