@@ -1,16 +1,18 @@
 //! What the composer's Send does: built-in commands (`/compact`, `/list-prompts`,
-//! `/list-resources`), file commands (expanded here, their `allowed-tools` auto-allowed for the
-//! turn), attachments (images as `image_url` parts, text files decoded as UTF-8, PDFs as file
-//! parts), and starting a chat from the picker's setup when none is open.
+//! `/list-resources`), file commands, attachments (images as `image_url` parts, text files decoded
+//! as UTF-8, PDFs as file parts), and starting a chat from the picker's setup when none is open.
+//!
+//! - A file command is expanded here; its `allowed-tools` are allowed without asking for the rest
+//!   of this browser session (as "Always allow" for the session), not just for the turn it starts.
+//! - `/compact` sends the transcript as one message and offers the model no tools (`no_tools`):
+//!   a summary must not call any.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lmchatkit_protocol::{
-    ChatRequest, Content, ContentPart, Event, FileData, Message, Role, UploadedFile,
-};
+use lmchatkit_protocol::{Content, ContentPart, Event, FileData, Message, UploadedFile};
 use serde_json::json;
 
-use crate::commands::{argument_hint, expand_command, parse_slash};
+use crate::commands::{argument_hint, compact_request, expand_command, parse_slash};
 use crate::history::{persist, remember_current};
 use crate::state::{Chat, Store, UiMessage, now_ms, params_from_fields};
 use crate::turn;
@@ -94,9 +96,7 @@ pub fn submit(store: Store) -> bool {
             .commands
             .with_untracked(|cs| cs.iter().find(|c| c.name.to_lowercase() == lname).cloned())
         {
-            store
-                .command_allow
-                .set(cmd.allowed_tools.iter().cloned().collect());
+            store.allow_for_session(cmd.allowed_tools.iter().cloned());
             turn::send(store, chat, Content::Text(expand_command(&cmd, &args)));
             return true;
         }
@@ -144,31 +144,19 @@ fn decode_text(data_url: &str) -> Option<String> {
 /// `/compact`: asks the model for a summary and replaces the transcript with it.
 async fn compact(store: Store, chat: Chat) {
     let msgs = chat.wire_messages();
-    if msgs.len() < 2 {
+    let Some(req) = compact_request(
+        chat.model.get_untracked(),
+        chat.persona_id.get_untracked(),
+        chat.params.get_untracked(),
+        &msgs,
+    ) else {
         turn::info_card(
             store,
             &chat,
             json!({"title": "Nothing to Compact", "items": []}),
         );
         return;
-    }
-    let mut transcript = String::new();
-    for m in &msgs {
-        let who = match m.role {
-            Role::User => "User",
-            Role::Assistant => "Assistant",
-            _ => continue,
-        };
-        let text = m.content.joined_text("\n");
-        transcript.push_str(&format!("[{who}]: {text}\n\n"));
-    }
-    let prompt = format!(
-        "Summarise the conversation below in 200-500 words. Keep decisions, code, file paths, URLs \
-         and open questions; drop pleasantries.\n\n{transcript}"
-    );
-    let req = ChatRequest::new(chat.model.get_untracked(), vec![Message::user(prompt)])
-        .with_persona(chat.persona_id.get_untracked())
-        .with_params(Some(chat.params.get_untracked()));
+    };
     store.busy.set(true);
     let mut summary = String::new();
     let mut failed = false;

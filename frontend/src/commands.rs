@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use lmchatkit_protocol::{Prompt, Resource, SlashCommand};
+use lmchatkit_protocol::{ChatRequest, Message, Params, Prompt, Resource, Role, SlashCommand};
 
 /// The built-in commands, in menu order, with their descriptions.
 pub const BUILTINS: [(&str, &str); 3] = [
@@ -179,6 +179,40 @@ pub fn expand_command(cmd: &SlashCommand, args: &str) -> String {
     }
 }
 
+/// The request `/compact` sends: one user message asking for a summary of `messages` (user and
+/// assistant text only), offering the model no tools. `None` when there is nothing to compact
+/// (fewer than two messages).
+pub fn compact_request(
+    model: String,
+    persona_id: String,
+    params: Params,
+    messages: &[Message],
+) -> Option<ChatRequest> {
+    if messages.len() < 2 {
+        return None;
+    }
+    let mut transcript = String::new();
+    for m in messages {
+        let who = match m.role {
+            Role::User => "User",
+            Role::Assistant => "Assistant",
+            _ => continue,
+        };
+        let text = m.content.joined_text("\n");
+        transcript.push_str(&format!("[{who}]: {text}\n\n"));
+    }
+    let prompt = format!(
+        "Summarise the conversation below in 200-500 words. Keep decisions, code, file paths, URLs \
+         and open questions; drop pleasantries.\n\n{transcript}"
+    );
+    Some(
+        ChatRequest::new(model, vec![Message::user(prompt)])
+            .with_persona(persona_id)
+            .with_params(Some(params))
+            .without_tools(),
+    )
+}
+
 /// The `@` query at the end of `draft` (`@[\w:/.{}-]*`), without the `@`.
 pub fn at_query(draft: &str) -> Option<&str> {
     let at = draft.rfind('@')?;
@@ -319,6 +353,26 @@ mod tests {
         assert_eq!(got["b"], "z");
         assert_eq!(parse_prompt_args("code=1", &one)["code"], "1");
         assert_eq!(split_words(" 'a b'  c\"d e\" "), vec!["a b", "cd e"]);
+    }
+
+    #[test]
+    fn compact_asks_for_a_summary_and_offers_no_tools() {
+        let msgs = [
+            Message::user("alpha"),
+            Message::assistant("beta"),
+            Message::tool("c1", "t", "not in the summary"),
+        ];
+        let req = compact_request("m".into(), "p".into(), Params::new(), &msgs).unwrap();
+        let text = req.messages[0].content.joined_text("");
+        assert!(text.starts_with("Summarise the conversation"), "{text}");
+        assert!(
+            text.contains("[User]: alpha\n\n[Assistant]: beta\n\n"),
+            "{text}"
+        );
+        assert!(!text.contains("not in the summary"));
+        let wire = serde_json::to_value(&req).unwrap();
+        assert_eq!(wire["no_tools"], true, "{wire}");
+        assert!(compact_request("m".into(), "p".into(), Params::new(), &msgs[..1]).is_none());
     }
 
     #[test]

@@ -197,6 +197,9 @@ fn resolve_conflict(store: Store, chat: &Chat, server: StoredConversation) {
         chat.messages.set(merged);
         chat.results
             .update(|r| r.extend(rebuilt.results.get_untracked()));
+        // "Always allow" in this chat, from either side, is kept.
+        chat.allowed
+            .update(|a| a.extend(rebuilt.allowed.get_untracked()));
         let mut s = chat.sync.lock().unwrap();
         s.revision = server.revision;
         s.base_ids = server_ids;

@@ -24,6 +24,7 @@ pub mod history;
 pub mod input_history;
 pub mod markdown;
 pub mod params;
+pub mod results;
 pub mod sse;
 pub mod state;
 pub mod sync;
@@ -242,10 +243,9 @@ pub fn App(
         store.chat.with(|c| {
             c.as_ref().map(|c| {
                 c.messages.with(|ms| {
-                    ms.iter()
-                        .filter_map(|m| m.data.with(|d| d.usage))
-                        .map(|u| u.total_tokens.unwrap_or(0))
-                        .sum::<u64>()
+                    let usages: Vec<_> =
+                        ms.iter().filter_map(|m| m.data.with(|d| d.usage)).collect();
+                    state::conversation_tokens(&usages)
                 })
             })
         })

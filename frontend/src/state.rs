@@ -11,12 +11,13 @@ use std::sync::{Arc, Mutex};
 use leptos::prelude::*;
 use lmchatkit_protocol::{
     ConfigResponse, ConversationSummary, HistoryMode, Message, Model, Params, Persona, Prompt,
-    Resource, Role, SlashCommand, StoredConversation, UploadedFile,
+    Resource, Role, SlashCommand, StoredConversation, UploadedFile, Usage,
 };
 
 use crate::api::{Api, ApiError};
 use crate::markdown;
 pub use crate::params::{PARAM_FIELDS, ParamFields, fields_from_params, params_from_fields};
+use crate::results::{CallKey, Shown, link_results};
 
 /// The message sent as the tool result when the user denies a call (reference §9.7).
 pub fn deny_message(tool: &str) -> String {
@@ -43,6 +44,12 @@ pub fn new_id(prefix: &str) -> String {
         s.push(DIGITS[i] as char);
     }
     s
+}
+
+/// The tokens a conversation used: the sum of [`Usage::tokens`] over its replies, the rule each
+/// reply's footer shows (a provider that reports no total counts prompt plus completion).
+pub fn conversation_tokens<'a>(usages: impl IntoIterator<Item = &'a Usage>) -> u64 {
+    usages.into_iter().map(Usage::tokens).sum()
 }
 
 /// A message on screen: the wire message plus the render state of the bubble.
@@ -122,11 +129,11 @@ pub struct Chat {
     pub created_at: i64,
     /// The messages, oldest first (tool messages included, not shown as bubbles).
     pub messages: ArcRwSignal<Vec<UiMessage>>,
-    /// Tool results by call id: (text, is_error).
-    pub results: ArcRwSignal<HashMap<String, (String, bool)>>,
-    /// Calls running now.
-    pub running: ArcRwSignal<HashSet<String>>,
-    /// Tools always allowed in this chat.
+    /// Tool results by (assistant message id, call id): see [`crate::results`].
+    pub results: ArcRwSignal<HashMap<CallKey, Shown>>,
+    /// Calls running now, by (assistant message id, call id).
+    pub running: ArcRwSignal<HashSet<CallKey>>,
+    /// Tools always allowed in this chat ("Always allow" in this chat); saved with it.
     pub allowed: ArcRwSignal<HashSet<String>>,
     /// Save bookkeeping.
     pub sync: Arc<Mutex<SyncState>>,
@@ -149,24 +156,23 @@ impl Chat {
         })
     }
 
-    /// A chat from a stored conversation (system messages dropped, tool results linked).
+    /// A chat from a stored conversation (system messages dropped, tool results linked to the
+    /// calls of their own assistant message).
     pub fn from_stored(c: StoredConversation) -> Self {
-        let mut results = HashMap::new();
         let mut seen = HashSet::new();
-        let mut messages = Vec::new();
+        let mut stored = Vec::new();
         for mut m in c.messages.into_iter().filter(|m| m.role != Role::System) {
-            // Repair duplicate ids (older data).
-            if m.id.as_ref().is_some_and(|id| !seen.insert(id.clone())) {
-                m.id = None;
-            }
-            if m.role == Role::Tool
-                && let Some(id) = &m.tool_call_id
+            // Repair missing and duplicate ids (older data): results are linked by id.
+            if m.id
+                .as_ref()
+                .is_none_or(|id| id.is_empty() || !seen.insert(id.clone()))
             {
-                let text = m.content.as_text().unwrap_or_default().to_owned();
-                results.insert(id.clone(), (text, m.is_error));
+                m.id = Some(new_id("m-"));
             }
-            messages.push(UiMessage::new(m));
+            stored.push(m);
         }
+        let results = link_results(&stored);
+        let messages: Vec<UiMessage> = stored.into_iter().map(UiMessage::new).collect();
         let base_ids = messages.iter().map(|m| m.key.clone()).collect();
         Self {
             id: ArcRwSignal::new(c.id),
@@ -178,7 +184,7 @@ impl Chat {
             messages: ArcRwSignal::new(messages),
             results: ArcRwSignal::new(results),
             running: ArcRwSignal::new(HashSet::new()),
-            allowed: ArcRwSignal::new(HashSet::new()),
+            allowed: ArcRwSignal::new(c.allowed_tools.into_iter().collect()),
             sync: Arc::new(Mutex::new(SyncState {
                 revision: c.revision,
                 base_ids,
@@ -199,6 +205,11 @@ impl Chat {
             created_at: self.created_at,
             updated_at: now_ms(),
             revision: self.sync.lock().map(|s| s.revision).unwrap_or(0),
+            allowed_tools: self.allowed.with_untracked(|a| {
+                let mut names: Vec<String> = a.iter().cloned().collect();
+                names.sort();
+                names
+            }),
             messages: self.messages.with_untracked(|ms| {
                 ms.iter()
                     .filter(|m| m.is_substantial())
@@ -264,6 +275,21 @@ pub enum Theme {
     Dark,
 }
 
+/// sessionStorage key of the tools always allowed for this browser session (a JSON array).
+const SESSION_ALLOW_KEY: &str = "lmchatkit:alwaysAllow";
+
+/// The tools allowed for this browser session: the skill tool, plus what an earlier page of this
+/// tab allowed.
+fn session_allowed() -> HashSet<String> {
+    let mut set = HashSet::from([SKILL_TOOL.to_owned()]);
+    if let Some(list) = crate::history::session_get(SESSION_ALLOW_KEY)
+        .and_then(|s| serde_json::from_str::<Vec<String>>(&s).ok())
+    {
+        set.extend(list);
+    }
+    set
+}
+
 /// Everything the components share (all `Copy` signals).
 #[derive(Clone, Copy)]
 pub struct Store {
@@ -291,10 +317,9 @@ pub struct Store {
     pub busy: RwSignal<bool>,
     /// The picker's choices.
     pub setup: RwSignal<Setup>,
-    /// Tools always allowed for this browser session.
+    /// Tools always allowed for this browser session (kept in sessionStorage: see
+    /// [`Store::allow_for_session`]).
     pub auto_allow: RwSignal<HashSet<String>>,
-    /// Tools a file command allowed for the current turn.
-    pub command_allow: RwSignal<HashSet<String>>,
     /// Files attached to the next message.
     pub attachments: RwSignal<Vec<UploadedFile>>,
     /// A message for the user (load or save failures), dismissible.
@@ -325,8 +350,7 @@ impl Store {
             chat: RwSignal::new(None),
             busy: RwSignal::new(false),
             setup: RwSignal::new(Setup::default()),
-            auto_allow: RwSignal::new(HashSet::from([SKILL_TOOL.to_owned()])),
-            command_allow: RwSignal::new(HashSet::new()),
+            auto_allow: RwSignal::new(session_allowed()),
             attachments: RwSignal::new(Vec::new()),
             notice: RwSignal::new(None),
             sidebar_open: RwSignal::new(false),
@@ -334,6 +358,22 @@ impl Store {
             focus_composer: RwSignal::new(0),
             draft: RwSignal::new(String::new()),
         }
+    }
+
+    /// Allows `names` without asking for the rest of this browser session ("Always allow" for
+    /// the session, a file command's `allowed-tools`). Kept in this tab's sessionStorage, so a
+    /// reload keeps them and closing the tab forgets them.
+    pub fn allow_for_session(&self, names: impl IntoIterator<Item = String>) {
+        self.auto_allow.update(|s| s.extend(names));
+        let mut list: Vec<String> = self.auto_allow.with_untracked(|s| {
+            s.iter()
+                .filter(|n| n.as_str() != SKILL_TOOL)
+                .cloned()
+                .collect()
+        });
+        list.sort();
+        let json = serde_json::to_string(&list).ok();
+        crate::history::session_set(SESSION_ALLOW_KEY, json.as_deref());
     }
 
     /// The API client.
@@ -366,5 +406,26 @@ impl Store {
     /// Asks the composer to take focus.
     pub fn focus(&self) {
         self.focus_composer.update(|n| *n += 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_conversation_total_counts_replies_the_way_their_footers_do() {
+        let reported = Usage {
+            prompt_tokens: Some(11),
+            completion_tokens: Some(5),
+            total_tokens: Some(16),
+        };
+        let without_total = Usage {
+            total_tokens: None,
+            ..reported
+        };
+        assert_eq!(without_total.tokens(), reported.tokens());
+        assert_eq!(conversation_tokens([&reported, &without_total]), 32);
+        assert_eq!(conversation_tokens([&Usage::default()]), 0);
     }
 }

@@ -121,7 +121,6 @@ fn truncate_after_last_user(chat: &Chat) {
 
 fn auto_allowed(store: Store, chat: &Chat, name: &str) -> bool {
     store.auto_allow.with_untracked(|s| s.contains(name))
-        || store.command_allow.with_untracked(|s| s.contains(name))
         || chat.allowed.with_untracked(|s| s.contains(name))
 }
 
@@ -144,7 +143,6 @@ pub async fn run(store: Store, chat: Chat) {
     }
     store.busy.set(false);
     if !chat.has_pending() {
-        store.command_allow.set(Default::default());
         store.focus();
     }
 }
@@ -287,14 +285,16 @@ pub fn decide(store: Store, chat: Chat, ui: UiMessage, call_id: String, approval
 async fn execute(store: Store, chat: &Chat, ui: &UiMessage) {
     let calls = ui.data.with_untracked(|m| m.tool_calls.clone());
     for call in calls {
-        if chat.results.with_untracked(|r| r.contains_key(&call.id)) {
+        // Answered calls are those of this message only (ids repeat across replies).
+        let key = (ui.key.clone(), call.id.clone());
+        if chat.results.with_untracked(|r| r.contains_key(&key)) {
             continue; // already answered
         }
         let (text, is_error, extra) = match call.approval {
             Some(Approval::Denied) => (deny_message(&call.name), false, None),
             Some(Approval::Approved) => {
                 chat.running.update(|r| {
-                    r.insert(call.id.clone());
+                    r.insert(key.clone());
                 });
                 let req = ToolCallRequest {
                     name: call.name.clone(),
@@ -304,7 +304,7 @@ async fn execute(store: Store, chat: &Chat, ui: &UiMessage) {
                 };
                 let res = store.api().call_tool(&req).await;
                 chat.running.update(|r| {
-                    r.remove(&call.id);
+                    r.remove(&key);
                 });
                 match res {
                     Ok(r) => (r.content.clone(), r.is_error, Some(r)),
@@ -328,7 +328,7 @@ async fn execute(store: Store, chat: &Chat, ui: &UiMessage) {
             m.ui = r.ui;
         }
         chat.results.update(|r| {
-            r.insert(call.id.clone(), (text, is_error));
+            r.insert(key, (text, is_error));
         });
         chat.push(UiMessage::new(m));
     }

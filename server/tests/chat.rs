@@ -172,6 +172,19 @@ async fn only_model_visible_tools_plus_skill_tool_when_skills_exist() {
 }
 
 #[tokio::test]
+async fn a_request_asking_for_no_tools_offers_the_model_none() {
+    let mut h = host();
+    h.tools = vec![tool("both", &[])];
+    h.resources = vec![Resource::new("skill://go/SKILL.md")];
+    let seen = h.seen.clone();
+    let svc = service(config(h));
+    let body = json!({"model": "m", "no_tools": true, "messages": [{"role": "user", "content": "Summarise the conversation below"}]});
+    send(&svc, post("/chat/api/chat", &body)).await;
+    let tools = seen.lock().unwrap().pop().unwrap().tools;
+    assert!(tools.is_empty(), "{tools:?}");
+}
+
+#[tokio::test]
 async fn resource_references_become_content_parts() {
     let mut h = host();
     let text = ResourceResult {

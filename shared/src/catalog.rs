@@ -76,7 +76,8 @@ pub struct SlashCommand {
     /// unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument_hint: Option<String>,
-    /// Tool names auto-allowed while this command runs (`Bash(git:*)` is kept as `Bash`).
+    /// Tool names allowed without asking once the command is used, for the rest of the browser
+    /// session (`Bash(git:*)` is kept as `Bash`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_tools: Vec<String>,
     /// The template; `$ARGUMENTS` is replaced by what the user typed after the name.

@@ -270,6 +270,22 @@ pub struct Usage {
     pub total_tokens: Option<u64>,
 }
 
+impl Usage {
+    /// The tokens this reply used: the reported total, else prompt plus completion (`0` for what
+    /// was not reported). Every count the UI shows (a reply's footer, a conversation's total) uses
+    /// this rule.
+    ///
+    /// ```
+    /// use lmchatkit_protocol::Usage;
+    /// let u = Usage { prompt_tokens: Some(11), completion_tokens: Some(5), total_tokens: None };
+    /// assert_eq!(u.tokens(), 16);
+    /// ```
+    pub fn tokens(&self) -> u64 {
+        self.total_tokens
+            .unwrap_or(self.prompt_tokens.unwrap_or(0) + self.completion_tokens.unwrap_or(0))
+    }
+}
+
 /// A chat message. `content` is always present on the wire; the UI-only fields (`id`,
 /// `thinking`, `info`, `created_at`, `usage`, `from_app`) are omitted when empty and never reach
 /// the host.

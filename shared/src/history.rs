@@ -62,6 +62,11 @@ pub struct StoredConversation {
     /// The messages, oldest first, without system messages; `[]` when absent.
     #[serde(default)]
     pub messages: Vec<Message>,
+    /// Tools the user always allows in this conversation ("Always allow" in this chat), so the
+    /// choice survives a reload and shows in other tabs. Replaced by every save, kept by a
+    /// patch; omitted when empty (and absent in older copies).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_tools: Vec<String>,
 }
 
 impl StoredConversation {

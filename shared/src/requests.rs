@@ -46,6 +46,10 @@ pub struct ChatRequest {
     /// when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_context_app: Option<String>,
+    /// `true` offers the model no tools at all (a summary such as `/compact` must not call any);
+    /// `false`, the default, is omitted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_tools: bool,
 }
 
 impl ChatRequest {
@@ -67,6 +71,12 @@ impl ChatRequest {
     /// With these params (`None` or empty: the persona's and the provider's defaults).
     pub fn with_params(mut self, params: Option<Params>) -> Self {
         self.params = params.filter(|p| !p.is_empty());
+        self
+    }
+
+    /// Offering the model no tools.
+    pub fn without_tools(mut self) -> Self {
+        self.no_tools = true;
         self
     }
 

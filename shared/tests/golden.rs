@@ -324,6 +324,13 @@ fn history_types() {
         conversation: c,
     };
     assert_eq!(to(&conflict)["conversation"]["revision"], 3);
+    // "Always allow" in a conversation is saved with it; absent (older copies) reads as none.
+    let allowing: StoredConversation = serde_json::from_value(
+        json!({"id": "c-2", "allowed_tools": ["get_weather"], "revision": 1}),
+    )
+    .unwrap();
+    assert_eq!(to(&allowing)["allowed_tools"], json!(["get_weather"]));
+    assert_eq!(to(&allowing.summary()).get("allowed_tools"), None);
     let patch: ConversationPatch =
         serde_json::from_value(json!({"title": "n", "params": {}})).unwrap();
     assert_eq!(patch.params, Some(Default::default()));
@@ -372,6 +379,14 @@ fn requests() {
                "model_context_app": "budget"})
     );
     assert!(serde_json::from_value::<ChatRequest>(json!({"messages": []})).is_err());
+    // A request may offer the model no tools (`/compact`); `false` is the default and omitted.
+    assert_eq!(to(&r).get("no_tools"), None);
+    let r: ChatRequest =
+        serde_json::from_value(json!({"model": "m", "messages": [], "no_tools": true})).unwrap();
+    assert_eq!(
+        to(&r),
+        json!({"model": "m", "persona_id": "", "messages": [], "no_tools": true})
+    );
     let t: ToolCallRequest = serde_json::from_value(json!({"name": "x"})).unwrap();
     assert_eq!(
         (t.source, t.arguments.clone()),

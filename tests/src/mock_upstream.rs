@@ -4,8 +4,8 @@
 //!
 //! | last user message contains | reply |
 //! |---|---|
-//! | `use the tool` (and no tool result yet) | a `get_weather` tool call, fragmented over chunks |
-//! | `call tool NAME {json}` (and no tool result yet) | a call of tool `NAME` with those arguments (`{}` when absent) |
+//! | `use the tool` (and no tool result since the last user message) | a `get_weather` tool call, fragmented over chunks |
+//! | `call tool NAME {json}` (and no tool result since the last user message) | a call of tool `NAME` with those arguments (`{}` when absent), always with the id `call_mcp` (as providers that number calls per response do) |
 //! | `call tool …` after a tool result | `Tool said: ` + the last tool message's content |
 //! | `think` | `reasoning_content` deltas, then text |
 //! | `fail500` | HTTP 500 with a JSON error body |
@@ -229,9 +229,13 @@ enum Step {
 
 fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
     let text = last_user_text(body);
-    let has_tool_result = body["messages"]
-        .as_array()
-        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+    // A tool result answers this turn only when it came after the last user message.
+    let has_tool_result = body["messages"].as_array().is_some_and(|m| {
+        m.iter()
+            .rev()
+            .take_while(|m| m["role"] != "user")
+            .any(|m| m["role"] == "tool")
+    });
     let usage = "data: {\"id\":\"chatcmpl-mock\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":5,\"total_tokens\":16}}\n\n";
     let mut steps = Vec::new();
     if let Some(parts) = ui_trigger(&text) {

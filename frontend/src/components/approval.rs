@@ -1,5 +1,7 @@
 //! The approval card of a pending tool call: Allow (focused, so Enter approves), Always Allow
-//! (in this chat or for this browser session, the user's choice) and Deny.
+//! (in this chat or for this browser session, the user's choice) and Deny. "In this chat" is
+//! saved with the conversation (`allowed_tools`: it survives a reload and shows in other tabs);
+//! "this session" is kept in the tab's sessionStorage (it survives a reload of the tab).
 
 use leptos::html;
 use leptos::prelude::*;
@@ -26,9 +28,7 @@ pub fn ApprovalCard(call: ToolCall, chat: Chat, ui: UiMessage) -> impl IntoView 
         move |approval: Approval, always: bool| {
             if always {
                 if scope.get_untracked() == "session" {
-                    store.auto_allow.update(|s| {
-                        s.insert(name.clone());
-                    });
+                    store.allow_for_session([name.clone()]);
                 } else {
                     chat.allowed.update(|s| {
                         s.insert(name.clone());

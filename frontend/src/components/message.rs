@@ -145,7 +145,7 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
     let (streaming, html, error) = (ui.streaming.clone(), ui.html.clone(), ui.error.clone());
     let (s1, s2, s3) = (streaming.clone(), streaming.clone(), streaming.clone());
     let err2 = error.clone();
-    let cards_chat = chat.clone();
+    let (cards_chat, owner) = (chat.clone(), ui.key.clone());
     let approvals = {
         let (chat, ui) = (chat.clone(), ui.clone());
         move || {
@@ -194,7 +194,7 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
                     <pre class="lmck-thinking-text">{move || thinking.get()}</pre>
                 </details>
             </Show>
-            {move || calls.get().into_iter().map(|c| view! { <ToolCard call=c chat=cards_chat.clone() /> }).collect_view()}
+            {move || calls.get().into_iter().map(|c| view! { <ToolCard call=c owner=owner.clone() chat=cards_chat.clone() /> }).collect_view()}
             <div class="lmck-md" inner_html=move || html.get()></div>
             {
                 let streaming = streaming.clone();
@@ -214,7 +214,7 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
                 {created.map(time_of)}
                 {move || usage.get().map(|u| view! {
                     <span class="lmck-usage" title="tokens: prompt / completion">
-                        {format!("{} tokens", u.total_tokens.unwrap_or(u.prompt_tokens.unwrap_or(0) + u.completion_tokens.unwrap_or(0)))}
+                        {format!("{} tokens", u.tokens())}
                     </span>
                 })}
                 <Show when=move || has_text.get() && !err2.with(Option::is_some)>

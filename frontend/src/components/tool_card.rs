@@ -1,10 +1,12 @@
 //! A tool-call card: name, status badge (running/ok/pending/denied/error), pretty arguments and
-//! the result (red for errors and denials).
+//! the result (red for errors and denials). The result and the view are those of the tool
+//! messages answering the card's own assistant message (call ids repeat across replies).
 
 use leptos::prelude::*;
 use lmchatkit_protocol::{Approval, ToolCall};
 
 use crate::apps::frame::{AppFrame, ViewCall, call_tool_result};
+use crate::results::{CallKey, ends_answers};
 use crate::state::Chat;
 
 /// The status word of a call.
@@ -21,49 +23,58 @@ pub fn status_of(call: &ToolCall, running: bool, result: Option<&(String, bool)>
     }
 }
 
-/// One tool call of an assistant message.
+/// One tool call of the assistant message `owner` (its id): its result, and the view to mount,
+/// come from that message's answers only (see [`crate::results`]).
 #[component]
-pub fn ToolCard(call: ToolCall, chat: Chat) -> impl IntoView {
-    let id = call.id.clone();
+pub fn ToolCard(call: ToolCall, owner: String, chat: Chat) -> impl IntoView {
+    let key: CallKey = (owner, call.id.clone());
     let args = serde_json::to_string_pretty(&call.arguments).unwrap_or_default();
     let results = chat.results.clone();
     let running = chat.running.clone();
-    let (id2, id3) = (id.clone(), id.clone());
+    let (k2, k3) = (key.clone(), key.clone());
     let status = {
         let call = call.clone();
         let results = results.clone();
         move || {
-            let r = results.with(|r| r.get(&id2).cloned());
-            status_of(&call, running.with(|s| s.contains(&id3)), r.as_ref())
+            let r = results.with(|r| r.get(&k2).cloned());
+            status_of(&call, running.with(|s| s.contains(&k3)), r.as_ref())
         }
     };
     let status2 = status.clone();
-    let result = move || results.with(|r| r.get(&id).cloned());
-    // The tool message's `ui` (a view to mount); only a new message can change it.
+    let result = {
+        let key = key.clone();
+        move || results.with(|r| r.get(&key).cloned())
+    };
+    // The answering tool message's `ui` (a view to mount); only a new message can change it.
     let view_call = {
-        let (msgs, call) = (chat.messages.clone(), call.clone());
+        let (msgs, call, owner) = (chat.messages.clone(), call.clone(), key.0);
         Memo::new(move |_| {
             msgs.with(|ms| {
-                ms.iter().find_map(|m| {
-                    m.data.with_untracked(|d| {
-                        if d.tool_call_id.as_deref() != Some(call.id.as_str()) {
-                            return None;
-                        }
-                        let uri = d.ui.as_ref()?.resource_uri.clone()?;
-                        let text = d.content.as_text().unwrap_or_default();
-                        Some(ViewCall {
-                            call_id: call.id.clone(),
-                            tool: call.name.clone(),
-                            uri,
-                            arguments: call.arguments.clone(),
-                            result: call_tool_result(
-                                text,
-                                d.is_error,
-                                d.structured_content.as_ref(),
-                            ),
+                let at = ms.iter().position(|m| m.key == owner)?;
+                ms[at + 1..]
+                    .iter()
+                    .map(|m| m.data.clone())
+                    .take_while(|d| d.with_untracked(|d| !ends_answers(d)))
+                    .find_map(|d| {
+                        d.with_untracked(|d| {
+                            if d.tool_call_id.as_deref() != Some(call.id.as_str()) {
+                                return None;
+                            }
+                            let uri = d.ui.as_ref()?.resource_uri.clone()?;
+                            let text = d.content.as_text().unwrap_or_default();
+                            Some(ViewCall {
+                                call_id: call.id.clone(),
+                                tool: call.name.clone(),
+                                uri,
+                                arguments: call.arguments.clone(),
+                                result: call_tool_result(
+                                    text,
+                                    d.is_error,
+                                    d.structured_content.as_ref(),
+                                ),
+                            })
                         })
                     })
-                })
             })
         })
     };

@@ -15,10 +15,12 @@ use super::rows::{MessageRow, common_prefix, decode_rows, encode_messages, now_m
 use super::{HistoryError, HistoryStore, SaveOutcome, validate_id};
 use crate::host::Principal;
 
-/// One stored conversation: its summary (with the current revision) and its message rows.
+/// One stored conversation: its summary (with the current revision), the tools it always
+/// allows, and its message rows.
 #[derive(Debug, Clone)]
 struct Entry {
     summary: ConversationSummary,
+    allowed_tools: Vec<String>,
     rows: Vec<MessageRow>,
 }
 
@@ -35,6 +37,7 @@ impl Entry {
             updated_at: s.updated_at,
             revision: s.revision,
             messages: decode_rows(self.rows.iter().map(|r| r.body.as_str()))?,
+            allowed_tools: self.allowed_tools.clone(),
         })
     }
 }
@@ -168,6 +171,7 @@ impl HistoryStore for MemoryStore {
                     k,
                     Entry {
                         summary: summary(created_at, 1),
+                        allowed_tools: conversation.allowed_tools.clone(),
                         rows,
                     },
                 );
@@ -191,6 +195,7 @@ impl HistoryStore for MemoryStore {
                 entry.rows.extend(rows.into_iter().skip(keep));
                 let revision = entry.summary.revision + 1;
                 entry.summary = summary(entry.summary.created_at, revision);
+                entry.allowed_tools = conversation.allowed_tools.clone();
                 self.rows_written
                     .fetch_add(written as u64, Ordering::SeqCst);
                 Ok(SaveOutcome::Saved { revision })

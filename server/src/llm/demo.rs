@@ -9,10 +9,18 @@
 //!   App tool (one with `_meta.ui.resourceUri`): the one the request names, else the first, so
 //!   the view can be tried;
 //! - else a request containing a **tool word** ([`TOOL_WORDS`]: "tool", "time", "weather",
-//!   "call", "roll", "dice") calls the first tool whose name, or a word of its name longer than
-//!   three letters, appears in the request (else the first tool);
+//!   "call", "roll", "dice") calls the tool it names (else the first tool);
 //! - anything else ("hello") gets the Markdown reply.
+//!
+//! A request **names** a tool when the tool's full name (without its `server__` prefix) appears
+//! in it; failing that, the tool sharing the most words (of more than three letters) of its name
+//! with the request, the first on a tie. So "get-cohort-data" picks `get-cohort-data`, not
+//! `get-budget-data`, although both contain "data".
+//!
+//! **Every call has an id of its own** (`demo_call_{n}_{random}`): a chat holds many calls, and
+//! a UI that saw the same id twice could take one call's result for another's.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -111,13 +119,21 @@ fn script(req: &CompleteRequest) -> Vec<Event> {
     );
     if let Some(tool) = app_tool(req, &asked).or_else(|| pick_tool(req, &asked)) {
         out.push(Event::ToolCall {
-            tool_call: ToolCall::new("demo_call_1", tool.name.clone(), arguments(tool)),
+            tool_call: ToolCall::new(call_id(), tool.name.clone(), arguments(tool)),
         });
         return finish(out, FinishReason::ToolCalls);
     }
     let has_app = req.tools.iter().any(is_app);
     out.extend(words(&reply(&asked, req.tools.is_empty(), has_app)));
     finish(out, FinishReason::Stop)
+}
+
+/// A call id never issued before by this process (the counter), nor, most likely, by an earlier
+/// one whose calls are in a stored chat (the random part).
+fn call_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("demo_call_{n}_{:08x}", rand::random::<u32>())
 }
 
 fn finish(mut out: Vec<Event>, reason: FinishReason) -> Vec<Event> {
@@ -168,16 +184,24 @@ fn pick_tool<'a>(req: &'a CompleteRequest, asked: &str) -> Option<&'a Tool> {
     named(req.tools.iter(), &asked).or_else(|| req.tools.first())
 }
 
-/// The first tool whose short name, or a word of it longer than three letters, is in `asked`
-/// (lower-cased).
-fn named<'a>(mut tools: impl Iterator<Item = &'a Tool>, asked: &str) -> Option<&'a Tool> {
-    tools.find(|t| {
+/// The tool `asked` (lower-cased) names: the first whose short name is in it, else the one
+/// sharing the most words longer than three letters with it (the first on a tie).
+fn named<'a>(tools: impl Iterator<Item = &'a Tool>, asked: &str) -> Option<&'a Tool> {
+    let mut best: Option<(&Tool, usize)> = None;
+    for t in tools {
         let short = t.name.rsplit("__").next().unwrap_or(&t.name).to_lowercase();
-        asked.contains(&short)
-            || short
-                .split(['_', '-'])
-                .any(|w| w.len() > 3 && asked.contains(w))
-    })
+        if asked.contains(&short) {
+            return Some(t);
+        }
+        let shared = short
+            .split(['_', '-'])
+            .filter(|w| w.len() > 3 && asked.contains(w))
+            .count();
+        if shared > 0 && best.is_none_or(|(_, n)| shared > n) {
+            best = Some((t, shared));
+        }
+    }
+    best.map(|(t, _)| t)
 }
 
 /// Arguments for `tool`: its required arguments filled with something sensible.
@@ -419,6 +443,55 @@ mod tests {
         assert_eq!(
             call("show the clock app").as_deref(),
             Some("demo__show_clock")
+        );
+    }
+
+    fn call_of(ev: &[Event]) -> ToolCall {
+        ev.iter()
+            .find_map(|e| match e {
+                Event::ToolCall { tool_call } => Some(tool_call.clone()),
+                _ => None,
+            })
+            .expect("a tool call")
+    }
+
+    #[test]
+    fn every_call_gets_an_id_of_its_own() {
+        let ids: Vec<String> = (0..3)
+            .map(|_| call_of(&ask("what time is it?")).id)
+            .collect();
+        assert!(ids.iter().all(|id| id.starts_with("demo_call_")), "{ids:?}");
+        assert_ne!(ids[0], ids[1]);
+        assert_ne!(ids[1], ids[2]);
+        assert_ne!(ids[0], ids[2]);
+    }
+
+    #[test]
+    fn a_tool_named_in_full_wins_over_one_that_shares_a_word() {
+        let tools = vec![
+            Tool::new("budget__get-budget-data"),
+            Tool::new("cohort__get-cohort-data"),
+            Tool::new("monitor__get-system-stats"),
+        ];
+        let call = |text: &str| {
+            called(&run(CompleteRequest {
+                messages: vec![Message::user(text)],
+                tools: tools.clone(),
+                ..Default::default()
+            }))
+        };
+        assert_eq!(
+            call("use the tool get-cohort-data").as_deref(),
+            Some("cohort__get-cohort-data")
+        );
+        assert_eq!(
+            call("call get-budget-data please").as_deref(),
+            Some("budget__get-budget-data")
+        );
+        // Without a full name, the tool sharing the most words wins.
+        assert_eq!(
+            call("use a tool for the cohort data").as_deref(),
+            Some("cohort__get-cohort-data")
         );
     }
 

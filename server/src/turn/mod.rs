@@ -1,6 +1,6 @@
 //! Turning a chat request into what the host completes: message cleaning, the system prompt
 //! (persona → fallback → augmenter), parameter merge, the tools the access layer offers the
-//! model, `@uri` resources and MCP-prompt `/commands`.
+//! model (none when the request says `no_tools`), `@uri` resources and MCP-prompt `/commands`.
 //!
 //! Decisions on what MCP App views contribute (they are untrusted):
 //! - A user message marked [`Message::from_app`] is taken literally: no `@uri` read, no
@@ -33,6 +33,11 @@ pub(crate) async fn prepare(
     req: ChatRequest,
 ) -> CompleteRequest {
     let persona = find_persona(state, cx, &req.persona_id).await;
+    // A request that asks for none (`/compact`'s summary) is offered no tools, not even skills.
+    let tools = match req.no_tools {
+        true => Vec::new(),
+        false => access::model_tools(&*state.host, cx).await,
+    };
     let mut messages = clean(req.messages);
     refs::resolve(state, cx, &state.turn_cache, &mut messages).await;
     slash::resolve(state, cx, &state.turn_cache, &mut messages).await;
@@ -49,7 +54,7 @@ pub(crate) async fn prepare(
     CompleteRequest {
         model: req.model.trim().to_owned(),
         messages,
-        tools: access::model_tools(&*state.host, cx).await,
+        tools,
         params: merge_params(persona.map(|p| p.params), req.params),
     }
 }

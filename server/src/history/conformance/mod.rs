@@ -212,6 +212,7 @@ async fn run_rows(store: &dyn HistoryStore, rows: Rows<'_>) {
     create_and_conflicts(store, &alice, rows).await;
     prefix_writes(store, &alice, rows).await;
     round_trip(store, &alice).await;
+    allowed_tools(store, &alice).await;
     principals(store, &alice, &bob).await;
     patching(store, &alice).await;
     deleting(store, &alice).await;
@@ -411,6 +412,57 @@ async fn round_trip(store: &dyn HistoryStore, alice: &Principal) {
     assert_eq!(rev2, rev + 1);
     assert_eq!(get(store, alice, "c-rich").await.messages, messages);
     assert!(store.delete(alice, "c-rich").await.expect("delete"));
+}
+
+/// The conversation with `allowed_tools` set to `tools` (written as JSON, the way a PUT body is).
+fn with_allowed(c: StoredConversation, tools: serde_json::Value) -> StoredConversation {
+    let mut v = serde_json::to_value(c).expect("serializes");
+    v["allowed_tools"] = tools;
+    serde_json::from_value(v).expect("a conversation")
+}
+
+fn allowed_of(c: &StoredConversation) -> serde_json::Value {
+    serde_json::to_value(c).expect("serializes")["allowed_tools"].clone()
+}
+
+/// The tools a conversation always allows are saved with it, replaced by each save (an empty list
+/// clears them) and kept by a patch.
+async fn allowed_tools(store: &dyn HistoryStore, alice: &Principal) {
+    let id = "c-allowed";
+    let c = with_allowed(
+        conv(id, 0, vec![msg("user", "1", "hi")]),
+        json!(["get_weather", "fs__read"]),
+    );
+    saved(store, alice, c).await;
+    let got = get(store, alice, id).await;
+    assert_eq!(allowed_of(&got), json!(["get_weather", "fs__read"]));
+    let p = ConversationPatch {
+        title: "renamed".into(),
+        ..Default::default()
+    };
+    let rev = store
+        .patch(alice, id, p)
+        .await
+        .expect("patch")
+        .expect("the conversation exists");
+    assert_eq!(
+        allowed_of(&get(store, alice, id).await),
+        json!(["get_weather", "fs__read"]),
+        "a patch keeps them"
+    );
+    let c = with_allowed(conv(id, rev, got.messages.clone()), json!(["fs__read"]));
+    let rev = saved(store, alice, c).await;
+    assert_eq!(
+        allowed_of(&get(store, alice, id).await),
+        json!(["fs__read"])
+    );
+    saved(store, alice, conv(id, rev, got.messages)).await;
+    assert_eq!(
+        allowed_of(&get(store, alice, id).await),
+        serde_json::Value::Null,
+        "an empty list clears them (and is not serialized)"
+    );
+    assert!(store.delete(alice, id).await.expect("delete"));
 }
 
 async fn principals(store: &dyn HistoryStore, alice: &Principal, bob: &Principal) {

@@ -69,6 +69,11 @@ pub(super) fn load(
         return Ok(None);
     };
     let s = with_params(row)?;
+    let allowed: String = conn
+        .prepare_cached("SELECT allowed_tools FROM conversations WHERE principal = ?1 AND id = ?2")
+        .db()?
+        .query_row(params![principal, id], |r| r.get(0))
+        .db()?;
     let mut stmt = conn
         .prepare_cached(
             "SELECT body FROM messages WHERE principal = ?1 AND conversation_id = ?2 ORDER BY seq",
@@ -89,6 +94,7 @@ pub(super) fn load(
         updated_at: s.updated_at,
         revision: s.revision,
         messages: decode_rows(bodies.iter().map(String::as_str))?,
+        allowed_tools: serde_json::from_str(&allowed).map_err(storage)?,
     }))
 }
 
@@ -153,6 +159,7 @@ pub(super) fn save_blocking(
 ) -> Result<SaveOutcome, HistoryError> {
     let now = now_ms();
     let params_json = serde_json::to_string(&c.params).map_err(storage)?;
+    let allowed_json = serde_json::to_string(&c.allowed_tools).map_err(storage)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .db()?;
@@ -168,8 +175,9 @@ pub(super) fn save_blocking(
             let created_at = if c.created_at > 0 { c.created_at } else { now };
             tx.prepare_cached(
                 "INSERT INTO conversations
-                 (principal, id, title, persona_id, model, params, created_at, updated_at, revision)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1)",
+                 (principal, id, title, persona_id, model, params, created_at, updated_at, revision,
+                  allowed_tools)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9)",
             )
             .db()?
             .execute(params![
@@ -180,7 +188,8 @@ pub(super) fn save_blocking(
                 c.model,
                 params_json,
                 created_at,
-                now
+                now,
+                allowed_json
             ])
             .db()?;
             (1, insert_rows(&tx, principal, &c.id, 0, &rows)?)
@@ -204,7 +213,7 @@ pub(super) fn save_blocking(
             tx.prepare_cached(
                 "UPDATE conversations
                  SET title = ?3, persona_id = ?4, model = ?5, params = ?6, updated_at = ?7,
-                     revision = ?8
+                     revision = ?8, allowed_tools = ?9
                  WHERE principal = ?1 AND id = ?2",
             )
             .db()?
@@ -216,7 +225,8 @@ pub(super) fn save_blocking(
                 c.model,
                 params_json,
                 now,
-                revision
+                revision,
+                allowed_json
             ])
             .db()?;
             (revision as u64, deleted + inserted)

@@ -38,6 +38,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
         FOREIGN KEY (principal, conversation_id)
             REFERENCES conversations (principal, id) ON DELETE CASCADE
     );",
+    // 2: the tools a conversation always allows (a JSON array of names).
+    "ALTER TABLE conversations ADD COLUMN allowed_tools TEXT NOT NULL DEFAULT '[]';",
 ];
 
 /// The schema version this build writes.
