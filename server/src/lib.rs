@@ -56,6 +56,7 @@ pub mod http_util;
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub(crate) mod page_policy;
 mod routes;
 pub mod secrets;
 mod service;
