@@ -43,6 +43,16 @@ pub struct Args {
         value_name = "HOST"
     )]
     pub allowed_hosts: Vec<String>,
+    /// Let pages of this origin frame the chat, e.g. `https://portal.example.com` or
+    /// `https://*.example.com` (repeatable or comma-separated; added to the file's
+    /// `frame_ancestors`) [default: none: only the chat's own origin may frame it].
+    #[arg(
+        long = "frame-ancestor",
+        env = "LMCHATKIT_FRAME_ANCESTORS",
+        value_delimiter = ',',
+        value_name = "ORIGIN"
+    )]
+    pub frame_ancestors: Vec<String>,
     /// Seconds a client may take to send a request's head (request line and headers) before
     /// its connection is closed, so slow or stalled clients cannot hold connections open
     /// [default: 10].

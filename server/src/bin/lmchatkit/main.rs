@@ -83,6 +83,9 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
     for name in &s.allowed_hosts {
         builder = builder.allowed_host(name.clone());
     }
+    for origin in &s.frame_ancestors {
+        builder = builder.frame_ancestor(origin.clone());
+    }
     if !s.listen.ip().is_loopback() && s.allowed_hosts.is_empty() {
         tracing::warn!(
             listen = %s.listen,
