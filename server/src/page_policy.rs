@@ -13,7 +13,8 @@
 //!   URL even if the renderer had a hole. `object-src 'none'`, `base-uri 'none'`,
 //!   `form-action 'self'` close the usual side doors.
 //! - **MCP App views.** Default mode frames `{prefix}/apps/view/{token}` of this origin
-//!   (`frame-src 'self'`); proxy mode also frames the sandbox origin. A framed view gets its own
+//!   (`frame-src 'self'`); proxy mode also frames the sandbox origin and its subdomains (views
+//!   of each MCP server may get an origin of their own under it). A framed view gets its own
 //!   policy from its own response (it is a URL, not `srcdoc`), so this policy does not constrain
 //!   what a view may do.
 //! - **Framing.** `frame-ancestors 'self'` plus the origins configured with
@@ -42,8 +43,17 @@ pub(crate) fn header(sandbox_origin: Option<&str>, ancestors: &[String]) -> Opti
     let mut policy = String::from(FIXED);
     policy.push_str("; frame-src 'self'");
     if let Some(origin) = sandbox_origin {
+        let source = origin_source(origin, false)?;
+        // Proxy mode may give each MCP server its own subdomain of the sandbox origin.
+        let subdomains = match source.split_once("://") {
+            Some((scheme, authority)) if !authority.starts_with('[') => {
+                format!(" {scheme}://*.{authority}")
+            }
+            _ => String::new(),
+        };
         policy.push(' ');
-        policy.push_str(&origin_source(origin, false)?);
+        policy.push_str(&source);
+        policy.push_str(&subdomains);
     }
     policy.push_str("; frame-ancestors 'self'");
     for a in ancestors {
@@ -136,7 +146,10 @@ mod tests {
         .unwrap();
         let h = h.to_str().unwrap();
         assert!(h.starts_with("default-src 'self'; "), "{h}");
-        assert!(h.contains("; frame-src 'self' https://sb.example;"), "{h}");
+        assert!(
+            h.contains("; frame-src 'self' https://sb.example https://*.sb.example;"),
+            "{h}"
+        );
         assert!(
             h.ends_with("; frame-ancestors 'self' https://a.example"),
             "{h}"

@@ -282,7 +282,10 @@ async fn configured_frame_ancestors_are_allowed_and_x_frame_options_is_left_out(
 async fn in_proxy_mode_the_page_may_frame_the_sandbox_origin() {
     let svc = service(config(FakeHost::default()).sandbox_origin("http://sandbox.localhost:8181"));
     let p = page_policy(&send(&svc, get("/chat")).await);
-    assert_eq!(p["frame-src"], "'self' http://sandbox.localhost:8181");
+    assert_eq!(
+        p["frame-src"],
+        "'self' http://sandbox.localhost:8181 http://*.sandbox.localhost:8181"
+    );
 }
 
 #[test]
