@@ -3,7 +3,9 @@
 #   scripts/bench.sh [extra bench flags, e.g. --rounds 5 --open-streams 0]
 # Installs the peers pinned into project-local folders (npm: .tools/bench, pip: .tools/litellm-venv),
 # builds the bench in release, runs every path side by side on loopback and writes
-# bench-results/results.json and bench-results/results.md (ratios printed last).
+# bench-results/results.json and bench-results/results.md (ratios printed last), including the
+# history store's save cost with synchronous=FULL vs NORMAL (`durability`; alone, in seconds:
+# `bench --history-only`).
 # Takes about 10 minutes on 2 cores (plus a first release build, which honours CARGO_TARGET_DIR).
 # BENCH_REINSTALL=1 reinstalls the peers (their install times go into the results).
 set -euo pipefail

@@ -130,8 +130,9 @@ pub struct Chat {
     pub allowed: ArcRwSignal<HashSet<String>>,
     /// Save bookkeeping.
     pub sync: Arc<Mutex<SyncState>>,
-    /// The latest `ui/update-model-context` of a view in this chat (not saved), sent with turns.
-    pub model_context: ArcRwSignal<Option<serde_json::Value>>,
+    /// The latest `ui/update-model-context` of a view in this chat and the view that reported it
+    /// (not saved), sent with turns until that view is torn down.
+    pub model_context: ArcRwSignal<Option<crate::apps::from_app::AppContext>>,
 }
 
 impl Chat {

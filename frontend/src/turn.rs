@@ -35,13 +35,18 @@ pub fn stop() {
 
 /// Sends a user message and starts the turn.
 pub fn send(store: Store, chat: Chat, content: Content) {
-    let mut m = Message::user(content.clone());
+    let mut m = Message::user(content);
     m.created_at = Some(now_ms());
+    send_message(store, chat, m);
+}
+
+/// Appends a user message (the user's own, or an app's the user let through) and starts a turn.
+pub fn send_message(store: Store, chat: Chat, m: Message) {
     if chat
         .messages
         .with_untracked(|ms| !ms.iter().any(|m| m.is_substantial()))
     {
-        let title = title_of(&content);
+        let title = title_of(&m.content);
         if !title.is_empty() {
             chat.title.set(title);
         }
@@ -93,7 +98,11 @@ pub fn edit_and_resend(store: Store, chat: Chat, key: String, text: String) {
     chat.messages.update(|ms| {
         if let Some(i) = ms.iter().position(|m| m.key == key) {
             ms.truncate(i + 1);
-            ms[i].data.update(|d| d.content = Content::Text(text));
+            // Edited, it is the user's own message, whoever wrote it first.
+            ms[i].data.update(|d| {
+                d.content = Content::Text(text);
+                d.from_app = None;
+            });
         }
     });
     spawn_local(run(store, chat));
@@ -150,7 +159,14 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
     let req = ChatRequest::new(chat.model.get_untracked(), chat.wire_messages())
         .with_persona(chat.persona_id.get_untracked())
         .with_params(Some(chat.params.get_untracked()))
-        .with_model_context(chat.model_context.get_untracked());
+        .with_model_context(
+            chat.model_context
+                .with_untracked(|c| c.as_ref().map(|c| c.value.clone())),
+        )
+        .with_model_context_app(
+            chat.model_context
+                .with_untracked(|c| c.as_ref().map(|c| c.app.clone())),
+        );
     let ctrl = web_sys::AbortController::new().ok();
     let signal = ctrl.as_ref().map(|c| c.signal());
     ABORT.with(|a| *a.borrow_mut() = ctrl);

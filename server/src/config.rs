@@ -16,6 +16,7 @@ use crate::catalog::{CommandSource, PersonaSource};
 use crate::events::EventBroadcaster;
 use crate::history::HistoryStore;
 use crate::host::Host;
+use crate::limits::{BodyLimits, StreamCaps};
 use crate::page_policy;
 
 /// Default JSON body limit (16 MiB).
@@ -46,6 +47,12 @@ pub enum ConfigError {
          \"https://portal.example.com:8443\" or \"https://*.example.com\""
     )]
     InvalidFrameAncestor(String),
+    /// The sandbox origin is not `http(s)://name[:port]` with a DNS name.
+    #[error(
+        "invalid sandbox origin {0:?}: use http(s)://NAME[:PORT] with a DNS name, not an IP \
+         address (each MCP server's views run on a subdomain of it), e.g. http://localhost:8081"
+    )]
+    InvalidSandboxOrigin(String),
 }
 
 /// The service's settings, validated once by [`ConfigBuilder::build`], plus the parts the host
@@ -82,7 +89,10 @@ pub(crate) struct Settings {
     pub(crate) prefix: String,
     pub(crate) file_upload: bool,
     pub(crate) max_upload_bytes: u64,
-    pub(crate) body_limit: usize,
+    /// Body size and timeout, opaque JSON caps.
+    pub(crate) limits: BodyLimits,
+    /// Concurrent chat streams.
+    pub(crate) streams: StreamCaps,
     pub(crate) page: bool,
     pub(crate) title: String,
     pub(crate) require_principal: bool,
@@ -101,6 +111,8 @@ pub(crate) struct Settings {
     pub(crate) frame_ancestors: Vec<String>,
     /// The page's `Content-Security-Policy`, built by `build` ([`page_policy`]).
     pub(crate) page_csp: HeaderValue,
+    /// The principal who sees MCP server states (`None`: everyone).
+    pub(crate) operator: Option<String>,
 }
 
 /// Reports MCP server states for `/api/config`.
@@ -142,7 +154,7 @@ impl std::fmt::Debug for Config {
             .field("history", &self.parts.history.is_some())
             .field("events", &self.settings.events)
             .field("file_upload", &self.settings.file_upload)
-            .field("body_limit", &self.settings.body_limit)
+            .field("limits", &self.settings.limits)
             .finish_non_exhaustive()
     }
 }
@@ -163,7 +175,8 @@ impl Config {
                     prefix: "/chat".into(),
                     file_upload: false,
                     max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
-                    body_limit: DEFAULT_BODY_LIMIT,
+                    limits: BodyLimits::default(),
+                    streams: StreamCaps::default(),
                     page: true,
                     title: "Chat".into(),
                     require_principal: false,
@@ -177,6 +190,7 @@ impl Config {
                     allowed_hosts: Vec::new(),
                     frame_ancestors: Vec::new(),
                     page_csp: HeaderValue::from_static("default-src 'self'"),
+                    operator: None,
                 },
                 parts: Parts {
                     host,
@@ -277,9 +291,45 @@ impl ConfigBuilder {
         self
     }
 
-    /// JSON body limit (default 16 MiB).
+    /// JSON body limit (default 16 MiB; 413 beyond).
     pub fn body_limit(mut self, n: usize) -> Self {
-        self.config.settings.body_limit = n;
+        self.config.settings.limits.body_bytes = n;
+        self
+    }
+
+    /// How long a request body may take to arrive (default 30 s; 408 beyond).
+    pub fn body_timeout(mut self, t: Duration) -> Self {
+        self.config.settings.limits.timeout = t;
+        self
+    }
+
+    /// Cap of a chat request's `model_context` from an MCP App view (default 64 KiB; 413
+    /// beyond, before it is parsed).
+    pub fn max_model_context_bytes(mut self, n: usize) -> Self {
+        self.config.settings.limits.model_context_bytes = n;
+        self
+    }
+
+    /// Cap of one tool call's `arguments` (default 1 MiB; 413 beyond, before they are parsed).
+    pub fn max_arguments_bytes(mut self, n: usize) -> Self {
+        self.config.settings.limits.arguments_bytes = n;
+        self
+    }
+
+    /// Cap of all opaque JSON values of one body together: arguments, model context,
+    /// structured results (default 8 MiB).
+    pub fn max_opaque_bytes(mut self, n: usize) -> Self {
+        self.config.settings.limits.opaque_bytes = n;
+        self
+    }
+
+    /// Concurrent chat streams per principal (default 4) and in total (default 256); one more
+    /// is 429 with `Retry-After`.
+    pub fn max_streams(mut self, per_principal: usize, total: usize) -> Self {
+        self.config.settings.streams = StreamCaps {
+            per_principal,
+            total,
+        };
         self
     }
 
@@ -384,11 +434,13 @@ impl ConfigBuilder {
         self
     }
 
-    /// Switches MCP App views to proxy mode: the spec's sandbox proxy is served from `origin`
-    /// (e.g. `https://sandbox.chat.example`, no trailing slash), which must be on a different
-    /// **host name** than the chat page (cookies are per host, not per port). Route that origin to
-    /// [`ChatService::sandbox_only`](crate::ChatService::sandbox_only). Without it, views are
-    /// served in default mode (see the README's security section).
+    /// Switches MCP App views to proxy mode: the spec's sandbox proxy is served from subdomains
+    /// of `origin` (e.g. `https://sandbox.chat.example`, no trailing slash), one per MCP server:
+    /// `https://v-<hash>.sandbox.chat.example`. It must be a DNS name (not an IP address) other
+    /// than the chat page's (cookies are per host, not per port); `http://localhost:PORT` works
+    /// without DNS, as browsers resolve `*.localhost` to loopback. Route that origin and its
+    /// subdomains to [`ChatService::sandbox_only`](crate::ChatService::sandbox_only). Without it,
+    /// views are served in default mode (see the README's security section).
     pub fn sandbox_origin(mut self, origin: impl Into<String>) -> Self {
         let origin: String = origin.into();
         self.config.settings.sandbox_origin = Some(origin.trim_end_matches('/').to_owned());
@@ -402,7 +454,17 @@ impl ConfigBuilder {
         self
     }
 
-    /// Reports MCP server states for `/api/config`.
+    /// The principal (its [`Principal::id`](crate::Principal::id)) who operates the service:
+    /// only they see the MCP server states of [`mcp_status`](Self::mcp_status) in
+    /// `/api/config` (names, connection errors). Without one, every principal sees them, as
+    /// suits a single-user app.
+    pub fn operator(mut self, principal_id: impl Into<String>) -> Self {
+        self.config.settings.operator = Some(principal_id.into());
+        self
+    }
+
+    /// Reports MCP server states for `/api/config` (to the [`operator`](Self::operator) only
+    /// when one is set).
     pub fn mcp_status(
         mut self,
         f: impl Fn() -> Vec<McpServerStatus> + Send + Sync + 'static,
@@ -424,8 +486,21 @@ impl ConfigBuilder {
             return Err(ConfigError::InvalidPrefix(s.prefix.clone()));
         }
         s.prefix = p;
-        if s.body_limit == 0 {
-            return Err(ConfigError::ZeroLimit("body_limit"));
+        let l = &s.limits;
+        for (name, n) in [
+            ("body_limit", l.body_bytes),
+            ("max_model_context_bytes", l.model_context_bytes),
+            ("max_arguments_bytes", l.arguments_bytes),
+            ("max_opaque_bytes", l.opaque_bytes),
+            ("max_streams (per principal)", s.streams.per_principal),
+            ("max_streams (total)", s.streams.total),
+        ] {
+            if n == 0 {
+                return Err(ConfigError::ZeroLimit(name));
+            }
+        }
+        if l.timeout.is_zero() {
+            return Err(ConfigError::ZeroLimit("body_timeout"));
         }
         if s.max_upload_bytes == 0 {
             return Err(ConfigError::ZeroLimit("max_upload_bytes"));
@@ -440,10 +515,10 @@ impl ConfigBuilder {
         }
         if let Some(origin) = &s.sandbox_origin {
             // It goes into the page's CSP too: a plain origin only.
-            let host = AllowedHost::of_origin(origin)
+            let base = crate::apps::origins::Base::parse(origin)
                 .filter(|_| page_policy::origin_source(origin, false).is_some())
-                .ok_or_else(|| ConfigError::InvalidHost(origin.clone()))?;
-            s.allowed_hosts.push(host);
+                .ok_or_else(|| ConfigError::InvalidSandboxOrigin(origin.clone()))?;
+            s.allowed_hosts.push(base.allowed_host());
         }
         for origin in &self.pending_ancestors {
             let source = page_policy::origin_source(origin, true)
@@ -452,7 +527,7 @@ impl ConfigBuilder {
         }
         s.page_csp = page_policy::header(s.sandbox_origin.as_deref(), &s.frame_ancestors)
             .ok_or_else(|| {
-                ConfigError::InvalidHost(s.sandbox_origin.clone().unwrap_or_default())
+                ConfigError::InvalidSandboxOrigin(s.sandbox_origin.clone().unwrap_or_default())
             })?;
         Ok(self.config)
     }

@@ -4,31 +4,72 @@
 //! to `resync` when it missed more than the buffer holds. A slow subscriber never blocks the
 //! sender or other subscribers: it falls behind, and then gets `resync`.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_util::Stream;
 use lmchatkit_protocol::{ServerEvent, ServerEventType};
-use tokio::sync::broadcast;
+use tokio::sync::mpsc;
 
 use crate::host::Principal;
+
+/// How many principals keep a replay buffer; past it the one quiet the longest loses its
+/// buffer (its tabs resync on their next reconnect).
+const MAX_PRINCIPALS: usize = 4096;
 
 #[derive(Debug, Clone)]
 struct Stamped {
     id: u64,
-    /// `None`: for everyone.
-    scope: Option<Principal>,
     event: ServerEvent,
+}
+
+/// The replay buffer of one scope (everyone, or one principal).
+#[derive(Default)]
+struct Ring {
+    events: VecDeque<Stamped>,
+    /// The newest id pushed out of this buffer (0: none).
+    evicted_up_to: u64,
+}
+
+impl Ring {
+    fn push(&mut self, s: Stamped, capacity: usize) {
+        if self.events.len() == capacity
+            && let Some(old) = self.events.pop_front()
+        {
+            self.evicted_up_to = old.id;
+        }
+        self.events.push_back(s);
+    }
+
+    fn newest(&self) -> u64 {
+        self.events.back().map_or(self.evicted_up_to, |s| s.id)
+    }
+}
+
+/// One open subscription: its own bounded queue, so nobody else's events can push it behind.
+struct Sub {
+    principal: Principal,
+    tx: mpsc::Sender<(u64, ServerEvent)>,
+    lagged: Arc<AtomicBool>,
 }
 
 struct State {
     next_id: u64,
-    buffer: VecDeque<Stamped>,
     capacity: usize,
+    everyone: Ring,
+    principals: HashMap<Principal, Ring>,
+    /// The newest id held by a principal buffer that was dropped (see [`MAX_PRINCIPALS`]).
+    forgotten_up_to: u64,
+    subs: Vec<Sub>,
 }
 
 /// Fans events out to `/api/events` subscribers. Cheap to clone; clones share subscribers.
+///
+/// Each principal has its own replay buffer and each subscription its own queue, both of
+/// `capacity` events: one user's saves neither push another's events out of replay nor make
+/// another's tabs resync. Catalog events for everyone have a buffer of their own.
 ///
 /// ```
 /// use lmchatkit::{events::EventBroadcaster, Principal};
@@ -42,7 +83,6 @@ struct State {
 #[derive(Clone)]
 pub struct EventBroadcaster {
     state: Arc<Mutex<State>>,
-    tx: broadcast::Sender<Stamped>,
 }
 
 impl Default for EventBroadcaster {
@@ -58,12 +98,13 @@ impl std::fmt::Debug for EventBroadcaster {
 }
 
 impl EventBroadcaster {
-    /// A broadcaster replaying up to 256 events.
+    /// A broadcaster replaying up to 256 events per principal.
     pub fn new() -> Self {
         Self::with_capacity(256)
     }
 
-    /// A broadcaster replaying up to `capacity` events (also each subscriber's backlog).
+    /// A broadcaster replaying up to `capacity` events per principal (and as many catalog
+    /// events); also each subscriber's backlog.
     pub fn with_capacity(capacity: usize) -> Self {
         let capacity = capacity.max(1);
         // Ids start at the wall clock (ms), so they keep increasing across restarts and a
@@ -72,15 +113,20 @@ impl EventBroadcaster {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
             .unwrap_or(1);
-        let (tx, _) = broadcast::channel(capacity);
         Self {
             state: Arc::new(Mutex::new(State {
                 next_id: start,
-                buffer: VecDeque::new(),
                 capacity,
+                everyone: Ring::default(),
+                principals: HashMap::new(),
+                forgotten_up_to: 0,
+                subs: Vec::new(),
             })),
-            tx,
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Sends a catalog event to every subscriber.
@@ -90,78 +136,137 @@ impl EventBroadcaster {
 
     /// Sends an event to the subscribers of one principal.
     pub fn broadcast_to(&self, principal: &Principal, event: ServerEvent) {
-        self.send(Some(principal.clone()), event);
+        self.send(Some(principal), event);
     }
 
-    fn send(&self, scope: Option<Principal>, event: ServerEvent) {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+    fn send(&self, scope: Option<&Principal>, event: ServerEvent) {
+        let mut st = self.lock();
         let stamped = Stamped {
             id: st.next_id,
-            scope,
             event,
         };
         st.next_id += 1;
-        if st.buffer.len() == st.capacity {
-            st.buffer.pop_front();
+        let capacity = st.capacity;
+        match scope {
+            None => st.everyone.push(stamped.clone(), capacity),
+            Some(p) => {
+                if !st.principals.contains_key(p) && st.principals.len() >= MAX_PRINCIPALS {
+                    forget_quietest(&mut st);
+                }
+                let ring = st.principals.entry(p.clone()).or_default();
+                ring.push(stamped.clone(), capacity);
+            }
         }
-        st.buffer.push_back(stamped.clone());
-        // Sent under the lock so a subscriber's replay and its live feed never overlap or gap.
-        let _ = self.tx.send(stamped);
+        // Delivered under the lock, so a subscriber's replay and its live feed never overlap
+        // or gap. A full queue marks its subscriber lagged (it resyncs); a closed one is gone.
+        st.subs.retain(|sub| {
+            if scope.is_some_and(|p| *p != sub.principal) {
+                return !sub.tx.is_closed();
+            }
+            match sub.tx.try_send((stamped.id, stamped.event.clone())) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    sub.lagged.store(true, Ordering::Release);
+                    false
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            }
+        });
     }
 
     /// Subscribes `principal`. With `last_event_id`, first replays what it missed (or yields a
-    /// `resync` when that is no longer in the buffer). Items are `(id, event)`.
+    /// `resync` when that is no longer in its buffers). Items are `(id, event)`.
     pub fn subscribe(
         &self,
         principal: Principal,
         last_event_id: Option<u64>,
     ) -> impl Stream<Item = (u64, ServerEvent)> + Send + 'static {
-        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let rx = self.tx.subscribe();
-        let newest = st.next_id - 1;
-        let mut backlog: VecDeque<(u64, ServerEvent)> = VecDeque::new();
-        if let Some(last) = last_event_id.filter(|&l| l != newest) {
-            let oldest = st.buffer.front().map(|s| s.id).unwrap_or(st.next_id);
-            if last > newest || last + 1 < oldest {
-                backlog.push_back((newest, ServerEvent::new(ServerEventType::Resync)));
-            } else {
-                backlog.extend(
-                    st.buffer
-                        .iter()
-                        .filter(|s| s.id > last && visible(s, &principal))
-                        .map(|s| (s.id, s.event.clone())),
-                );
-            }
-        }
-        drop(st);
+        let (backlog, feed) = self.register(&principal, last_event_id);
+        let me = self.clone();
         futures_util::stream::unfold(
-            (backlog, rx, principal),
-            |(mut backlog, mut rx, principal)| async move {
+            (backlog, feed, principal, me),
+            |(mut backlog, mut feed, principal, me)| async move {
                 if let Some(item) = backlog.pop_front() {
-                    return Some((item, (backlog, rx, principal)));
+                    return Some((item, (backlog, feed, principal, me)));
                 }
-                loop {
-                    match rx.recv().await {
-                        Ok(s) if visible(&s, &principal) => {
-                            return Some(((s.id, s.event), (backlog, rx, principal)));
-                        }
-                        Ok(_) => continue,
-                        Err(broadcast::error::RecvError::Lagged(_)) => {
-                            let resync = ServerEvent::new(ServerEventType::Resync);
-                            // Skip ahead: everything still queued is superseded by the resync.
-                            rx = rx.resubscribe();
-                            return Some(((0, resync), (backlog, rx, principal)));
-                        }
-                        Err(broadcast::error::RecvError::Closed) => return None,
+                // It fell behind: what is still queued is superseded by a resync; carry on
+                // with a fresh queue.
+                let resync = |me: &EventBroadcaster, principal: &Principal| {
+                    let (_, fresh) = me.register(principal, None);
+                    ((0, ServerEvent::new(ServerEventType::Resync)), fresh)
+                };
+                if feed.lagged.load(Ordering::Acquire) {
+                    let (item, fresh) = resync(&me, &principal);
+                    return Some((item, (backlog, fresh, principal, me)));
+                }
+                match feed.rx.recv().await {
+                    Some(item) => Some((item, (backlog, feed, principal, me))),
+                    None if feed.lagged.load(Ordering::Acquire) => {
+                        let (item, fresh) = resync(&me, &principal);
+                        Some((item, (backlog, fresh, principal, me)))
                     }
+                    None => None,
                 }
             },
         )
     }
+
+    /// The replay for `last_event_id` and a live queue, taken together under the lock.
+    fn register(
+        &self,
+        principal: &Principal,
+        last_event_id: Option<u64>,
+    ) -> (VecDeque<(u64, ServerEvent)>, Feed) {
+        let mut st = self.lock();
+        let newest = st.next_id - 1;
+        let mut backlog = VecDeque::new();
+        if let Some(last) = last_event_id.filter(|&l| l != newest) {
+            let own = st.principals.get(principal);
+            let lost = last > newest
+                || st.everyone.evicted_up_to > last
+                || own.map_or(st.forgotten_up_to > last, |r| r.evicted_up_to > last);
+            if lost {
+                backlog.push_back((newest, ServerEvent::new(ServerEventType::Resync)));
+            } else {
+                let mut missed: Vec<&Stamped> = st
+                    .everyone
+                    .events
+                    .iter()
+                    .chain(own.into_iter().flat_map(|r| r.events.iter()))
+                    .filter(|s| s.id > last)
+                    .collect();
+                missed.sort_by_key(|s| s.id);
+                backlog.extend(missed.into_iter().map(|s| (s.id, s.event.clone())));
+            }
+        }
+        let (tx, rx) = mpsc::channel(st.capacity);
+        let lagged = Arc::new(AtomicBool::new(false));
+        st.subs.push(Sub {
+            principal: principal.clone(),
+            tx,
+            lagged: lagged.clone(),
+        });
+        (backlog, Feed { rx, lagged })
+    }
 }
 
-fn visible(s: &Stamped, principal: &Principal) -> bool {
-    s.scope.as_ref().is_none_or(|p| p == principal)
+/// A subscriber's end of its queue.
+struct Feed {
+    rx: mpsc::Receiver<(u64, ServerEvent)>,
+    lagged: Arc<AtomicBool>,
+}
+
+/// Drops the buffer of the principal whose newest event is the oldest.
+fn forget_quietest(st: &mut State) {
+    let quietest = st
+        .principals
+        .iter()
+        .min_by_key(|(_, r)| r.newest())
+        .map(|(p, r)| (p.clone(), r.newest()));
+    if let Some((p, newest)) = quietest {
+        st.principals.remove(&p);
+        st.forgotten_up_to = st.forgotten_up_to.max(newest);
+    }
 }
 
 #[cfg(test)]
@@ -241,6 +346,69 @@ mod tests {
         assert_eq!(
             next(&mut future).await.unwrap().1.kind,
             ServerEventType::Resync
+        );
+    }
+
+    /// One user's burst of saves used to push everyone's events out of the one shared buffer,
+    /// so another user's reconnecting tab had to resync.
+    #[tokio::test]
+    async fn one_principals_burst_does_not_cost_another_its_replay() {
+        let b = EventBroadcaster::with_capacity(4);
+        let (alice, bob) = (Principal::new("alice"), Principal::new("bob"));
+        let mut s = Box::pin(b.subscribe(bob.clone(), None));
+        b.broadcast_to(&bob, saved("b1"));
+        let (seen, _) = next(&mut s).await.unwrap();
+        drop(s);
+        b.broadcast_to(&bob, saved("b2"));
+        for i in 0..50 {
+            b.broadcast_to(&alice, saved(&format!("a{i}")));
+        }
+        let mut again = Box::pin(b.subscribe(bob.clone(), Some(seen)));
+        assert_eq!(next(&mut again).await.unwrap().1, saved("b2"));
+        b.broadcast_to(&bob, saved("b3"));
+        assert_eq!(next(&mut again).await.unwrap().1, saved("b3"));
+    }
+
+    /// Nor does it push a slow tab of another user behind.
+    #[tokio::test]
+    async fn one_principals_burst_does_not_make_another_lag() {
+        let b = EventBroadcaster::with_capacity(4);
+        let (alice, bob) = (Principal::new("alice"), Principal::new("bob"));
+        let mut bobs = Box::pin(b.subscribe(bob.clone(), None));
+        for i in 0..50 {
+            b.broadcast_to(&alice, saved(&format!("a{i}")));
+        }
+        b.broadcast_to(&bob, saved("b1"));
+        assert_eq!(next(&mut bobs).await.unwrap().1, saved("b1"));
+    }
+
+    #[tokio::test]
+    async fn replay_merges_catalog_and_own_events_in_order() {
+        let b = EventBroadcaster::new();
+        let p = Principal::new("p");
+        let mut s = Box::pin(b.subscribe(p.clone(), None));
+        b.broadcast_to(&p, saved("c0"));
+        let (seen, _) = next(&mut s).await.unwrap();
+        drop(s);
+        b.broadcast_to(&p, saved("c1"));
+        b.broadcast(ServerEvent::new(ServerEventType::ToolsChanged));
+        b.broadcast_to(&p, saved("c2"));
+        let mut again = Box::pin(b.subscribe(p, Some(seen)));
+        let kinds: Vec<_> = [
+            next(&mut again).await.unwrap().1,
+            next(&mut again).await.unwrap().1,
+            next(&mut again).await.unwrap().1,
+        ]
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+        assert_eq!(
+            kinds,
+            [
+                ServerEventType::ConversationSaved,
+                ServerEventType::ToolsChanged,
+                ServerEventType::ConversationSaved
+            ]
         );
     }
 

@@ -1,6 +1,8 @@
 //! HTTP plumbing shared by every route: the response body type, JSON answers with ETags,
 //! bounded JSON bodies, and [`ApiError`] — the one place errors become responses.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
@@ -13,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::history::HistoryError;
 use crate::host::HostError;
+use crate::limits::BodyLimits;
 
 /// Boxed error type of request and response bodies.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -44,9 +47,9 @@ pub enum ApiError {
     /// Malformed or invalid request (400).
     #[error("{0}")]
     BadRequest(String),
-    /// A principal is required and none was given (401).
-    #[error("authentication required")]
-    Unauthorized,
+    /// A principal is required and none was given, or a credential is missing or wrong (401).
+    #[error("{0}")]
+    Unauthorized(String),
     /// Not allowed: a cross-origin request, or a visibility or ownership check failed (403).
     #[error("{0}")]
     Forbidden(String),
@@ -56,6 +59,9 @@ pub enum ApiError {
     /// The path exists but not for this method (405); carries the methods for the `Allow` header.
     #[error("method not allowed")]
     MethodNotAllowed(Vec<Method>),
+    /// The body did not arrive within the body timeout (408).
+    #[error("{0}")]
+    RequestTimeout(String),
     /// The body is larger than the limit (413).
     #[error("{0}")]
     PayloadTooLarge(String),
@@ -66,6 +72,15 @@ pub enum ApiError {
     /// MCP App view.
     #[error("{0}")]
     Unprocessable(String),
+    /// Too many requests of this kind are open (429); the client may retry after the delay
+    /// (`Retry-After`).
+    #[error("{message}")]
+    TooManyRequests {
+        /// What is full.
+        message: String,
+        /// When to try again.
+        retry_after: std::time::Duration,
+    },
     /// The upstream (LLM or MCP server) failed (502).
     #[error("{0}")]
     BadGateway(String),
@@ -79,11 +94,13 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
@@ -108,6 +125,12 @@ impl ApiError {
             if let Ok(v) = HeaderValue::from_str(&allow) {
                 res.headers_mut().insert(header::ALLOW, v);
             }
+        }
+        if let ApiError::TooManyRequests { retry_after, .. } = &self {
+            res.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(retry_after.as_secs().max(1)),
+            );
         }
         if matches!(self, ApiError::Internal(_) | ApiError::BadGateway(_)) {
             tracing::warn!(status = %self.status(), error = %self, "request failed");
@@ -232,8 +255,24 @@ fn body_too_large(limit: usize) -> ApiError {
     ApiError::PayloadTooLarge(format!("request body exceeds {limit} bytes"))
 }
 
-/// Reads a whole body, at most `limit` bytes (413 beyond).
+/// Reads a whole body, at most `limit` bytes (413 beyond), within `timeout` (408 beyond).
 pub(crate) async fn read_body(
+    headers: &HeaderMap,
+    body: ResponseBody,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, ApiError> {
+    tokio::time::timeout(timeout, read_body_untimed(headers, body, limit))
+        .await
+        .unwrap_or_else(|_| {
+            Err(ApiError::RequestTimeout(format!(
+                "the request body did not arrive within {} s",
+                timeout.as_secs_f32()
+            )))
+        })
+}
+
+async fn read_body_untimed(
     headers: &HeaderMap,
     body: ResponseBody,
     limit: usize,
@@ -282,15 +321,16 @@ pub(crate) fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-/// Reads and decodes a JSON body (bounded; malformed, wrong types, invalid UTF-8 and too-deep
+/// Reads and decodes a JSON body (bounded, opaque values measured first; malformed, wrong types, invalid UTF-8 and too-deep
 /// nesting are 400s).
 pub(crate) async fn read_json<T: DeserializeOwned>(
     headers: &HeaderMap,
     body: ResponseBody,
-    limit: usize,
+    limits: &BodyLimits,
 ) -> Result<T, ApiError> {
     require_json(headers)?;
-    let bytes = read_body(headers, body, limit).await?;
+    let bytes = read_body(headers, body, limits.body_bytes, limits.timeout).await?;
+    crate::limits::check_opaque(&bytes, limits)?;
     serde_json::from_slice(&bytes)
         .map_err(|e| ApiError::BadRequest(format!("invalid request body: {e}")))
 }

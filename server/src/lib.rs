@@ -53,6 +53,7 @@ pub mod events;
 pub mod history;
 pub mod host;
 pub mod http_util;
+pub mod limits;
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;

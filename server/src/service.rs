@@ -18,6 +18,7 @@ use crate::config::Config;
 use crate::events::EventBroadcaster;
 use crate::host::RequestContext;
 use crate::http_util::{self, ApiError, BoxError, Response};
+use crate::limits::BodyLimits;
 use crate::routes::{self, Endpoint, Guard, Lookup};
 use crate::state::State;
 
@@ -29,17 +30,18 @@ pub(crate) struct Req {
     pub cx: RequestContext,
     pub parts: http::request::Parts,
     pub body: RequestBody,
-    /// The JSON body limit ([`Req::json`]).
-    body_limit: usize,
+    /// The body caps ([`Req::json`]).
+    limits: BodyLimits,
 }
 
 impl Req {
     /// The body as `T`: `Content-Type: application/json` (else 415), at most the configured
-    /// body limit (else 413), valid JSON of the shape (else 400). Takes the body: a second call
-    /// reads an empty one.
+    /// body limit, arriving within the body timeout (else 413, 408), opaque values within
+    /// their caps (else 413, see [`crate::limits`]), valid JSON of the shape (else 400). Takes
+    /// the body: a second call reads an empty one.
     pub async fn json<T: serde::de::DeserializeOwned>(&mut self) -> Result<T, ApiError> {
         let body = std::mem::replace(&mut self.body, http_util::empty());
-        http_util::read_json(&self.parts.headers, body, self.body_limit).await
+        http_util::read_json(&self.parts.headers, body, &self.limits).await
     }
 }
 
@@ -96,9 +98,10 @@ impl ChatService {
     }
 
     /// The same service restricted to the MCP Apps sandbox proxy page, to mount on the sandbox
-    /// origin ([`ConfigBuilder::sandbox_origin`](crate::ConfigBuilder::sandbox_origin)): views run
-    /// same-origin with that page, so nothing else of the service may answer there. Every
-    /// other path is 404, with or without a principal.
+    /// origin and its subdomains ([`ConfigBuilder::sandbox_origin`](crate::ConfigBuilder::sandbox_origin)):
+    /// views run same-origin with that page, so nothing else of the service may answer there.
+    /// Every other path is 404, with or without a principal. The full service behaves the same
+    /// for a request naming a sandbox host.
     ///
     /// ```
     /// # use lmchatkit::{async_trait, CompleteRequest, EventStream, Host, HostError, RequestContext};
@@ -148,14 +151,19 @@ impl ChatService {
         let req = Req {
             cx: RequestContext::from_parts(&parts),
             body,
-            body_limit: state.settings.body_limit,
+            limits: state.settings.limits,
             parts,
         };
         if let Err(e) = access::hosts::check(&state.settings.allowed_hosts, &req.parts) {
             return e.into_response();
         }
         let path = self.relative(req.parts.uri.path()).to_owned();
-        let sandbox_only = self.sandbox_only;
+        // A sandbox host name never reaches the API, whichever listener it came in on.
+        let sandbox_only = self.sandbox_only
+            || state
+                .sandboxes
+                .as_ref()
+                .is_some_and(|s| s.is_sandbox_host(&req.parts));
         // On the sandbox origin only the open routes (the sandbox page) exist.
         let lookup = routes::lookup(state, &req.parts.method, &path, |r| {
             !sandbox_only || r.guard == Guard::Open
@@ -191,7 +199,7 @@ fn lookup_error(lookup: Lookup<'_>) -> ApiError {
 /// CSRF.
 fn guard(state: &State, req: &Req) -> Result<(), ApiError> {
     if state.settings.require_principal && !req.cx.has_principal() {
-        return Err(ApiError::Unauthorized);
+        return Err(ApiError::Unauthorized("authentication required".into()));
     }
     routes::csrf::check(&state.settings, &req.parts)
 }

@@ -7,12 +7,14 @@ use std::sync::Arc;
 
 use lmchatkit_protocol::{ServerEvent, ServerEventType};
 
+use crate::apps::origins::{Base, Sandboxes};
 use crate::apps::tokens::ViewTokens;
 use crate::catalog::{CommandDir, CommandSource, OnChange, PersonaDir, PersonaSource};
 use crate::config::{CatalogSpec, Config, Settings, StatusFn};
 use crate::events::EventBroadcaster;
 use crate::history::HistoryStore;
 use crate::host::Host;
+use crate::limits::Streams;
 use crate::turn::TurnCache;
 
 /// Everything a request handler may use.
@@ -26,7 +28,11 @@ pub(crate) struct State {
     pub(crate) mcp_status: Option<StatusFn>,
     /// Issued MCP App view tokens.
     pub(crate) views: ViewTokens,
+    /// Proxy mode's sandbox origins (`None` in default mode).
+    pub(crate) sandboxes: Option<Sandboxes>,
     pub(crate) turn_cache: TurnCache,
+    /// Open chat streams, per principal and in total.
+    pub(crate) streams: Streams,
 }
 
 impl State {
@@ -51,8 +57,15 @@ impl State {
                 Arc::new(CommandDir::open(dir, on_change)) as Arc<dyn CommandSource>
             }
         });
+        let sandboxes = settings
+            .sandbox_origin
+            .as_deref()
+            .and_then(Base::parse)
+            .map(Sandboxes::new);
         Self {
             views: ViewTokens::new(settings.app_view_ttl),
+            streams: Streams::new(settings.streams),
+            sandboxes,
             settings,
             host: parts.host,
             personas,

@@ -61,7 +61,14 @@ const EXPECTED_CSP: &str = "default-src 'none'; \
     style-src 'self' 'unsafe-inline' https://cdn.example; \
     connect-src 'self' https://api.example; \
     img-src 'self' data: https://cdn.example; font-src 'self' https://cdn.example; \
-    media-src 'self' data: https://cdn.example; frame-src 'none'; object-src 'none'; base-uri 'self'";
+    media-src 'self' data: https://cdn.example; frame-src 'none'; object-src 'none'; base-uri 'self'; \
+    form-action https://api.example";
+
+/// Default mode adds the iframe's sandbox to the policy, so the page is sandboxed even opened
+/// on its own.
+fn default_mode_csp(csp: &str) -> String {
+    format!("{csp}; sandbox allow-scripts allow-forms")
+}
 
 fn as_user(mut req: Request<Full<Bytes>>, who: &str) -> Request<Full<Bytes>> {
     req.extensions_mut().insert(Principal::new(who));
@@ -102,7 +109,10 @@ async fn default_mode_serves_the_view_once_under_its_csp() {
     assert_eq!(page.status, 200);
     assert_eq!(page.text(), HTML);
     assert_eq!(header(&page, "content-type"), "text/html; charset=utf-8");
-    assert_eq!(header(&page, "content-security-policy"), EXPECTED_CSP);
+    assert_eq!(
+        header(&page, "content-security-policy"),
+        default_mode_csp(EXPECTED_CSP)
+    );
     assert_eq!(header(&page, "x-frame-options"), "SAMEORIGIN");
     assert_eq!(header(&page, "cache-control"), "no-store");
     let again = send(&svc, get(&v.url)).await;
@@ -119,7 +129,7 @@ async fn no_declared_csp_gets_the_restrictive_default() {
         header(&page, "content-security-policy"),
         "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; \
          img-src 'self' data:; media-src 'self' data:; connect-src 'none'; frame-src 'none'; \
-         object-src 'none'; base-uri 'self'"
+         object-src 'none'; base-uri 'self'; form-action 'none'; sandbox allow-scripts allow-forms"
     );
 }
 
@@ -218,8 +228,15 @@ fn from_page(req: Request<Full<Bytes>>) -> Request<Full<Bytes>> {
     req
 }
 
+/// The `host:port` of an absolute URL.
+fn authority(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split('/').next().unwrap_or_default()
+}
+
+/// The sandbox page request of `url`, sent with `Host: host`.
 fn on_sandbox(url: &str, host: &str) -> Request<Full<Bytes>> {
-    let path = url.strip_prefix("http://localhost:8081").unwrap();
+    let path = &url[url.find("/chat/").unwrap()..];
     Request::get(path)
         .header("host", host)
         .body(Full::default())
@@ -246,9 +263,9 @@ async fn proxy_mode_serves_the_sandbox_pinned_to_the_page_origin() {
         Some(HTML),
         "the UI sends it in sandbox-resource-ready"
     );
+    let own = authority(&v.url).to_owned();
     assert!(
-        v.url
-            .starts_with("http://localhost:8081/chat/apps/sandbox?t="),
+        own.ends_with(".localhost:8081") && v.url.contains("/chat/apps/sandbox?t="),
         "{}",
         v.url
     );
@@ -261,7 +278,7 @@ async fn proxy_mode_serves_the_sandbox_pinned_to_the_page_origin() {
         404
     );
     // The sandbox origin gets no cookies: no principal is needed, the token is the key.
-    let page = send(&svc, on_sandbox(&v.url, "localhost:8081")).await;
+    let page = send(&svc, on_sandbox(&v.url, &own)).await;
     assert_eq!(page.status, 200, "{}", page.text());
     assert_eq!(header(&page, "content-security-policy"), EXPECTED_CSP);
     assert_eq!(
@@ -280,9 +297,7 @@ async fn proxy_mode_serves_the_sandbox_pinned_to_the_page_origin() {
     );
     assert!(body.contains("ui/notifications/sandbox-proxy-ready"));
     assert_eq!(
-        send(&svc, on_sandbox(&v.url, "localhost:8081"))
-            .await
-            .status,
+        send(&svc, on_sandbox(&v.url, &own)).await.status,
         404,
         "once"
     );
@@ -324,10 +339,114 @@ async fn the_sandbox_only_service_answers_nothing_else() {
     )
     .await;
     assert_eq!(r.status, 404, "no tool calls from the sandbox origin");
-    let page = send(
-        &sandbox,
-        on_sandbox(v["url"].as_str().unwrap(), "localhost:8081"),
+    let url = v["url"].as_str().unwrap();
+    let page = send(&sandbox, on_sandbox(url, authority(url))).await;
+    assert_eq!(page.status, 200);
+}
+
+#[tokio::test]
+async fn proxy_mode_gives_each_server_its_own_sandbox_origin() {
+    let svc = service(config(host()).sandbox_origin("http://localhost:8081"));
+    let url = |v: serde_json::Value| v["url"].as_str().unwrap().to_owned();
+    let a = url(send(&svc, from_page(ask("show", "ui://a/view")))
+        .await
+        .json());
+    let a2 = url(send(&svc, from_page(ask("show", "ui://a/plain")))
+        .await
+        .json());
+    let b = url(send(&svc, from_page(ask("other", "ui://b/view")))
+        .await
+        .json());
+    assert_eq!(authority(&a), authority(&a2), "one origin per server");
+    assert_ne!(
+        authority(&a),
+        authority(&b),
+        "views of two servers never share an origin"
+    );
+    for u in [&a, &b] {
+        assert!(
+            u.starts_with("http://") && authority(u).ends_with(".localhost:8081"),
+            "{u}"
+        );
+    }
+    // A view's token opens only on its own server's origin.
+    assert_eq!(send(&svc, on_sandbox(&a, authority(&b))).await.status, 404);
+    assert_eq!(send(&svc, on_sandbox(&a, authority(&a))).await.status, 200);
+    let page = send(&svc, on_sandbox(&b, authority(&b))).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.text().contains("location.hostname"),
+        "the proxy compares host names, not whole origins"
+    );
+}
+
+#[tokio::test]
+async fn a_declared_sandbox_domain_is_honoured_under_the_sandbox_host_only() {
+    let mut h = host();
+    for (uri, domain) in [
+        ("ui://a/mine", "budget.localhost"),
+        ("ui://a/foreign", "evil.example"),
+    ] {
+        let mut r = view_resource(uri, None);
+        r.ui.as_mut().unwrap().domain = Some(domain.into());
+        h.contents.insert(uri.into(), ("a".into(), r));
+    }
+    let svc = service(config(h).sandbox_origin("http://localhost:8081"));
+    let url = |v: serde_json::Value| v["url"].as_str().unwrap().to_owned();
+    let mine = url(send(&svc, from_page(ask("show", "ui://a/mine")))
+        .await
+        .json());
+    assert_eq!(authority(&mine), "budget.localhost:8081");
+    let foreign = url(send(&svc, from_page(ask("show", "ui://a/foreign")))
+        .await
+        .json());
+    let plain = url(send(&svc, from_page(ask("show", "ui://a/plain")))
+        .await
+        .json());
+    assert_eq!(
+        authority(&foreign),
+        authority(&plain),
+        "a domain outside the sandbox host falls back to the server's origin"
+    );
+    assert_eq!(
+        send(&svc, on_sandbox(&mine, authority(&mine))).await.status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn api_routes_never_answer_on_a_sandbox_host_name() {
+    let svc = service(config(host()).sandbox_origin("http://localhost:8081"));
+    let v = send(&svc, from_page(ask("show", "ui://a/view")))
+        .await
+        .json();
+    let own = authority(v["url"].as_str().unwrap()).to_owned();
+    for host in [own.as_str(), "localhost:8081", "x.localhost:8081"] {
+        for path in ["/chat/api/models", "/chat/api/conversations", "/chat"] {
+            let r = send(
+                &svc,
+                Request::get(path)
+                    .header("host", host)
+                    .body(Full::default())
+                    .unwrap(),
+            )
+            .await;
+            assert_eq!(r.status, 404, "{path} on {host}");
+        }
+        let mut call = post("/chat/api/tools/call", &json!({"name": "show"}));
+        call.headers_mut().insert("host", host.parse().unwrap());
+        call.headers_mut()
+            .insert("origin", format!("http://{host}").parse().unwrap());
+        assert_eq!(send(&svc, call).await.status, 404, "tools/call on {host}");
+    }
+    // The chat's own names still answer.
+    let r = send(
+        &svc,
+        Request::get("/chat/api/models")
+            .header("host", "localhost:8080")
+            .body(Full::default())
+            .unwrap(),
     )
     .await;
-    assert_eq!(page.status, 200);
+    assert_eq!(r.status, 200);
 }

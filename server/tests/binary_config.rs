@@ -114,10 +114,15 @@ async fn json_logs() {
 async fn listening_everywhere_prints_a_url_a_browser_can_open() {
     let app = start(&["--listen", "0.0.0.0:0"], &[]);
     assert!(app.url.starts_with("http://127.0.0.1:"), "{}", app.url);
-    assert_eq!(
-        get_json(&format!("{}/api/config", app.url)).await["demo"],
-        true
-    );
+    // Beyond loopback the printed URL carries the token (binary_auth.rs).
+    let (page, token) = app.url.split_once("?token=").unwrap();
+    let res = binary_support::http_client()
+        .get(format!("{page}/api/config"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.json::<serde_json::Value>().await.unwrap()["demo"], true);
 }
 
 #[test]
@@ -135,6 +140,8 @@ fn help_documents_every_setting() {
         "--header",
         "--model",
         "--db",
+        "--db-synchronous",
+        "LMCHATKIT_DB_SYNCHRONOUS",
         "--personas-dir",
         "--commands-dir",
         "--upload",
@@ -144,8 +151,52 @@ fn help_documents_every_setting() {
         "--log-format",
         "LMCHATKIT_NO_DEMO_MCP",
         "OPENAI_BASE_URL",
+        "--auth-token",
+        "--trusted-user-header",
+        "--trusted-proxy",
+        "--operator",
+        "--allowed-origin",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
+    }
+}
+
+/// The history file's `synchronous` mode, as the app logs it at startup (JSON logs).
+fn logged_synchronous(app: &mut binary_support::App) -> String {
+    let stderr = BufReader::new(app.stderr.take().unwrap());
+    for line in stderr.lines() {
+        let line = line.unwrap();
+        let log: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        if log["fields"]["message"] == "history" {
+            return log["fields"]["synchronous"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+        }
+    }
+    panic!("the app never logged its history file");
+}
+
+#[tokio::test]
+async fn the_history_file_is_synced_in_full_unless_the_environment_or_a_flag_says_normal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.db");
+    let db = db.to_str().unwrap();
+    let normal = [("LMCHATKIT_DB_SYNCHRONOUS", "normal")];
+    for (flags, env, want) in [
+        (&[][..], &[][..], "full"),
+        (&[][..], &normal[..], "normal"),
+        (&["--db-synchronous", "full"][..], &normal[..], "full"),
+        (&["--db-synchronous", "normal"][..], &[][..], "normal"),
+    ] {
+        let args = [
+            &["--db", db, "--no-demo-mcp", "--log-format", "json"][..],
+            flags,
+        ]
+        .concat();
+        let mut app = start_logged(&args, env);
+        assert_eq!(logged_synchronous(&mut app), want, "{flags:?} {env:?}");
     }
 }
 

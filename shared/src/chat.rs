@@ -271,7 +271,8 @@ pub struct Usage {
 }
 
 /// A chat message. `content` is always present on the wire; the UI-only fields (`id`,
-/// `thinking`, `info`, `created_at`, `usage`) are omitted when empty and never reach the host.
+/// `thinking`, `info`, `created_at`, `usage`, `from_app`) are omitted when empty and never reach
+/// the host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Client-assigned message id (UI-only); omitted when unset.
@@ -314,6 +315,12 @@ pub struct Message {
     /// Token usage of the turn that produced this (assistant) message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// On a user message: the MCP App (named by its server) that wrote it through `ui/message`,
+    /// which the user let through. Its text is literal: the service expands no `@uri` or
+    /// `/prompt` in it. Kept with the conversation, stripped before the host sees the messages;
+    /// omitted when the user wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_app: Option<String>,
 }
 
 impl Message {
@@ -333,6 +340,7 @@ impl Message {
             ui: None,
             created_at: None,
             usage: None,
+            from_app: None,
         }
     }
 

@@ -38,9 +38,14 @@ pub struct ChatRequest {
     /// Model parameters; override the persona's key by key. Omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Params>,
-    /// The latest `ui/update-model-context` of a mounted MCP App view.
+    /// The latest `ui/update-model-context` of a mounted MCP App view. The model gets it as an
+    /// untrusted user-side message before the latest user message, never in the system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_context: Option<Value>,
+    /// The app (its MCP server) that reported `model_context`, as the model is told; omitted
+    /// when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_context_app: Option<String>,
 }
 
 impl ChatRequest {
@@ -68,6 +73,12 @@ impl ChatRequest {
     /// With a mounted view's model context.
     pub fn with_model_context(mut self, context: Option<Value>) -> Self {
         self.model_context = context;
+        self
+    }
+
+    /// With the app that reported the model context.
+    pub fn with_model_context_app(mut self, app: Option<String>) -> Self {
+        self.model_context_app = app;
         self
     }
 }
@@ -153,6 +164,10 @@ pub struct AppViewResponse {
     /// The view's HTML, in proxy mode only; omitted otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub html: Option<String>,
+    /// The MCP server the view belongs to (how the UI names the app to the user and the model);
+    /// omitted for a host with a single source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 /// Where conversations are kept.

@@ -146,6 +146,19 @@ fn message_full_shape() {
 }
 
 #[test]
+fn a_message_from_an_app_names_it_and_is_optional() {
+    let mut m = Message::user("/cmd @file:///x");
+    m.from_app = Some("budget".into());
+    let v = json!({"role": "user", "content": "/cmd @file:///x", "from_app": "budget"});
+    assert_eq!(to(&m), v);
+    let back: Message = serde_json::from_value(v).unwrap();
+    assert_eq!(back.from_app.as_deref(), Some("budget"));
+    let plain: Message = serde_json::from_value(json!({"role": "user", "content": "hi"})).unwrap();
+    assert_eq!(plain.from_app, None);
+    assert!(to(&plain).get("from_app").is_none());
+}
+
+#[test]
 fn content_parts() {
     let m = Message::user(Content::Parts(vec![
         ContentPart::text("look"),
@@ -350,6 +363,14 @@ fn requests() {
         ),
         ("", true, true)
     );
+    assert_eq!(r.model_context_app, None);
+    assert_eq!(
+        to(&ChatRequest::new("m", vec![])
+            .with_model_context(Some(json!({"a": 1})))
+            .with_model_context_app(Some("budget".into()))),
+        json!({"model": "m", "persona_id": "", "messages": [], "model_context": {"a": 1},
+               "model_context_app": "budget"})
+    );
     assert!(serde_json::from_value::<ChatRequest>(json!({"messages": []})).is_err());
     let t: ToolCallRequest = serde_json::from_value(json!({"name": "x"})).unwrap();
     assert_eq!(
@@ -393,10 +414,12 @@ fn requests() {
             external_domains: vec!["https://a.example".into()],
             proxy: true,
             html: Some("<p>".into()),
+            server: Some("budget".into()),
             ..Default::default()
         }),
         json!({"url": "http://localhost:8081/chat/apps/sandbox?t=x", "allow": "camera",
-               "external_domains": ["https://a.example"], "proxy": true, "html": "<p>"})
+               "external_domains": ["https://a.example"], "proxy": true, "html": "<p>",
+               "server": "budget"})
     );
     assert_eq!(
         to(&ConfigResponse::new(HistoryMode::Server)

@@ -1,6 +1,7 @@
 //! The benchmark's CI smoke: `bench --smoke` (seconds, no Node or Python peers) must finish,
 //! every stream of every path must complete with the right event sequence (the smoke verifies
 //! each stream strictly), and `results.json` must keep its schema — so the bench never rots.
+//! It also times history saves with `synchronous=FULL` and `NORMAL` (the `durability` points).
 
 use std::process::Command;
 
@@ -44,6 +45,7 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
             "throughput",
             "open_streams",
             "history",
+            "durability",
             "pipeline",
             "ratios",
             "targets",
@@ -138,6 +140,27 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
             ],
         );
     }
+    // The cost of synchronous=FULL: both modes timed, every save counted.
+    let modes: Vec<&Value> = r["durability"].as_array().unwrap().iter().collect();
+    let names: Vec<&str> = modes
+        .iter()
+        .map(|d| d["synchronous"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["full", "normal"]);
+    for d in modes {
+        keys(
+            d,
+            "durability",
+            &["synchronous", "saves", "saves_per_s", "save_ms"],
+        );
+        assert!(d["saves"].as_u64().unwrap() > 0 && d["saves_per_s"].as_f64().unwrap() > 0.0);
+        keys(
+            &d["save_ms"],
+            "save_ms",
+            &["n", "p50", "p90", "p99", "mean", "max"],
+        );
+    }
+    assert!(md.contains("synchronous"), "{md}");
     keys(
         &r["pipeline"],
         "pipeline",

@@ -29,9 +29,8 @@ fn binary() -> PathBuf {
     exe.parent().unwrap().parent().unwrap().join("lmchatkit")
 }
 
-#[tokio::test]
-async fn first_run_with_nothing_configured() {
-    let _one = ONE_AT_A_TIME.lock().await;
+/// Starts the binary with `args` on a fresh data directory; `None` when it is not built.
+fn start(args: &[&str]) -> Option<(App, String, tempfile::TempDir)> {
     let bin = binary();
     if !bin.exists() {
         assert!(
@@ -40,11 +39,12 @@ async fn first_run_with_nothing_configured() {
             bin.display()
         );
         eprintln!("SKIPPED: {} is not built", bin.display());
-        return;
+        return None;
     }
     let data = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(&bin);
     cmd.args(["--listen", "127.0.0.1:0"])
+        .args(args)
         .env("XDG_DATA_HOME", data.path())
         .env("HOME", data.path())
         .stdout(Stdio::piped())
@@ -65,9 +65,12 @@ async fn first_run_with_nothing_configured() {
         .expect("the URL to open")
         .trim()
         .to_owned();
-    let Some(b) = launch().await else { return };
-    b.client.goto(&url).await.unwrap();
-    start_chat(&b).await;
+    Some((child, url, data))
+}
+
+/// "hello", then the clock tool's view, whose own button calls back through the bridge.
+async fn demo_reply_and_view(b: &lmchatkit_tests::browser::Browser) {
+    start_chat(b).await;
     b.wait_text(".lmck-demo-banner", "built-in demo model")
         .await;
     b.send_message("hello").await;
@@ -76,7 +79,7 @@ async fn first_run_with_nothing_configured() {
         "This is the built-in demo model",
     )
     .await;
-    idle(&b).await;
+    idle(b).await;
     b.wait_js(
         "a table in the reply",
         "return !!document.querySelector('.lmck-assistant .lmck-md table');",
@@ -93,10 +96,54 @@ async fn first_run_with_nothing_configured() {
     for _ in 0..2 {
         b.client.enter_parent_frame().await.unwrap();
     }
-    idle(&b).await;
+    idle(b).await;
+}
+
+#[tokio::test]
+async fn first_run_with_nothing_configured() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some((_app, url, data)) = start(&[]) else {
+        return;
+    };
+    let Some(b) = launch().await else { return };
+    b.client.goto(&url).await.unwrap();
+    demo_reply_and_view(&b).await;
     b.screenshot("app-first-run-demo-view").await;
     assert!(
         data.path().join("lmchatkit/history.db").exists(),
         "history in a SQLite file in the platform data directory"
     );
+}
+
+/// Behind a token the same first run works from the printed URL: it sets the cookie, leaves
+/// the address bar without the token, and the page, its API calls, the events stream and the
+/// view (in its sandboxed frame) all pass.
+#[tokio::test]
+async fn the_printed_url_with_its_token_opens_the_whole_app() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some((_app, url, _data)) = start(&["--auth-token", "t0ken-for-the-browser"]) else {
+        return;
+    };
+    assert!(url.ends_with("?token=t0ken-for-the-browser"), "{url}");
+    let Some(b) = launch().await else { return };
+    b.client.goto(&url).await.unwrap();
+    let now = b.client.current_url().await.unwrap();
+    assert!(
+        !now.as_str().contains("token"),
+        "the token left the address bar: {now}"
+    );
+    demo_reply_and_view(&b).await;
+    // Without the cookie nothing answers.
+    let plain = url.split('?').next().unwrap().to_owned();
+    b.client.delete_all_cookies().await.unwrap();
+    b.client.goto(&plain).await.unwrap();
+    let body = b
+        .client
+        .find(fantoccini::Locator::Css("body"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(body.contains("token is required"), "{body}");
 }

@@ -57,8 +57,10 @@ async fn probe_view(proxy: bool) {
     if proxy {
         assert_eq!(sandbox, "allow-scripts allow-same-origin allow-forms");
         assert!(
-            src.starts_with("http://localhost:") && src.contains("/chat/apps/sandbox?t="),
-            "{src}"
+            src.starts_with("http://v-")
+                && src.contains(".localhost:")
+                && src.contains("/chat/apps/sandbox?t="),
+            "the server's own sandbox host name: {src}"
         );
     } else {
         assert_eq!(
@@ -143,23 +145,102 @@ async fn probe_view(proxy: bool) {
     );
     enter_view(b, proxy).await;
 
-    // ui/message: a user message and a turn.
+    // ui/message: a card asks the user; nothing is sent until Send, and then literally.
+    let literal = "/test__greet name=x mirror-back @test://static/hello.txt";
+    let upstream = || apps.env.mock.observed.requests.lock().unwrap().clone();
+    let before = upstream().len();
     b.click("#send-message").await;
-    b.wait_text("#message-result", "{}").await;
     to_page(b).await;
-    b.wait_text(".lmck-user", "mirror-back hello from the app")
+    b.wait_text(".lmck-app-consent", "test wants to send:")
         .await;
-    b.wait_text(
-        ".lmck-assistant .lmck-md",
-        "Mirror: mirror-back hello from the app",
-    )
+    b.wait_text(".lmck-app-consent", literal).await;
+    b.screenshot(if proxy {
+        "app-message-consent-proxy"
+    } else {
+        "app-message-consent"
+    })
     .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(upstream().len(), before, "nothing sent before Send");
+    assert!(!b.texts(".lmck-user").await.contains("mirror-back"));
+    b.click(".lmck-app-consent-send").await;
+    b.wait_text(".lmck-user", literal).await;
+    b.wait_text(".lmck-user .lmck-from-app", "Sent by the test app")
+        .await;
+    b.wait_text(".lmck-assistant .lmck-md", &format!("Mirror: {literal}"))
+        .await;
     idle(b).await;
+    let sent = upstream().last().unwrap()["messages"].clone();
+    let last_user = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        last_user["content"], literal,
+        "no /prompt or @uri expansion"
+    );
+    for expanded in ["Resource test://", "Greet x"] {
+        assert!(!sent.to_string().contains(expanded), "{sent}");
+    }
+    enter_view(b, proxy).await;
+    b.wait_text("#message-result", "{}").await;
+    b.click("#send-message").await;
+    to_page(b).await;
+    b.click(".lmck-app-consent-discard").await;
+    enter_view(b, proxy).await;
+    b.wait_text("#message-result", "error: the user discarded the message")
+        .await;
+    to_page(b).await;
     b.screenshot(if proxy { "app-view-proxy" } else { "app-view" })
         .await;
 
+    // Model context: a labelled, untrusted user-side message, gone after the view's teardown.
+    enter_view(b, proxy).await;
+    b.click("#set-context").await;
+    b.wait_text("#context-result", "{}").await;
+    to_page(b).await;
+    b.send_message("mirror-back with context").await;
+    b.wait_text(
+        ".lmck-assistant .lmck-md",
+        "Mirror: mirror-back with context",
+    )
+    .await;
+    idle(b).await;
+    let sent = upstream().last().unwrap()["messages"].clone();
+    let sent = sent.as_array().unwrap();
+    assert!(
+        !sent[0].to_string().contains("ctx-canary"),
+        "never in the system prompt: {}",
+        sent[0]
+    );
+    let n = sent.len();
+    let note = sent[n - 2]["content"].to_string();
+    assert_eq!(sent[n - 2]["role"], "user");
+    assert!(
+        note.contains("Context from the test app (untrusted") && note.contains("ctx-canary"),
+        "{note}"
+    );
+    assert_eq!(sent[n - 1]["content"], "mirror-back with context");
+    enter_view(b, proxy).await;
+    b.click("#request-teardown").await;
+    to_page(b).await;
+    b.wait_for(".lmck-app-closed").await;
+    b.send_message("mirror-back after teardown").await;
+    b.wait_text(
+        ".lmck-assistant .lmck-md",
+        "Mirror: mirror-back after teardown",
+    )
+    .await;
+    idle(b).await;
+    let sent = upstream().last().unwrap()["messages"].to_string();
+    assert!(!sent.contains("ctx-canary"), "cleared on teardown: {sent}");
+
     // The model never saw the app-only tool.
-    let requests = apps.env.mock.observed.requests.lock().unwrap().clone();
+    let requests = upstream();
     let offered: Vec<String> = requests[0]["tools"]
         .as_array()
         .unwrap()
@@ -214,6 +295,86 @@ async fn probe_view_in_default_mode() {
 #[tokio::test]
 async fn probe_view_in_proxy_mode() {
     probe_view(true).await;
+}
+
+/// Proxy mode: the views of two servers run on two sandbox origins, so the view of `test` can
+/// neither read nor script the frames of `other`'s view (its proxy, or the view inside it).
+#[tokio::test]
+async fn views_of_two_servers_cannot_script_each_other_in_proxy_mode() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(apps) = setup_apps(true).await else {
+        return;
+    };
+    let b = &apps.env.browser;
+    let call = |id: &str, tool: &str| serde_json::json!({"id": id, "name": tool, "arguments": {}});
+    let result = |id: &str, tool: &str| {
+        serde_json::json!({"id": format!("t-{id}"), "role": "tool", "content": "rendered",
+            "tool_call_id": id, "tool_name": tool, "structured_content": {"value": 1},
+            "ui": {"resourceUri": "ui://test/app.html"}})
+    };
+    let messages = serde_json::json!([
+        {"id": "u1", "role": "user", "content": "show both"},
+        {"id": "a1", "role": "assistant", "content": "", "tool_calls": [
+            call("call_a", "test__show_app"), call("call_b", "other__show_app")]},
+        result("call_a", "test__show_app"),
+        result("call_b", "other__show_app"),
+    ]);
+    let conv = serde_json::json!({"id": "c-two", "title": "two servers", "persona_id": "",
+        "model": "mock-small", "created_at": 1, "updated_at": 1, "revision": 0, "messages": messages});
+    let res = reqwest::Client::new()
+        .put(apps.env.server.url("/chat/api/conversations/c-two"))
+        .json(&conv)
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+    b.client.refresh().await.unwrap();
+    b.click(".lmck-conv").await;
+    let frame = |id: &str| format!(".lmck-app-view[data-call-id='{id}'] .lmck-app-iframe");
+    let src_a = b
+        .wait_for(&frame("call_a"))
+        .await
+        .attr("src")
+        .await
+        .unwrap()
+        .unwrap();
+    let src_b = b
+        .wait_for(&frame("call_b"))
+        .await
+        .attr("src")
+        .await
+        .unwrap()
+        .unwrap();
+    let origin = |s: &str| s.split("/chat/").next().unwrap().to_owned();
+    assert_ne!(
+        origin(&src_a),
+        origin(&src_b),
+        "each server's view on its own origin"
+    );
+    // Both views are up (B's inner view exists before A probes it).
+    for id in ["call_b", "call_a"] {
+        to_page(b).await;
+        b.wait_for(&frame(id)).await.enter_frame().await.unwrap();
+        b.wait_for("iframe").await.enter_frame().await.unwrap();
+        b.wait_text("#tool-result", r#"{"value":1}"#).await;
+    }
+    // Inside A's view: every frame of the page that is not A's own is out of reach.
+    let probe = b
+        .js("const out = []; const me = window.parent;              for (let i = 0; i < top.frames.length; i++) {                const f = top.frames[i]; if (f === me) continue;                try { out.push('read proxy ' + f.document.title); } catch (e) { out.push('blocked ' + e.name); }                try { out.push('read view ' + f.frames[0].document.title); } catch (e) { out.push('blocked ' + e.name); }                try { f.frames[0].eval('1'); out.push('scripted'); } catch (e) { out.push('blocked ' + e.name); }                try { const w = window.open('', '_top'); out.push(w && w.document ? 'opened ' + w.document.title : 'blocked'); } catch (e) { out.push('blocked ' + e.name); }              }              return out.join(';');")
+        .await;
+    let probe = probe.as_str().unwrap_or_default().to_owned();
+    assert!(!probe.is_empty(), "B's frame was found");
+    assert!(
+        probe.split(';').all(|p| p.starts_with("blocked")),
+        "A reached B: {probe}"
+    );
+    let own = b.js("return location.origin;").await;
+    assert_eq!(
+        own.as_str().unwrap(),
+        origin(&src_a),
+        "A's view runs on A's origin"
+    );
+    to_page(b).await;
 }
 
 /// The npm example app: `get-time` mounts its view, which shows the tool result's time, and its

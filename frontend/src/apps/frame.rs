@@ -11,18 +11,18 @@ use std::rc::Rc;
 use leptos::html;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lmchatkit_protocol::{AppProxyRequest, AppResult, AppViewRequest, AppViewResponse, Content};
+use lmchatkit_protocol::{AppProxyRequest, AppResult, AppViewRequest, AppViewResponse};
 use serde_json::{Value, json};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::Closure;
 
 use super::bridge::{Bridge, Effect as Do};
 use super::context::{MAX_INLINE_HEIGHT, host_context, resolved_theme};
+use super::from_app::{self, MessageConsent, Pending};
 use super::{ViewHandle, register, unregister};
 use crate::api::ApiError;
 use crate::components::store;
 use crate::state::{Chat, Store, now_ms};
-use crate::turn;
 
 /// What a view needs from its tool call.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +79,10 @@ struct Live {
     fullscreen: RwSignal<bool>,
     closed: RwSignal<bool>,
     resolve_teardown: RefCell<Option<js_sys::Function>>,
+    /// How the user and the model are told who the app is (its server, else the tool).
+    app: String,
+    /// A `ui/message` waiting for the user's Send or Discard.
+    pending: RwSignal<Option<Pending>>,
 }
 
 impl Live {
@@ -110,11 +114,30 @@ impl Live {
                     self.run(e);
                 }
                 Do::Message { id, blocks } => {
-                    let out = self.message(&blocks);
-                    let e = self.bridge.borrow_mut().reply(&id, out);
-                    self.run(e);
+                    let waiting = self.pending.get_untracked().is_some();
+                    match from_app::message_text(&blocks) {
+                        Ok(_) if waiting => {
+                            let out = Err("a message of this app is waiting for the user".into());
+                            let e = self.bridge.borrow_mut().reply(&id, out);
+                            self.run(e);
+                        }
+                        // Answered when the user decides.
+                        Ok(text) => self.pending.set(Some(Pending {
+                            app: self.app.clone(),
+                            id,
+                            text,
+                        })),
+                        Err(out) => {
+                            let e = self.bridge.borrow_mut().reply(&id, Err(out));
+                            self.run(e);
+                        }
+                    }
                 }
-                Do::ModelContext(v) => self.chat.model_context.set((!v.is_null()).then_some(v)),
+                Do::ModelContext(v) => self.chat.model_context.set(from_app::context_updated(
+                    &self.call.call_id,
+                    &self.app,
+                    v,
+                )),
                 Do::Resize(h) => self.height.set(h.clamp(40.0, MAX_INLINE_HEIGHT)),
                 Do::DisplayMode(m) => self.fullscreen.set(m == "fullscreen"),
                 Do::Log(p) => {
@@ -139,29 +162,35 @@ impl Live {
         }
     }
 
-    /// `ui/message`: the text blocks become a user message and a turn starts.
-    fn message(&self, blocks: &[Value]) -> Result<Value, String> {
-        if self.store.busy.get_untracked() {
-            return Err("a reply is streaming; send the message when it is done".into());
-        }
-        let text: Vec<&str> = blocks
-            .iter()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .collect();
-        if text.is_empty() {
-            return Err("only text messages are accepted".into());
-        }
-        turn::send(
-            self.store,
-            self.chat.clone(),
-            Content::Text(text.join("\n\n")),
-        );
-        Ok(json!({}))
+    /// The user pressed Send (`true`) or Discard on the pending `ui/message`.
+    fn decide(self: &Rc<Self>, send: bool) {
+        let Some(p) = self.pending.get_untracked() else {
+            return;
+        };
+        let out = if send {
+            if self.store.busy.get_untracked() {
+                return; // Send is disabled while a reply streams; it stays pending
+            }
+            from_app::send(self.store, self.chat.clone(), &p.app, p.text)
+        } else {
+            Err("the user discarded the message".into())
+        };
+        self.pending.set(None);
+        let e = self
+            .bridge
+            .borrow_mut()
+            .reply(&p.id, out.map(|()| json!({})));
+        self.run(e);
     }
 
-    /// Sends the teardown request; the promise resolves when the view answers.
+    /// Sends the teardown request; the promise resolves when the view answers. The view's model
+    /// context and any message waiting for the user go with it.
     fn teardown(self: &Rc<Self>, reason: &str) -> js_sys::Promise {
+        let id = self.call.call_id.clone();
+        self.chat
+            .model_context
+            .update(|c| *c = from_app::context_after_teardown(c.take(), &id));
+        let _ = self.pending.try_set(None);
         let this = self.clone();
         let p = js_sys::Promise::new(&mut |resolve, _| {
             *this.resolve_teardown.borrow_mut() = Some(resolve);
@@ -231,6 +260,7 @@ pub fn AppFrame(call: ViewCall, chat: Chat) -> impl IntoView {
     let view = RwSignal::new(None::<Result<AppViewResponse, String>>);
     let height = RwSignal::new(160.0);
     let fullscreen = RwSignal::new(false);
+    let pending = RwSignal::new(None::<Pending>);
     let container = NodeRef::<html::Div>::new();
     let frame = NodeRef::<html::Iframe>::new();
     let live = StoredValue::new_local(None::<Rc<Live>>);
@@ -334,6 +364,8 @@ pub fn AppFrame(call: ViewCall, chat: Chat) -> impl IntoView {
                 fullscreen,
                 closed,
                 resolve_teardown: RefCell::new(None),
+                app: resp.server.clone().unwrap_or_else(|| call.tool.clone()),
+                pending,
             });
             if listener.with_value(Option::is_none) {
                 let cb = Closure::<dyn Fn(web_sys::MessageEvent)>::new(
@@ -461,6 +493,11 @@ pub fn AppFrame(call: ViewCall, chat: Chat) -> impl IntoView {
                 <button class="lmck-btn lmck-app-exit" on:click=move |_| exit_fullscreen()>"Exit full screen"</button>
             </Show>
             {frame_view}
+            <MessageConsent pending decide=Callback::new(move |send: bool| {
+                if let Some(Some(l)) = live.try_get_value() {
+                    l.decide(send);
+                }
+            }) />
         </div>
     }
 }

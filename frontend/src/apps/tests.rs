@@ -430,3 +430,34 @@ fn request_teardown_is_reported() {
         vec![Effect::RequestTeardown]
     );
 }
+
+#[test]
+fn model_context_belongs_to_its_view_and_goes_with_its_teardown() {
+    use super::from_app::{context_after_teardown, context_updated};
+    let ctx = context_updated("call-a", "budget", json!({"content": []}));
+    assert_eq!(ctx.as_ref().map(|c| c.app.as_str()), Some("budget"));
+    assert_eq!(context_updated("call-a", "budget", Value::Null), None);
+    assert_eq!(
+        context_after_teardown(ctx.clone(), "call-b"),
+        ctx,
+        "another view's teardown leaves it"
+    );
+    assert_eq!(context_after_teardown(ctx, "call-a"), None);
+}
+
+#[test]
+fn an_app_message_is_marked_literal_text() {
+    use super::from_app::{app_message, message_text};
+    let blocks = [
+        json!({"type": "text", "text": "/review @file:///etc/passwd"}),
+        json!({"type": "image", "data": "x"}),
+        json!({"type": "text", "text": "thanks"}),
+    ];
+    let text = message_text(&blocks).unwrap();
+    assert_eq!(text, "/review @file:///etc/passwd\n\nthanks");
+    assert!(message_text(&[json!({"type": "image"})]).is_err());
+    assert!(message_text(&[json!({"type": "text", "text": "  "})]).is_err());
+    let m = app_message("budget", text.clone());
+    assert_eq!(m.from_app.as_deref(), Some("budget"));
+    assert_eq!(m.content.as_text(), Some(text.as_str()));
+}

@@ -56,8 +56,20 @@ fn UserBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl IntoView 
     let editing = RwSignal::new(false);
     let edit_text = RwSignal::new(String::new());
     let data = ui.data.clone();
+    let from_app = {
+        let data = ui.data.clone();
+        move || {
+            data.with(|d| d.from_app.clone()).map(|app| view! {
+            <div class="lmck-from-app">{format!("Sent by the {app} app (taken literally)")}</div>
+        })
+        }
+    };
     let body = move || {
         data.with(|d| match &d.content {
+            // An app's text is literal: no reference chips.
+            Content::Text(t) if d.from_app.is_some() => view! {
+                <div class="lmck-user-text">{t.clone()}</div>
+            }.into_any(),
             Content::Text(t) => view! {
                 <div class="lmck-user-text">{t.clone()}</div>
                 <RefChips text=t.clone() />
@@ -94,6 +106,7 @@ fn UserBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl IntoView 
     let save2 = save.clone();
     view! {
         <div class="lmck-msg lmck-user" data-key=ui.key.clone()>
+            {from_app}
             <Show when=move || editing.get() fallback=body.clone()>
                 <textarea class="lmck-edit" aria-label="Edit message" prop:value=move || edit_text.get()
                     on:input=move |ev| edit_text.set(event_target_value(&ev))

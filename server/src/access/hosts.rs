@@ -4,8 +4,8 @@
 //! name an allowed host.
 //!
 //! Decisions:
-//! - Allowed: `localhost`, `127.0.0.1` and `[::1]` on any port, the sandbox origin's host (for
-//!   the sandbox page), and the names configured with
+//! - Allowed: `localhost`, `127.0.0.1` and `[::1]` on any port, the sandbox origin's host and its
+//!   subdomains on its port (for the sandbox pages; see `apps::origins`), and the names configured with
 //!   [`ConfigBuilder::allowed_host`](crate::ConfigBuilder::allowed_host). A configured name
 //!   without a port allows every port; with one, that port only.
 //! - Names compare case-insensitively, without a trailing dot.
@@ -26,6 +26,8 @@ const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 pub(crate) struct AllowedHost {
     name: String,
     port: Option<u16>,
+    /// Also every subdomain of `name` (the sandbox origins of proxy mode).
+    subdomains: bool,
 }
 
 impl AllowedHost {
@@ -39,17 +41,25 @@ impl AllowedHost {
         Some(Self {
             name: normalise(authority.host()),
             port: authority.port_u16(),
+            subdomains: false,
         })
     }
 
-    /// The host of an origin URL (`https://sandbox.example:8443` → that name and port).
-    pub(crate) fn of_origin(origin: &str) -> Option<Self> {
-        let rest = origin.split_once("://").map_or(origin, |(_, r)| r);
-        Self::parse(rest.split('/').next().unwrap_or_default())
+    /// `name` and its subdomains, on `port` only when one is given.
+    pub(crate) fn with_subdomains(name: &str, port: Option<u16>) -> Self {
+        Self {
+            name: normalise(name),
+            port,
+            subdomains: true,
+        }
     }
 
     fn allows(&self, name: &str, port: Option<u16>) -> bool {
-        self.name == name && (self.port.is_none() || self.port == port)
+        let under = self.subdomains
+            && name
+                .strip_suffix(&self.name)
+                .is_some_and(|head| head.len() > 1 && head.ends_with('.'));
+        (self.name == name || under) && (self.port.is_none() || self.port == port)
     }
 }
 
@@ -97,7 +107,14 @@ mod tests {
         assert_eq!(AllowedHost::parse("user@host"), None);
         assert_eq!(AllowedHost::parse(""), None);
         assert_eq!(AllowedHost::parse("a b"), None);
-        let s = AllowedHost::of_origin("https://sandbox.example:8443/").unwrap();
-        assert!(s.allows("sandbox.example", Some(8443)));
+        assert!(!b.allows("v-1.intranet", Some(8443)), "no subdomains");
+        let w = AllowedHost::with_subdomains("sandbox.example", Some(8443));
+        assert!(
+            w.allows("v-1.sandbox.example", Some(8443)) && w.allows("sandbox.example", Some(8443))
+        );
+        assert!(
+            !w.allows("v-1.sandbox.example", Some(80))
+                && !w.allows("evilsandbox.example", Some(8443))
+        );
     }
 }

@@ -2,14 +2,37 @@
 //! Security §4) filled with the declared domains, or the restrictive default when `_meta.ui.csp`
 //! is absent. Never loosened: a domain entry that could inject a directive or a keyword (`;`,
 //! `,`, quotes, whitespace) is dropped, and so is an empty one.
+//!
+//! Two directives go beyond the template:
+//! - `form-action`: a form post is a request `connect-src` does not govern, so without it a view
+//!   with `connect-src 'none'` could still send data anywhere. It is `'none'`, or the declared
+//!   `connectDomains` (the only places the view may send data to anyway; never `'self'`, which in
+//!   default mode is the chat's own origin).
+//! - `sandbox allow-scripts allow-forms` in default mode: the page is sandboxed (opaque origin,
+//!   no popups, no top navigation) even when opened outside the chat's iframe. Proxy mode has
+//!   none: the proxy must stay same-origin with the inner view it writes, and its own host name
+//!   isolates it.
 
 use lmchatkit_protocol::{UiCsp, UiPermissions};
 
 /// The policy when the view declares no `csp` (stable spec default, plus `object-src`,
-/// `frame-src` and `base-uri` as the sandbox-proxy rules require).
+/// `frame-src` and `base-uri` as the sandbox-proxy rules require, and `form-action`).
 pub(crate) const DEFAULT_CSP: &str = "default-src 'none'; script-src 'self' 'unsafe-inline'; \
      style-src 'self' 'unsafe-inline'; img-src 'self' data:; media-src 'self' data:; \
-     connect-src 'none'; frame-src 'none'; object-src 'none'; base-uri 'self'";
+     connect-src 'none'; frame-src 'none'; object-src 'none'; base-uri 'self'; \
+     form-action 'none'";
+
+/// Added in default mode (the iframe's own sandbox, as a policy).
+pub(crate) const SANDBOX: &str = "sandbox allow-scripts allow-forms";
+
+/// How the view is isolated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// An opaque-origin page on the chat's origin.
+    Default,
+    /// The sandbox proxy on the view's own sandbox origin.
+    Proxy,
+}
 
 /// A domain entry is kept only when it cannot change the policy's structure.
 fn safe(domain: &str) -> bool {
@@ -55,7 +78,16 @@ fn with(base: &str, domains: &[&str]) -> String {
 }
 
 /// The `Content-Security-Policy` header value for a view.
-pub(crate) fn build(csp: Option<&UiCsp>) -> String {
+pub(crate) fn build(csp: Option<&UiCsp>, mode: Mode) -> String {
+    let policy = template(csp);
+    match mode {
+        Mode::Default => format!("{policy}; {SANDBOX}"),
+        Mode::Proxy => policy,
+    }
+}
+
+/// The template filled in (or the default), with `form-action`.
+fn template(csp: Option<&UiCsp>) -> String {
     let Some(csp) = csp else {
         return DEFAULT_CSP.to_owned();
     };
@@ -85,6 +117,11 @@ pub(crate) fn build(csp: Option<&UiCsp>) -> String {
         frame,
         "object-src 'none'".to_owned(),
         base,
+        if c.is_empty() {
+            "form-action 'none'".to_owned()
+        } else {
+            with("form-action", &c)
+        },
     ]
     .join("; ")
 }
@@ -129,7 +166,7 @@ mod tests {
 
     #[test]
     fn absent_csp_is_the_restrictive_default() {
-        assert_eq!(build(None), DEFAULT_CSP);
+        assert_eq!(build(None, Mode::Proxy), DEFAULT_CSP);
         assert!(DEFAULT_CSP.contains("connect-src 'none'"));
     }
 
@@ -142,7 +179,7 @@ mod tests {
             "baseUriDomains": ["https://base.example"]
         }));
         assert_eq!(
-            build(Some(&c)),
+            build(Some(&c), Mode::Proxy),
             "default-src 'none'; \
              script-src 'self' 'unsafe-inline' https://cdn.example https://*.fonts.example; \
              style-src 'self' 'unsafe-inline' https://cdn.example https://*.fonts.example; \
@@ -150,13 +187,14 @@ mod tests {
              img-src 'self' data: https://cdn.example https://*.fonts.example; \
              font-src 'self' https://cdn.example https://*.fonts.example; \
              media-src 'self' data: https://cdn.example https://*.fonts.example; \
-             frame-src https://embed.example; object-src 'none'; base-uri https://base.example"
+             frame-src https://embed.example; object-src 'none'; base-uri https://base.example; \
+             form-action https://api.example"
         );
     }
 
     #[test]
     fn empty_lists_fall_back_to_none_and_self() {
-        let s = build(Some(&csp(json!({}))));
+        let s = build(Some(&csp(json!({}))), Mode::Proxy);
         assert!(s.contains("frame-src 'none'"), "{s}");
         assert!(s.contains("base-uri 'self'"), "{s}");
         assert!(s.contains("connect-src 'self';"), "{s}");
@@ -174,7 +212,7 @@ mod tests {
             "https://e.example,https://f.example",
             ""
         ]}));
-        let s = build(Some(&c));
+        let s = build(Some(&c), Mode::Proxy);
         assert!(s.contains("connect-src 'self' https://ok.example;"), "{s}");
         for bad in [
             "a.example",
@@ -186,8 +224,32 @@ mod tests {
         ] {
             assert!(!s.contains(bad), "{bad} leaked into {s}");
         }
-        assert_eq!(s.matches(';').count(), 9, "ten directives: {s}");
+        assert_eq!(s.matches(';').count(), 10, "eleven directives: {s}");
         assert_eq!(external_domains(Some(&c)), vec!["https://ok.example"]);
+    }
+
+    #[test]
+    fn views_may_not_post_forms_and_default_mode_is_sandboxed() {
+        let none = build(None, Mode::Default);
+        assert!(none.contains("; form-action 'none'"), "{none}");
+        assert!(
+            none.ends_with("; sandbox allow-scripts allow-forms"),
+            "{none}"
+        );
+        let declared = build(
+            Some(&csp(json!({"connectDomains": ["https://api.example"]}))),
+            Mode::Default,
+        );
+        assert_eq!(
+            build(None, Mode::Proxy),
+            DEFAULT_CSP,
+            "no sandbox in proxy mode"
+        );
+        assert!(
+            declared.contains("; form-action https://api.example"),
+            "{declared}"
+        );
+        assert!(!declared.contains("form-action 'self'"), "{declared}");
     }
 
     #[test]

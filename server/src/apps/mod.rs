@@ -1,8 +1,10 @@
 //! MCP App views (SEP-1865) as the service serves them: the Content-Security-Policy built from a
 //! view's `_meta.ui.csp` ([`csp`]), the short-lived tokens behind `{prefix}/apps/view/{token}` and
-//! `{prefix}/apps/sandbox` ([`tokens`]), and the sandbox proxy page ([`SANDBOX_PAGE`]).
+//! `{prefix}/apps/sandbox` ([`tokens`]), proxy mode's per-server sandbox origins ([`origins`]) and
+//! the sandbox proxy page ([`SANDBOX_PAGE`]).
 
 pub(crate) mod csp;
+pub(crate) mod origins;
 pub(crate) mod tokens;
 
 /// The sandbox proxy page (proxy mode). `{{HOST_ORIGIN}}` is replaced by the JSON string of the

@@ -1,8 +1,18 @@
 //! Short-lived tokens behind the view URLs. `POST /api/apps/view` issues one; the page it names
-//! (`/apps/view/{token}` in default mode, `/apps/sandbox?t={token}` in proxy mode) redeems it
-//! once, within [`TTL`]. A default-mode token is bound to the principal that asked for it.
+//! (`/apps/view/{token}` in default mode, `/apps/sandbox?t={token}` on the view's sandbox origin
+//! in proxy mode) redeems it once, within [`TTL`]. A default-mode token is bound to the principal
+//! that asked for it.
+//!
+//! Decisions:
+//! - **Per principal.** Each principal holds at most [`PER_PRINCIPAL`] unredeemed tokens; a
+//!   principal over its cap loses its own oldest token, never another's. So one user opening
+//!   thousands of views cannot evict the views another user is loading.
+//! - **A total bound** ([`TOTAL`]) keeps memory finite with many principals: when it is reached
+//!   after dropping expired tokens, the principal holding the most tokens loses its oldest.
+//! - A token is redeemed by its value alone (the sandbox origin sees no cookies); the ticket
+//!   says whose it is, and the default-mode page checks that.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -11,8 +21,11 @@ use rand::RngCore;
 /// How long an issued view URL stays valid by default.
 pub(crate) const TTL: Duration = Duration::from_secs(60);
 
-/// At most this many unredeemed tokens are kept; the oldest go first.
-const CAP: usize = 1024;
+/// At most this many unredeemed tokens per principal; its oldest go first.
+pub(crate) const PER_PRINCIPAL: usize = 256;
+
+/// At most this many unredeemed tokens in all.
+const TOTAL: usize = 16 * 1024;
 
 /// What a token opens.
 #[derive(Debug, Clone)]
@@ -25,13 +38,52 @@ pub(crate) struct ViewTicket {
     pub html: Option<String>,
     /// The host page's origin (proxy mode: the only parent the proxy talks to).
     pub host_origin: Option<String>,
+    /// The view's own sandbox origin (proxy mode: the page is served on that host name only).
+    pub sandbox_origin: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct Store {
+    tickets: HashMap<String, (Instant, ViewTicket)>,
+    /// Each principal's tokens, oldest first (may name redeemed or expired ones until pruned).
+    by_principal: HashMap<String, VecDeque<String>>,
+}
+
+impl Store {
+    /// Drops the principal's redeemed and expired tokens from its queue.
+    fn prune(&mut self, principal: &str, now: Instant, ttl: Duration) {
+        let Some(q) = self.by_principal.get_mut(principal) else {
+            return;
+        };
+        let tickets = &mut self.tickets;
+        q.retain(|t| match tickets.get(t) {
+            Some((at, _)) if now.duration_since(*at) < ttl => true,
+            Some(_) => {
+                tickets.remove(t);
+                false
+            }
+            None => false,
+        });
+        if q.is_empty() {
+            self.by_principal.remove(principal);
+        }
+    }
+
+    /// Removes the oldest token of `principal`.
+    fn evict_oldest(&mut self, principal: &str) {
+        if let Some(q) = self.by_principal.get_mut(principal)
+            && let Some(t) = q.pop_front()
+        {
+            self.tickets.remove(&t);
+        }
+    }
 }
 
 /// The issued, unredeemed tokens.
 #[derive(Debug)]
 pub(crate) struct ViewTokens {
     ttl: Duration,
-    inner: Mutex<HashMap<String, (Instant, ViewTicket)>>,
+    inner: Mutex<Store>,
 }
 
 impl Default for ViewTokens {
@@ -55,17 +107,38 @@ impl ViewTokens {
         rand::rng().fill_bytes(&mut bytes);
         let token = hex::encode(bytes);
         let now = Instant::now();
-        let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        map.retain(|_, (at, _)| now.duration_since(*at) < self.ttl);
-        if map.len() >= CAP
-            && let Some(oldest) = map
-                .iter()
-                .min_by_key(|(_, (at, _))| *at)
-                .map(|(k, _)| k.clone())
-        {
-            map.remove(&oldest);
+        let who = ticket.principal.clone();
+        let mut store = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        store.prune(&who, now, self.ttl);
+        while store.by_principal.get(&who).map_or(0, VecDeque::len) >= PER_PRINCIPAL {
+            store.evict_oldest(&who);
         }
-        map.insert(token.clone(), (now, ticket));
+        if store.tickets.len() >= TOTAL {
+            let ttl = self.ttl;
+            store
+                .tickets
+                .retain(|_, (at, _)| now.duration_since(*at) < ttl);
+            let principals: Vec<String> = store.by_principal.keys().cloned().collect();
+            for p in principals {
+                store.prune(&p, now, ttl);
+            }
+            let largest = store
+                .by_principal
+                .iter()
+                .max_by_key(|(_, q)| q.len())
+                .map(|(p, _)| p.clone());
+            if store.tickets.len() >= TOTAL
+                && let Some(p) = largest
+            {
+                store.evict_oldest(&p);
+            }
+        }
+        store.tickets.insert(token.clone(), (now, ticket));
+        store
+            .by_principal
+            .entry(who)
+            .or_default()
+            .push_back(token.clone());
         token
     }
 
@@ -76,16 +149,17 @@ impl ViewTokens {
         token: &str,
         accept: impl FnOnce(&ViewTicket) -> bool,
     ) -> Option<ViewTicket> {
-        let mut map = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let (at, ticket) = map.get(token)?;
+        let mut store = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let (at, ticket) = store.tickets.get(token)?;
         if at.elapsed() >= self.ttl {
-            map.remove(token);
+            store.tickets.remove(token);
             return None;
         }
         if !accept(ticket) {
             return None;
         }
-        map.remove(token).map(|(_, t)| t)
+        // The principal's queue forgets it on its next prune.
+        store.tickets.remove(token).map(|(_, t)| t)
     }
 }
 
@@ -93,13 +167,18 @@ impl ViewTokens {
 mod tests {
     use super::*;
 
-    fn ticket() -> ViewTicket {
+    fn ticket_of(principal: &str) -> ViewTicket {
         ViewTicket {
-            principal: "alice".into(),
+            principal: principal.into(),
             csp: "default-src 'none'".into(),
             html: Some("<p>".into()),
             host_origin: None,
+            sandbox_origin: None,
         }
+    }
+
+    fn ticket() -> ViewTicket {
+        ticket_of("alice")
     }
 
     #[test]
@@ -125,16 +204,50 @@ mod tests {
     }
 
     #[test]
-    fn the_store_is_capped() {
+    fn a_principal_over_its_cap_loses_its_own_oldest_token() {
         let t = ViewTokens::default();
         let first = t.issue(ticket());
-        for _ in 0..CAP {
+        for _ in 0..PER_PRINCIPAL {
             t.issue(ticket());
         }
         assert!(
             t.redeem(&first, |_| true).is_none(),
             "the oldest was dropped"
         );
-        assert_eq!(t.inner.lock().unwrap().len(), CAP);
+        assert_eq!(t.inner.lock().unwrap().tickets.len(), PER_PRINCIPAL);
+    }
+
+    #[test]
+    fn tokens_of_principal_a_survive_principal_b_creating_2000() {
+        let t = ViewTokens::default();
+        let alices: Vec<String> = (0..10).map(|_| t.issue(ticket_of("alice"))).collect();
+        for _ in 0..2000 {
+            t.issue(ticket_of("bob"));
+        }
+        for a in &alices {
+            assert!(
+                t.redeem(a, |t| t.principal == "alice").is_some(),
+                "bob evicted one of alice's tokens"
+            );
+        }
+        let store = t.inner.lock().unwrap();
+        assert!(
+            store.tickets.len() <= PER_PRINCIPAL,
+            "bob kept within his cap"
+        );
+    }
+
+    #[test]
+    fn redeemed_tokens_do_not_count_against_the_cap() {
+        let t = ViewTokens::default();
+        for _ in 0..PER_PRINCIPAL {
+            let tok = t.issue(ticket());
+            assert!(t.redeem(&tok, |_| true).is_some());
+        }
+        let kept = t.issue(ticket());
+        for _ in 0..PER_PRINCIPAL - 1 {
+            t.issue(ticket());
+        }
+        assert!(t.redeem(&kept, |_| true).is_some());
     }
 }

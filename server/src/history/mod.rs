@@ -34,7 +34,7 @@ pub mod sqlite;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteStore;
+pub use sqlite::{SqliteOptions, SqliteStore, Synchronous, UnknownSynchronous};
 
 /// Errors of a history store.
 #[derive(Debug, thiserror::Error)]

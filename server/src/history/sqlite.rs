@@ -1,5 +1,14 @@
-//! SQLite history store: one file (WAL journal, `synchronous=NORMAL`, foreign keys on, a busy
-//! timeout), the schema created or migrated at open and versioned with `PRAGMA user_version`.
+//! SQLite history store: one file (WAL journal, `synchronous` from [`SqliteOptions`], foreign
+//! keys on, a busy timeout), the schema created or migrated at open and versioned with
+//! `PRAGMA user_version`.
+//!
+//! Durability: a save is acknowledged only after its transaction commits. With the default
+//! [`Synchronous::Full`] the commit waits for the WAL to reach the disk, so an acknowledged save
+//! survives a power loss or an OS crash; [`Synchronous::Normal`] trades that for throughput (the
+//! last saves before a power loss can be rolled back; the file stays consistent). Either mode
+//! survives the process being killed: the WAL is in the OS page cache, and the next open
+//! recovers it. The app's kill -9 test (`binary_durability`) checks the latter with the real
+//! binary; power loss cannot be tested there. The bench reports the cost of `Full`.
 //!
 //! Tables: `conversations` (one row per principal and id, with the revision) and `messages` (one
 //! row per message: the id and the message as JSON, ordered by `seq`, deleted with their
@@ -59,6 +68,7 @@ use crate::host::Principal;
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     path: Option<PathBuf>,
+    synchronous: Synchronous,
     /// Message rows inserted plus deleted by saves (as SQLite reports them), for tests.
     rows_written: Arc<AtomicU64>,
 }
@@ -67,13 +77,14 @@ impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqliteStore")
             .field("path", &self.path)
+            .field("synchronous", &self.synchronous)
             .finish_non_exhaustive()
     }
 }
 
 impl SqliteStore {
-    /// Opens (creating when missing) the database file at `path`, sets WAL mode,
-    /// `synchronous=NORMAL`, foreign keys and a busy timeout, and creates or migrates the schema.
+    /// Opens (creating when missing) the database file at `path` with the default
+    /// [`SqliteOptions`] (`synchronous=FULL`); see [`open_with`](Self::open_with).
     ///
     /// Blocking (it touches the file): call it at startup or inside `spawn_blocking`. A file whose
     /// schema is newer than this build fails with [`HistoryError::Storage`] rather than being
@@ -86,9 +97,18 @@ impl SqliteStore {
     /// assert!(dir.path().join("h.db").exists());
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self, HistoryError> {
+        Self::open_with(path, SqliteOptions::default())
+    }
+
+    /// Opens (creating when missing) the database file at `path`, sets WAL mode, the
+    /// `synchronous` mode of `options`, foreign keys and a busy timeout, and creates or migrates
+    /// the schema.
+    ///
+    /// Blocking, like [`open`](Self::open).
+    pub fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, HistoryError> {
         let path = path.as_ref();
         let conn = Connection::open(path).db()?;
-        Self::init(conn, Some(path.to_owned()))
+        Self::init(conn, Some(path.to_owned()), &options)
     }
 
     /// A private in-memory database (nothing persists; for tests and demos).
@@ -102,15 +122,31 @@ impl SqliteStore {
     /// assert!(rt.block_on(store.list(&Principal::anonymous())).unwrap().is_empty());
     /// ```
     pub fn in_memory() -> Result<Self, HistoryError> {
-        Self::init(Connection::open_in_memory().db()?, None)
+        Self::in_memory_with(SqliteOptions::default())
     }
 
-    fn init(mut conn: Connection, path: Option<PathBuf>) -> Result<Self, HistoryError> {
-        schema::configure(&conn, path.is_some())?;
+    /// A private in-memory database set up with `options` (nothing reaches a disk, so
+    /// `synchronous` changes nothing but what SQLite reports).
+    pub fn in_memory_with(options: SqliteOptions) -> Result<Self, HistoryError> {
+        Self::init(Connection::open_in_memory().db()?, None, &options)
+    }
+
+    /// The `synchronous` mode the connection runs with.
+    pub fn synchronous(&self) -> Synchronous {
+        self.synchronous
+    }
+
+    fn init(
+        mut conn: Connection,
+        path: Option<PathBuf>,
+        options: &SqliteOptions,
+    ) -> Result<Self, HistoryError> {
+        schema::configure(&conn, path.is_some(), options.synchronous())?;
         schema::migrate(&mut conn)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
             path,
+            synchronous: options.synchronous(),
             rows_written: Arc::new(AtomicU64::new(0)),
         })
     }
@@ -257,7 +293,10 @@ impl HistoryStore for SqliteStore {
     }
 }
 
+mod options;
 mod queries;
 mod schema;
+
+pub use options::{SqliteOptions, Synchronous, UnknownSynchronous};
 #[cfg(test)]
 mod tests;

@@ -18,6 +18,9 @@
 //! - **Failures are events**: a non-2xx reply is `Error("upstream returned <status>: <body>")`
 //!   (first 512 bytes), an unreachable upstream, a reset connection or a stall (no bytes for
 //!   [`OpenAiConfig::with_idle_timeout`], default 120 s) an `Error` with the reason.
+//! - **Limits**: one turn may take [`OpenAiConfig::with_total_timeout`] in all (default 15
+//!   min); an SSE event larger than 2 MiB or a tool call whose arguments grow past 1 MiB ends the
+//!   turn in an `Error`, so a misbehaving upstream cannot grow the service's memory.
 //! - **Truncated replies are not complete**: a body that ends (cleanly or not) before a finish
 //!   reason or `[DONE]` ends in `Error("the reply was cut off: …")` after the partial text, with
 //!   its tool calls dropped, never in `Done` (see [`translate`]).
@@ -31,6 +34,9 @@
 //!   origin, so the key and custom headers never reach another host; the `upstream` span logs
 //!   the URL without userinfo and query; `Debug` of the config and the backend shows neither
 //!   the key nor header values.
+
+/// Default total time of one upstream turn ([`OpenAiConfig::with_total_timeout`]).
+pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 mod request;
 mod translate;
@@ -98,6 +104,7 @@ pub struct OpenAiConfig {
     models: Option<Vec<Model>>,
     client: Option<reqwest::Client>,
     idle_timeout: Duration,
+    total_timeout: Duration,
 }
 
 impl OpenAiConfig {
@@ -127,6 +134,7 @@ impl OpenAiConfig {
             models: None,
             client: None,
             idle_timeout: Duration::from_secs(120),
+            total_timeout: DEFAULT_TOTAL_TIMEOUT,
         }
     }
 
@@ -165,6 +173,14 @@ impl OpenAiConfig {
         self
     }
 
+    /// How long one upstream turn may take in all, from the request to the last byte, however
+    /// steadily it streams. Default 15 min; past it the turn ends as a reply cut off (the
+    /// partial text is kept).
+    pub fn with_total_timeout(mut self, timeout: Duration) -> Self {
+        self.total_timeout = timeout;
+        self
+    }
+
     /// The chat-completions URL requests are posted to.
     pub fn chat_url(&self) -> &str {
         &self.chat_url
@@ -187,6 +203,7 @@ impl std::fmt::Debug for OpenAiConfig {
             .field("models", &self.models)
             .field("client", &self.client.as_ref().map(|_| "custom"))
             .field("idle_timeout", &self.idle_timeout)
+            .field("total_timeout", &self.total_timeout)
             .finish()
     }
 }
@@ -297,6 +314,7 @@ impl Host for OpenAiBackend {
     fn complete(&self, _cx: &RequestContext, req: CompleteRequest) -> EventStream {
         let body = request_body(&req);
         let idle = self.config.idle_timeout;
+        let deadline = tokio::time::Instant::now() + self.config.total_timeout;
         let send = self
             .request(reqwest::Method::POST, &self.config.chat_url)
             .header(http::header::ACCEPT, "text/event-stream")
@@ -305,7 +323,8 @@ impl Host for OpenAiBackend {
         let url = redact_url(&self.config.chat_url);
         let span = tracing::info_span!("upstream", url = %url, model = %req.model);
         let reply = async move {
-            let resp = match tokio::time::timeout(idle, send).await {
+            let wait = (tokio::time::Instant::now() + idle).min(deadline);
+            let resp = match tokio::time::timeout_at(wait, send).await {
                 Err(_) => return error_stream(stalled(idle)),
                 Ok(Err(e)) => return error_stream(describe(&e)),
                 Ok(Ok(resp)) => resp,
@@ -321,7 +340,7 @@ impl Host for OpenAiBackend {
                 };
                 return error_stream(msg);
             }
-            reply_events(resp, idle).await
+            reply_events(resp, idle, deadline).await
         };
         Box::pin(InSpan {
             inner: Box::pin(stream::once(reply).flatten()),

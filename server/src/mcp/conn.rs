@@ -344,9 +344,16 @@ async fn open(cfg: &McpServerConfig, shared: Arc<Shared>) -> Result<Client, Stri
                 if let Some(stderr) = stderr {
                     let name = name.clone();
                     tokio::spawn(async move {
-                        let mut lines = tokio::io::BufReader::new(stderr).lines();
-                        while let Ok(Some(line)) = lines.next_line().await {
-                            tracing::debug!(server = %name, "stderr: {line}");
+                        let mut stderr = tokio::io::BufReader::new(stderr);
+                        while let Some((line, cut)) =
+                            capped_line(&mut stderr, MAX_STDERR_LINE).await
+                        {
+                            match cut {
+                                0 => tracing::debug!(server = %name, "stderr: {line}"),
+                                n => {
+                                    tracing::debug!(server = %name, "stderr: {line}… ({n} bytes cut)")
+                                }
+                            }
                         }
                     });
                 }
@@ -547,5 +554,61 @@ mod tests {
         assert_eq!(backoff(1), Duration::from_millis(500));
         assert_eq!(backoff(3), Duration::from_secs(2));
         assert_eq!(backoff(30), MAX_BACKOFF);
+    }
+}
+
+/// The longest stderr line of a stdio MCP server that is logged whole; the rest of a longer
+/// line is read and dropped, so a server printing without newlines cannot grow memory.
+const MAX_STDERR_LINE: usize = 4096;
+
+/// The next line of `r` (without its end), at most `cap` bytes of it, and how many bytes were
+/// cut; `None` at the end of input or on an error.
+async fn capped_line<R>(r: &mut R, cap: usize) -> Option<(String, usize)>
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+{
+    let mut line = Vec::new();
+    let mut cut = 0;
+    let mut read_any = false;
+    loop {
+        let buf = r.fill_buf().await.ok()?;
+        if buf.is_empty() {
+            break;
+        }
+        read_any = true;
+        let (chunk, end) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        let room = cap.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        cut += chunk.len().saturating_sub(room);
+        let used = end.unwrap_or(buf.len());
+        r.consume(used);
+        if end.is_some() {
+            break;
+        }
+    }
+    if !read_any {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&line);
+    Some((text.trim_end_matches('\r').to_owned(), cut))
+}
+
+#[cfg(test)]
+mod stderr_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn stderr_lines_are_cut_at_the_cap_and_reading_goes_on() {
+        let long = "y".repeat(10_000);
+        let input = format!("short\r\n{long}\nlast");
+        let mut r = tokio::io::BufReader::with_capacity(64, input.as_bytes());
+        assert_eq!(capped_line(&mut r, 100).await, Some(("short".into(), 0)));
+        let (line, cut) = capped_line(&mut r, 100).await.unwrap();
+        assert_eq!((line.len(), cut), (100, 9_900));
+        assert_eq!(capped_line(&mut r, 100).await, Some(("last".into(), 0)));
+        assert_eq!(capped_line(&mut r, 100).await, None);
     }
 }

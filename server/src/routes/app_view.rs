@@ -3,15 +3,18 @@
 //!
 //! - default mode: `{prefix}/apps/view/{token}`, bound to the asking principal, serving the HTML
 //!   with the CSP as an HTTP header (the UI frames it without `allow-same-origin`);
-//! - proxy mode (a sandbox origin is configured): `{sandbox}{prefix}/apps/sandbox?t={token}`, the
-//!   spec's sandbox proxy, served with the view's CSP and pinned to the host page's origin; the
-//!   HTML comes back in the answer for the UI to send in `sandbox-resource-ready`.
+//! - proxy mode (a sandbox origin is configured): `{sandbox}{prefix}/apps/sandbox?t={token}` on
+//!   the view's own sandbox origin (one per MCP server, or its allowed `_meta.ui.domain`; see
+//!   [`crate::apps::origins`]), the spec's sandbox proxy, served with the view's CSP, only on that
+//!   host name, and pinned to the host page's origin; the HTML comes back in the answer for the
+//!   UI to send in `sandbox-resource-ready`.
 
 use base64::Engine;
 use http::{HeaderValue, StatusCode, header};
 use lmchatkit_protocol::{AppViewRequest, AppViewResponse};
 
 use crate::access;
+use crate::apps::origins::{authority_of, host_of};
 use crate::apps::tokens::ViewTicket;
 use crate::apps::{APP_MIME, SANDBOX_PAGE, csp, is_app_mime};
 use crate::http_util::{self, ApiError, Response};
@@ -55,7 +58,11 @@ pub(crate) async fn create(state: &State, mut req: Req) -> Result<Response, ApiE
         (None, None) => return Err(ApiError::Unprocessable(format!("{uri} is empty"))),
     };
     let ui = r.ui.unwrap_or_default();
-    let policy = csp::build(ui.csp.as_ref());
+    let mode = match state.sandboxes {
+        Some(_) => csp::Mode::Proxy,
+        None => csp::Mode::Default,
+    };
+    let policy = csp::build(ui.csp.as_ref(), mode);
     let external_domains = csp::external_domains(ui.csp.as_ref());
     tracing::info!(via, uri, csp = %policy, "MCP App view");
     if !external_domains.is_empty() {
@@ -67,27 +74,31 @@ pub(crate) async fn create(state: &State, mut req: Req) -> Result<Response, ApiE
         prefers_border: ui.prefers_border,
         allow: csp::allow_attribute(ui.permissions.as_ref()),
         external_domains,
+        server: scope.server().map(str::to_owned),
         ..Default::default()
     };
-    match &state.settings.sandbox_origin {
+    match &state.sandboxes {
         None => {
             let token = state.views.issue(ViewTicket {
                 principal,
                 csp: policy,
                 html: Some(html),
                 host_origin: None,
+                sandbox_origin: None,
             });
             answer.url = format!("{}/apps/view/{token}", state.settings.prefix);
         }
-        Some(sandbox) => {
+        Some(sandboxes) => {
             let host_origin = origin.filter(|o| is_origin(o)).ok_or_else(|| {
                 ApiError::BadRequest("proxy mode needs the page's Origin header".into())
             })?;
+            let sandbox = sandboxes.origin_for(scope.server(), ui.domain.as_deref());
             let token = state.views.issue(ViewTicket {
                 principal,
                 csp: policy,
                 html: None,
                 host_origin: Some(host_origin),
+                sandbox_origin: Some(sandbox.clone()),
             });
             answer.url = format!("{sandbox}{}/apps/sandbox?t={token}", state.settings.prefix);
             answer.proxy = true;
@@ -114,27 +125,27 @@ pub(crate) fn page(state: &State, req: &Req, token: &str) -> Result<Response, Ap
     Ok(res)
 }
 
-/// `GET /apps/sandbox?t={token}` (proxy mode, on the sandbox origin only): the sandbox proxy
-/// page under the view's CSP, talking only to the host origin recorded in the token.
+/// `GET /apps/sandbox?t={token}` (proxy mode, on the view's own sandbox origin only): the
+/// sandbox proxy page under the view's CSP, talking only to the host origin recorded in the
+/// token.
 pub(crate) fn sandbox(state: &State, req: &Req) -> Result<Response, ApiError> {
-    let sandbox = state
-        .settings
-        .sandbox_origin
-        .as_deref()
+    let sandboxes = state
+        .sandboxes
+        .as_ref()
         .ok_or_else(|| ApiError::NotFound("not found".into()))?;
-    // Served on the host's own origin, the proxy would hand the view the host's origin.
-    let host = req
-        .parts
-        .headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or_default();
-    let authority = sandbox.split_once("://").map_or(sandbox, |(_, a)| a);
-    if !host.eq_ignore_ascii_case(authority.trim_end_matches('/')) {
+    // Served on the host's own origin, the proxy would hand the view the host's origin; served
+    // on another server's, the view could script that server's views.
+    if !sandboxes.is_sandbox_host(&req.parts) {
         return Err(ApiError::NotFound(
             "the sandbox is served on the sandbox origin only".into(),
         ));
     }
+    let host = host_of(&req.parts)
+        .map(|(name, port)| match port {
+            Some(p) => format!("{name}:{p}"),
+            None => name,
+        })
+        .unwrap_or_default();
     let token = req
         .parts
         .uri
@@ -145,7 +156,10 @@ pub(crate) fn sandbox(state: &State, req: &Req) -> Result<Response, ApiError> {
         .unwrap_or_default();
     let ticket = state
         .views
-        .redeem(token, |t| t.host_origin.is_some())
+        .redeem(token, |t| {
+            t.host_origin.is_some()
+                && t.sandbox_origin.as_deref().map(authority_of).as_deref() == Some(host.as_str())
+        })
         .ok_or_else(|| ApiError::NotFound("this view link expired".into()))?;
     let host_origin = ticket.host_origin.unwrap_or_default();
     let quoted = serde_json::to_string(&host_origin).unwrap_or_else(|_| "\"\"".into());

@@ -50,6 +50,9 @@ pub(crate) fn config(state: &State, req: Req) -> Result<Response, ApiError> {
         .with_events(state.events.is_some())
         .with_sandbox_origin(settings.sandbox_origin.clone())
         .with_demo(settings.demo)
-        .with_mcp(state.mcp_status.as_ref().map(|f| f()).unwrap_or_default());
+        .with_mcp(match &settings.operator {
+            Some(op) if op.as_str() != req.cx.principal().id() => Vec::new(),
+            _ => state.mcp_status.as_ref().map(|f| f()).unwrap_or_default(),
+        });
     Ok(json_etag(&req.parts.headers, &body))
 }

@@ -14,6 +14,8 @@ use crate::state::State;
 use crate::{sse, turn};
 
 pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiError> {
+    // Counted before the body is read: a client at its cap costs no parse.
+    let permit = state.streams.open(req.cx.principal().id())?;
     let body: ChatRequest = req.json().await?;
     if body.model.trim().is_empty() {
         return Err(ApiError::BadRequest("model is required".into()));
@@ -27,7 +29,11 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
         .instrument(span.clone())
         .await;
     let events = state.host.complete(&req.cx, prepared);
-    let frames = with_terminal(events).map(|ev| sse::frame(None, &ev));
+    // The permit lives as long as the stream: it ends, or the client leaves and drops it.
+    let frames = with_terminal(events).map(move |ev| {
+        let _held = &permit;
+        sse::frame(None, &ev)
+    });
     Ok(sse::response(
         tracing_futures_stream(frames, span),
         state.settings.heartbeat,

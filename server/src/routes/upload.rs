@@ -23,7 +23,10 @@ pub(crate) async fn upload(state: &State, req: Req) -> Result<Response, ApiError
     let cap = state.settings.max_upload_bytes;
     let limits = multer::Constraints::new().size_limit(
         multer::SizeLimit::new()
-            .whole_stream(cap.saturating_mul(8).max(state.settings.body_limit as u64))
+            .whole_stream(
+                cap.saturating_mul(8)
+                    .max(state.settings.limits.body_bytes as u64),
+            )
             .per_field(cap),
     );
     let mut form =

@@ -1,7 +1,7 @@
 use lmchatkit_protocol::{Approval, Message, Prompt, PromptArgument, Role, ToolCall};
 use serde_json::json;
 
-use super::{clean, merge_params, refs, slash};
+use super::{clean, context_message, merge_params, refs, slash, user_text};
 
 fn params(v: serde_json::Value) -> lmchatkit_protocol::Params {
     v.as_object().cloned().unwrap()
@@ -108,4 +108,31 @@ fn prompt_args_quoted_key_values() {
     // One required argument, but the user used key=value explicitly.
     let args = slash::parse_args(&prompt(&[("topic", true)]), r#"topic="x y""#);
     assert_eq!(args.get("topic").map(String::as_str), Some("x y"));
+}
+
+#[test]
+fn model_context_is_a_labelled_untrusted_user_message() {
+    let m = context_message(Some("budget"), &json!({"selected": "row 3"}));
+    assert_eq!(m.role, Role::User);
+    let text = m.content.as_text().unwrap();
+    assert!(
+        text.starts_with("Context from the budget app (untrusted"),
+        "{text}"
+    );
+    assert!(text.ends_with(":\n{\"selected\":\"row 3\"}"), "{text}");
+    let anon = context_message(None, &json!("x"));
+    assert!(
+        anon.content
+            .as_text()
+            .unwrap()
+            .starts_with("Context from an app (untrusted")
+    );
+}
+
+#[test]
+fn a_message_from_an_app_offers_no_text_to_expand() {
+    let mut m = Message::user("/review @file:///x");
+    assert_eq!(user_text(&m), Some("/review @file:///x"));
+    m.from_app = Some("budget".into());
+    assert_eq!(user_text(&m), None);
 }

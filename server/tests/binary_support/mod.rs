@@ -24,14 +24,18 @@ impl Drop for App {
     }
 }
 
-/// The binary with a free port (unless `args` has `--listen`), an in-memory history and none of the environment's
-/// `LMCHATKIT_*` / `OPENAI_*` settings (so the developer's shell cannot change a test).
+/// The binary with a free port (unless `args` has `--listen`), an in-memory history (unless
+/// `args` has `--db`) and none of the environment's `LMCHATKIT_*` / `OPENAI_*` settings (so the
+/// developer's shell cannot change a test).
 pub fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lmchatkit"));
     if !args.contains(&"--listen") {
         cmd.args(["--listen", "127.0.0.1:0"]);
     }
-    cmd.args(["--db", "memory:"]).args(args);
+    if !args.contains(&"--db") {
+        cmd.args(["--db", "memory:"]);
+    }
+    cmd.args(args);
     for (key, _) in std::env::vars() {
         if key.starts_with("LMCHATKIT_") || key.starts_with("OPENAI_") {
             cmd.env_remove(key);

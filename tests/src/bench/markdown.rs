@@ -103,6 +103,16 @@ pub fn render(r: &Results) -> String {
             h.messages, h.load_ms, h.load_us_per_message, h.save_turn_ms
         );
     }
+    if !r.durability.is_empty() {
+        s.push_str("\nHistory saves by `synchronous` mode (a new two-message conversation per save, one after another):\n\n| synchronous | saves | saves/s | p50 (ms) | p99 (ms) |\n|---|---|---|---|---|\n");
+        for d in &r.durability {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.0} | {:.3} | {:.3} |",
+                d.synchronous, d.saves, d.saves_per_s, d.save_ms.p50, d.save_ms.p99
+            );
+        }
+    }
     if let Some(p) = &r.pipeline {
         let _ = writeln!(
             s,

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::history::HistoryPoint;
+use super::history::{HistoryPoint, SyncPoint};
 use super::load::Outcome;
 use super::point::Point;
 use super::run::Options;
@@ -109,6 +109,8 @@ pub struct Results {
     pub open_streams: Option<OpenStreams>,
     /// History store costs by size.
     pub history: Vec<HistoryPoint>,
+    /// History save cost with `synchronous=FULL` and `NORMAL`.
+    pub durability: Vec<SyncPoint>,
     /// lmchatkit's per-event CPU by stage, in-process (profiling evidence).
     pub pipeline: Option<super::pipeline::Stages>,
     /// Our overhead / the peers'.
@@ -153,6 +155,7 @@ impl Results {
             throughput: Throughput::default(),
             open_streams: None,
             history: Vec::new(),
+            durability: Vec::new(),
             pipeline: None,
             ratios: Vec::new(),
             targets: Vec::new(),

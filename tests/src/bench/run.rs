@@ -332,6 +332,8 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
         if opts.smoke { 3 } else { 25 },
     )
     .await?;
+    results.durability =
+        super::history::sync_cost(&work, if opts.smoke { 20 } else { 400 }).await?;
     results.pipeline = Some(super::pipeline::run(500, if opts.smoke { 5 } else { 400 }).await);
     let _ = std::fs::remove_dir_all(&work);
     results.finish();

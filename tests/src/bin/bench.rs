@@ -38,12 +38,16 @@ struct Args {
     /// Streams of the open-streams phase (default 10000; 200 with --smoke; 0 skips it).
     #[arg(long)]
     open_streams: Option<usize>,
-    /// Only time the history store (sizes 10 to 5,000) and print the points; for profiling.
+    /// Only time the history store (sizes 10 to 5,000, then saves with synchronous=FULL and
+    /// NORMAL) and print the points; for profiling.
     #[arg(long)]
     history_only: bool,
     /// Conversation sizes of `--history-only` (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = [10, 100, 1000, 5000])]
     history_sizes: Vec<usize>,
+    /// Saves per `synchronous` mode of `--history-only`.
+    #[arg(long, default_value_t = 400)]
+    sync_saves: usize,
     /// Only time lmchatkit's per-event pipeline stages in-process and print them.
     #[arg(long)]
     pipeline_only: bool,
@@ -177,10 +181,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.history_only {
         let db = std::env::temp_dir().join(format!("lmchatkit-history-{}.db", std::process::id()));
         let points = history::run(&db, &args.history_sizes, 25).await?;
-        for ext in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{ext}", db.display()));
-        }
+        history::remove_db(&db);
         println!("{}", serde_json::to_string_pretty(&points)?);
+        let sync = history::sync_cost(&std::env::temp_dir(), args.sync_saves).await?;
+        println!("{}", serde_json::to_string_pretty(&sync)?);
         return Ok(());
     }
     let install_s: BTreeMap<String, f64> = args

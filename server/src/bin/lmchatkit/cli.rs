@@ -4,8 +4,9 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::builder::BoolishValueParser;
+use clap::builder::{BoolishValueParser, PossibleValuesParser, TypedValueParser};
 use clap::{ArgAction, Parser, ValueEnum};
+use lmchatkit::history::Synchronous;
 use serde::Deserialize;
 
 /// A chat UI for any OpenAI-compatible LLM endpoint and MCP servers.
@@ -29,6 +30,7 @@ pub struct Args {
     #[arg(long, env = "LMCHATKIT_SANDBOX_LISTEN", value_name = "ADDR")]
     pub sandbox_listen: Option<SocketAddr>,
     /// The origin browsers reach --sandbox-listen at; its host name must differ from the chat's
+    /// and be a DNS name: each MCP server's views run on a subdomain of it (v-HASH.NAME)
     /// [default: http://localhost:PORT when the chat is opened on 127.0.0.1].
     #[arg(long, env = "LMCHATKIT_SANDBOX_ORIGIN", value_name = "URL")]
     pub sandbox_origin: Option<String>,
@@ -53,6 +55,44 @@ pub struct Args {
         value_name = "ORIGIN"
     )]
     pub frame_ancestors: Vec<String>,
+    /// Require this token: the printed URL carries it once and it becomes a cookie; scripts
+    /// send `Authorization: Bearer <token>` [default: none on loopback; made up when listening
+    /// on any other address].
+    #[arg(
+        long,
+        env = "LMCHATKIT_AUTH_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub auth_token: Option<String>,
+    /// Behind an authenticating proxy: take the user from this request header (e.g.
+    /// `X-Forwarded-User`), so each person has their own history. Honoured only from
+    /// --trusted-proxy addresses; requests from anywhere else are refused. Excludes
+    /// --auth-token.
+    #[arg(long, env = "LMCHATKIT_TRUSTED_USER_HEADER", value_name = "NAME")]
+    pub trusted_user_header: Option<String>,
+    /// Addresses or ranges of the authenticating proxy (repeatable or comma-separated)
+    /// [default: 127.0.0.1 and ::1].
+    #[arg(
+        long = "trusted-proxy",
+        env = "LMCHATKIT_TRUSTED_PROXIES",
+        value_delimiter = ',',
+        value_name = "ADDR"
+    )]
+    pub trusted_proxies: Vec<String>,
+    /// The user who runs the app: only they see MCP server states in /api/config [default:
+    /// everyone, as in a single-user app].
+    #[arg(long, env = "LMCHATKIT_OPERATOR", value_name = "USER")]
+    pub operator: Option<String>,
+    /// Also accept requests sent by pages of this origin, e.g. `http://127.0.0.1:8081` for
+    /// `trunk serve` (repeatable or comma-separated).
+    #[arg(
+        long = "allowed-origin",
+        env = "LMCHATKIT_ALLOWED_ORIGINS",
+        value_delimiter = ',',
+        value_name = "ORIGIN"
+    )]
+    pub allowed_origins: Vec<String>,
     /// Seconds a client may take to send a request's head (request line and headers) before
     /// its connection is closed, so slow or stalled clients cannot hold connections open
     /// [default: 10].
@@ -94,6 +134,12 @@ pub struct Args {
     /// platform data directory].
     #[arg(long, env = "LMCHATKIT_DB", value_name = "PATH")]
     pub db: Option<String>,
+    /// How hard a save of the history file waits for the disk: `full` syncs every save, so an
+    /// acknowledged save survives a power loss; `normal` is faster, and a power loss (not a
+    /// crash of the app) can undo the last saves [default: full].
+    #[arg(long, env = "LMCHATKIT_DB_SYNCHRONOUS", value_name = "MODE",
+          value_parser = synchronous_parser())]
+    pub db_synchronous: Option<Synchronous>,
     /// Directory of persona .toml files, reloaded on change [default: the shipped examples,
     /// built in].
     #[arg(long, env = "LMCHATKIT_PERSONAS_DIR", value_name = "DIR")]
@@ -135,6 +181,12 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
+}
+
+/// `full` | `normal` (listed in `--help`) → the store's mode.
+fn synchronous_parser() -> impl TypedValueParser<Value = Synchronous> {
+    PossibleValuesParser::new(Synchronous::ALL.map(Synchronous::as_str))
+        .try_map(|s| s.parse::<Synchronous>())
 }
 
 /// `Name: value` → a checked header pair.

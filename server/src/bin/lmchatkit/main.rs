@@ -5,8 +5,11 @@
 //! Decisions: the demo model runs only without an upstream and the demo MCP server only without
 //! `[[mcp.servers]]` (so a configured model never sees toy tools), each unless switched
 //! explicitly (`--no-demo`, `--no-demo-mcp[=false]`, `[demo]` in the file). A configured
-//! server named `demo` wins over the built-in one.
+//! server named `demo` wins over the built-in one. The history file is synced in full on every
+//! save (`--db-synchronous full`), so a reply the app saved survives a power loss; `normal` is
+//! the faster opt-out.
 
+mod auth;
 mod cli;
 mod defaults;
 mod serve;
@@ -17,7 +20,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use lmchatkit::history::{HistoryStore, MemoryStore, SqliteStore};
+use lmchatkit::history::{HistoryStore, MemoryStore, SqliteOptions, SqliteStore, Synchronous};
 use lmchatkit::llm::DemoModel;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::mcp::{DEMO_SERVER_NAME, demo_server_config};
@@ -25,8 +28,9 @@ use lmchatkit::protocol::Model;
 use lmchatkit::{ChatService, Config, EventBroadcaster, Host, McpHub, StandardHost};
 use tokio::net::TcpListener;
 
+use auth::{Gate, GateLayer, Token};
 use cli::LogFormat;
-use settings::Settings;
+use settings::{Access, Settings};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -77,7 +81,7 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .event_broadcaster(events)
         .demo(demo)
         .prefix(s.prefix.clone())
-        .history_arc(history(s.db.as_deref())?)
+        .history_arc(history(s.db.as_deref(), s.db_synchronous)?)
         .file_upload(s.upload)
         .title("lmchatkit");
     for name in &s.allowed_hosts {
@@ -85,6 +89,15 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
     }
     for origin in &s.frame_ancestors {
         builder = builder.frame_ancestor(origin.clone());
+    }
+    for origin in &s.allowed_origins {
+        builder = builder.allowed_origin(origin.clone());
+    }
+    if let Some(operator) = &s.operator {
+        builder = builder.operator(operator.clone());
+    }
+    if matches!(s.access, Access::TrustedHeader { .. }) {
+        builder = builder.require_principal(true);
     }
     if !s.listen.ip().is_loopback() && s.allowed_hosts.is_empty() {
         tracing::warn!(
@@ -118,9 +131,11 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
             .await
             .map_err(|e| format!("cannot listen on {addr} (sandbox): {e}"))?;
         tracing::info!(%origin, %addr, "MCP App views run in proxy mode on the sandbox origin");
+        // The sandbox page only: nothing there to protect, and views load it without cookies.
         tokio::spawn(serve::serve(
             listener,
             svc.sandbox_only(),
+            GateLayer::new(Gate::Open),
             stop.clone(),
             s.header_timeout,
         ));
@@ -134,15 +149,36 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
         // 0.0.0.0 / [::] listen everywhere, but a browser cannot open them.
         addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
     }
-    println!(
-        "lmchatkit is listening: open http://{addr}{}",
-        svc.config().prefix()
-    );
-    serve::serve(listener, svc, stop, s.header_timeout).await;
+    let prefix = svc.config().prefix().to_owned();
+    let gate = gate(&s, addr.port(), &prefix);
+    let query = match &gate {
+        Gate::Token(token) => format!("?{}={}", auth::TOKEN_PARAM, token.value()),
+        _ => String::new(),
+    };
+    println!("lmchatkit is listening: open http://{addr}{prefix}{query}");
+    serve::serve(listener, svc, GateLayer::new(gate), stop, s.header_timeout).await;
     if let Some(hub) = hub {
         hub.shutdown().await; // stops the stdio MCP servers
     }
     Ok(())
+}
+
+/// Who may use the app: see `auth.rs`.
+fn gate(s: &Settings, port: u16, prefix: &str) -> Gate {
+    match &s.access {
+        Access::TrustedHeader { header, proxies } => Gate::Proxy {
+            header: header.clone(),
+            from: proxies.clone().into(),
+        },
+        Access::Token(Some(token)) => {
+            Gate::Token(Arc::new(Token::new(token.clone(), port, prefix)))
+        }
+        Access::Token(None) if s.listen.ip().is_loopback() => Gate::Open,
+        Access::Token(None) => {
+            tracing::info!("listening beyond loopback: a token is required (see the printed URL)");
+            Gate::Token(Arc::new(Token::new(Token::generate(), port, prefix)))
+        }
+    }
 }
 
 fn default_db() -> PathBuf {
@@ -151,7 +187,12 @@ fn default_db() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("lmchatkit-history.db"))
 }
 
-fn history(db: Option<&str>) -> Result<Arc<dyn HistoryStore>, Box<dyn std::error::Error>> {
+/// The history store: in memory for `memory:`, else the SQLite file (default: the platform data
+/// directory) with the given `synchronous` mode.
+fn history(
+    db: Option<&str>,
+    synchronous: Synchronous,
+) -> Result<Arc<dyn HistoryStore>, Box<dyn std::error::Error>> {
     if db == Some("memory:") {
         return Ok(Arc::new(MemoryStore::new()));
     }
@@ -160,8 +201,10 @@ fn history(db: Option<&str>) -> Result<Arc<dyn HistoryStore>, Box<dyn std::error
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    tracing::info!(path = %path.display(), "history");
-    let store = SqliteStore::open(&path).map_err(|e| format!("history {}: {e}", path.display()))?;
+    tracing::info!(path = %path.display(), %synchronous, "history");
+    let options = SqliteOptions::default().with_synchronous(synchronous);
+    let store = SqliteStore::open_with(&path, options)
+        .map_err(|e| format!("history {}: {e}", path.display()))?;
     Ok(Arc::new(store))
 }
 

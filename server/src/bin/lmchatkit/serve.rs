@@ -15,6 +15,8 @@ use lmchatkit::ChatService;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::auth::{GateLayer, Gated};
+
 /// How long open connections (streams) may finish after shutdown was asked for.
 pub const DRAIN: Duration = Duration::from_secs(10);
 /// HTTP/2 pings on an idle connection; one unanswered within the timeout closes it.
@@ -34,6 +36,7 @@ pub fn stop_on_signal() -> watch::Receiver<bool> {
 pub async fn serve(
     listener: TcpListener,
     svc: ChatService,
+    gate: GateLayer,
     mut stop: watch::Receiver<bool>,
     header_timeout: Duration,
 ) {
@@ -41,10 +44,11 @@ pub async fn serve(
     loop {
         tokio::select! {
             conn = listener.accept() => {
-                let Ok((stream, _)) = conn else { continue };
+                let Ok((stream, peer)) = conn else { continue };
                 // Without it, Nagle + delayed ACK hold small SSE frames for ~40 ms.
                 let _ = stream.set_nodelay(true);
-                tokio::spawn(connection(stream, svc.clone(), graceful.watcher(), header_timeout));
+                let svc = gate.for_peer(svc.clone(), peer);
+                tokio::spawn(connection(stream, svc, graceful.watcher(), header_timeout));
             }
             // An error means the sender is gone: stop as well.
             _ = stop.wait_for(|stop| *stop) => break,
@@ -61,7 +65,7 @@ pub async fn serve(
 /// sends none within the header timeout is dropped before hyper ever sees it.
 async fn connection(
     stream: tokio::net::TcpStream,
-    svc: ChatService,
+    svc: Gated<ChatService>,
     graceful: Watcher,
     header_timeout: Duration,
 ) {

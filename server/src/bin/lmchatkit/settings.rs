@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use lmchatkit::history::Synchronous;
 use lmchatkit::mcp::{McpConfigFile, McpServerConfig, expand_env};
 use lmchatkit::secrets::{Redacted, redact_url, redacted_headers};
 use serde::Deserialize;
@@ -31,8 +32,16 @@ struct FileSettings {
     #[serde(default)]
     frame_ancestors: Vec<String>,
     header_timeout: Option<u64>,
+    auth_token: Option<String>,
+    trusted_user_header: Option<String>,
+    #[serde(default)]
+    trusted_proxies: Vec<String>,
+    operator: Option<String>,
+    #[serde(default)]
+    allowed_origins: Vec<String>,
     prefix: Option<String>,
     db: Option<String>,
+    db_synchronous: Option<Synchronous>,
     personas_dir: Option<PathBuf>,
     commands_dir: Option<PathBuf>,
     upload: Option<bool>,
@@ -91,6 +100,8 @@ pub struct Settings {
     pub prefix: String,
     pub upstream: Upstream,
     pub db: Option<String>,
+    /// The history file's `synchronous` mode (FULL unless said).
+    pub db_synchronous: Synchronous,
     pub personas_dir: Option<PathBuf>,
     pub commands_dir: Option<PathBuf>,
     pub upload: bool,
@@ -100,6 +111,12 @@ pub struct Settings {
     pub frame_ancestors: Vec<String>,
     /// How long a client may take to send a request head.
     pub header_timeout: std::time::Duration,
+    /// Who may use the app.
+    pub access: Access,
+    /// The principal who sees MCP server states.
+    pub operator: Option<String>,
+    /// Origins of pages allowed to call the API besides the app's own.
+    pub allowed_origins: Vec<String>,
     /// Run the demo model when no upstream is configured.
     pub demo_model: bool,
     /// The demo MCP server: `Some(on)` when said, `None` = only when no servers are configured.
@@ -107,6 +124,34 @@ pub struct Settings {
     pub mcp_servers: Vec<McpServerConfig>,
     pub log: String,
     pub log_format: LogFormat,
+}
+
+/// How the app tells who is asking (see `auth.rs`).
+#[derive(Clone, PartialEq)]
+pub enum Access {
+    /// A token when one is given, else one made up when listening beyond loopback.
+    Token(Option<String>),
+    /// The principal from this header, sent by a proxy at one of these addresses.
+    TrustedHeader {
+        header: http::HeaderName,
+        proxies: Vec<ipnet::IpNet>,
+    },
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Token(t) => f
+                .debug_tuple("Token")
+                .field(&t.as_ref().map(|_| Redacted))
+                .finish(),
+            Self::TrustedHeader { header, proxies } => f
+                .debug_struct("TrustedHeader")
+                .field("header", header)
+                .field("proxies", proxies)
+                .finish(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Upstream {
@@ -126,7 +171,7 @@ impl Settings {
     /// Reads `args.config` (if any) and merges.
     pub fn load(args: Args) -> Result<Self, String> {
         let Some(path) = args.config.clone() else {
-            return Ok(Self::merge(args, FileSettings::default(), Vec::new()));
+            return Self::merge(args, FileSettings::default(), Vec::new());
         };
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -145,10 +190,30 @@ impl Settings {
         if let Some(db) = file.db.as_mut().filter(|d| *d != "memory:") {
             *db = dir.join(&*db).to_string_lossy().into_owned();
         }
-        Ok(Self::merge(args, file, servers))
+        Self::merge(args, file, servers).map_err(at)
     }
 
-    fn merge(args: Args, file: FileSettings, mcp_servers: Vec<McpServerConfig>) -> Self {
+    fn merge(
+        args: Args,
+        file: FileSettings,
+        mcp_servers: Vec<McpServerConfig>,
+    ) -> Result<Self, String> {
+        let access = access(
+            args.auth_token.or(file.auth_token),
+            args.trusted_user_header.or(file.trusted_user_header),
+            if args.trusted_proxies.is_empty() {
+                file.trusted_proxies
+            } else {
+                args.trusted_proxies
+            },
+        )?;
+        let allowed_origins = file
+            .allowed_origins
+            .into_iter()
+            .chain(args.allowed_origins)
+            .map(|o| o.trim().trim_end_matches('/').to_owned())
+            .filter(|o| !o.is_empty())
+            .collect();
         let mut headers: Vec<(String, String)> = file.upstream.headers.into_iter().collect();
         for (name, value) in args.headers {
             headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
@@ -159,7 +224,7 @@ impl Settings {
         } else {
             args.models
         };
-        Self {
+        Ok(Self {
             listen: args
                 .listen
                 .or(file.listen)
@@ -184,6 +249,10 @@ impl Settings {
                     .collect(),
             },
             db: args.db.or(file.db),
+            db_synchronous: args
+                .db_synchronous
+                .or(file.db_synchronous)
+                .unwrap_or_default(),
             personas_dir: args.personas_dir.or(file.personas_dir),
             commands_dir: args.commands_dir.or(file.commands_dir),
             upload: args.upload.or(file.upload).unwrap_or(true),
@@ -216,13 +285,52 @@ impl Settings {
             mcp_servers,
             log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
             log_format: args.log_format.or(file.log_format).unwrap_or_default(),
-        }
+            access,
+            operator: args
+                .operator
+                .or(file.operator)
+                .filter(|o| !o.trim().is_empty()),
+            allowed_origins,
+        })
     }
 
     /// Whether the demo MCP server runs.
     pub fn demo_mcp_on(&self) -> bool {
         self.demo_mcp.unwrap_or(self.mcp_servers.is_empty())
     }
+}
+
+/// The token or the trusted header (not both), with the proxy addresses checked.
+fn access(
+    token: Option<String>,
+    header: Option<String>,
+    proxies: Vec<String>,
+) -> Result<Access, String> {
+    let token = token.filter(|t| !t.trim().is_empty());
+    let Some(header) = header.filter(|h| !h.trim().is_empty()) else {
+        if !proxies.is_empty() {
+            return Err("--trusted-proxy needs --trusted-user-header".into());
+        }
+        return Ok(Access::Token(token));
+    };
+    if token.is_some() {
+        return Err(
+            "--auth-token and --trusted-user-header exclude each other: behind an \
+             authenticating proxy the proxy decides who is asking"
+                .into(),
+        );
+    }
+    let header = http::HeaderName::from_bytes(header.trim().as_bytes())
+        .map_err(|_| format!("--trusted-user-header: invalid header name {header:?}"))?;
+    let proxies = if proxies.is_empty() {
+        vec!["127.0.0.1".to_owned(), "::1".to_owned()]
+    } else {
+        proxies
+    };
+    Ok(Access::TrustedHeader {
+        header,
+        proxies: crate::auth::parse_proxies(&proxies)?,
+    })
 }
 
 /// The sandbox listener and its origin: as given, else `http://localhost:PORT` (browsers open

@@ -55,6 +55,24 @@ fn defaults_without_a_file() {
     assert_eq!(s.upstream, Upstream::default());
     assert!(s.upload && s.demo_model && s.demo_mcp_on());
     assert_eq!((s.log.as_str(), s.log_format), ("info", LogFormat::Text));
+    assert_eq!(s.db_synchronous, Synchronous::Full);
+}
+
+#[test]
+fn db_synchronous_comes_from_the_flag_else_the_file_else_full() {
+    let file = "db_synchronous = \"normal\"\n";
+    assert_eq!(
+        load(file, Args::default()).unwrap().db_synchronous,
+        Synchronous::Normal
+    );
+    let flag = Args::try_parse_from(["lmchatkit", "--db-synchronous", "full"]).unwrap();
+    assert_eq!(load(file, flag).unwrap().db_synchronous, Synchronous::Full);
+    let flag = Args::try_parse_from(["lmchatkit", "--db-synchronous=normal"]).unwrap();
+    assert_eq!(
+        Settings::load(flag).unwrap().db_synchronous,
+        Synchronous::Normal
+    );
+    assert!(Args::try_parse_from(["lmchatkit", "--db-synchronous", "off"]).is_err());
 }
 
 #[test]
@@ -134,6 +152,7 @@ fn mistakes_in_the_file_are_errors_naming_it() {
             "invalid header name",
         ),
         ("[[mcp.servers]]\nname = \"x\"", "exactly one of"),
+        ("db_synchronous = \"off\"", "db_synchronous"),
     ] {
         let err = load(text, Args::default()).unwrap_err();
         assert!(
@@ -230,5 +249,87 @@ fn debug_output_never_shows_the_key_or_header_values() {
     assert!(
         shown.contains("llm.example") && shown.contains("api-key") && shown.contains("<redacted>"),
         "{shown}"
+    );
+}
+
+#[test]
+fn who_may_use_the_app_comes_from_the_token_or_the_trusted_header() {
+    let s = Settings::load(Args::default()).unwrap();
+    assert_eq!(s.access, Access::Token(None));
+    let s = load(
+        "auth_token = \"from-file\"\noperator = \"ops\"\n",
+        Args::parse_from(["lmchatkit"]),
+    )
+    .unwrap();
+    assert_eq!(s.access, Access::Token(Some("from-file".into())));
+    assert_eq!(s.operator.as_deref(), Some("ops"));
+    assert!(
+        !format!("{s:?}").contains("from-file"),
+        "Debug shows no token"
+    );
+
+    let s = load(
+        "trusted_user_header = \"X-User\"\n",
+        Args::parse_from(["lmchatkit"]),
+    )
+    .unwrap();
+    let Access::TrustedHeader { header, proxies } = &s.access else {
+        panic!("{:?}", s.access)
+    };
+    assert_eq!(header.as_str(), "x-user");
+    assert_eq!(proxies.len(), 2, "loopback by default: {proxies:?}");
+    let s = Settings::load(Args::parse_from([
+        "lmchatkit",
+        "--trusted-user-header",
+        "X-User",
+        "--trusted-proxy",
+        "10.0.0.0/8,192.168.1.5",
+    ]))
+    .unwrap();
+    assert!(matches!(&s.access, Access::TrustedHeader { proxies, .. } if proxies.len() == 2));
+}
+
+#[test]
+fn mistakes_in_who_may_use_the_app_are_errors() {
+    let both = Args::parse_from([
+        "lmchatkit",
+        "--auth-token",
+        "t",
+        "--trusted-user-header",
+        "X-User",
+    ]);
+    assert!(
+        Settings::load(both)
+            .unwrap_err()
+            .contains("exclude each other")
+    );
+    let bad = Args::parse_from([
+        "lmchatkit",
+        "--trusted-user-header",
+        "X-User",
+        "--trusted-proxy",
+        "proxy.example",
+    ]);
+    assert!(Settings::load(bad).unwrap_err().contains("proxy.example"));
+    let lonely = Args::parse_from(["lmchatkit", "--trusted-proxy", "10.0.0.1"]);
+    assert!(
+        Settings::load(lonely)
+            .unwrap_err()
+            .contains("--trusted-user-header")
+    );
+    let bad_name = Args::parse_from(["lmchatkit", "--trusted-user-header", "X User"]);
+    assert!(Settings::load(bad_name).is_err());
+}
+
+#[test]
+fn allowed_origins_come_from_the_file_and_the_flags() {
+    let s = load(
+        "allowed_origins = [\"https://a.example/\"]\n",
+        Args::parse_from(["lmchatkit", "--allowed-origin", "http://127.0.0.1:8081"]),
+    )
+    .unwrap();
+    assert_eq!(
+        s.allowed_origins,
+        ["https://a.example", "http://127.0.0.1:8081"]
     );
 }

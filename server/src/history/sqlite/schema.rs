@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, TransactionBehavior};
 
+use super::Synchronous;
 use super::queries::Db;
 use crate::history::HistoryError;
 
@@ -43,8 +44,12 @@ pub(super) const MIGRATIONS: &[&str] = &[
 pub(super) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Sets the busy timeout, WAL journal mode (files only; an in-memory database answers
-/// "memory"), `synchronous=NORMAL` and foreign keys.
-pub(super) fn configure(conn: &Connection, is_file: bool) -> Result<(), HistoryError> {
+/// "memory"), the `synchronous` mode and foreign keys.
+pub(super) fn configure(
+    conn: &Connection,
+    is_file: bool,
+    synchronous: Synchronous,
+) -> Result<(), HistoryError> {
     conn.busy_timeout(BUSY_TIMEOUT).db()?;
     let mode: String = conn
         .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
@@ -54,7 +59,8 @@ pub(super) fn configure(conn: &Connection, is_file: bool) -> Result<(), HistoryE
             "could not enable WAL journal mode (got {mode})"
         )));
     }
-    conn.pragma_update(None, "synchronous", "NORMAL").db()?;
+    conn.pragma_update(None, "synchronous", synchronous.pragma())
+        .db()?;
     conn.pragma_update(None, "foreign_keys", "ON").db()
 }
 

@@ -68,7 +68,7 @@ async fn pragmas_and_schema_version() {
             .unwrap()
         };
         assert_eq!(q("journal_mode"), "Text(\"wal\")");
-        assert_eq!(q("synchronous"), "Integer(1)", "NORMAL");
+        assert_eq!(q("synchronous"), "Integer(2)", "FULL by default");
         assert_eq!(q("foreign_keys"), "Integer(1)");
         assert_eq!(q("user_version"), format!("Integer({SCHEMA_VERSION})"));
         assert!(q("busy_timeout") != "Integer(0)");
@@ -81,6 +81,49 @@ async fn pragmas_and_schema_version() {
             .unwrap();
         assert_eq!(index, 1);
     });
+}
+
+/// What SQLite reports for `PRAGMA synchronous` on the store's connection.
+fn synchronous_of(store: &SqliteStore) -> i64 {
+    store.with_conn(|c| {
+        c.pragma_query_value(None, "synchronous", |r| r.get(0))
+            .unwrap()
+    })
+}
+
+#[test]
+fn the_synchronous_option_is_what_sqlite_applies() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    // SQLite's numbering: 1 = NORMAL, 2 = FULL.
+    for (mode, pragma) in [(Synchronous::Normal, 1), (Synchronous::Full, 2)] {
+        let options = SqliteOptions::default().with_synchronous(mode);
+        let store = SqliteStore::open_with(&path, options).unwrap();
+        assert_eq!(synchronous_of(&store), pragma, "{mode}");
+        assert_eq!(store.synchronous(), mode);
+    }
+    assert_eq!(SqliteOptions::default().synchronous(), Synchronous::Full);
+    assert_eq!(synchronous_of(&SqliteStore::open(&path).unwrap()), 2);
+    // In memory nothing reaches a disk, but the setting still applies as asked.
+    let normal = SqliteOptions::default().with_synchronous(Synchronous::Normal);
+    assert_eq!(
+        synchronous_of(&SqliteStore::in_memory_with(normal).unwrap()),
+        1
+    );
+}
+
+#[test]
+fn synchronous_modes_read_and_print_as_their_names() {
+    for (text, mode) in [("full", Synchronous::Full), ("normal", Synchronous::Normal)] {
+        assert_eq!(text.parse::<Synchronous>(), Ok(mode));
+        assert_eq!(mode.to_string(), text);
+        assert_eq!(
+            serde_json::from_value::<Synchronous>(serde_json::json!(text)).unwrap(),
+            mode
+        );
+    }
+    let err = "off".parse::<Synchronous>().unwrap_err().to_string();
+    assert!(err.contains("full") && err.contains("normal"), "{err}");
 }
 
 #[tokio::test]

@@ -441,6 +441,68 @@ async fn a_stalled_stream_ends_with_an_error() {
     );
 }
 
+/// A reply that streams steadily but never ends: the idle timeout never fires, the total one
+/// does, and the text so far is kept.
+#[tokio::test]
+async fn a_reply_that_never_ends_is_cut_off_at_the_total_timeout() {
+    let base = serve(|_req| async {
+        let (tx, resp) = streamed();
+        tokio::spawn(async move {
+            loop {
+                send(&tx, &delta("more ")).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                if tx.is_closed() {
+                    break;
+                }
+            }
+        });
+        resp
+    })
+    .await;
+    let backend = OpenAiBackend::new(
+        OpenAiConfig::new(base)
+            .with_idle_timeout(Duration::from_secs(5))
+            .with_total_timeout(Duration::from_millis(400)),
+    );
+    let events = collect(&backend).await;
+    assert!(events.len() >= 3, "{events:?}");
+    assert_eq!(events[0], Event::delta("more "));
+    assert_eq!(
+        events.last(),
+        Some(&Event::error(
+            "the reply was cut off: upstream reply exceeded the turn's total timeout"
+        ))
+    );
+}
+
+/// An upstream that sends one endless line: read up to the event cap, then the turn ends.
+#[tokio::test]
+async fn an_endless_upstream_line_ends_the_turn_at_the_event_cap() {
+    let base = serve(|_req| async {
+        let (tx, resp) = streamed();
+        tokio::spawn(async move {
+            send(&tx, &delta("before ")).await;
+            let junk = "x".repeat(256 << 10);
+            send(&tx, "data: ").await;
+            while !tx.is_closed() {
+                let frame = Frame::data(Bytes::from(junk.clone()));
+                if tx.send(Ok(frame)).await.is_err() {
+                    break;
+                }
+            }
+        });
+        resp
+    })
+    .await;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+    let events = collect(&backend).await;
+    assert_eq!(events[0], Event::delta("before "));
+    match events.last() {
+        Some(Event::Error { error }) => assert!(error.contains("larger than"), "{error}"),
+        other => panic!("ends in an error, not {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn dropping_the_stream_closes_the_upstream_connection() {
     let (closed_tx, mut closed) = mpsc::unbounded_channel();

@@ -138,7 +138,13 @@ struct Accumulator {
     usage: Option<Usage>,
     /// A data event was read: an end of the body now cuts a reply off.
     started: bool,
+    /// A tool call's arguments grew past [`MAX_ARGUMENTS_BYTES`]: the turn ends in an error.
+    oversized: Option<String>,
 }
+
+/// The most a tool call's accumulated arguments may grow to (the service takes no larger
+/// `arguments` back either, see `limits`).
+pub(super) const MAX_ARGUMENTS_BYTES: usize = crate::limits::DEFAULT_MAX_ARGUMENTS_BYTES;
 
 impl Accumulator {
     fn on_sse(&mut self, event: &str, data: &str, out: &mut VecDeque<Event>) -> Flow {
@@ -154,7 +160,12 @@ impl Accumulator {
         if event != "error" && self.on_plain_chunk(data, out) {
             return Flow::Continue;
         }
-        self.on_general_chunk(event, data, out)
+        let flow = self.on_general_chunk(event, data, out);
+        if let Some(why) = self.oversized.take() {
+            out.push_back(Event::error(why));
+            return Flow::End;
+        }
+        flow
     }
 
     /// Any chunk, parsed into a `Value`.
@@ -278,6 +289,9 @@ impl Accumulator {
             }
             let calls = delta.get("tool_calls").and_then(Value::as_array);
             for call in calls.into_iter().flatten() {
+                if self.oversized.is_some() {
+                    break;
+                }
                 let index = call.get("index").and_then(Value::as_u64);
                 self.fragment(index, call.get("id"), call.get("function"));
             }
@@ -324,6 +338,14 @@ impl Accumulator {
             None | Some(Value::Null) => {}
             // Some servers send the arguments as an object rather than a string.
             Some(other) => call.arguments.push_str(&other.to_string()),
+        }
+        if call.arguments.len() > MAX_ARGUMENTS_BYTES {
+            self.oversized = Some(format!(
+                "the model's arguments for tool {:?} exceed {MAX_ARGUMENTS_BYTES} bytes; the \
+                 call was dropped",
+                call.name
+            ));
+            call.arguments = String::new();
         }
     }
 
@@ -545,6 +567,42 @@ mod fast_path_tests {
             fast.finish(&mut out_fast);
             general.finish(&mut out_general);
             assert_eq!(out_fast, out_general, "{data}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod caps_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn tool_arguments_past_the_cap_end_the_turn_in_an_error() {
+        let piece = "x".repeat(64 << 10);
+        let mut body = String::new();
+        let text = serde_json::json!({"choices":[{"delta":{"content":"partial "}}]});
+        body.push_str(&format!("data: {text}\n\n"));
+        for i in 0..(MAX_ARGUMENTS_BYTES / piece.len() + 2) {
+            let args = match i {
+                0 => format!("{{\"a\":\"{piece}"),
+                _ => piece.clone(),
+            };
+            let chunk = serde_json::json!({"choices":[{"delta":{"tool_calls":[
+                {"index":0,"id":"c","function":{"name":"big","arguments":args}}]}}]});
+            body.push_str(&format!("data: {chunk}\n\n"));
+        }
+        body.push_str("data: [DONE]\n\n");
+        let bytes = stream::iter([Ok::<_, std::io::Error>(Bytes::from(body))]);
+        let events: Vec<Event> = translate(bytes).collect().await;
+        assert!(matches!(&events[0], Event::Delta { .. }), "{events:?}");
+        assert!(
+            !events.iter().any(|e| matches!(e, Event::ToolCall { .. })),
+            "no call is emitted"
+        );
+        match events.last() {
+            Some(Event::Error { error }) => {
+                assert!(error.contains("big") && error.contains("exceed"), "{error}")
+            }
+            other => panic!("ends in an error, not {other:?}"),
         }
     }
 }

@@ -4,6 +4,8 @@
 use std::error::Error as StdError;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt, stream};
 use lmchatkit_protocol::Event;
@@ -15,6 +17,9 @@ use crate::host::EventStream;
 pub(super) const ERROR_BODY_LIMIT: usize = 512;
 /// The largest non-streamed JSON reply read.
 const JSON_BODY_LIMIT: usize = 16 << 20;
+/// The largest SSE event (its lines up to the blank line) read from the upstream: above the
+/// arguments cap, which one chunk may carry whole.
+pub(super) const MAX_SSE_EVENT: usize = 2 * super::translate::MAX_ARGUMENTS_BYTES;
 
 /// Polls a stream inside a tracing span, so the translator's warnings carry the upstream call.
 pub(super) struct InSpan {
@@ -38,8 +43,12 @@ impl Stream for InSpan {
 /// The events of a 2xx reply. Normally SSE; a server that ignores `stream: true` (whatever
 /// its content type says) answers with one JSON completion, which is read as a single chunk
 /// followed by `[DONE]` when it parses whole.
-pub(super) async fn reply_events(resp: reqwest::Response, idle: Duration) -> EventStream {
-    let mut body = Box::pin(guard(resp.bytes_stream(), idle));
+pub(super) async fn reply_events(
+    resp: reqwest::Response,
+    idle: Duration,
+    deadline: Instant,
+) -> EventStream {
+    let mut body = Box::pin(guard(resp.bytes_stream(), idle, deadline));
     let mut head: Vec<Result<Bytes, BodyError>> = Vec::new();
     let first = loop {
         match body.next().await {
@@ -86,25 +95,62 @@ pub(super) async fn reply_events(resp: reqwest::Response, idle: Duration) -> Eve
 enum BodyError {
     #[error("{0}")]
     Stalled(String),
+    #[error("upstream sent an event larger than {MAX_SSE_EVENT} bytes")]
+    EventTooLarge,
     #[error("upstream connection failed mid-stream: {0}")]
     Transport(String),
 }
 
-/// Adds the idle timeout to a body stream and turns its errors into readable ones. After an
-/// error the body is dropped.
-fn guard<S>(body: S, idle: Duration) -> impl Stream<Item = Result<Bytes, BodyError>> + Send
+/// Adds the idle timeout, the turn's deadline and the event-size cap to a body stream and
+/// turns its errors into readable ones. After an error the body is dropped.
+fn guard<S>(
+    body: S,
+    idle: Duration,
+    deadline: Instant,
+) -> impl Stream<Item = Result<Bytes, BodyError>> + Send
 where
     S: Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
 {
-    stream::unfold(Some(Box::pin(body)), move |body| async move {
-        let mut body = body?;
-        match tokio::time::timeout(idle, body.next()).await {
-            Ok(Some(Ok(bytes))) => Some((Ok(bytes), Some(body))),
+    let start = (Box::pin(body), EventSize::default());
+    stream::unfold(Some(start), move |state| async move {
+        let (mut body, mut size) = state?;
+        let wait = Instant::now() + idle;
+        match tokio::time::timeout_at(wait.min(deadline), body.next()).await {
+            Ok(Some(Ok(bytes))) if size.add(&bytes) => Some((Ok(bytes), Some((body, size)))),
+            Ok(Some(Ok(_))) => Some((Err(BodyError::EventTooLarge), None)),
             Ok(Some(Err(e))) => Some((Err(BodyError::Transport(causes(&e))), None)),
             Ok(None) => None,
+            Err(_) if Instant::now() >= deadline => {
+                let why = "upstream reply exceeded the turn's total timeout".to_owned();
+                Some((Err(BodyError::Stalled(why)), None))
+            }
             Err(_) => Some((Err(BodyError::Stalled(stalled(idle))), None)),
         }
     })
+}
+
+/// The size of the SSE event being received: bytes since the last blank line.
+#[derive(Debug, Default)]
+struct EventSize {
+    len: usize,
+    /// The last byte other than `\r` was `\n`.
+    at_line_start: bool,
+}
+
+impl EventSize {
+    /// Counts `bytes`; false once an event is over [`MAX_SSE_EVENT`].
+    fn add(&mut self, bytes: &[u8]) -> bool {
+        for &b in bytes {
+            match b {
+                b'\n' if self.at_line_start => self.len = 0,
+                b'\n' => self.at_line_start = true,
+                b'\r' => {}
+                _ => self.at_line_start = false,
+            }
+            self.len += 1;
+        }
+        self.len <= MAX_SSE_EVENT
+    }
 }
 
 pub(super) fn stalled(idle: Duration) -> String {
@@ -172,5 +218,26 @@ fn causes(e: &reqwest::Error) -> String {
         e.to_string()
     } else {
         parts.join(": ")
+    }
+}
+
+#[cfg(test)]
+mod caps_tests {
+    use super::*;
+
+    #[test]
+    fn an_event_is_measured_up_to_its_blank_line() {
+        let mut size = EventSize::default();
+        let half = vec![b'x'; MAX_SSE_EVENT / 2 - 10];
+        assert!(size.add(&half) && size.add(&half));
+        assert!(size.add(b"\r\n\r\n"), "a blank line ends the event");
+        assert!(size.add(&half));
+        assert!(size.add(b"\n"), "one newline does not");
+        assert!(
+            size.add(&half),
+            "lines of one event add up: {} bytes",
+            size.len
+        );
+        assert!(!size.add(&[b'x'; 30]), "past the cap");
     }
 }
