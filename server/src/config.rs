@@ -9,12 +9,15 @@ use std::time::Duration;
 
 use lmchatkit_protocol::McpServerStatus;
 
+use http::HeaderValue;
+
 use crate::access::hosts::AllowedHost;
 use crate::catalog::{CommandSource, PersonaSource};
 use crate::events::EventBroadcaster;
 use crate::history::HistoryStore;
 use crate::host::Host;
 use crate::limits::{BodyLimits, StreamCaps};
+use crate::page_policy;
 
 /// Default JSON body limit (16 MiB).
 pub const DEFAULT_BODY_LIMIT: usize = 16 << 20;
@@ -38,6 +41,12 @@ pub enum ConfigError {
         "invalid host name {0:?}: use a name like \"chat.example.com\" or \"chat.example.com:8443\""
     )]
     InvalidHost(String),
+    /// A frame ancestor is not an origin.
+    #[error(
+        "invalid frame ancestor {0:?}: use an origin like \"https://portal.example.com\", \
+         \"https://portal.example.com:8443\" or \"https://*.example.com\""
+    )]
+    InvalidFrameAncestor(String),
     /// The sandbox origin is not `http(s)://name[:port]` with a DNS name.
     #[error(
         "invalid sandbox origin {0:?}: use http(s)://NAME[:PORT] with a DNS name, not an IP \
@@ -98,6 +107,10 @@ pub(crate) struct Settings {
     pub(crate) app_view_ttl: Duration,
     /// Host names served besides the loopback names (and the sandbox origin's).
     pub(crate) allowed_hosts: Vec<AllowedHost>,
+    /// Origins that may frame the page besides its own (validated CSP sources).
+    pub(crate) frame_ancestors: Vec<String>,
+    /// The page's `Content-Security-Policy`, built by `build` ([`page_policy`]).
+    pub(crate) page_csp: HeaderValue,
     /// The principal who sees MCP server states (`None`: everyone).
     pub(crate) operator: Option<String>,
 }
@@ -156,6 +169,7 @@ impl Config {
     pub fn builder_arc(host: Arc<dyn Host>) -> ConfigBuilder {
         ConfigBuilder {
             pending_hosts: Vec::new(),
+            pending_ancestors: Vec::new(),
             config: Config {
                 settings: Settings {
                     prefix: "/chat".into(),
@@ -174,6 +188,8 @@ impl Config {
                     events: true,
                     app_view_ttl: DEFAULT_APP_VIEW_TTL,
                     allowed_hosts: Vec::new(),
+                    frame_ancestors: Vec::new(),
+                    page_csp: HeaderValue::from_static("default-src 'self'"),
                     operator: None,
                 },
                 parts: Parts {
@@ -200,6 +216,8 @@ pub struct ConfigBuilder {
     config: Config,
     /// `allowed_host` names, parsed by `build`.
     pending_hosts: Vec<String>,
+    /// `frame_ancestor` origins, checked by `build`.
+    pending_ancestors: Vec<String>,
 }
 
 impl ConfigBuilder {
@@ -363,6 +381,32 @@ impl ConfigBuilder {
         self
     }
 
+    /// Lets a page of this origin frame the chat page (repeatable): `https://portal.example.com`,
+    /// with a port if it is not the default one, or `https://*.example.com` for every subdomain.
+    /// By default only the page's own origin may frame it (`frame-ancestors 'self'` and
+    /// `X-Frame-Options: SAMEORIGIN`), so another site cannot overlay it and trick the user
+    /// into clicking Allow or Delete (clickjacking). With an ancestor configured the page sends
+    /// `frame-ancestors 'self' <origins>` and no `X-Frame-Options` (which cannot name origins).
+    /// Anything but an `http(s)` origin is a [`ConfigError::InvalidFrameAncestor`] from
+    /// [`ConfigBuilder::build`].
+    ///
+    /// ```
+    /// # use lmchatkit::{async_trait, CompleteRequest, EventStream, Host, HostError, RequestContext};
+    /// # struct MyHost;
+    /// # #[async_trait] impl Host for MyHost {
+    /// #   async fn models(&self, _: &RequestContext) -> Result<Vec<lmchatkit::protocol::Model>, HostError> { Ok(vec![]) }
+    /// #   fn complete(&self, _: &RequestContext, _: CompleteRequest) -> EventStream { Box::pin(futures_util::stream::empty()) }
+    /// # }
+    /// let ok = lmchatkit::Config::builder(MyHost).frame_ancestor("https://portal.example.com").build();
+    /// assert!(ok.is_ok());
+    /// let bad = lmchatkit::Config::builder(MyHost).frame_ancestor("portal.example.com").build();
+    /// assert!(matches!(bad, Err(lmchatkit::ConfigError::InvalidFrameAncestor(_))));
+    /// ```
+    pub fn frame_ancestor(mut self, origin: impl Into<String>) -> Self {
+        self.pending_ancestors.push(origin.into());
+        self
+    }
+
     /// Accepts mutating requests from this extra origin (e.g. `https://app.example.com`).
     pub fn allowed_origin(mut self, origin: impl Into<String>) -> Self {
         self.config
@@ -470,10 +514,21 @@ impl ConfigBuilder {
             s.allowed_hosts.push(host);
         }
         if let Some(origin) = &s.sandbox_origin {
+            // It goes into the page's CSP too: a plain origin only.
             let base = crate::apps::origins::Base::parse(origin)
+                .filter(|_| page_policy::origin_source(origin, false).is_some())
                 .ok_or_else(|| ConfigError::InvalidSandboxOrigin(origin.clone()))?;
             s.allowed_hosts.push(base.allowed_host());
         }
+        for origin in &self.pending_ancestors {
+            let source = page_policy::origin_source(origin, true)
+                .ok_or_else(|| ConfigError::InvalidFrameAncestor(origin.clone()))?;
+            s.frame_ancestors.push(source);
+        }
+        s.page_csp = page_policy::header(s.sandbox_origin.as_deref(), &s.frame_ancestors)
+            .ok_or_else(|| {
+                ConfigError::InvalidSandboxOrigin(s.sandbox_origin.clone().unwrap_or_default())
+            })?;
         Ok(self.config)
     }
 }

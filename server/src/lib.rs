@@ -57,6 +57,7 @@ pub mod limits;
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub(crate) mod page_policy;
 mod routes;
 pub mod secrets;
 mod service;

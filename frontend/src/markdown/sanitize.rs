@@ -3,16 +3,18 @@
 //! Everything the model wrote reaches the writer as text, which the writer escapes, except what
 //! this filter builds itself: raw HTML (block and inline) becomes text; links and images are only
 //! emitted (as markup built here) when their URL passes [`link_url`] / [`image_url`], otherwise
-//! their content is shown as plain text; code blocks get the `lmck-code` markup and a copy button;
-//! tables get a scroll wrapper. `Tag::Link` and `Tag::Image` never reach the writer, and neither
-//! does an `Html`/`InlineHtml` event from the parser.
+//! their content is shown as plain text; an image is an `<img>` only for a `data:` URL, a remote
+//! one is a placeholder link naming its host ([`image_host`]); code blocks get the `lmck-code`
+//! markup and a copy button; tables get a scroll wrapper and their cells' alignment as a class.
+//! `Tag::Link`, `Tag::Image` and `Tag::TableCell` never reach the writer (it would write
+//! `style=""` for an aligned cell), and neither does an `Html`/`InlineHtml` event from the parser.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::iter::Peekable;
 use std::rc::Rc;
 
-use pulldown_cmark::{CodeBlockKind, CowStr, Event, LinkType, Tag, TagEnd};
+use pulldown_cmark::{Alignment, CodeBlockKind, CowStr, Event, LinkType, Tag, TagEnd};
 use pulldown_cmark_escape::{escape_href, escape_html};
 
 use super::{autolink, highlight};
@@ -35,6 +37,10 @@ pub(crate) const TABLE_OPEN: &str = "<div class=\"lmck-table\">";
 /// Attributes every emitted link carries.
 const LINK_ATTRS: &str = " rel=\"noopener noreferrer nofollow\" target=\"_blank\">";
 
+/// Attributes of a remote image's placeholder link (the tag is closed by the caller).
+const REMOTE_IMAGE_ATTRS: &str =
+    " rel=\"noopener noreferrer nofollow\" target=\"_blank\" referrerpolicy=\"no-referrer\"";
+
 /// Wraps a parser's events (one top-level block at a time) so that the HTML writer only ever sees
 /// safe events.
 pub(crate) struct Sanitize<'a, I: Iterator<Item = Event<'a>>> {
@@ -47,6 +53,12 @@ pub(crate) struct Sanitize<'a, I: Iterator<Item = Event<'a>>> {
     in_code: bool,
     /// Whether each fenced code block still to come is closed.
     fences: FenceQueue,
+    /// The column alignments of the table being rendered.
+    alignments: Vec<Alignment>,
+    /// Inside the table's header row (cells are `th`).
+    in_table_head: bool,
+    /// The column of the next cell of the current row.
+    column: usize,
 }
 
 impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
@@ -57,6 +69,9 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
             links: Vec::new(),
             in_code: false,
             fences,
+            alignments: Vec::new(),
+            in_table_head: false,
+            column: 0,
         }
     }
 
@@ -102,9 +117,19 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
             Tag::HtmlBlock => Event::Html("<pre class=\"lmck-raw-html\">".into()),
             Tag::CodeBlock(kind) => self.code_block(kind),
             Tag::Table(alignments) => {
+                self.alignments.clone_from(&alignments);
                 self.queued.push_back(Event::Start(Tag::Table(alignments)));
                 Event::Html(TABLE_OPEN.into())
             }
+            Tag::TableHead => {
+                (self.in_table_head, self.column) = (true, 0);
+                Event::Start(Tag::TableHead)
+            }
+            Tag::TableRow => {
+                self.column = 0;
+                Event::Start(Tag::TableRow)
+            }
+            Tag::TableCell => Event::Html(self.cell_open().into()),
             Tag::Link {
                 link_type,
                 dest_url,
@@ -134,11 +159,17 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
             }
             Tag::Image {
                 dest_url, title, ..
-            } => match image_url(&dest_url) {
-                Some(url) => Event::Html(self.image(&url, &title).into()),
-                // Refused: the alt text stays, as plain text.
-                None => return None,
-            },
+            } => {
+                let url = image_url(&dest_url)?; // Refused: the alt text stays, as plain text.
+                let html = if is_data(&url) {
+                    self.image(&url, &title)
+                } else {
+                    // A remote image: never fetched by rendering it (see the module docs).
+                    let host = image_host(&url)?; // No host: refused like a bad scheme.
+                    self.remote_image(&url, &host, &title)
+                };
+                Event::Html(html.into())
+            }
             tag => Event::Start(tag),
         })
     }
@@ -155,6 +186,13 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
                 self.queued.push_back(Event::Html("</div>\n".into()));
                 Event::End(TagEnd::Table)
             }
+            TagEnd::TableHead => {
+                self.in_table_head = false;
+                Event::End(TagEnd::TableHead)
+            }
+            TagEnd::TableCell => {
+                Event::Html(if self.in_table_head { "</th>" } else { "</td>" }.into())
+            }
             TagEnd::Link => {
                 if self.links.pop().unwrap_or(false) {
                     Event::Html("</a>".into())
@@ -168,8 +206,73 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
         })
     }
 
-    /// Builds an accepted image, consuming its content (the alt text) up to its end.
+    /// The opening tag of a table cell: its column's alignment is a class (`lmck-align-left`,
+    /// `-center`, `-right`), never a `style` attribute, which the page's CSP (`style-src 'self'`)
+    /// would refuse.
+    fn cell_open(&mut self) -> &'static str {
+        let alignment = self.alignments.get(self.column).copied();
+        self.column += 1;
+        match (self.in_table_head, alignment) {
+            (true, Some(Alignment::Left)) => "<th class=\"lmck-align-left\">",
+            (true, Some(Alignment::Center)) => "<th class=\"lmck-align-center\">",
+            (true, Some(Alignment::Right)) => "<th class=\"lmck-align-right\">",
+            (true, _) => "<th>",
+            (false, Some(Alignment::Left)) => "<td class=\"lmck-align-left\">",
+            (false, Some(Alignment::Center)) => "<td class=\"lmck-align-center\">",
+            (false, Some(Alignment::Right)) => "<td class=\"lmck-align-right\">",
+            (false, _) => "<td>",
+        }
+    }
+
+    /// Builds an inline `data:` image, consuming its content (the alt text) up to its end.
     fn image(&mut self, url: &str, title: &str) -> String {
+        let alt = self.alt_text();
+        let mut html = String::from("<img src=\"");
+        let _ = escape_href(&mut html, url);
+        html.push_str("\" alt=\"");
+        let _ = escape_html(&mut html, &alt);
+        push_title(&mut html, title);
+        html.push_str(" loading=\"lazy\" referrerpolicy=\"no-referrer\" />");
+        html
+    }
+
+    /// Builds the placeholder of a remote image, consuming its alt text: a link that opens the
+    /// image in a new tab, showing its host and alt text; a `<span>` inside a link (links do not
+    /// nest, and the outer link is what a click follows).
+    fn remote_image(&mut self, url: &str, host: &str, title: &str) -> String {
+        let alt = self.alt_text();
+        let in_link = self.links.iter().any(|&emitted| emitted);
+        let mut html = String::from(if in_link {
+            "<span class=\"lmck-remote-image\""
+        } else {
+            "<a class=\"lmck-remote-image\" href=\""
+        });
+        if !in_link {
+            let _ = escape_href(&mut html, url);
+            html.push('"');
+        }
+        if !title.is_empty() {
+            html.push_str(" title=\"");
+            let _ = escape_html(&mut html, title);
+            html.push('"');
+        }
+        if !in_link {
+            html.push_str(REMOTE_IMAGE_ATTRS);
+        }
+        html.push_str("><span class=\"lmck-remote-image-host\">");
+        let _ = escape_html(&mut html, host);
+        html.push_str("</span><span class=\"lmck-remote-image-alt\">");
+        let _ = escape_html(&mut html, &alt);
+        html.push_str(if in_link {
+            "</span></span>"
+        } else {
+            "</span></a>"
+        });
+        html
+    }
+
+    /// The plain text of an image's content (its alt text), consumed up to the image's end.
+    fn alt_text(&mut self) -> String {
         let mut alt = String::new();
         let mut depth = 0usize;
         for event in self.inner.by_ref() {
@@ -184,13 +287,7 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
                 _ => {}
             }
         }
-        let mut html = String::from("<img src=\"");
-        let _ = escape_href(&mut html, url);
-        html.push_str("\" alt=\"");
-        let _ = escape_html(&mut html, &alt);
-        push_title(&mut html, title);
-        html.push_str(" loading=\"lazy\" referrerpolicy=\"no-referrer\" />");
-        html
+        alt
     }
 }
 
@@ -335,8 +432,9 @@ pub fn link_url(url: &str) -> Option<String> {
         .then_some(url)
 }
 
-/// The URL to put in an image's `src`, or `None`: `http:`/`https:` URLs and `data:` URLs of PNG,
-/// JPEG, GIF and WebP images (not SVG, which can carry script).
+/// The URL of an accepted image, or `None`: `http:`/`https:` URLs (shown as a placeholder, see
+/// [`image_host`]) and `data:` URLs of PNG, JPEG, GIF and WebP images (inline; not SVG, which can
+/// carry script).
 pub fn image_url(url: &str) -> Option<String> {
     let url = browser_clean(url);
     let web = ["http://", "https://"]
@@ -348,6 +446,37 @@ pub fn image_url(url: &str) -> Option<String> {
             && matches!(url.as_bytes().get(prefix.len()), Some(b';' | b','))
     });
     (web || data).then_some(url)
+}
+
+/// Whether an accepted image URL is a `data:` one (shown inline).
+fn is_data(url: &str) -> bool {
+    starts_with_ignore_case(url, "data:")
+}
+
+/// The host a browser would ask for an `http(s)` image URL once it is the `href` of a
+/// placeholder (`None` for other URLs and when there is no host): lowercased, without userinfo
+/// or port. It is read from the URL as the `href` attribute carries it, so a backslash or
+/// non-ASCII character (percent-encoded there) cannot make the name shown differ from the one
+/// the browser uses; a non-ASCII host is shown percent-encoded, never as a look-alike.
+pub fn image_host(url: &str) -> Option<String> {
+    let url = browser_clean(url);
+    let rest = ["http:", "https:"]
+        .iter()
+        .find_map(|p| starts_with_ignore_case(&url, p).then(|| &url[p.len()..]))?;
+    let mut href = String::new();
+    let _ = escape_href(&mut href, rest);
+    // Undo the writer's entities (neither `&` nor `'` ends a host).
+    let href = href.replace("&amp;", "&").replace("&#x27;", "'");
+    // Special schemes ignore any number of slashes (and backslashes) before the authority.
+    let authority = href
+        .trim_start_matches(['/', '\\'])
+        .split(['/', '\\', '?', '#'])
+        .next()
+        .unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    // (`[` is percent-encoded in an `href` too, so there is no IPv6 literal to keep whole.)
+    let host = host_port.split(':').next().unwrap_or("");
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
 }
 
 /// Escapes `text` for HTML body text and double- or single-quoted attribute values.

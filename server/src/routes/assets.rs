@@ -1,4 +1,5 @@
-//! The page at `{prefix}` and the bundle under `{prefix}/assets/`: the
+//! The page at `{prefix}` and the bundle under `{prefix}/assets/`. The page carries its
+//! `Content-Security-Policy` and framing rules (`page_policy`); the
 //! stable loader revalidates (`no-cache` + ETag), content-hashed files are `immutable`; `HEAD`
 //! answers the headers only. A file with precompressed copies is sent as brotli or gzip when
 //! `Accept-Encoding` allows it (`Content-Encoding`, the copy's own ETag, `Vary: Accept-Encoding`).
@@ -20,6 +21,20 @@ pub(crate) fn page(state: &State, head: bool) -> Result<Response, ApiError> {
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        state.settings.page_csp.clone(),
+    );
+    if state.settings.frame_ancestors.is_empty() {
+        h.insert(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("SAMEORIGIN"),
+        );
+    }
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     if let Ok(v) = HeaderValue::from_str(&etag_of(html.as_bytes())) {
         h.insert(header::ETAG, v);
     }

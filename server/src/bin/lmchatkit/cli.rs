@@ -45,6 +45,16 @@ pub struct Args {
         value_name = "HOST"
     )]
     pub allowed_hosts: Vec<String>,
+    /// Let pages of this origin frame the chat, e.g. `https://portal.example.com` or
+    /// `https://*.example.com` (repeatable or comma-separated; added to the file's
+    /// `frame_ancestors`) [default: none: only the chat's own origin may frame it].
+    #[arg(
+        long = "frame-ancestor",
+        env = "LMCHATKIT_FRAME_ANCESTORS",
+        value_delimiter = ',',
+        value_name = "ORIGIN"
+    )]
+    pub frame_ancestors: Vec<String>,
     /// Require this token: the printed URL carries it once and it becomes a cookie; scripts
     /// send `Authorization: Bearer <token>` [default: none on loopback; made up when listening
     /// on any other address].

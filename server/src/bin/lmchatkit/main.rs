@@ -87,6 +87,9 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
     for name in &s.allowed_hosts {
         builder = builder.allowed_host(name.clone());
     }
+    for origin in &s.frame_ancestors {
+        builder = builder.frame_ancestor(origin.clone());
+    }
     for origin in &s.allowed_origins {
         builder = builder.allowed_origin(origin.clone());
     }

@@ -29,6 +29,8 @@ struct FileSettings {
     sandbox_origin: Option<String>,
     #[serde(default)]
     allowed_hosts: Vec<String>,
+    #[serde(default)]
+    frame_ancestors: Vec<String>,
     header_timeout: Option<u64>,
     auth_token: Option<String>,
     trusted_user_header: Option<String>,
@@ -105,6 +107,8 @@ pub struct Settings {
     pub upload: bool,
     /// Host names served besides the loopback names (file's, then the flags').
     pub allowed_hosts: Vec<String>,
+    /// Origins that may frame the chat page (file's, then the flags').
+    pub frame_ancestors: Vec<String>,
     /// How long a client may take to send a request head.
     pub header_timeout: std::time::Duration,
     /// Who may use the app.
@@ -264,6 +268,13 @@ impl Settings {
                 .chain(args.allowed_hosts)
                 .map(|h| h.trim().to_owned())
                 .filter(|h| !h.is_empty())
+                .collect(),
+            frame_ancestors: file
+                .frame_ancestors
+                .into_iter()
+                .chain(args.frame_ancestors)
+                .map(|o| o.trim().to_owned())
+                .filter(|o| !o.is_empty())
                 .collect(),
             demo_model: args
                 .no_demo

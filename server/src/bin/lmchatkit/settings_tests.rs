@@ -204,6 +204,36 @@ fn allowed_hosts_come_from_the_file_and_the_flags() {
 }
 
 #[test]
+fn frame_ancestors_come_from_the_file_and_the_flags() {
+    let s = load(
+        "frame_ancestors = [\"https://portal.example\", \" \"]\n",
+        Args::parse_from([
+            "lmchatkit",
+            "--frame-ancestor",
+            "https://a.example,https://*.b.example",
+            "--frame-ancestor",
+            "http://intranet:8443",
+        ]),
+    )
+    .unwrap();
+    assert_eq!(
+        s.frame_ancestors,
+        [
+            "https://portal.example",
+            "https://a.example",
+            "https://*.b.example",
+            "http://intranet:8443"
+        ]
+    );
+    assert!(
+        Settings::load(Args::default())
+            .unwrap()
+            .frame_ancestors
+            .is_empty()
+    );
+}
+
+#[test]
 fn debug_output_never_shows_the_key_or_header_values() {
     let args = Args {
         openai_base_url: Some("https://user:url-pass@llm.example/v1?key=url-key".into()),
