@@ -11,6 +11,27 @@ use lmchatkit_tests::browser::app::{ONE_AT_A_TIME, idle, start_chat};
 use lmchatkit_tests::browser::apps::setup_apps;
 
 /// Into the view's document: the iframe, and in proxy mode the proxy's inner iframe.
+/// Stores a conversation of `messages` through the API, reloads and opens it.
+async fn open_stored(
+    env: &lmchatkit_tests::browser::app::Env,
+    b: &Browser,
+    id: &str,
+    title: &str,
+    messages: serde_json::Value,
+) {
+    let conv = serde_json::json!({"id": id, "title": title, "persona_id": "",
+        "model": "mock-small", "created_at": 1, "updated_at": 1, "revision": 0, "messages": messages});
+    let res = reqwest::Client::new()
+        .put(env.server.url(&format!("/chat/api/conversations/{id}")))
+        .json(&conv)
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+    b.client.refresh().await.unwrap();
+    b.click(".lmck-conv").await;
+}
+
 async fn enter_view(b: &Browser, proxy: bool) {
     to_page(b).await;
     let frame = b.wait_for(".lmck-app-iframe").await;
@@ -319,17 +340,7 @@ async fn views_of_two_servers_cannot_script_each_other_in_proxy_mode() {
         result("call_a", "test__show_app"),
         result("call_b", "other__show_app"),
     ]);
-    let conv = serde_json::json!({"id": "c-two", "title": "two servers", "persona_id": "",
-        "model": "mock-small", "created_at": 1, "updated_at": 1, "revision": 0, "messages": messages});
-    let res = reqwest::Client::new()
-        .put(apps.env.server.url("/chat/api/conversations/c-two"))
-        .json(&conv)
-        .send()
-        .await
-        .unwrap();
-    assert!(res.status().is_success(), "{}", res.text().await.unwrap());
-    b.client.refresh().await.unwrap();
-    b.click(".lmck-conv").await;
+    open_stored(&apps.env, b, "c-two", "two servers", messages).await;
     let frame = |id: &str| format!(".lmck-app-view[data-call-id='{id}'] .lmck-app-iframe");
     let src_a = b
         .wait_for(&frame("call_a"))
@@ -454,17 +465,7 @@ async fn many_views_are_capped_and_remount_on_demand() {
             "structured_content": {"value": i}, "ui": {"resourceUri": "ui://test/app.html"}
         }));
     }
-    let conv = serde_json::json!({"id": "c-many", "title": "many views", "persona_id": "", "model": "mock-small",
-        "created_at": 1, "updated_at": 1, "revision": 0, "messages": messages});
-    let res = reqwest::Client::new()
-        .put(apps.env.server.url("/chat/api/conversations/c-many"))
-        .json(&conv)
-        .send()
-        .await
-        .unwrap();
-    assert!(res.status().is_success(), "{}", res.text().await.unwrap());
-    b.client.refresh().await.unwrap();
-    b.click(".lmck-conv").await;
+    open_stored(&apps.env, b, "c-many", "many views", messages.into()).await;
     b.wait_for(".lmck-app-view").await;
     // Scrolling stops the transcript from following the bottom (the scroll event says so).
     let show = |i: usize| {

@@ -15,7 +15,7 @@ use lmchatkit::history::MemoryStore;
 use lmchatkit::protocol::SlashCommand;
 use lmchatkit_tests::browser::Browser;
 use lmchatkit_tests::browser::app::{
-    Env, ONE_AT_A_TIME, idle, setup, setup_configured, start_chat, wait_saved,
+    Env, ONE_AT_A_TIME, first_stored, idle, setup, setup_configured, start_chat, wait_saved,
 };
 use lmchatkit_tests::browser::apps::setup_apps;
 use serde_json::{Value, json};
@@ -27,19 +27,7 @@ fn weather_call(city: &str) -> String {
 
 /// The open conversation as the service stores it (the first one listed).
 async fn stored(env: &Env) -> Value {
-    let list: Value = reqwest::get(env.server.url("/chat/api/conversations"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = list[0]["id"].as_str().expect("a stored conversation");
-    reqwest::get(env.server.url(&format!("/chat/api/conversations/{id}")))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    first_stored(env).await.expect("a stored conversation")
 }
 
 /// Asserts that the call runs without asking: its result shows and no approval card came up.

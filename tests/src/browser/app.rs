@@ -100,28 +100,30 @@ pub async fn idle(b: &Browser) {
     b.wait_js("the turn to end", "return !!document.querySelector('.lmck-send') && !document.querySelector('.lmck-streaming');").await;
 }
 
-/// Messages stored in the first listed conversation.
-pub async fn saved_messages(env: &Env) -> usize {
+/// The first listed conversation as the service stores it, if there is one.
+pub async fn first_stored(env: &Env) -> Option<Value> {
     let list: Value = reqwest::get(env.server.url("/chat/api/conversations"))
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    let Some(id) = list
-        .as_array()
-        .and_then(|l| l.first())
-        .and_then(|c| c["id"].as_str())
-    else {
-        return 0;
-    };
-    let conv: Value = reqwest::get(env.server.url(&format!("/chat/api/conversations/{id}")))
+    let id = list.as_array()?.first()?["id"].as_str()?.to_owned();
+    let conv = reqwest::get(env.server.url(&format!("/chat/api/conversations/{id}")))
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    conv["messages"].as_array().map_or(0, Vec::len)
+    Some(conv)
+}
+
+/// Messages stored in the first listed conversation.
+pub async fn saved_messages(env: &Env) -> usize {
+    first_stored(env)
+        .await
+        .and_then(|c| c["messages"].as_array().map(Vec::len))
+        .unwrap_or(0)
 }
 
 /// Waits until the first listed conversation has `n` stored messages.
