@@ -186,3 +186,28 @@ async fn mcp_states_are_shown_to_the_operator_only() {
         "no operator: everyone"
     );
 }
+
+/// An upload that stops sending: 408 once nothing came for the body timeout.
+#[tokio::test]
+async fn an_upload_that_stops_arriving_is_408() {
+    let svc = service(
+        config(FakeHost::default())
+            .file_upload(true)
+            .body_timeout(Duration::from_millis(300)),
+    );
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(1);
+    let head = "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\
+                Content-Type: text/plain\r\n\r\npartial";
+    tx.send(Ok(Frame::data(Bytes::from(head)))).await.unwrap();
+    let body = StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
+    let req = Request::post("/chat/api/upload")
+        .header("content-type", "multipart/form-data; boundary=b")
+        .body(body)
+        .unwrap();
+    let res = tokio::time::timeout(Duration::from_secs(5), svc.oneshot(req))
+        .await
+        .expect("answered before the test's own timeout")
+        .unwrap();
+    assert_eq!(res.status(), 408);
+    drop(tx);
+}

@@ -1,7 +1,13 @@
 //! `POST /api/upload` (opt-in): multipart `file` fields become data URLs the UI attaches to a
-//! message. Each file is capped (`max_upload_bytes`, 413 beyond, naming the file).
+//! message. Each file is capped (`max_upload_bytes`, 413 beyond, naming the file) as it
+//! streams in. A body that goes quiet for the body timeout is 408: an upload may be slow, so the
+//! timeout is between chunks, not for the whole body as for JSON.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use base64::Engine;
+use futures_util::StreamExt;
 use http::header;
 use http_body_util::BodyDataStream;
 use lmchatkit_protocol::{UploadResponse, UploadedFile};
@@ -29,13 +35,36 @@ pub(crate) async fn upload(state: &State, req: Req) -> Result<Response, ApiError
             )
             .per_field(cap),
     );
-    let mut form =
-        multer::Multipart::with_constraints(BodyDataStream::new(req.body), boundary, limits);
+    let idle = state.settings.limits.timeout;
+    let stalled = Arc::new(AtomicBool::new(false));
+    let flag = stalled.clone();
+    let chunks = futures_util::stream::unfold(Some(BodyDataStream::new(req.body)), move |body| {
+        let flag = flag.clone();
+        async move {
+            let mut body = body?;
+            match tokio::time::timeout(idle, body.next()).await {
+                Ok(Some(chunk)) => Some((chunk, Some(body))),
+                Ok(None) => None,
+                Err(_) => {
+                    flag.store(true, Ordering::Relaxed);
+                    Some((Err("the upload stalled".into()), None))
+                }
+            }
+        }
+    });
+    let mut form = multer::Multipart::with_constraints(chunks, boundary, limits);
+    let timed_out = || {
+        ApiError::RequestTimeout(format!(
+            "the upload sent nothing for {} s",
+            idle.as_secs_f32()
+        ))
+    };
     let mut files = Vec::new();
     loop {
         let field = match form.next_field().await {
             Ok(Some(f)) => f,
             Ok(None) => break,
+            Err(_) if stalled.load(Ordering::Relaxed) => return Err(timed_out()),
             Err(e) => return Err(multipart_error(e, cap, None)),
         };
         if field.name() != Some("file") {
@@ -55,7 +84,10 @@ pub(crate) async fn upload(state: &State, req: Req) -> Result<Response, ApiError
         let data = field
             .bytes()
             .await
-            .map_err(|e| multipart_error(e, cap, Some(&name)))?;
+            .map_err(|e| match stalled.load(Ordering::Relaxed) {
+                true => timed_out(),
+                false => multipart_error(e, cap, Some(&name)),
+            })?;
         let b64 = base64::engine::general_purpose::STANDARD.encode(&data);
         files.push(UploadedFile {
             data_url: format!("data:{mime};base64,{b64}"),
