@@ -78,6 +78,16 @@ fn opaque_cap(key: &str, limits: &BodyLimits) -> Option<usize> {
 /// Refuses (413) a JSON body whose opaque values are over their caps, without building them.
 /// Malformed JSON passes: the typed parse that follows reports it.
 pub(crate) fn check_opaque(body: &[u8], limits: &BodyLimits) -> Result<(), ApiError> {
+    // A body within the smallest cap cannot hold anything over a cap (a value takes at least
+    // two bytes with its separator): most requests skip the scan.
+    let smallest = limits
+        .model_context_bytes
+        .min(limits.arguments_bytes)
+        .min(limits.opaque_bytes)
+        .min(2 * MAX_OPAQUE_VALUES);
+    if body.len() <= smallest {
+        return Ok(());
+    }
     let mut scan = Scan {
         limits,
         total: 0,

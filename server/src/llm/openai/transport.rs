@@ -138,16 +138,19 @@ struct EventSize {
 }
 
 impl EventSize {
-    /// Counts `bytes`; false once an event is over [`MAX_SSE_EVENT`].
+    /// Counts `bytes`; false once an event is over [`MAX_SSE_EVENT`]. Looks only at line
+    /// ends: the other bytes are counted in bulk (this runs on every upstream byte).
     fn add(&mut self, bytes: &[u8]) -> bool {
-        for &b in bytes {
-            match b {
-                b'\n' if self.at_line_start => self.len = 0,
-                b'\n' => self.at_line_start = true,
-                b'\r' => {}
-                _ => self.at_line_start = false,
-            }
-            self.len += 1;
+        let mut rest = bytes;
+        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+            let blank = self.at_line_start && rest[..end].iter().all(|&b| b == b'\r');
+            self.len = if blank { 0 } else { self.len + end + 1 };
+            self.at_line_start = true;
+            rest = &rest[end + 1..];
+        }
+        self.len += rest.len();
+        if rest.iter().any(|&b| b != b'\r') {
+            self.at_line_start = false;
         }
         self.len <= MAX_SSE_EVENT
     }
