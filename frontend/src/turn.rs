@@ -46,7 +46,7 @@ pub fn send_message(store: Store, chat: Chat, m: Message) {
         .messages
         .with_untracked(|ms| !ms.iter().any(|m| m.is_substantial()))
     {
-        let title = title_of(&m.content);
+        let title = m.content.title();
         if !title.is_empty() {
             chat.title.set(title);
         }
@@ -63,22 +63,6 @@ pub fn info_card(store: Store, chat: &Chat, info: serde_json::Value) {
     m.created_at = Some(now_ms());
     chat.push(UiMessage::new(m));
     persist(store, chat);
-}
-
-fn title_of(content: &Content) -> String {
-    let text = match content {
-        Content::Text(t) => t.clone(),
-        Content::Parts(parts) => parts
-            .iter()
-            .find_map(|p| match p {
-                lmchatkit_protocol::ContentPart::Text { text } => Some(text.clone()),
-                lmchatkit_protocol::ContentPart::File { file } => file.filename.clone(),
-                _ => None,
-            })
-            .unwrap_or_default(),
-    };
-    let line = text.lines().next().unwrap_or_default().trim();
-    line.chars().take(50).collect()
 }
 
 /// Retries after a failed turn: drops the failed bubble and posts again.

@@ -113,6 +113,10 @@ pub(crate) struct Settings {
     pub(crate) page_csp: HeaderValue,
     /// The principal who sees MCP server states (`None`: everyone).
     pub(crate) operator: Option<String>,
+    /// The system prompt of a turn whose persona has none.
+    pub(crate) system_prompt: String,
+    /// Model calls per request of the server-side agent loop.
+    pub(crate) max_steps: usize,
 }
 
 /// Reports MCP server states for `/api/config`.
@@ -191,6 +195,8 @@ impl Config {
                     frame_ancestors: Vec::new(),
                     page_csp: HeaderValue::from_static("default-src 'self'"),
                     operator: None,
+                    system_prompt: crate::turn::FALLBACK_SYSTEM_PROMPT.to_owned(),
+                    max_steps: crate::agent::DEFAULT_MAX_STEPS,
                 },
                 parts: Parts {
                     host,
@@ -473,6 +479,22 @@ impl ConfigBuilder {
         self
     }
 
+    /// The system prompt of every turn whose persona has none, on both protocols (default: "You
+    /// are a helpful assistant."; some providers reject an empty one). A persona's own prompt
+    /// replaces it; the host's augmenter adds to either.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.config.settings.system_prompt = prompt.into();
+        self
+    }
+
+    /// At most this many model calls per request where the server runs the tool loop (the AI
+    /// SDK route), default 10. A turn that still asks for tools after the last one ends with the
+    /// finish reason `tool-calls`.
+    pub fn max_steps(mut self, n: usize) -> Self {
+        self.config.settings.max_steps = n;
+        self
+    }
+
     /// Validates and returns the config. Starts nothing.
     pub fn build(mut self) -> Result<Config, ConfigError> {
         let s = &mut self.config.settings;
@@ -486,6 +508,9 @@ impl ConfigBuilder {
             return Err(ConfigError::InvalidPrefix(s.prefix.clone()));
         }
         s.prefix = p;
+        if s.system_prompt.trim().is_empty() {
+            s.system_prompt = crate::turn::FALLBACK_SYSTEM_PROMPT.to_owned();
+        }
         let l = &s.limits;
         for (name, n) in [
             ("body_limit", l.body_bytes),
@@ -494,6 +519,7 @@ impl ConfigBuilder {
             ("max_opaque_bytes", l.opaque_bytes),
             ("max_streams (per principal)", s.streams.per_principal),
             ("max_streams (total)", s.streams.total),
+            ("max_steps", s.max_steps),
         ] {
             if n == 0 {
                 return Err(ConfigError::ZeroLimit(name));

@@ -59,6 +59,10 @@ pub enum ApiError {
     /// The path exists but not for this method (405); carries the methods for the `Allow` header.
     #[error("method not allowed")]
     MethodNotAllowed(Vec<Method>),
+    /// The request conflicts with what the service holds (409), e.g. an approval already
+    /// answered.
+    #[error("{0}")]
+    Conflict(String),
     /// The body did not arrive within the body timeout (408).
     #[error("{0}")]
     RequestTimeout(String),
@@ -98,6 +102,7 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,

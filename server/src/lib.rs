@@ -45,6 +45,8 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub(crate) mod agent;
+pub(crate) mod aisdk;
 pub(crate) mod apps;
 pub(crate) mod bundle;
 pub mod catalog;

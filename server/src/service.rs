@@ -237,6 +237,11 @@ async fn dispatch(
         Endpoint::ConversationPut => conversations::put(state, req, param).await,
         Endpoint::ConversationPatch => conversations::patch(state, req, param).await,
         Endpoint::ConversationDelete => conversations::delete(state, req, param).await,
+        Endpoint::AiSdkChat => aisdk::chat(state, req).await,
+        Endpoint::AiSdkResume => aisdk::resume(param),
+        Endpoint::AiSdkThreads => aisdk::threads(state, req).await,
+        Endpoint::AiSdkThread => aisdk::thread(state, req, param).await,
+        Endpoint::AiSdkModels => aisdk::models(state, req).await,
     }
 }
 

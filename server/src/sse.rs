@@ -41,6 +41,7 @@ pub(crate) struct Heartbeat<S> {
     inner: S,
     every: Duration,
     sleep: Pin<Box<Sleep>>,
+    comment: &'static [u8],
 }
 
 impl<S> Heartbeat<S> {
@@ -49,6 +50,7 @@ impl<S> Heartbeat<S> {
             inner,
             every,
             sleep: Box::pin(tokio::time::sleep(every)),
+            comment: PING,
         }
     }
 }
@@ -67,19 +69,29 @@ impl<S: Stream<Item = Bytes> + Unpin> Stream for Heartbeat<S> {
         }
         if self.sleep.as_mut().poll(cx).is_ready() {
             self.sleep.as_mut().reset(Instant::now() + every);
-            return Poll::Ready(Some(Bytes::from_static(PING)));
+            return Poll::Ready(Some(Bytes::from_static(self.comment)));
         }
         Poll::Pending
     }
 }
 
-/// An SSE response over a stream of encoded frames.
+/// An SSE response over a stream of encoded frames, with `: ping` comments.
 pub(crate) fn response<S>(frames: S, heartbeat: Duration) -> Response
 where
     S: Stream<Item = Bytes> + Send + 'static,
 {
-    let body =
-        Heartbeat::new(Box::pin(frames), heartbeat).map(|b| Ok::<_, BoxError>(Frame::data(b)));
+    response_with(frames, heartbeat, PING)
+}
+
+/// An SSE response over a stream of encoded frames, with `comment` (a whole SSE comment line
+/// and its blank line) after `heartbeat` of silence.
+pub(crate) fn response_with<S>(frames: S, heartbeat: Duration, comment: &'static [u8]) -> Response
+where
+    S: Stream<Item = Bytes> + Send + 'static,
+{
+    let mut hb = Heartbeat::new(Box::pin(frames), heartbeat);
+    hb.comment = comment;
+    let body = hb.map(|b| Ok::<_, BoxError>(Frame::data(b)));
     let mut res = http::Response::new(StreamBody::new(body).boxed_unsync());
     let h = res.headers_mut();
     h.insert(

@@ -7,13 +7,15 @@ use std::sync::Arc;
 
 use lmchatkit_protocol::{ServerEvent, ServerEventType};
 
+use crate::aisdk::approval_id::ApprovalKey;
 use crate::apps::origins::{Base, Sandboxes};
 use crate::apps::tokens::ViewTokens;
 use crate::catalog::{CommandDir, CommandSource, OnChange, PersonaDir, PersonaSource};
 use crate::config::{CatalogSpec, Config, Settings, StatusFn};
 use crate::events::EventBroadcaster;
 use crate::history::HistoryStore;
-use crate::host::Host;
+use crate::host::{Host, Principal};
+use crate::http_util::ApiError;
 use crate::limits::Streams;
 use crate::turn::TurnCache;
 
@@ -33,6 +35,8 @@ pub(crate) struct State {
     pub(crate) turn_cache: TurnCache,
     /// Open chat streams, per principal and in total.
     pub(crate) streams: Streams,
+    /// Signs the approval ids of the AI SDK route.
+    pub(crate) approval_key: ApprovalKey,
 }
 
 impl State {
@@ -74,6 +78,39 @@ impl State {
             events,
             mcp_status: parts.mcp_status,
             turn_cache: TurnCache::default(),
+            approval_key: ApprovalKey::random(),
+        }
+    }
+}
+
+impl State {
+    /// The server-side agent loop, deciding calls by the approval policy.
+    pub(crate) fn agent(&self) -> crate::agent::Agent {
+        crate::agent::Agent {
+            host: self.host.clone(),
+            decide: self.decide.clone(),
+            max_steps: self.settings.max_steps,
+        }
+    }
+
+    /// The history store, or 404 when server-side history is off.
+    pub(crate) fn history_store(&self) -> Result<&Arc<dyn HistoryStore>, ApiError> {
+        self.history
+            .as_ref()
+            .ok_or_else(|| ApiError::NotFound("server-side history is not enabled".into()))
+    }
+
+    /// Tells `principal`'s other tabs that conversation `id` changed (nothing when events are
+    /// off).
+    pub(crate) fn notify_conversation(
+        &self,
+        principal: &Principal,
+        kind: ServerEventType,
+        id: &str,
+        revision: Option<u64>,
+    ) {
+        if let Some(events) = &self.events {
+            events.broadcast_to(principal, ServerEvent::conversation(kind, id, revision));
         }
     }
 }

@@ -17,6 +17,14 @@ pub struct Model {
     /// Who serves it (shown as a subtitle in the picker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    /// The model honours a reasoning effort (`reasoning_effort`); omitted when `false` (the
+    /// effort is then not sent).
+    #[serde(default, skip_serializing_if = "crate::is_false")]
+    pub reasoning: bool,
+    /// Its context window in tokens, when known (the denominator of a usage gauge); omitted when
+    /// unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
 }
 
 impl Model {

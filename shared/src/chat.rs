@@ -72,6 +72,29 @@ impl Content {
         }
     }
 
+    /// The title a conversation gets from its first message: the first line of the text (or of
+    /// the first text part, else the first file's name), trimmed, at most 50 characters.
+    ///
+    /// ```
+    /// use lmchatkit_protocol::Content;
+    /// assert_eq!(Content::from("  Plan a trip\nto Oslo").title(), "Plan a trip");
+    /// ```
+    pub fn title(&self) -> String {
+        let text = match self {
+            Content::Text(t) => t.as_str(),
+            Content::Parts(parts) => parts
+                .iter()
+                .find_map(|p| match p {
+                    ContentPart::Text { text } => Some(text.as_str()),
+                    ContentPart::File { file } => file.filename.as_deref(),
+                    _ => None,
+                })
+                .unwrap_or_default(),
+        };
+        let line = text.lines().next().unwrap_or_default().trim();
+        line.chars().take(50).collect()
+    }
+
     /// True for empty text or an empty part list.
     pub fn is_empty(&self) -> bool {
         match self {

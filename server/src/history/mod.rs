@@ -29,6 +29,7 @@ use crate::host::Principal;
 pub mod conformance;
 pub mod memory;
 mod rows;
+pub(crate) use rows::now_ms;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
@@ -90,6 +91,21 @@ pub trait HistoryStore: Send + Sync + 'static {
 
     /// Deletes; `false` when absent.
     async fn delete(&self, principal: &Principal, id: &str) -> Result<bool, HistoryError>;
+}
+
+/// A conversation id from a URL path: percent-decoded, then checked with [`validate_id`].
+///
+/// ```
+/// assert_eq!(lmchatkit::history::decode_id("c%201").unwrap(), "c 1");
+/// assert!(lmchatkit::history::decode_id("%2E%2E").is_err());
+/// ```
+pub fn decode_id(raw: &str) -> Result<String, HistoryError> {
+    let id = percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .map_err(|_| HistoryError::InvalidId)?
+        .into_owned();
+    validate_id(&id)?;
+    Ok(id)
 }
 
 /// Checks a conversation id: 1–128 bytes, no `/`, `\`, `..`, NUL or control characters.

@@ -85,6 +85,7 @@ impl Host for DemoModel {
             id: DEMO_MODEL_ID.into(),
             label: Some("Demo model (built in)".into()),
             provider: Some("lmchatkit".into()),
+            ..Model::default()
         }])
     }
 

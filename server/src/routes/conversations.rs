@@ -2,75 +2,38 @@
 //! the revision write model (a stale PUT gets 409 and the current copy) and the
 //! `conversation_*` events for the caller's other tabs.
 
-use std::sync::Arc;
-
 use http::StatusCode;
 use lmchatkit_protocol::{
-    ConflictResponse, ConversationPatch, SaveResponse, ServerEvent, ServerEventType,
-    StoredConversation,
+    ConflictResponse, ConversationPatch, SaveResponse, ServerEventType, StoredConversation,
 };
 
-use crate::history::{HistoryStore, SaveOutcome, validate_id};
-use crate::host::RequestContext;
+use crate::history::SaveOutcome;
 use crate::http_util::{ApiError, Response, empty, json, json_etag};
 use crate::service::Req;
 use crate::state::State;
 
-fn store(state: &State) -> Result<&Arc<dyn HistoryStore>, ApiError> {
-    state
-        .history
-        .as_ref()
-        .ok_or_else(|| ApiError::NotFound("server-side history is not enabled".into()))
-}
-
-/// The percent-decoded, validated id from the path.
-fn id(raw: &str) -> Result<String, ApiError> {
-    let id = percent_encoding::percent_decode_str(raw)
-        .decode_utf8()
-        .map_err(|_| ApiError::BadRequest("invalid conversation id".into()))?
-        .into_owned();
-    validate_id(&id)?;
-    Ok(id)
-}
-
-fn notify(
-    state: &State,
-    cx: &RequestContext,
-    kind: ServerEventType,
-    id: &str,
-    revision: Option<u64>,
-) {
-    if let Some(events) = &state.events {
-        events.broadcast_to(
-            &cx.principal(),
-            ServerEvent::conversation(kind, id, revision),
-        );
-    }
-}
-
 pub(crate) async fn list(state: &State, req: Req) -> Result<Response, ApiError> {
-    let list = store(state)?.list(&req.cx.principal()).await?;
+    let list = state.history_store()?.list(&req.cx.principal()).await?;
     Ok(json_etag(&req.parts.headers, &list))
 }
 
 pub(crate) async fn get(state: &State, req: Req, raw: &str) -> Result<Response, ApiError> {
-    let id = id(raw)?;
-    match store(state)?.get(&req.cx.principal(), &id).await? {
+    let id = crate::history::decode_id(raw)?;
+    match state.history_store()?.get(&req.cx.principal(), &id).await? {
         Some(c) => Ok(json(StatusCode::OK, &c)),
         None => Err(ApiError::NotFound("conversation not found".into())),
     }
 }
 
 pub(crate) async fn put(state: &State, mut req: Req, raw: &str) -> Result<Response, ApiError> {
-    let id = id(raw)?;
-    let store = store(state)?;
+    let id = crate::history::decode_id(raw)?;
+    let store = state.history_store()?;
     let mut conv: StoredConversation = req.json().await?;
     conv.id = id.clone();
     match store.save(&req.cx.principal(), conv).await? {
         SaveOutcome::Saved { revision } => {
-            notify(
-                state,
-                &req.cx,
+            state.notify_conversation(
+                &req.cx.principal(),
                 ServerEventType::ConversationSaved,
                 &id,
                 Some(revision),
@@ -90,8 +53,8 @@ pub(crate) async fn put(state: &State, mut req: Req, raw: &str) -> Result<Respon
 }
 
 pub(crate) async fn patch(state: &State, mut req: Req, raw: &str) -> Result<Response, ApiError> {
-    let id = id(raw)?;
-    let store = store(state)?;
+    let id = crate::history::decode_id(raw)?;
+    let store = state.history_store()?;
     let mut body: ConversationPatch = req.json().await?;
     body.title = body.title.trim().to_owned();
     if body.title.is_empty() {
@@ -99,9 +62,8 @@ pub(crate) async fn patch(state: &State, mut req: Req, raw: &str) -> Result<Resp
     }
     match store.patch(&req.cx.principal(), &id, body).await? {
         Some(revision) => {
-            notify(
-                state,
-                &req.cx,
+            state.notify_conversation(
+                &req.cx.principal(),
                 ServerEventType::ConversationRenamed,
                 &id,
                 Some(revision),
@@ -113,11 +75,14 @@ pub(crate) async fn patch(state: &State, mut req: Req, raw: &str) -> Result<Resp
 }
 
 pub(crate) async fn delete(state: &State, req: Req, raw: &str) -> Result<Response, ApiError> {
-    let id = id(raw)?;
-    if store(state)?.delete(&req.cx.principal(), &id).await? {
-        notify(
-            state,
-            &req.cx,
+    let id = crate::history::decode_id(raw)?;
+    if state
+        .history_store()?
+        .delete(&req.cx.principal(), &id)
+        .await?
+    {
+        state.notify_conversation(
+            &req.cx.principal(),
             ServerEventType::ConversationDeleted,
             &id,
             None,

@@ -10,6 +10,7 @@
 //!   which gets no cookies and so no principal (its one-time token is the key). Every other
 //!   route passes the principal and CSRF checks first.
 
+pub(crate) mod aisdk;
 pub(crate) mod app_proxy;
 pub(crate) mod app_view;
 pub(crate) mod assets;
@@ -56,6 +57,11 @@ pub(crate) enum Endpoint {
     ConversationPut,
     ConversationPatch,
     ConversationDelete,
+    AiSdkChat,
+    AiSdkResume,
+    AiSdkThreads,
+    AiSdkThread,
+    AiSdkModels,
 }
 
 /// A setting that switches a route on.
@@ -112,7 +118,7 @@ const fn open(mut r: Route) -> Route {
 }
 
 /// Every route of the service, relative to the mount point (`""` is the page).
-pub(crate) static ROUTES: [Route; 27] = {
+pub(crate) static ROUTES: [Route; 32] = {
     use Endpoint as E;
     use Method as M;
     [
@@ -144,6 +150,11 @@ pub(crate) static ROUTES: [Route; 27] = {
         route(M::PUT, "/api/conversations/{id}", E::ConversationPut),
         route(M::PATCH, "/api/conversations/{id}", E::ConversationPatch),
         route(M::DELETE, "/api/conversations/{id}", E::ConversationDelete),
+        route(M::POST, "/api/aisdk/chat", E::AiSdkChat),
+        route(M::GET, "/api/aisdk/chat/{id}", E::AiSdkResume),
+        route(M::GET, "/api/aisdk/threads", E::AiSdkThreads),
+        route(M::GET, "/api/aisdk/threads/{id}", E::AiSdkThread),
+        route(M::GET, "/api/aisdk/models", E::AiSdkModels),
         // `/` is the page too.
         when(route(M::GET, "/", E::Page), When::Page),
         when(route(M::HEAD, "/", E::Page), When::Page),

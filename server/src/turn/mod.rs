@@ -23,7 +23,8 @@ use crate::access;
 use crate::host::{CompleteRequest, RequestContext};
 use crate::state::State;
 
-/// The system prompt used when the persona has none (some providers reject an empty one).
+/// The default of [`ConfigBuilder::system_prompt`](crate::ConfigBuilder::system_prompt): the
+/// system prompt when the persona has none (some providers reject an empty one).
 pub(crate) const FALLBACK_SYSTEM_PROMPT: &str = "You are a helpful assistant.";
 
 /// Builds the host's request from a validated chat request.
@@ -91,7 +92,7 @@ async fn system_prompt(state: &State, cx: &RequestContext, persona: Option<&Pers
         .and_then(|p| p.system_prompt.as_deref())
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .unwrap_or(FALLBACK_SYSTEM_PROMPT)
+        .unwrap_or(&state.settings.system_prompt)
         .to_owned();
     state.host.augment_system_prompt(cx, base).await
 }

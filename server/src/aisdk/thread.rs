@@ -1,0 +1,193 @@
+//! Saving a thread while its turn runs, off the reply's path.
+//!
+//! A [`Saver`] takes snapshots of the whole thread (what the client sent plus the reply so far)
+//! and a background task writes the latest one to the history store: each write waits for the
+//! one before it, snapshots that arrive meanwhile collapse into the newest, and the reply never
+//! waits on the database. When the turn ends or the client leaves, the saver is dropped and the
+//! task still writes the last snapshot, so a reply is kept even when every tab closed.
+//!
+//! Decisions:
+//! - The thread becomes what the client sent plus the reply, as the AI SDK's own persistence
+//!   pattern saves `messages` on finish: the client holds the conversation in this protocol.
+//! - The server owns this write: a stale revision (another tab saved meanwhile) is retried on
+//!   top of the current revision rather than turned into a conflict copy.
+//! - Title, persona and params of an existing conversation are kept; a new one is titled from
+//!   its first user message.
+
+use std::sync::Arc;
+
+use lmchatkit_protocol::{Message, Role, ServerEvent, ServerEventType, StoredConversation};
+use tokio::sync::watch;
+
+use crate::events::EventBroadcaster;
+use crate::history::{HistoryStore, SaveOutcome};
+use crate::host::Principal;
+
+/// Where a thread is saved.
+#[derive(Clone)]
+pub(crate) struct Target {
+    pub store: Arc<dyn HistoryStore>,
+    pub events: Option<EventBroadcaster>,
+    pub principal: Principal,
+    pub thread: String,
+    pub model: String,
+    pub persona_id: String,
+}
+
+/// Hands thread snapshots to the background writer.
+pub(crate) struct Saver {
+    tx: watch::Sender<Option<Vec<Message>>>,
+}
+
+impl Saver {
+    /// Starts the writer for `target`.
+    pub(crate) fn start(target: Target) -> Self {
+        let (tx, mut rx) = watch::channel::<Option<Vec<Message>>>(None);
+        tokio::spawn(async move {
+            // `changed` reports a value sent just before the sender was dropped, then the end.
+            while rx.changed().await.is_ok() {
+                let snapshot = rx.borrow_and_update().clone();
+                if let Some(messages) = snapshot {
+                    if let Err(e) = save(&target, messages).await {
+                        tracing::warn!(thread = %target.thread, error = %e, "saving the thread failed");
+                    }
+                }
+            }
+        });
+        Self { tx }
+    }
+
+    /// Queues `messages` as the thread's newest state.
+    pub(crate) fn save(&self, messages: Vec<Message>) {
+        self.tx.send_replace(Some(messages));
+    }
+}
+
+async fn save(t: &Target, messages: Vec<Message>) -> Result<(), crate::history::HistoryError> {
+    let mut current = t.store.get(&t.principal, &t.thread).await?;
+    // Two tries: a save that races another writer goes on top of what that writer saved.
+    for _ in 0..2 {
+        let conversation = next_copy(t, current.take(), messages.clone());
+        match t.store.save(&t.principal, conversation).await? {
+            SaveOutcome::Saved { revision } => {
+                if let Some(events) = &t.events {
+                    events.broadcast_to(
+                        &t.principal,
+                        ServerEvent::conversation(
+                            ServerEventType::ConversationSaved,
+                            &t.thread,
+                            Some(revision),
+                        ),
+                    );
+                }
+                return Ok(());
+            }
+            SaveOutcome::Conflict(copy) => current = Some(*copy),
+        }
+    }
+    tracing::warn!(thread = %t.thread, "the thread kept changing under the save; skipped");
+    Ok(())
+}
+
+/// The conversation to save: the stored one's settings (when there is one) with `messages`.
+fn next_copy(
+    t: &Target,
+    stored: Option<StoredConversation>,
+    messages: Vec<Message>,
+) -> StoredConversation {
+    match stored {
+        Some(mut c) => {
+            if c.model.is_empty() {
+                c.model = t.model.clone();
+            }
+            c.messages = messages;
+            c
+        }
+        None => StoredConversation {
+            id: t.thread.clone(),
+            title: title(&messages),
+            persona_id: t.persona_id.clone(),
+            model: t.model.clone(),
+            messages,
+            ..StoredConversation::default()
+        },
+    }
+}
+
+/// A new thread's title: its first user message's title.
+fn title(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.content.title())
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "New conversation".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::history::MemoryStore;
+
+    fn target(store: Arc<dyn HistoryStore>) -> Target {
+        Target {
+            store,
+            events: None,
+            principal: Principal::new("alice"),
+            thread: "t1".into(),
+            model: "m".into(),
+            persona_id: String::new(),
+        }
+    }
+
+    async fn eventually_saved(store: &Arc<dyn HistoryStore>, n: usize) -> StoredConversation {
+        for _ in 0..500 {
+            if let Some(c) = store.get(&Principal::new("alice"), "t1").await.unwrap() {
+                if c.messages.len() == n {
+                    return c;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        panic!("the thread never reached {n} messages");
+    }
+
+    #[tokio::test]
+    async fn the_last_snapshot_is_saved_after_the_saver_is_dropped() {
+        let store: Arc<dyn HistoryStore> = Arc::new(MemoryStore::new());
+        let saver = Saver::start(target(store.clone()));
+        saver.save(vec![Message::user("Plan a trip\nto Oslo")]);
+        saver.save(vec![
+            Message::user("Plan a trip\nto Oslo"),
+            Message::assistant("Sure"),
+        ]);
+        drop(saver);
+        let c = eventually_saved(&store, 2).await;
+        assert_eq!(c.title, "Plan a trip");
+        assert_eq!(c.model, "m");
+    }
+
+    #[tokio::test]
+    async fn a_save_goes_on_top_of_a_conversation_changed_meanwhile_and_keeps_its_title() {
+        let store: Arc<dyn HistoryStore> = Arc::new(MemoryStore::new());
+        let p = Principal::new("alice");
+        let existing = StoredConversation {
+            id: "t1".into(),
+            title: "Renamed".into(),
+            messages: vec![Message::user("a")],
+            ..StoredConversation::default()
+        };
+        store.save(&p, existing).await.unwrap();
+        let saver = Saver::start(target(store.clone()));
+        saver.save(vec![
+            Message::user("a"),
+            Message::assistant("b"),
+            Message::user("c"),
+        ]);
+        drop(saver);
+        let c = eventually_saved(&store, 3).await;
+        assert_eq!(c.title, "Renamed");
+    }
+}

@@ -1,0 +1,326 @@
+//! The agent loop's events as UI Message Stream chunks: a pure state machine, no I/O.
+//!
+//! Decisions:
+//! - One assistant message per request, opened by `start` with its id (the id of the message
+//!   being continued when the request answers approvals, so the client appends to it).
+//! - Each model call is a `start-step` … `finish-step`; text and reasoning parts get ids unique
+//!   in the message (`text-<n>`, `reasoning-<n>`), and an open part is closed before the next
+//!   kind begins and at the step's end, so parts never interleave.
+//! - A tool call is `tool-input-start`, one `tool-input-delta` with the whole input, then
+//!   `tool-input-available` — or `tool-input-error` when the model's arguments were not JSON.
+//!   Outputs are the tool's text; a failing tool is `tool-output-error`.
+//! - The end is `message-metadata` (model, usage, time) then `finish`; an upstream failure is
+//!   `error` before them, so the client sets `chat.error` and keeps the partial text.
+
+use lmchatkit_protocol::ui_stream::{UiChunk, UiFinishReason, UiMessageMetadata, UiUsage};
+use lmchatkit_protocol::{FinishReason, ToolCall, Usage};
+use serde_json::Value;
+
+use crate::agent::{AgentEvent, Finish};
+
+/// Signs an approval request for a call (see [`super::approval_id`]).
+pub(crate) type Sign = Box<dyn Fn(&ToolCall) -> String + Send + Sync>;
+
+/// Which part is open.
+enum Open {
+    Text(String),
+    Reasoning(String),
+}
+
+/// Turns [`AgentEvent`]s into chunks.
+pub(crate) struct Translator {
+    model: String,
+    sign: Sign,
+    open: Option<Open>,
+    parts: usize,
+    /// Usage the message had before this request (a continued message), added to this one's.
+    earlier: Option<UiUsage>,
+    now_ms: fn() -> i64,
+}
+
+impl Translator {
+    /// A translator for a message by `model`; `earlier` is the usage a continued message
+    /// already reported.
+    pub(crate) fn new(model: impl Into<String>, earlier: Option<UiUsage>, sign: Sign) -> Self {
+        Self {
+            model: model.into(),
+            sign,
+            open: None,
+            parts: 0,
+            earlier,
+            now_ms: crate::history::now_ms,
+        }
+    }
+
+    /// The chunk that opens the message.
+    pub(crate) fn start(&self, message_id: &str) -> UiChunk {
+        UiChunk::start(message_id)
+    }
+
+    /// The chunks for one event, appended to `out`.
+    pub(crate) fn push(&mut self, ev: AgentEvent, out: &mut Vec<UiChunk>) {
+        match ev {
+            AgentEvent::StepStart => out.push(UiChunk::start_step()),
+            AgentEvent::Text(delta) => {
+                let id = self.open_text(out);
+                out.push(UiChunk::text_delta(id, delta));
+            }
+            AgentEvent::Reasoning(delta) => {
+                let id = self.open_reasoning(out);
+                out.push(UiChunk::reasoning_delta(id, delta));
+            }
+            AgentEvent::ToolInput(call) => {
+                self.close(out);
+                out.push(UiChunk::tool_input_start(&call.id, &call.name));
+                match call.arguments {
+                    // Arguments that were not JSON are kept as a string by the translator of
+                    // the upstream stream.
+                    Value::String(raw) => out.push(UiChunk::ToolInputError {
+                        tool_call_id: call.id,
+                        tool_name: call.name,
+                        input: Value::String(raw),
+                        error_text: "the model's tool arguments are not valid JSON".into(),
+                        provider_executed: None,
+                        provider_metadata: None,
+                        dynamic: Some(true),
+                        title: None,
+                    }),
+                    input => {
+                        out.push(UiChunk::tool_input_delta(&call.id, input.to_string()));
+                        out.push(UiChunk::tool_input_available(call.id, call.name, input));
+                    }
+                }
+            }
+            AgentEvent::ApprovalRequested(call) => {
+                out.push(UiChunk::tool_approval_request((self.sign)(&call), call.id));
+            }
+            AgentEvent::ToolOutput { call_id, result } => match result.is_error {
+                true => out.push(UiChunk::tool_output_error(call_id, result.content)),
+                false => out.push(UiChunk::tool_output_available(
+                    call_id,
+                    Value::String(result.content),
+                )),
+            },
+            AgentEvent::ToolDenied { call_id } => out.push(UiChunk::tool_output_denied(call_id)),
+            AgentEvent::StepEnd { .. } => {
+                self.close(out);
+                out.push(UiChunk::finish_step());
+            }
+            AgentEvent::Error(error) => {
+                self.close(out);
+                out.push(UiChunk::error(error));
+            }
+            AgentEvent::Finish { reason, usage } => {
+                self.close(out);
+                out.push(UiChunk::message_metadata(self.metadata(usage)));
+                out.push(UiChunk::finish(finish_reason(reason)));
+            }
+        }
+    }
+
+    /// The message's metadata at its end: the model, the usage so far (this request's added to
+    /// what the continued message had) and the time.
+    fn metadata(&self, usage: Option<Usage>) -> Value {
+        let mut u = self.earlier.unwrap_or_default();
+        if let Some(now) = usage {
+            u.input_tokens += now.prompt_tokens.unwrap_or(0);
+            u.output_tokens += now.completion_tokens.unwrap_or(0);
+        }
+        let meta = UiMessageMetadata {
+            model: self.model.clone(),
+            usage: u,
+            cost_usd: None,
+            created_at: (self.now_ms)(),
+        };
+        serde_json::to_value(meta).unwrap_or(Value::Null)
+    }
+
+    fn next_id(&mut self, kind: &str) -> String {
+        self.parts += 1;
+        format!("{kind}-{}", self.parts)
+    }
+
+    fn open_text(&mut self, out: &mut Vec<UiChunk>) -> String {
+        if let Some(Open::Text(id)) = &self.open {
+            return id.clone();
+        }
+        self.close(out);
+        let id = self.next_id("text");
+        out.push(UiChunk::text_start(&id));
+        self.open = Some(Open::Text(id.clone()));
+        id
+    }
+
+    fn open_reasoning(&mut self, out: &mut Vec<UiChunk>) -> String {
+        if let Some(Open::Reasoning(id)) = &self.open {
+            return id.clone();
+        }
+        self.close(out);
+        let id = self.next_id("reasoning");
+        out.push(UiChunk::reasoning_start(&id));
+        self.open = Some(Open::Reasoning(id.clone()));
+        id
+    }
+
+    fn close(&mut self, out: &mut Vec<UiChunk>) {
+        match self.open.take() {
+            Some(Open::Text(id)) => out.push(UiChunk::text_end(id)),
+            Some(Open::Reasoning(id)) => out.push(UiChunk::reasoning_end(id)),
+            None => {}
+        }
+    }
+}
+
+fn finish_reason(f: Finish) -> UiFinishReason {
+    match f {
+        Finish::Model(Some(FinishReason::Stop) | None) => UiFinishReason::Stop,
+        Finish::Model(Some(FinishReason::Length)) => UiFinishReason::Length,
+        Finish::Model(Some(FinishReason::ContentFilter)) => UiFinishReason::ContentFilter,
+        Finish::Model(Some(FinishReason::ToolCalls)) | Finish::AwaitingApproval | Finish::MaxSteps => {
+            UiFinishReason::ToolCalls
+        }
+        Finish::Error => UiFinishReason::Error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lmchatkit_protocol::ToolResult;
+    use serde_json::json;
+
+    use super::*;
+
+    fn translator() -> Translator {
+        let mut t = Translator::new(
+            "m",
+            None,
+            Box::new(|c: &ToolCall| format!("ap_{}", c.id)),
+        );
+        t.now_ms = || 42;
+        t
+    }
+
+    fn run(events: Vec<AgentEvent>) -> Vec<Value> {
+        let mut t = translator();
+        let mut out = vec![t.start("msg-1")];
+        for ev in events {
+            t.push(ev, &mut out);
+        }
+        out.iter().map(|c| serde_json::to_value(c).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_step_with_reasoning_text_and_a_call_becomes_closed_parts_in_order() {
+        let call = ToolCall::new("c1", "srv__get", json!({"q": 1}));
+        let chunks = run(vec![
+            AgentEvent::StepStart,
+            AgentEvent::Reasoning("hm".into()),
+            AgentEvent::Text("Hi".into()),
+            AgentEvent::Text("!".into()),
+            AgentEvent::ToolInput(call.clone()),
+            AgentEvent::ToolOutput {
+                call_id: "c1".into(),
+                result: ToolResult::text("42"),
+            },
+            AgentEvent::StepEnd { usage: None },
+        ]);
+        assert_eq!(
+            chunks,
+            vec![
+                json!({"type": "start", "messageId": "msg-1"}),
+                json!({"type": "start-step"}),
+                json!({"type": "reasoning-start", "id": "reasoning-1"}),
+                json!({"type": "reasoning-delta", "id": "reasoning-1", "delta": "hm"}),
+                json!({"type": "reasoning-end", "id": "reasoning-1"}),
+                json!({"type": "text-start", "id": "text-2"}),
+                json!({"type": "text-delta", "id": "text-2", "delta": "Hi"}),
+                json!({"type": "text-delta", "id": "text-2", "delta": "!"}),
+                json!({"type": "text-end", "id": "text-2"}),
+                json!({"type": "tool-input-start", "toolCallId": "c1", "toolName": "srv__get", "dynamic": true}),
+                json!({"type": "tool-input-delta", "toolCallId": "c1", "inputTextDelta": "{\"q\":1}"}),
+                json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "srv__get", "input": {"q": 1}, "dynamic": true}),
+                json!({"type": "tool-output-available", "toolCallId": "c1", "output": "42", "dynamic": true}),
+                json!({"type": "finish-step"}),
+            ]
+        );
+    }
+
+    #[test]
+    fn approvals_denials_and_errors_map_to_their_chunks() {
+        let call = ToolCall::new("c2", "rm", json!({}));
+        let chunks = run(vec![
+            AgentEvent::ApprovalRequested(call),
+            AgentEvent::ToolDenied { call_id: "c3".into() },
+            AgentEvent::ToolOutput {
+                call_id: "c4".into(),
+                result: ToolResult::error("boom"),
+            },
+            AgentEvent::ToolInput(ToolCall::new("c5", "t", json!("{not json"))),
+        ]);
+        assert_eq!(
+            chunks[1..],
+            [
+                json!({"type": "tool-approval-request", "approvalId": "ap_c2", "toolCallId": "c2"}),
+                json!({"type": "tool-output-denied", "toolCallId": "c3"}),
+                json!({"type": "tool-output-error", "toolCallId": "c4", "errorText": "boom", "dynamic": true}),
+                json!({"type": "tool-input-start", "toolCallId": "c5", "toolName": "t", "dynamic": true}),
+                json!({"type": "tool-input-error", "toolCallId": "c5", "toolName": "t", "input": "{not json", "errorText": "the model's tool arguments are not valid JSON", "dynamic": true}),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_upstream_error_closes_the_text_then_reports_and_finishes_with_error() {
+        let chunks = run(vec![
+            AgentEvent::StepStart,
+            AgentEvent::Text("par".into()),
+            AgentEvent::StepEnd { usage: None },
+            AgentEvent::Error("upstream died".into()),
+            AgentEvent::Finish {
+                reason: Finish::Error,
+                usage: None,
+            },
+        ]);
+        let types: Vec<_> = chunks.iter().map(|c| c["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            types,
+            ["start", "start-step", "text-start", "text-delta", "text-end", "finish-step", "error", "message-metadata", "finish"]
+        );
+        assert_eq!(chunks[6]["errorText"], "upstream died");
+        assert_eq!(chunks[8], json!({"type": "finish", "finishReason": "error"}));
+    }
+
+    #[test]
+    fn the_metadata_adds_this_requests_usage_to_what_the_message_had() {
+        let mut t = Translator::new(
+            "m",
+            Some(UiUsage {
+                input_tokens: 100,
+                output_tokens: 10,
+                ..UiUsage::default()
+            }),
+            Box::new(|_: &ToolCall| String::new()),
+        );
+        t.now_ms = || 7;
+        let mut out = Vec::new();
+        t.push(
+            AgentEvent::Finish {
+                reason: Finish::AwaitingApproval,
+                usage: Some(Usage {
+                    prompt_tokens: Some(5),
+                    completion_tokens: Some(2),
+                    total_tokens: Some(7),
+                }),
+            },
+            &mut out,
+        );
+        let values: Vec<Value> = out.iter().map(|c| serde_json::to_value(c).unwrap()).collect();
+        assert_eq!(
+            values,
+            vec![
+                json!({"type": "message-metadata", "messageMetadata": {"model": "m", "usage": {"inputTokens": 105, "outputTokens": 12}, "createdAt": 7}}),
+                json!({"type": "finish", "finishReason": "tool-calls"}),
+            ]
+        );
+    }
+}

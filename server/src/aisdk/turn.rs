@@ -1,0 +1,302 @@
+//! One request of `POST {prefix}/api/aisdk/chat`, from the body to the stream: [`plan`] checks
+//! the body (thread id, model, effort, the approvals it answers) and prepares the turn; [`run`]
+//! runs it in a task that outlives nothing but the reply and its last save.
+//!
+//! Decisions:
+//! - **The last message says what the request is.** A user message starts a reply; the
+//!   assistant's own message, with every approval it asked for answered, continues that reply
+//!   (the same message id, so the client appends to it). Anything else is a 400.
+//! - **An answered approval must be the one the server asked** (see [`super::approval_id`]) and,
+//!   with server-side history, must not have an outcome in the stored thread already (a replay);
+//!   otherwise 403 / 409 and nothing runs.
+//! - **The model menu is the host's**: an unknown model is a 400 naming the menu; no model means
+//!   the first listed. A reasoning effort is sent (`reasoning_effort`) only to models that
+//!   declare reasoning; others ignore it.
+//! - **Cancellation**: the task watches the response; when the client leaves, the loop is
+//!   dropped (upstream request and running tool calls with it) and the partial reply is saved.
+
+use bytes::Bytes;
+use lmchatkit_protocol::ui_stream::{
+    AiSdkChatRequest, DONE_FRAME, UiMessage, UiMessageMetadata, UiPart, UiRole, UiToolState,
+    sse_frame, to_messages,
+};
+use lmchatkit_protocol::{ChatRequest, Model, Params, Role, StoredConversation, ToolCall};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::accumulate::Accumulator;
+use super::approval_id::Subject;
+use super::thread::{Saver, Target};
+use super::translate::Translator;
+use crate::agent::{Agent, Answer, Turn};
+use crate::history::validate_id;
+use crate::host::RequestContext;
+use crate::http_util::ApiError;
+use crate::state::State;
+
+/// A checked request, ready to run.
+pub(crate) struct Plan {
+    turn: Turn,
+    thread: String,
+    model: String,
+    persona_id: String,
+    /// The messages before the reply (the client's, without the continued assistant message).
+    base: Vec<UiMessage>,
+    /// The reply's id and, when continuing, the message so far.
+    message_id: String,
+    continued: Option<UiMessage>,
+}
+
+/// Checks `body` and prepares its turn.
+pub(crate) async fn plan(
+    state: &State,
+    cx: &RequestContext,
+    body: AiSdkChatRequest,
+) -> Result<Plan, ApiError> {
+    if body.messages.is_empty() {
+        return Err(ApiError::BadRequest("messages is required".into()));
+    }
+    let thread = body.thread_id().to_owned();
+    validate_id(&thread).map_err(|_| ApiError::BadRequest(format!("invalid thread id {thread:?}")))?;
+    let model = pick_model(state, cx, body.model.as_deref()).await?;
+    let mut params = Params::new();
+    if let Some(effort) = body.reasoning_effort.filter(|_| model.reasoning) {
+        params.insert("reasoning_effort".into(), Value::from(effort.as_str()));
+    }
+
+    let mut base = body.messages;
+    let Some(last) = base.last() else {
+        return Err(ApiError::BadRequest("messages is required".into()));
+    };
+    let (message_id, continued, answers) = match last.role {
+        UiRole::User => (new_message_id(), None, Vec::new()),
+        UiRole::Assistant => {
+            let answers = answers(state, cx, &thread, last).await?;
+            let continued = base.pop();
+            let id = continued.as_ref().map(|m| m.id.clone()).unwrap_or_default();
+            (id, continued, answers)
+        }
+        UiRole::System => {
+            return Err(ApiError::BadRequest(
+                "the last message must be the user's, or the assistant's answering approvals".into(),
+            ));
+        }
+    };
+
+    let mut all = base.clone();
+    all.extend(continued.clone());
+    let persona_id = body.persona_id.unwrap_or_default();
+    let native = ChatRequest::new(model.id.clone(), to_messages(&all))
+        .with_persona(persona_id.clone());
+    let native = ChatRequest {
+        params: Some(params),
+        ..native
+    };
+    let request = crate::turn::prepare(state, cx, native).await;
+    Ok(Plan {
+        turn: Turn {
+            cx: cx.clone(),
+            request,
+            answers,
+        },
+        thread,
+        model: model.id,
+        persona_id,
+        base,
+        message_id,
+        continued,
+    })
+}
+
+/// The model `asked` names (400 naming the menu when unknown), or the first listed.
+async fn pick_model(
+    state: &State,
+    cx: &RequestContext,
+    asked: Option<&str>,
+) -> Result<Model, ApiError> {
+    let menu = state.host.models(cx).await?;
+    let asked = asked.map(str::trim).filter(|m| !m.is_empty());
+    let found = match asked {
+        Some(id) => menu.iter().find(|m| m.id == id),
+        None => menu.first(),
+    };
+    found.cloned().ok_or_else(|| {
+        let names: Vec<&str> = menu.iter().map(|m| m.id.as_str()).collect();
+        ApiError::BadRequest(match asked {
+            Some(id) => format!("unknown model {id:?}; the menu: {}", names.join(", ")),
+            None => "no model is available".into(),
+        })
+    })
+}
+
+/// The user's answers in the continued message, each checked against the approval it answers.
+async fn answers(
+    state: &State,
+    cx: &RequestContext,
+    thread: &str,
+    message: &UiMessage,
+) -> Result<Vec<Answer>, ApiError> {
+    let principal = cx.principal();
+    let stored = match &state.history {
+        Some(h) => h.get(&principal, thread).await?,
+        None => None,
+    };
+    let mut out = Vec::new();
+    for part in &message.parts {
+        let UiPart::Tool(t) = part else { continue };
+        match t.state {
+            UiToolState::ApprovalRequested => {
+                return Err(ApiError::BadRequest(format!(
+                    "the call {:?} still waits for an answer; answer every approval request",
+                    t.tool_call_id
+                )));
+            }
+            UiToolState::ApprovalResponded => {}
+            _ => continue,
+        }
+        let (Some(approval), Some(approved)) = (&t.approval, t.approval.as_ref().and_then(|a| a.approved))
+        else {
+            return Err(ApiError::BadRequest(format!(
+                "the call {:?} is answered without a decision",
+                t.tool_call_id
+            )));
+        };
+        let input = t.input.clone().unwrap_or(Value::Null);
+        let subject = Subject {
+            principal: principal.id(),
+            thread,
+            call_id: &t.tool_call_id,
+            tool: &t.tool_name,
+            input: &input,
+        };
+        if !state.approval_key.verify(&approval.id, &subject) {
+            return Err(ApiError::Forbidden(format!(
+                "the approval {:?} does not match the call it answers (its tool, input, thread or \
+                 user changed); nothing was run",
+                approval.id
+            )));
+        }
+        if stored.as_ref().is_some_and(|c| has_outcome(c, &t.tool_call_id)) {
+            return Err(ApiError::Conflict(format!(
+                "the call {:?} was already answered; nothing was run",
+                t.tool_call_id
+            )));
+        }
+        out.push(Answer {
+            call: ToolCall::new(t.tool_call_id.clone(), t.tool_name.clone(), input),
+            approved,
+            reason: approval.reason.clone(),
+        });
+    }
+    if out.is_empty() {
+        return Err(ApiError::BadRequest(
+            "the last message is the assistant's but answers no approval".into(),
+        ));
+    }
+    Ok(out)
+}
+
+/// True when the stored thread holds a result for `call_id`.
+fn has_outcome(c: &StoredConversation, call_id: &str) -> bool {
+    c.messages
+        .iter()
+        .any(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(call_id))
+}
+
+fn new_message_id() -> String {
+    format!("msg-{:016x}", rand::random::<u64>())
+}
+
+/// Runs `plan` in a task; the returned receiver yields the response's frames, then ends.
+/// Dropping it (the client left) cancels the loop; the reply so far is still saved.
+pub(crate) fn run(state: &State, plan: Plan, agent: Agent, hold: impl Send + 'static) -> mpsc::Receiver<Bytes> {
+    let (frames, rx) = mpsc::channel::<Bytes>(64);
+    let Plan {
+        turn,
+        thread,
+        model,
+        persona_id,
+        base,
+        message_id,
+        continued,
+    } = plan;
+    let principal = turn.cx.principal();
+    let saver = state.history.clone().map(|store| {
+        Saver::start(Target {
+            store,
+            events: state.events.clone(),
+            principal: principal.clone(),
+            thread: thread.clone(),
+            model: model.clone(),
+            persona_id,
+        })
+    });
+    let earlier = continued
+        .as_ref()
+        .and_then(|m| m.metadata.clone())
+        .and_then(|m| serde_json::from_value::<UiMessageMetadata>(m).ok())
+        .map(|m| m.usage);
+    let key = state.approval_key.clone();
+    let sign = {
+        let (principal, thread) = (principal.id().to_owned(), thread.clone());
+        Box::new(move |c: &ToolCall| {
+            key.sign(&Subject {
+                principal: &principal,
+                thread: &thread,
+                call_id: &c.id,
+                tool: &c.name,
+                input: &c.arguments,
+            })
+        })
+    };
+    let mut translator = Translator::new(model, earlier, sign);
+    let mut acc = Accumulator::new(&message_id, continued);
+    let save = move |acc: &Accumulator| {
+        if let Some(s) = &saver {
+            let mut all = base.clone();
+            all.push(acc.message().clone());
+            s.save(to_messages(&all));
+        }
+    };
+    tokio::spawn(async move {
+        let _hold = hold;
+        // The thread exists (with the user's message) before the first token.
+        save(&acc);
+        let (events, mut rx_events) = mpsc::channel(64);
+        let work = async {
+            let start = translator.start(&message_id);
+            acc.apply(&start);
+            if frames.send(Bytes::from(sse_frame(&start))).await.is_err() {
+                return;
+            }
+            let pump = async {
+                let mut chunks = Vec::new();
+                while let Some(ev) = rx_events.recv().await {
+                    let settle = matches!(
+                        ev,
+                        crate::agent::AgentEvent::StepEnd { .. } | crate::agent::AgentEvent::Finish { .. }
+                    );
+                    translator.push(ev, &mut chunks);
+                    for c in chunks.drain(..) {
+                        acc.apply(&c);
+                        if frames.send(Bytes::from(sse_frame(&c))).await.is_err() {
+                            return;
+                        }
+                    }
+                    if settle {
+                        save(&acc);
+                    }
+                }
+                let _ = frames.send(Bytes::from_static(DONE_FRAME.as_bytes())).await;
+            };
+            futures_util::future::join(agent.run(turn, events), pump).await;
+        };
+        tokio::select! {
+            _ = work => {}
+            _ = frames.closed() => tracing::debug!(thread = %thread, "the client left; the reply is cut"),
+        }
+        // Done or cut: the reply as far as it got.
+        save(&acc);
+    });
+    rx
+}
