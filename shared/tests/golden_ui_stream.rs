@@ -74,7 +74,10 @@ fn text_and_reasoning_chunks_carry_id_delta_and_optional_provider_metadata() {
         UiChunk::text_delta("t", "Hi ü"),
         json!({"type": "text-delta", "id": "t", "delta": "Hi ü"}),
     );
-    chunk(UiChunk::text_end("t"), json!({"type": "text-end", "id": "t"}));
+    chunk(
+        UiChunk::text_end("t"),
+        json!({"type": "text-end", "id": "t"}),
+    );
     chunk(
         UiChunk::reasoning_start("r"),
         json!({"type": "reasoning-start", "id": "r"}),
@@ -312,8 +315,13 @@ fn a_rust_reader_parses_a_recorded_stream_including_an_unknown_chunk() {
         UiChunk::tool_input_available("call_1", "weather__forecast", json!({"city": "Oslo"}))
     );
     assert!(matches!(&chunks[13], UiChunk::Unknown(v) if v["type"] == "x-future-chunk"));
-    assert_eq!(chunks[14], UiChunk::tool_approval_request("appr_1", "call_1"));
-    assert!(matches!(&chunks[15], UiChunk::Data(d) if d.name == "progress" && d.transient == Some(true)));
+    assert_eq!(
+        chunks[14],
+        UiChunk::tool_approval_request("appr_1", "call_1")
+    );
+    assert!(
+        matches!(&chunks[15], UiChunk::Data(d) if d.name == "progress" && d.transient == Some(true))
+    );
     let UiChunk::MessageMetadata { message_metadata } = &chunks[16] else {
         panic!("metadata expected, got {:?}", chunks[16]);
     };
@@ -563,7 +571,13 @@ fn a_thread_summary_sums_assistant_usage_and_takes_the_last_prompt_as_context() 
         title: "T".into(),
         created_at: 7,
         updated_at: 9,
-        messages: vec![u, a1, Message::user("again"), a2, Message::assistant("no usage")],
+        messages: vec![
+            u,
+            a1,
+            Message::user("again"),
+            a2,
+            Message::assistant("no usage"),
+        ],
         ..StoredConversation::default()
     };
     let s = ThreadSummary::from_conversation(&conv);

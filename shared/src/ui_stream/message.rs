@@ -274,9 +274,9 @@ pub enum UiPart {
     /// A `data-<name>` part.
     #[serde(skip)]
     Data(UiDataPart),
-    /// A `tool-<name>` or `dynamic-tool` part.
+    /// A `tool-<name>` or `dynamic-tool` part (boxed: it is the largest part by far).
     #[serde(skip)]
-    Tool(UiToolPart),
+    Tool(Box<UiToolPart>),
     /// A part of a type this crate does not know, kept verbatim.
     #[serde(skip)]
     Other(Value),
@@ -339,7 +339,7 @@ impl Serialize for UiPart {
                 map.end()
             }
             UiPart::Tool(t) => {
-                let Value::Object(fields) = serde_json::to_value(t).map_err(S::Error::custom)?
+                let Value::Object(fields) = serde_json::to_value(&**t).map_err(S::Error::custom)?
                 else {
                     return Err(S::Error::custom("a tool part serializes as an object"));
                 };
@@ -402,7 +402,7 @@ impl<'de> Deserialize<'de> for UiPart {
             let mut part = UiToolPart::deserialize(value).map_err(de::Error::custom)?;
             part.tool_name = tool_name;
             part.dynamic = dynamic;
-            return Ok(UiPart::Tool(part));
+            return Ok(UiPart::Tool(Box::new(part)));
         }
         if !KNOWN_PARTS.contains(&ty) {
             return Ok(UiPart::Other(value));
