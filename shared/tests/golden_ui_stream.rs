@@ -445,6 +445,20 @@ fn a_ui_message_with_every_part_kind_round_trips_exactly() {
 }
 
 #[test]
+fn keys_of_later_releases_on_tool_parts_are_kept() {
+    let v = json!({"type": "tool-f", "toolCallId": "c", "state": "output-available", "input": {},
+        "output": 1, "toolMetadata": {"k": "v"}, "resultProviderMetadata": {"p": {}},
+        "approval": {"id": "a", "approved": true, "isAutomatic": true}});
+    let part: UiPart = serde_json::from_value(v.clone()).unwrap();
+    let UiPart::Tool(t) = &part else {
+        panic!("tool part expected")
+    };
+    assert_eq!(t.unknown.get("toolMetadata"), Some(&json!({"k": "v"})));
+    assert!(!t.unknown.contains_key("type"));
+    assert_eq!(to(&part), v);
+}
+
+#[test]
 fn malformed_known_parts_are_rejected() {
     for bad in [
         json!({"type": "text"}),

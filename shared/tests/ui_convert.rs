@@ -331,6 +331,10 @@ fn tool_part(call_id: String) -> impl Strategy<Value = UiPart> {
             any::<bool>(),
         ),
         (opt(any::<bool>()), opt(json_object()), opt(any::<bool>())),
+        (
+            opt(any::<bool>()),
+            prop::collection::vec(("x-[a-z]{1,6}", json_value()), 0..2),
+        ),
     )
         .prop_map(
             move |(
@@ -338,6 +342,7 @@ fn tool_part(call_id: String) -> impl Strategy<Value = UiPart> {
                 (input, output, error),
                 (approval_id, approved, reason, with_approval),
                 (provider_executed, call_provider_metadata, preliminary),
+                (auto, unknown),
             )| {
                 use UiToolState::*;
                 let mut t = UiToolPart::dynamic(name, call_id.clone(), state);
@@ -345,14 +350,20 @@ fn tool_part(call_id: String) -> impl Strategy<Value = UiPart> {
                 t.title = title;
                 t.provider_executed = provider_executed;
                 t.call_provider_metadata = call_provider_metadata;
+                t.unknown = unknown.into_iter().collect();
                 t.input = match state {
                     InputStreaming | OutputError => input,
                     _ => Some(input.unwrap_or(Value::Null)),
                 };
                 let approval = |approved: Option<bool>, reason: Option<String>| UiApproval {
-                    id: approval_id.clone(),
                     approved,
                     reason,
+                    unknown: if auto.is_some() {
+                        Map::from_iter([("isAutomatic".to_owned(), json!(auto))])
+                    } else {
+                        Map::new()
+                    },
+                    ..UiApproval::new(&approval_id)
                 };
                 match state {
                     InputStreaming | InputAvailable => {}

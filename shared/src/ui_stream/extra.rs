@@ -7,7 +7,7 @@
 //! represent are kept verbatim in `UIMessage` JSON.
 
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::message::{UiApproval, UiPart, UiTextState, UiToolState};
 
@@ -86,7 +86,7 @@ pub enum AiSdkPart {
     },
     /// A tool part: its call is the message's tool call with this id, its outcome the tool
     /// message answering it.
-    Tool(AiSdkTool),
+    Tool(Box<AiSdkTool>),
     /// A part `Message` cannot represent (`data-*`, `source-*`, `step-start` of a user
     /// message, an assistant's file, an unknown type…), verbatim.
     Part {
@@ -144,6 +144,9 @@ pub struct AiSdkTool {
     /// The part's `errorText` when the tool message does not carry it; omitted when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_text: Option<String>,
+    /// The part's keys this crate does not know ([`UiToolPart::unknown`](super::UiToolPart::unknown)); omitted when empty.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub unknown: Map<String, Value>,
 }
 
 /// How a tool message's text encodes a tool part's `output`.

@@ -87,6 +87,22 @@ pub struct UiApproval {
     /// The user's reason; omitted when none was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Keys this crate does not know (e.g. `isAutomatic` of later releases), kept verbatim;
+    /// empty for approvals made here.
+    #[serde(flatten)]
+    pub unknown: Map<String, Value>,
+}
+
+impl UiApproval {
+    /// An approval with an id and no answer yet.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            approved: None,
+            reason: None,
+            unknown: Map::new(),
+        }
+    }
 }
 
 /// A tool call part: `tool-<name>` or `dynamic-tool`.
@@ -140,6 +156,11 @@ pub struct UiToolPart {
     /// The output is preliminary; omitted when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preliminary: Option<bool>,
+    /// Keys this crate does not know (e.g. `toolMetadata`, `resultProviderMetadata` or
+    /// `rawInput` of later releases), kept verbatim so a thread round-trips; empty for parts
+    /// made here.
+    #[serde(flatten)]
+    pub unknown: Map<String, Value>,
 }
 
 impl UiToolPart {
@@ -162,6 +183,7 @@ impl UiToolPart {
             provider_executed: None,
             call_provider_metadata: None,
             preliminary: None,
+            unknown: Map::new(),
         }
     }
 }
@@ -392,6 +414,7 @@ impl<'de> Deserialize<'de> for UiPart {
             let map: &mut Map<String, Value> = value
                 .as_object_mut()
                 .ok_or_else(|| de::Error::custom("a part is an object"))?;
+            map.remove("type");
             let (tool_name, dynamic) = match static_name {
                 Some(n) => (n, false),
                 None => match map.remove("toolName") {

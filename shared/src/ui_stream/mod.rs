@@ -12,6 +12,7 @@
 //! ```
 
 mod chunk;
+mod chunk_new;
 pub mod convert;
 mod extra;
 mod message;

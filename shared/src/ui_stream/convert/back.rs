@@ -183,9 +183,10 @@ impl Group {
                         provider_executed: x.provider_executed,
                         call_provider_metadata: x.call_provider_metadata.clone(),
                         preliminary: x.preliminary,
+                        unknown: x.unknown.clone(),
                     };
                     self.waiting
-                        .push((call.id.clone(), self.msg.parts.len(), Some(x.clone())));
+                        .push((call.id.clone(), self.msg.parts.len(), Some((**x).clone())));
                     self.msg.parts.push(UiPart::Tool(Box::new(part)));
                 }
                 AiSdkPart::File { .. } => {} // files of assistant messages are kept as parts
@@ -226,9 +227,8 @@ impl Group {
     fn push_plain_call(&mut self, call: &crate::chat::ToolCall) {
         let approval = |approved| {
             Some(UiApproval {
-                id: call.id.clone(),
                 approved,
-                reason: None,
+                ..UiApproval::new(&call.id)
             })
         };
         let mut part = UiToolPart::dynamic(&call.name, &call.id, UiToolState::InputAvailable);

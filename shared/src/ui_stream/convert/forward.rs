@@ -171,7 +171,7 @@ fn assistant_step(step: &[UiPart], out: &mut Vec<Message>) {
                 let (call, result, extra) = tool_call(t);
                 msg.tool_calls.push(call);
                 results.extend(result);
-                layout.push(AiSdkPart::Tool(extra));
+                layout.push(AiSdkPart::Tool(Box::new(extra)));
             }
             other => layout.push(AiSdkPart::Part {
                 part: other.clone(),
@@ -225,6 +225,7 @@ fn tool_call(t: &UiToolPart) -> (ToolCall, Option<Message>, AiSdkTool) {
         output: t.output.clone(),
         error_in_message: false,
         error_text: t.error_text.clone(),
+        unknown: t.unknown.clone(),
     };
     let result = match t.state {
         OutputAvailable => {
