@@ -288,8 +288,8 @@ impl Usage {
 }
 
 /// A chat message. `content` is always present on the wire; the UI-only fields (`id`,
-/// `thinking`, `info`, `created_at`, `usage`, `from_app`) are omitted when empty and never reach
-/// the host.
+/// `thinking`, `info`, `created_at`, `usage`, `from_app`, `aisdk`) are omitted when empty and never
+/// reach the host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Client-assigned message id (UI-only); omitted when unset.

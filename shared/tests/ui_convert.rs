@@ -261,6 +261,12 @@ fn edited_content_wins_over_the_stored_layout() {
 }
 
 #[test]
+fn a_plain_message_never_converts_to_an_empty_part_list() {
+    let back = to_ui_messages(&[Message::user(Content::Parts(vec![])).with_id("u")]);
+    assert_eq!(back[0].parts, vec![UiPart::text("")]);
+}
+
+#[test]
 fn info_cards_are_not_sent_to_ai_sdk_apps() {
     let mut info = Message::assistant("card").with_id("i");
     info.info = Some(json!({"kind": "compact"}));

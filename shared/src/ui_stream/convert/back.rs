@@ -83,6 +83,10 @@ impl Group {
     fn add_user(&mut self, m: &Message) {
         let items = content_items(&m.content);
         let Some(extra) = &m.aisdk else {
+            if items.is_empty() {
+                // `validateUIMessages` wants at least one part.
+                self.msg.parts.push(UiPart::text(""));
+            }
             self.msg.parts.extend(items);
             return;
         };
