@@ -7,6 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::mcp::UiToolMeta;
+use crate::ui_stream::AiSdkExtra;
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -310,8 +311,8 @@ impl Usage {
 }
 
 /// A chat message. `content` is always present on the wire; the UI-only fields (`id`,
-/// `thinking`, `info`, `created_at`, `usage`, `from_app`) are omitted when empty and never reach
-/// the host.
+/// `thinking`, `info`, `created_at`, `usage`, `from_app`, `aisdk`) are omitted when empty and never
+/// reach the host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Client-assigned message id (UI-only); omitted when unset.
@@ -360,6 +361,13 @@ pub struct Message {
     /// omitted when the user wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_app: Option<String>,
+    /// For a message converted from an AI SDK `UIMessage`: the `UIMessage` it belongs to and
+    /// everything of it this struct cannot hold (part order, `data-*` and `source-*` parts,
+    /// provider metadata, approval ids…), so the conversion back is exact
+    /// (see [`crate::ui_stream::convert`]). Stripped before the host sees the messages; omitted
+    /// when unset (messages written by our UI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aisdk: Option<AiSdkExtra>,
 }
 
 impl Message {
@@ -380,6 +388,7 @@ impl Message {
             created_at: None,
             usage: None,
             from_app: None,
+            aisdk: None,
         }
     }
 

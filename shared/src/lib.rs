@@ -18,6 +18,7 @@ mod chat;
 mod history;
 mod mcp;
 mod requests;
+pub mod ui_stream;
 
 pub use app_rpc::{
     AppCall, AppCallError, AppProxyRequest, AppResult, CallToolParams, CallToolResult,

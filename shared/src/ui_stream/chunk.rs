@@ -1,0 +1,423 @@
+//! The chunks of the UI Message Stream (`ai@6` `UIMessageChunk`), one per SSE `data:` line.
+//!
+//! Decisions:
+//! - Every variant carries exactly the keys `ai@6.0.0` knows, in camelCase; optional keys are
+//!   omitted when `None`. `ai@6.0.0` validates chunks with strict objects and rejects unknown
+//!   keys, so keys that only later 6.0.x releases accept (`abort.reason`, `toolMetadata`,
+//!   `inputEncoding`, `providerMetadata` on tool output chunks, …) are deliberately absent:
+//!   this type cannot emit them.
+//! - Reading is tolerant, for a Rust client of the stream: an unknown `type` becomes
+//!   [`UiChunk::Unknown`] with the JSON kept verbatim, and unknown keys of a known type are
+//!   ignored. A known type with a missing or mistyped required key is an error.
+//! - `data-<name>` chunks have an open set of names, so they are one variant
+//!   ([`UiChunk::Data`]) with the name beside the payload.
+
+use serde::de::{self, Deserializer};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Header naming the protocol on a UI Message Stream response (besides
+/// `content-type: text/event-stream`).
+pub const UI_MESSAGE_STREAM_HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
+
+/// The SSE frame that ends a UI Message Stream.
+pub const DONE_FRAME: &str = "data: [DONE]\n\n";
+
+/// The SSE comment a server may send to keep an idle stream open (ignored by clients).
+pub const KEEP_ALIVE_FRAME: &str = ": keep-alive\n\n";
+
+/// One chunk as an SSE frame: `data: {json}\n\n`.
+///
+/// ```
+/// use lmchatkit_protocol::ui_stream::{sse_frame, UiChunk};
+/// assert_eq!(sse_frame(&UiChunk::text_delta("t1", "Hi")), "data: {\"type\":\"text-delta\",\"id\":\"t1\",\"delta\":\"Hi\"}\n\n");
+/// ```
+pub fn sse_frame(chunk: &UiChunk) -> String {
+    // Serializing these types cannot fail: every map key is a string and `Value` is valid JSON.
+    let json = serde_json::to_string(chunk).unwrap_or_else(|_| "{}".to_owned());
+    format!("data: {json}\n\n")
+}
+
+/// Why the model stopped, as the `finish` chunk reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UiFinishReason {
+    /// The model finished its answer.
+    Stop,
+    /// The output token limit was reached.
+    Length,
+    /// A content filter stopped the answer.
+    ContentFilter,
+    /// The model asked for tool calls (the turn paused, e.g. for an approval).
+    ToolCalls,
+    /// The turn failed.
+    Error,
+    /// Any other reason.
+    Other,
+}
+
+/// A `data-<name>` chunk: app data streamed beside the message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UiDataChunk {
+    /// The name after `data-` in the chunk's `type`.
+    pub name: String,
+    /// Part id; a later chunk with the same id replaces the part. Omitted when `None`.
+    pub id: Option<String>,
+    /// The payload.
+    pub data: Value,
+    /// `true`: the client hands it to `onData` but does not store it in the message. Omitted
+    /// when `None`.
+    pub transient: Option<bool>,
+}
+
+/// One chunk of the UI Message Stream. Serializes with `type` plus the documented keys only;
+/// see the module docs for what reading accepts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    remote = "Self",
+    tag = "type",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
+pub enum UiChunk {
+    /// Starts the assistant message.
+    Start {
+        /// Id of the assistant message; omitted when `None` (the client makes one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
+        /// Message metadata; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_metadata: Option<Value>,
+    },
+    /// Starts one model call (a step).
+    StartStep {},
+    /// Starts a text part.
+    TextStart {
+        /// Id of the text part, repeated by its deltas and its end.
+        id: String,
+        /// Provider metadata; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
+    },
+    /// Text to append to a text part.
+    TextDelta {
+        /// Id of the text part.
+        id: String,
+        /// The text to append.
+        delta: String,
+        /// Provider metadata; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
+    },
+    /// Ends a text part.
+    TextEnd {
+        /// Id of the text part.
+        id: String,
+        /// Provider metadata; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
+    },
+    /// Starts a reasoning part.
+    ReasoningStart {
+        /// Id of the reasoning part.
+        id: String,
+        /// Provider metadata; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
+    },
+    /// Reasoning text to append.
+    ReasoningDelta {
+        /// Id of the reasoning part.
+        id: String,
+        /// The text to append.
+        delta: String,
+        /// Provider metadata; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
+    },
+    /// Ends a reasoning part.
+    ReasoningEnd {
+        /// Id of the reasoning part.
+        id: String,
+        /// Provider metadata; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
+    },
+    /// The model started a tool call whose input streams next.
+    ToolInputStart {
+        /// The call id.
+        tool_call_id: String,
+        /// The tool's name.
+        tool_name: String,
+        /// The provider ran the tool itself; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_executed: Option<bool>,
+        /// A dynamic tool (a `dynamic-tool` part, e.g. an MCP tool); omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dynamic: Option<bool>,
+        /// A title to show for the call; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+    /// A piece of a tool call's input JSON text.
+    ToolInputDelta {
+        /// The call id.
+        tool_call_id: String,
+        /// JSON text to append to the input.
+        input_text_delta: String,
+    },
+    /// A tool call's input is complete.
+    ToolInputAvailable {
+        /// The call id.
+        tool_call_id: String,
+        /// The tool's name.
+        tool_name: String,
+        /// The input (arguments).
+        #[serde(default)]
+        input: Value,
+        /// The provider ran the tool itself; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_executed: Option<bool>,
+        /// Provider metadata; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
+        /// A dynamic tool; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dynamic: Option<bool>,
+        /// A title to show for the call; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+    /// A tool call's input could not be parsed or validated.
+    ToolInputError {
+        /// The call id.
+        tool_call_id: String,
+        /// The tool's name.
+        tool_name: String,
+        /// The input as received.
+        #[serde(default)]
+        input: Value,
+        /// What was wrong.
+        error_text: String,
+        /// The provider ran the tool itself; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_executed: Option<bool>,
+        /// Provider metadata; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
+        /// A dynamic tool; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dynamic: Option<bool>,
+        /// A title to show for the call; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+    /// The call waits for the user's approval (the step ends after this).
+    ToolApprovalRequest {
+        /// The approval id the client answers with `addToolApprovalResponse`.
+        approval_id: String,
+        /// The call id.
+        tool_call_id: String,
+    },
+    /// The tool's result.
+    ToolOutputAvailable {
+        /// The call id.
+        tool_call_id: String,
+        /// The output.
+        #[serde(default)]
+        output: Value,
+        /// The provider ran the tool itself; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_executed: Option<bool>,
+        /// A dynamic tool; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dynamic: Option<bool>,
+        /// A preliminary output that a later one replaces; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preliminary: Option<bool>,
+    },
+    /// The tool failed.
+    ToolOutputError {
+        /// The call id.
+        tool_call_id: String,
+        /// What went wrong.
+        error_text: String,
+        /// The provider ran the tool itself; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_executed: Option<bool>,
+        /// A dynamic tool; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dynamic: Option<bool>,
+    },
+    /// The user declined the call; it did not run.
+    ToolOutputDenied {
+        /// The call id.
+        tool_call_id: String,
+    },
+    /// A source the answer cites, by URL.
+    SourceUrl {
+        /// The source id.
+        source_id: String,
+        /// The URL.
+        url: String,
+        /// A title; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        /// Provider metadata; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
+    },
+    /// A source the answer cites, a document.
+    SourceDocument {
+        /// The source id.
+        source_id: String,
+        /// The document's media type.
+        media_type: String,
+        /// The document's title.
+        title: String,
+        /// The file name; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        filename: Option<String>,
+        /// Provider metadata; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
+    },
+    /// A file (e.g. an image a tool returned), by URL (often a `data:` URL).
+    File {
+        /// The file's URL.
+        url: String,
+        /// The file's media type.
+        media_type: String,
+        /// Provider metadata; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
+    },
+    /// A `data-<name>` chunk.
+    #[serde(skip)]
+    Data(UiDataChunk),
+    /// Sets or merges the message's metadata.
+    MessageMetadata {
+        /// The metadata.
+        message_metadata: Value,
+    },
+    /// Ends one model call.
+    FinishStep {},
+    /// Ends the message.
+    Finish {
+        /// Why the model stopped; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish_reason: Option<UiFinishReason>,
+        /// Message metadata; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_metadata: Option<Value>,
+    },
+    /// The turn was aborted (the client stopped it or the upstream went away).
+    Abort {},
+    /// The turn failed; the client sets `chat.error`.
+    Error {
+        /// What went wrong, for display.
+        error_text: String,
+    },
+    /// A chunk of a type this crate does not know, kept verbatim (reading only; writing one
+    /// writes the value as it is).
+    #[serde(skip)]
+    Unknown(Value),
+}
+
+/// The `type` of every variant the derive handles (all but `Data` and `Unknown`).
+const KNOWN_TYPES: &[&str] = &[
+    "start",
+    "start-step",
+    "text-start",
+    "text-delta",
+    "text-end",
+    "reasoning-start",
+    "reasoning-delta",
+    "reasoning-end",
+    "tool-input-start",
+    "tool-input-delta",
+    "tool-input-available",
+    "tool-input-error",
+    "tool-approval-request",
+    "tool-output-available",
+    "tool-output-error",
+    "tool-output-denied",
+    "source-url",
+    "source-document",
+    "file",
+    "message-metadata",
+    "finish-step",
+    "finish",
+    "abort",
+    "error",
+];
+
+impl Serialize for UiChunk {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            UiChunk::Data(d) => {
+                let mut map = s.serialize_map(None)?;
+                map.serialize_entry("type", &format!("data-{}", d.name))?;
+                if let Some(id) = &d.id {
+                    map.serialize_entry("id", id)?;
+                }
+                map.serialize_entry("data", &d.data)?;
+                if let Some(t) = d.transient {
+                    map.serialize_entry("transient", &t)?;
+                }
+                map.end()
+            }
+            UiChunk::Unknown(v) => v.serialize(s),
+            known => UiChunk::serialize(known, s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for UiChunk {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        let Some(ty) = value.get("type").and_then(Value::as_str) else {
+            return Err(de::Error::missing_field("type"));
+        };
+        if let Some(name) = ty.strip_prefix("data-") {
+            #[derive(Deserialize)]
+            struct Fields {
+                #[serde(default)]
+                id: Option<String>,
+                #[serde(default)]
+                data: Value,
+                #[serde(default)]
+                transient: Option<bool>,
+            }
+            let name = name.to_owned();
+            let f = Fields::deserialize(value).map_err(de::Error::custom)?;
+            return Ok(UiChunk::Data(UiDataChunk {
+                name,
+                id: f.id,
+                data: f.data,
+                transient: f.transient,
+            }));
+        }
+        if !KNOWN_TYPES.contains(&ty) {
+            return Ok(UiChunk::Unknown(value));
+        }
+        UiChunk::deserialize(value).map_err(de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_type_is_one_the_derive_reads() {
+        for ty in KNOWN_TYPES {
+            let v = serde_json::json!({"type": ty});
+            // Either it parses (no required keys) or fails on a missing key, never on the type.
+            if let Err(e) = serde_json::from_value::<UiChunk>(v) {
+                assert!(e.to_string().contains("missing field"), "{ty}: {e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Usage metadata, threads and the model menu as AI SDK apps see them
+//! (`GET {prefix}/api/aisdk/threads[/{id}]`, `GET {prefix}/api/aisdk/models`).
+//!
+//! Decisions: keys are camelCase as the seed's `aichat` spells them; times are milliseconds
+//! since the Unix epoch, as everywhere in our protocol; a cost is omitted (never `0`) when no
+//! price is known.
+
+use serde::{Deserialize, Serialize};
+
+use super::message::UiMessage;
+use crate::chat::Role;
+use crate::history::StoredConversation;
+
+/// Token counts of one assistant message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UiUsage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+    /// Of the generated tokens, those spent reasoning; omitted when not reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    /// Of the prompt tokens, those read from the provider's cache; omitted when not reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+}
+
+/// The `metadata` our server puts on an assistant `UIMessage` (`message-metadata` chunk).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UiMessageMetadata {
+    /// The model id that answered.
+    pub model: String,
+    /// Token counts.
+    pub usage: UiUsage,
+    /// Cost in US dollars; omitted when no price is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// When the message was written, in milliseconds since the Unix epoch.
+    pub created_at: i64,
+}
+
+/// A thread in the list of `GET {prefix}/api/aisdk/threads`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSummary {
+    /// Thread id (our conversation id).
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Creation time, in milliseconds since the Unix epoch.
+    pub created_at: i64,
+    /// Time of the last change, in milliseconds since the Unix epoch.
+    pub updated_at: i64,
+    /// Prompt tokens of every model call in the thread.
+    pub total_input_tokens: u64,
+    /// Generated tokens of every model call in the thread.
+    pub total_output_tokens: u64,
+    /// Cost of the thread in US dollars; omitted (never `0`) when no price is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_cost_usd: Option<f64>,
+    /// Prompt tokens of the last model call: how full the context window is.
+    pub last_context_tokens: u64,
+}
+
+impl ThreadSummary {
+    /// The summary of a stored conversation: usage summed over its assistant messages
+    /// (`prompt_tokens` as input, `completion_tokens` as output), and the prompt tokens of the
+    /// last assistant message that reports them as `lastContextTokens`. No cost: our
+    /// [`crate::Usage`] carries none.
+    pub fn from_conversation(c: &StoredConversation) -> ThreadSummary {
+        let usages = c
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .filter_map(|m| m.usage);
+        let mut s = ThreadSummary {
+            id: c.id.clone(),
+            title: c.title.clone(),
+            created_at: c.created_at,
+            updated_at: c.updated_at,
+            ..ThreadSummary::default()
+        };
+        for u in usages {
+            s.total_input_tokens += u.prompt_tokens.unwrap_or(0);
+            s.total_output_tokens += u.completion_tokens.unwrap_or(0);
+            if let Some(p) = u.prompt_tokens {
+                s.last_context_tokens = p;
+            }
+        }
+        s
+    }
+}
+
+/// A whole thread, `GET {prefix}/api/aisdk/threads/{id}`: the summary's keys plus `messages`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Thread {
+    /// The summary (its keys are flattened into the thread object).
+    #[serde(flatten)]
+    pub summary: ThreadSummary,
+    /// The messages, oldest first.
+    pub messages: Vec<UiMessage>,
+}
+
+/// One entry of `GET {prefix}/api/aisdk/models` (the seed's `ModelInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AiSdkModelInfo {
+    /// Model id, `provider/model`.
+    pub id: String,
+    /// The provider's name.
+    pub provider: String,
+    /// Menu label.
+    pub label: String,
+    /// The model honours `reasoningEffort`.
+    pub reasoning: bool,
+    /// The provider is configured (the model is selectable), not merely catalogued.
+    pub configured: bool,
+    /// Maximum context tokens (the denominator of a usage gauge); `0` when unknown.
+    pub context_window: u64,
+}
