@@ -1,12 +1,13 @@
 //! The service's live state, built once by [`ChatService::new`](crate::ChatService::new) from a
 //! [`Config`]: the host and stores it was handed, the catalogs (directories are opened and
-//! watched here, not in the config builder), the event broadcaster, the MCP App view tokens and
-//! the turn cache. Routes see this and the settings; nothing here is a setting.
+//! watched here, not in the config builder), the event broadcaster, the approvals (policy and
+//! "always allow" store), the MCP App view tokens and the turn cache. Routes see this and the settings; nothing here is a setting.
 
 use std::sync::Arc;
 
 use lmchatkit_protocol::{ServerEvent, ServerEventType};
 
+use crate::access::approval::Approvals;
 use crate::apps::origins::{Base, Sandboxes};
 use crate::apps::tokens::ViewTokens;
 use crate::catalog::{CommandDir, CommandSource, OnChange, PersonaDir, PersonaSource};
@@ -33,6 +34,8 @@ pub(crate) struct State {
     pub(crate) turn_cache: TurnCache,
     /// Open chat streams, per principal and in total.
     pub(crate) streams: Streams,
+    /// The approval policy and the per-principal "always allow" store.
+    pub(crate) approvals: Arc<Approvals>,
 }
 
 impl State {
@@ -62,7 +65,12 @@ impl State {
             .as_deref()
             .and_then(Base::parse)
             .map(Sandboxes::new);
+        let approvals = Arc::new(Approvals::new(
+            parts.approval_policy,
+            parts.approval_store,
+        ));
         Self {
+            approvals,
             views: ViewTokens::new(settings.app_view_ttl),
             streams: Streams::new(settings.streams),
             sandboxes,

@@ -7,6 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::mcp::UiToolMeta;
+use crate::approval::ToolDecision;
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -432,6 +433,12 @@ pub enum Event {
     ToolCall {
         /// The call, with its complete arguments.
         tool_call: ToolCall,
+        /// What the operator's approval policy says about this call, as the service decided it
+        /// for the caller (`allow`: run it without asking; `ask`: ask the user; `deny`: do not
+        /// call it, answer with an error result). Omitted when not decided (a host's own
+        /// stream read directly): the client then asks.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<ToolDecision>,
     },
     /// The turn ended.
     Done {
@@ -481,6 +488,14 @@ impl Event {
     /// An error event.
     pub fn error(s: impl Into<String>) -> Self {
         Event::Error { error: s.into() }
+    }
+
+    /// A tool call event, without a decision.
+    pub fn tool_call(tool_call: ToolCall) -> Self {
+        Event::ToolCall {
+            tool_call,
+            decision: None,
+        }
     }
 
     /// A done event.

@@ -12,6 +12,7 @@
 
 pub(crate) mod app_proxy;
 pub(crate) mod app_view;
+pub(crate) mod approvals;
 pub(crate) mod assets;
 pub(crate) mod catalog;
 pub(crate) mod chat;
@@ -41,6 +42,8 @@ pub(crate) enum Endpoint {
     Config,
     Chat,
     ToolCall,
+    ToolApprovals,
+    ToolApprovalsPut,
     Prompts,
     PromptGet,
     Resources,
@@ -112,7 +115,7 @@ const fn open(mut r: Route) -> Route {
 }
 
 /// Every route of the service, relative to the mount point (`""` is the page).
-pub(crate) static ROUTES: [Route; 27] = {
+pub(crate) static ROUTES: [Route; 29] = {
     use Endpoint as E;
     use Method as M;
     [
@@ -126,6 +129,8 @@ pub(crate) static ROUTES: [Route; 27] = {
         route(M::GET, "/api/config", E::Config),
         route(M::POST, "/api/chat", E::Chat),
         route(M::POST, "/api/tools/call", E::ToolCall),
+        route(M::GET, "/api/tools/approvals", E::ToolApprovals),
+        route(M::PUT, "/api/tools/approvals", E::ToolApprovalsPut),
         route(M::GET, "/api/prompts", E::Prompts),
         route(M::POST, "/api/prompts/get", E::PromptGet),
         route(M::GET, "/api/resources", E::Resources),
