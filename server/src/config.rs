@@ -11,6 +11,7 @@ use lmchatkit_protocol::McpServerStatus;
 
 use http::HeaderValue;
 
+use crate::access::approval::{ApprovalPolicy, ApprovalStore};
 use crate::access::hosts::AllowedHost;
 use crate::catalog::{CommandSource, PersonaSource};
 use crate::events::EventBroadcaster;
@@ -149,6 +150,10 @@ pub(crate) struct Parts {
     /// A broadcaster shared with the host (else the service makes its own when events are on).
     pub(crate) event_broadcaster: Option<EventBroadcaster>,
     pub(crate) mcp_status: Option<StatusFn>,
+    /// The operator's approval policy for the model's tool calls.
+    pub(crate) approval_policy: ApprovalPolicy,
+    /// Where "always allow" lists live (else in memory).
+    pub(crate) approval_store: Option<Arc<dyn ApprovalStore>>,
 }
 
 impl std::fmt::Debug for Config {
@@ -205,6 +210,8 @@ impl Config {
                     history: None,
                     event_broadcaster: None,
                     mcp_status: None,
+                    approval_policy: ApprovalPolicy::default(),
+                    approval_store: None,
                 },
             },
         }
@@ -492,6 +499,39 @@ impl ConfigBuilder {
     /// finish reason `tool-calls`.
     pub fn max_steps(mut self, n: usize) -> Self {
         self.config.settings.max_steps = n;
+        self
+    }
+
+    /// The operator's approval policy for the model's tool calls (default: ask for every
+    /// call). The chat stream tells the UI each call's decision, `POST /api/tools/call` refuses
+    /// a model's call the policy denies, and the server-side agent loop follows it. A
+    /// principal's stored "always allow" turns an `ask` into an `allow`, never a `deny`.
+    ///
+    /// ```
+    /// use lmchatkit::protocol::ToolDecision;
+    /// # use lmchatkit::{async_trait, CompleteRequest, EventStream, Host, HostError, RequestContext};
+    /// # struct MyHost;
+    /// # #[async_trait] impl Host for MyHost {
+    /// #   async fn models(&self, _: &RequestContext) -> Result<Vec<lmchatkit::protocol::Model>, HostError> { Ok(vec![]) }
+    /// #   fn complete(&self, _: &RequestContext, _: CompleteRequest) -> EventStream { Box::pin(futures_util::stream::empty()) }
+    /// # }
+    /// let policy = lmchatkit::ApprovalPolicy::new(ToolDecision::Ask)
+    ///     .allow("docs__*")
+    ///     .deny("*__delete_*");
+    /// let config = lmchatkit::Config::builder(MyHost).approval_policy(policy).build().unwrap();
+    /// # drop(config);
+    /// ```
+    pub fn approval_policy(mut self, policy: ApprovalPolicy) -> Self {
+        self.config.parts.approval_policy = policy;
+        self
+    }
+
+    /// Where each principal's "always allow" list lives (`{prefix}/api/tools/approvals`).
+    /// Default: a [`MemoryApprovalStore`](crate::access::approval::MemoryApprovalStore) made
+    /// when the service starts; the history's
+    /// [`SqliteStore`](crate::history::SqliteStore) keeps them in its database file.
+    pub fn approval_store(mut self, store: Arc<dyn ApprovalStore>) -> Self {
+        self.config.parts.approval_store = Some(store);
         self
     }
 

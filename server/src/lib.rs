@@ -68,6 +68,7 @@ pub mod standard_host;
 mod state;
 mod turn;
 
+pub use access::approval::{ApprovalPolicy, ApprovalStore};
 pub use access::{Scope, Sources};
 pub use async_trait::async_trait;
 pub use config::{Config, ConfigBuilder, ConfigError};

@@ -222,6 +222,8 @@ async fn dispatch(
         Endpoint::Config => catalog::config(state, req),
         Endpoint::Chat => chat::chat(state, req).await,
         Endpoint::ToolCall => tools::call(state, req).await,
+        Endpoint::ToolApprovals => approvals::get(state, req).await,
+        Endpoint::ToolApprovalsPut => approvals::put(state, req).await,
         Endpoint::Prompts => prompts::list(state, req).await,
         Endpoint::PromptGet => prompts::get(state, req).await,
         Endpoint::Resources => resources::list(state, req).await,

@@ -1,12 +1,13 @@
 //! The service's live state, built once by [`ChatService::new`](crate::ChatService::new) from a
 //! [`Config`]: the host and stores it was handed, the catalogs (directories are opened and
-//! watched here, not in the config builder), the event broadcaster, the MCP App view tokens and
-//! the turn cache. Routes see this and the settings; nothing here is a setting.
+//! watched here, not in the config builder), the event broadcaster, the approvals (policy and
+//! "always allow" store), the MCP App view tokens and the turn cache. Routes see this and the settings; nothing here is a setting.
 
 use std::sync::Arc;
 
 use lmchatkit_protocol::{ServerEvent, ServerEventType};
 
+use crate::access::approval::Approvals;
 use crate::aisdk::approval_id::ApprovalKey;
 use crate::apps::origins::{Base, Sandboxes};
 use crate::apps::tokens::ViewTokens;
@@ -37,6 +38,8 @@ pub(crate) struct State {
     pub(crate) streams: Streams,
     /// Signs the approval ids of the AI SDK route.
     pub(crate) approval_key: ApprovalKey,
+    /// The approval policy and the per-principal "always allow" store.
+    pub(crate) approvals: Arc<Approvals>,
 }
 
 impl State {
@@ -66,7 +69,9 @@ impl State {
             .as_deref()
             .and_then(Base::parse)
             .map(Sandboxes::new);
+        let approvals = Arc::new(Approvals::new(parts.approval_policy, parts.approval_store));
         Self {
+            approvals,
             views: ViewTokens::new(settings.app_view_ttl),
             streams: Streams::new(settings.streams),
             sandboxes,
@@ -88,7 +93,7 @@ impl State {
     pub(crate) fn agent(&self) -> crate::agent::Agent {
         crate::agent::Agent {
             host: self.host.clone(),
-            decide: self.decide.clone(),
+            decide: self.approvals.clone(),
             max_steps: self.settings.max_steps,
         }
     }

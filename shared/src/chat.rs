@@ -6,6 +6,7 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
+use crate::approval::ToolDecision;
 use crate::mcp::UiToolMeta;
 use crate::ui_stream::AiSdkExtra;
 
@@ -464,6 +465,12 @@ pub enum Event {
     ToolCall {
         /// The call, with its complete arguments.
         tool_call: ToolCall,
+        /// What the operator's approval policy says about this call, as the service decided it
+        /// for the caller (`allow`: run it without asking; `ask`: ask the user; `deny`: do not
+        /// call it, answer with an error result). Omitted when not decided (a host's own
+        /// stream read directly): the client then asks.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<ToolDecision>,
     },
     /// The turn ended.
     Done {
@@ -513,6 +520,14 @@ impl Event {
     /// An error event.
     pub fn error(s: impl Into<String>) -> Self {
         Event::Error { error: s.into() }
+    }
+
+    /// A tool call event, without a decision.
+    pub fn tool_call(tool_call: ToolCall) -> Self {
+        Event::ToolCall {
+            tool_call,
+            decision: None,
+        }
     }
 
     /// A done event.

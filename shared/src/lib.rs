@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 mod app_rpc;
+mod approval;
 mod catalog;
 mod chat;
 mod history;
@@ -26,6 +27,7 @@ pub use app_rpc::{
     McpResource, McpResourceTemplate, ReadResourceParams, ReadResourceResult, ResourceBody,
     ResourceContents, ResourceContentsMeta, ResourceDetails,
 };
+pub use approval::{ToolApprovals, ToolDecision};
 pub use catalog::{Model, Params, Persona, SlashCommand};
 pub use chat::{
     Approval, Content, ContentPart, Event, EventType, FileData, FinishReason, ImageUrl, InputAudio,

@@ -20,9 +20,23 @@ fn events() {
     );
     let call = ToolCall::new("call_1", "search", json!({"q": "x"}));
     assert_eq!(
-        to(&Event::ToolCall { tool_call: call }),
+        to(&Event::tool_call(call.clone())),
         json!({"type": "tool_call", "tool_call": {"id": "call_1", "name": "search", "arguments": {"q": "x"}}})
     );
+    // The policy's decision rides along when the service decided it; old events read back.
+    assert_eq!(
+        to(&Event::ToolCall {
+            tool_call: call.clone(),
+            decision: Some(ToolDecision::Deny)
+        }),
+        json!({"type": "tool_call", "decision": "deny",
+               "tool_call": {"id": "call_1", "name": "search", "arguments": {"q": "x"}}})
+    );
+    let old: Event = serde_json::from_value(
+        json!({"type": "tool_call", "tool_call": {"id": "call_1", "name": "search", "arguments": {"q": "x"}}}),
+    )
+    .unwrap();
+    assert_eq!(old, Event::tool_call(call));
     assert_eq!(
         to(&Event::Done {
             finish_reason: None,
@@ -695,4 +709,24 @@ fn a_resource_without_text_or_blob_reads_as_empty_text() {
             .is_err(),
         "a result is read as its call's type"
     );
+}
+
+#[test]
+fn tool_decisions_and_approvals() {
+    for (d, s) in [
+        (ToolDecision::Allow, "allow"),
+        (ToolDecision::Ask, "ask"),
+        (ToolDecision::Deny, "deny"),
+    ] {
+        assert_eq!(to(&d), json!(s));
+        assert_eq!(serde_json::from_value::<ToolDecision>(json!(s)).unwrap(), d);
+    }
+    assert!(serde_json::from_value::<ToolDecision>(json!("Allow")).is_err());
+    assert_eq!(
+        to(&ToolApprovals::new(["a", "b__c"])),
+        json!({"always": ["a", "b__c"]})
+    );
+    assert_eq!(to(&ToolApprovals::default()), json!({"always": []}));
+    let read: ToolApprovals = serde_json::from_value(json!({})).unwrap();
+    assert_eq!(read, ToolApprovals::default());
 }

@@ -65,7 +65,7 @@ async fn tool_call_round_trip_with_usage() {
     assert_eq!(
         events,
         vec![
-            json!({"type": "tool_call", "tool_call": {"id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"}}}),
+            json!({"type": "tool_call", "decision": "ask", "tool_call": {"id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"}}}),
             json!({"type": "done", "finish_reason": "tool_calls"}),
         ]
     );

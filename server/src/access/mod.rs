@@ -22,6 +22,7 @@
 //! - **The skill tool** (`lmchatkit__get_skill`) exists only while skills are listed, and reads
 //!   only `skill://` URIs that the skill index lists.
 
+pub mod approval;
 pub(crate) mod hosts;
 mod scope;
 mod template;

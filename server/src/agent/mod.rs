@@ -29,30 +29,30 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use lmchatkit_protocol::{Event, FinishReason, Message, ToolCall, ToolResult, Usage};
+use lmchatkit_protocol::ui_stream::denied_text;
+use lmchatkit_protocol::{
+    Event, FinishReason, Message, ToolCall, ToolDecision as Decision, ToolResult, Usage,
+};
 use tokio::sync::mpsc;
 
+use crate::access::approval::Approvals;
 use crate::access::{self, Scope};
 use crate::host::{CompleteRequest, Host, RequestContext};
 
 /// Default cap on model calls per request.
 pub const DEFAULT_MAX_STEPS: usize = 10;
 
-/// The policy's answer for one tool call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Decision {
-    /// Runs without asking.
-    Allow,
-    /// Waits for the user.
-    Ask,
-    /// Never runs.
-    Deny,
-}
-
 /// Decides each tool call (the access layer's approval policy).
 #[async_trait::async_trait]
 pub(crate) trait Decide: Send + Sync {
     async fn decide(&self, scope: &Scope, call: &ToolCall) -> Decision;
+}
+
+#[async_trait::async_trait]
+impl Decide for Approvals {
+    async fn decide(&self, scope: &Scope, call: &ToolCall) -> Decision {
+        access::approval::decide(self, scope, &call.name, &call.arguments).await
+    }
 }
 
 /// What the loop reports, in order.
@@ -126,14 +126,6 @@ pub(crate) struct Agent {
 /// The loop stopped because nobody listens any more.
 struct Gone;
 
-/// What the model sees for a call the user declined.
-pub(crate) fn declined_text(reason: Option<&str>) -> String {
-    match reason.map(str::trim).filter(|r| !r.is_empty()) {
-        Some(r) => format!("The user declined this tool call: {r}"),
-        None => "The user declined this tool call.".to_owned(),
-    }
-}
-
 /// What the model sees for a call the operator's policy denies.
 pub(crate) fn blocked_text(name: &str) -> String {
     format!("The operator's policy does not allow the tool {name}; it was not run.")
@@ -172,7 +164,7 @@ impl Agent {
                     runs.push(a.call);
                 } else {
                     emit(out, denied(&a.call)).await?;
-                    let text = declined_text(a.reason.as_deref());
+                    let text = denied_text(&a.call.name, a.reason.as_deref());
                     results.push(tool_message(&a.call, ToolResult::error(text)));
                 }
             }

@@ -77,6 +77,7 @@ impl Decide for ByName {
 fn call(id: &str, name: &str) -> Event {
     Event::ToolCall {
         tool_call: ToolCall::new(id, name, json!({"x": id})),
+        decision: None,
     }
 }
 
@@ -349,7 +350,7 @@ async fn answers_run_approved_calls_and_tell_the_model_about_declined_ones_with_
         .unwrap();
     assert_eq!(
         declined.content.as_text(),
-        Some("The user declined this tool call: not today")
+        Some(lmchatkit_protocol::ui_stream::denied_text("b", Some("not today")).as_str())
     );
 }
 

@@ -74,7 +74,8 @@ impl Accumulator {
                 tool_name,
                 ..
             } => {
-                let part = UiToolPart::dynamic(tool_name, tool_call_id, UiToolState::InputStreaming);
+                let part =
+                    UiToolPart::dynamic(tool_name, tool_call_id, UiToolState::InputStreaming);
                 parts.push(UiPart::Tool(Box::new(part)));
             }
             UiChunk::ToolInputAvailable {
@@ -238,6 +239,9 @@ mod tests {
         assert_eq!(msg["parts"][1]["approval"]["approved"], true);
         assert_eq!(msg["parts"][2]["state"], "output-denied");
         assert_eq!(msg["parts"][2]["approval"]["reason"], "no");
-        assert_eq!(msg["parts"][4], json!({"type": "text", "text": "cut", "state": "streaming"}));
+        assert_eq!(
+            msg["parts"][4],
+            json!({"type": "text", "text": "cut", "state": "streaming"})
+        );
     }
 }

@@ -176,9 +176,9 @@ fn finish_reason(f: Finish) -> UiFinishReason {
         Finish::Model(Some(FinishReason::Stop) | None) => UiFinishReason::Stop,
         Finish::Model(Some(FinishReason::Length)) => UiFinishReason::Length,
         Finish::Model(Some(FinishReason::ContentFilter)) => UiFinishReason::ContentFilter,
-        Finish::Model(Some(FinishReason::ToolCalls)) | Finish::AwaitingApproval | Finish::MaxSteps => {
-            UiFinishReason::ToolCalls
-        }
+        Finish::Model(Some(FinishReason::ToolCalls))
+        | Finish::AwaitingApproval
+        | Finish::MaxSteps => UiFinishReason::ToolCalls,
         Finish::Error => UiFinishReason::Error,
     }
 }
@@ -191,11 +191,7 @@ mod tests {
     use super::*;
 
     fn translator() -> Translator {
-        let mut t = Translator::new(
-            "m",
-            None,
-            Box::new(|c: &ToolCall| format!("ap_{}", c.id)),
-        );
+        let mut t = Translator::new("m", None, Box::new(|c: &ToolCall| format!("ap_{}", c.id)));
         t.now_ms = || 42;
         t
     }
@@ -206,7 +202,9 @@ mod tests {
         for ev in events {
             t.push(ev, &mut out);
         }
-        out.iter().map(|c| serde_json::to_value(c).unwrap()).collect()
+        out.iter()
+            .map(|c| serde_json::to_value(c).unwrap())
+            .collect()
     }
 
     #[test]
@@ -250,7 +248,9 @@ mod tests {
         let call = ToolCall::new("c2", "rm", json!({}));
         let chunks = run(vec![
             AgentEvent::ApprovalRequested(call),
-            AgentEvent::ToolDenied { call_id: "c3".into() },
+            AgentEvent::ToolDenied {
+                call_id: "c3".into(),
+            },
             AgentEvent::ToolOutput {
                 call_id: "c4".into(),
                 result: ToolResult::error("boom"),
@@ -284,10 +284,23 @@ mod tests {
         let types: Vec<_> = chunks.iter().map(|c| c["type"].as_str().unwrap()).collect();
         assert_eq!(
             types,
-            ["start", "start-step", "text-start", "text-delta", "text-end", "finish-step", "error", "message-metadata", "finish"]
+            [
+                "start",
+                "start-step",
+                "text-start",
+                "text-delta",
+                "text-end",
+                "finish-step",
+                "error",
+                "message-metadata",
+                "finish"
+            ]
         );
         assert_eq!(chunks[6]["errorText"], "upstream died");
-        assert_eq!(chunks[8], json!({"type": "finish", "finishReason": "error"}));
+        assert_eq!(
+            chunks[8],
+            json!({"type": "finish", "finishReason": "error"})
+        );
     }
 
     #[test]
@@ -314,7 +327,10 @@ mod tests {
             },
             &mut out,
         );
-        let values: Vec<Value> = out.iter().map(|c| serde_json::to_value(c).unwrap()).collect();
+        let values: Vec<Value> = out
+            .iter()
+            .map(|c| serde_json::to_value(c).unwrap())
+            .collect();
         assert_eq!(
             values,
             vec![

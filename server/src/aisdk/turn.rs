@@ -57,7 +57,8 @@ pub(crate) async fn plan(
         return Err(ApiError::BadRequest("messages is required".into()));
     }
     let thread = body.thread_id().to_owned();
-    validate_id(&thread).map_err(|_| ApiError::BadRequest(format!("invalid thread id {thread:?}")))?;
+    validate_id(&thread)
+        .map_err(|_| ApiError::BadRequest(format!("invalid thread id {thread:?}")))?;
     let model = pick_model(state, cx, body.model.as_deref()).await?;
     let mut params = Params::new();
     if let Some(effort) = body.reasoning_effort.filter(|_| model.reasoning) {
@@ -78,7 +79,8 @@ pub(crate) async fn plan(
         }
         UiRole::System => {
             return Err(ApiError::BadRequest(
-                "the last message must be the user's, or the assistant's answering approvals".into(),
+                "the last message must be the user's, or the assistant's answering approvals"
+                    .into(),
             ));
         }
     };
@@ -87,11 +89,8 @@ pub(crate) async fn plan(
     all.extend(continued.clone());
     let persona_id = body.persona_id.unwrap_or_default();
     let native = ChatRequest::new(model.id.clone(), to_messages(&all))
-        .with_persona(persona_id.clone());
-    let native = ChatRequest {
-        params: Some(params),
-        ..native
-    };
+        .with_persona(persona_id.clone())
+        .with_params(Some(params));
     let request = crate::turn::prepare(state, cx, native).await;
     Ok(Plan {
         turn: Turn {
@@ -154,7 +153,8 @@ async fn answers(
             UiToolState::ApprovalResponded => {}
             _ => continue,
         }
-        let (Some(approval), Some(approved)) = (&t.approval, t.approval.as_ref().and_then(|a| a.approved))
+        let (Some(approval), Some(approved)) =
+            (&t.approval, t.approval.as_ref().and_then(|a| a.approved))
         else {
             return Err(ApiError::BadRequest(format!(
                 "the call {:?} is answered without a decision",
@@ -176,7 +176,10 @@ async fn answers(
                 approval.id
             )));
         }
-        if stored.as_ref().is_some_and(|c| has_outcome(c, &t.tool_call_id)) {
+        if stored
+            .as_ref()
+            .is_some_and(|c| has_outcome(c, &t.tool_call_id))
+        {
             return Err(ApiError::Conflict(format!(
                 "the call {:?} was already answered; nothing was run",
                 t.tool_call_id
@@ -209,7 +212,12 @@ fn new_message_id() -> String {
 
 /// Runs `plan` in a task; the returned receiver yields the response's frames, then ends.
 /// Dropping it (the client left) cancels the loop; the reply so far is still saved.
-pub(crate) fn run(state: &State, plan: Plan, agent: Agent, hold: impl Send + 'static) -> mpsc::Receiver<Bytes> {
+pub(crate) fn run(
+    state: &State,
+    plan: Plan,
+    agent: Agent,
+    hold: impl Send + 'static,
+) -> mpsc::Receiver<Bytes> {
     let (frames, rx) = mpsc::channel::<Bytes>(64);
     let Plan {
         turn,
@@ -274,7 +282,8 @@ pub(crate) fn run(state: &State, plan: Plan, agent: Agent, hold: impl Send + 'st
                 while let Some(ev) = rx_events.recv().await {
                     let settle = matches!(
                         ev,
-                        crate::agent::AgentEvent::StepEnd { .. } | crate::agent::AgentEvent::Finish { .. }
+                        crate::agent::AgentEvent::StepEnd { .. }
+                            | crate::agent::AgentEvent::Finish { .. }
                     );
                     translator.push(ev, &mut chunks);
                     for c in chunks.drain(..) {

@@ -13,7 +13,9 @@
 //! Tables: `conversations` (one row per principal and id, with the revision) and `messages` (one
 //! row per message: the id and the message as JSON, ordered by `seq`, deleted with their
 //! conversation through `ON DELETE CASCADE`). A save runs in one `IMMEDIATE` transaction, so the
-//! revision check and the write are atomic, even across processes sharing the file.
+//! revision check and the write are atomic, even across processes sharing the file. The store
+//! is also an [`ApprovalStore`](crate::ApprovalStore): `tool_approvals` holds each principal's
+//! "always allow" list in the same file.
 //!
 //! rusqlite is blocking: every operation runs on [`tokio::task::spawn_blocking`] with the single
 //! connection behind a `std::sync::Mutex` (reads share it; SQLite serialises writers anyway).
@@ -293,6 +295,7 @@ impl HistoryStore for SqliteStore {
     }
 }
 
+mod approvals;
 mod options;
 mod queries;
 mod schema;

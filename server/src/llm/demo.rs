@@ -119,9 +119,11 @@ fn script(req: &CompleteRequest) -> Vec<Event> {
         }),
     );
     if let Some(tool) = app_tool(req, &asked).or_else(|| pick_tool(req, &asked)) {
-        out.push(Event::ToolCall {
-            tool_call: ToolCall::new(call_id(), tool.name.clone(), arguments(tool)),
-        });
+        out.push(Event::tool_call(ToolCall::new(
+            call_id(),
+            tool.name.clone(),
+            arguments(tool),
+        )));
         return finish(out, FinishReason::ToolCalls);
     }
     let has_app = req.tools.iter().any(is_app);
@@ -318,7 +320,7 @@ mod tests {
         let call = ev
             .iter()
             .find_map(|e| match e {
-                Event::ToolCall { tool_call } => Some(tool_call.clone()),
+                Event::ToolCall { tool_call, .. } => Some(tool_call.clone()),
                 _ => None,
             })
             .unwrap();
@@ -372,7 +374,7 @@ mod tests {
 
     fn called(ev: &[Event]) -> Option<String> {
         ev.iter().find_map(|e| match e {
-            Event::ToolCall { tool_call } => Some(tool_call.name.clone()),
+            Event::ToolCall { tool_call, .. } => Some(tool_call.name.clone()),
             _ => None,
         })
     }
@@ -450,7 +452,7 @@ mod tests {
     fn call_of(ev: &[Event]) -> ToolCall {
         ev.iter()
             .find_map(|e| match e {
-                Event::ToolCall { tool_call } => Some(tool_call.clone()),
+                Event::ToolCall { tool_call, .. } => Some(tool_call.clone()),
                 _ => None,
             })
             .expect("a tool call")

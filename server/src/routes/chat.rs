@@ -2,12 +2,18 @@
 //! streams the host's events as SSE `data:` frames with a `: ping` heartbeat. The client
 //! closing the connection drops the body, which drops the host's stream and so cancels the
 //! upstream request. A stream that ends without `done` or `error` gets a `done`, so clients
-//! always see the end of a turn.
+//! always see the end of a turn. Each `tool_call` event carries the approval policy's decision
+//! for the caller (computed here, per call, in the model's scope), so the UI skips the prompt for
+//! `allow` and never runs a `deny`.
+
+use std::sync::Arc;
 
 use futures_util::StreamExt;
 use lmchatkit_protocol::{ChatRequest, Event};
 use tracing::Instrument;
 
+use crate::access::Scope;
+use crate::access::approval::{self, Approvals};
 use crate::http_util::{ApiError, Response};
 use crate::service::Req;
 use crate::state::State;
@@ -28,7 +34,11 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
     let prepared = turn::prepare(state, &req.cx, body)
         .instrument(span.clone())
         .await;
-    let events = state.host.complete(&req.cx, prepared);
+    let events = with_decisions(
+        state.host.complete(&req.cx, prepared),
+        state.approvals.clone(),
+        Scope::model(req.cx.clone()),
+    );
     // The permit lives as long as the stream: it ends, or the client leaves and drops it.
     let frames = with_terminal(events).map(move |ev| {
         let _held = &permit;
@@ -38,6 +48,30 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
         tracing_futures_stream(frames, span),
         state.settings.heartbeat,
     ))
+}
+
+/// Annotates each tool call with the approval policy's decision in `scope`.
+fn with_decisions(
+    events: impl futures_util::Stream<Item = Event> + Send + 'static,
+    approvals: Arc<Approvals>,
+    scope: Scope,
+) -> impl futures_util::Stream<Item = Event> + Send + 'static {
+    use futures_util::future::{Either, ready};
+    // Only tool calls wait on the decision (the store); deltas pass without a clone.
+    events.then(move |ev| match ev {
+        Event::ToolCall { tool_call, .. } => {
+            let (approvals, scope) = (approvals.clone(), scope.clone());
+            Either::Left(async move {
+                let (name, input) = (&tool_call.name, &tool_call.arguments);
+                let decision = approval::decide(&approvals, &scope, name, input).await;
+                Event::ToolCall {
+                    tool_call,
+                    decision: Some(decision),
+                }
+            })
+        }
+        other => Either::Right(ready(other)),
+    })
 }
 
 /// Passes events through and appends `done` when the host ended without `done` or `error`.

@@ -13,6 +13,7 @@
 pub(crate) mod aisdk;
 pub(crate) mod app_proxy;
 pub(crate) mod app_view;
+pub(crate) mod approvals;
 pub(crate) mod assets;
 pub(crate) mod catalog;
 pub(crate) mod chat;
@@ -42,6 +43,8 @@ pub(crate) enum Endpoint {
     Config,
     Chat,
     ToolCall,
+    ToolApprovals,
+    ToolApprovalsPut,
     Prompts,
     PromptGet,
     Resources,
@@ -118,7 +121,7 @@ const fn open(mut r: Route) -> Route {
 }
 
 /// Every route of the service, relative to the mount point (`""` is the page).
-pub(crate) static ROUTES: [Route; 32] = {
+pub(crate) static ROUTES: [Route; 34] = {
     use Endpoint as E;
     use Method as M;
     [
@@ -132,6 +135,8 @@ pub(crate) static ROUTES: [Route; 32] = {
         route(M::GET, "/api/config", E::Config),
         route(M::POST, "/api/chat", E::Chat),
         route(M::POST, "/api/tools/call", E::ToolCall),
+        route(M::GET, "/api/tools/approvals", E::ToolApprovals),
+        route(M::PUT, "/api/tools/approvals", E::ToolApprovalsPut),
         route(M::GET, "/api/prompts", E::Prompts),
         route(M::POST, "/api/prompts/get", E::PromptGet),
         route(M::GET, "/api/resources", E::Resources),

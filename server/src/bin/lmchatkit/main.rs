@@ -25,7 +25,7 @@ use lmchatkit::llm::DemoModel;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::mcp::{DEMO_SERVER_NAME, demo_server_config};
 use lmchatkit::protocol::Model;
-use lmchatkit::{ChatService, Config, EventBroadcaster, Host, McpHub, StandardHost};
+use lmchatkit::{ApprovalStore, ChatService, Config, EventBroadcaster, Host, McpHub, StandardHost};
 use tokio::net::TcpListener;
 
 use auth::{Gate, GateLayer, Token};
@@ -81,9 +81,14 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .event_broadcaster(events)
         .demo(demo)
         .prefix(s.prefix.clone())
-        .history_arc(history(s.db.as_deref(), s.db_synchronous)?)
         .file_upload(s.upload)
+        .approval_policy(s.approval.clone())
         .title("lmchatkit");
+    let (history, approvals) = history(s.db.as_deref(), s.db_synchronous)?;
+    builder = builder.history_arc(history);
+    if let Some(store) = approvals {
+        builder = builder.approval_store(store);
+    }
     for name in &s.allowed_hosts {
         builder = builder.allowed_host(name.clone());
     }
@@ -188,13 +193,14 @@ fn default_db() -> PathBuf {
 }
 
 /// The history store: in memory for `memory:`, else the SQLite file (default: the platform data
-/// directory) with the given `synchronous` mode.
+/// directory) with the given `synchronous` mode, which then keeps the "always allow" lists too
+/// (`None`: the service's memory default).
 fn history(
     db: Option<&str>,
     synchronous: Synchronous,
-) -> Result<Arc<dyn HistoryStore>, Box<dyn std::error::Error>> {
+) -> Result<(Arc<dyn HistoryStore>, Option<Arc<dyn ApprovalStore>>), Box<dyn std::error::Error>> {
     if db == Some("memory:") {
-        return Ok(Arc::new(MemoryStore::new()));
+        return Ok((Arc::new(MemoryStore::new()), None));
     }
     let path = db.map(PathBuf::from).unwrap_or_else(default_db);
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -205,7 +211,8 @@ fn history(
     let options = SqliteOptions::default().with_synchronous(synchronous);
     let store = SqliteStore::open_with(&path, options)
         .map_err(|e| format!("history {}: {e}", path.display()))?;
-    Ok(Arc::new(store))
+    let store = Arc::new(store);
+    Ok((store.clone(), Some(store)))
 }
 
 /// The LLM host, and whether it is the demo model.

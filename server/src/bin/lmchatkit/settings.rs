@@ -12,8 +12,10 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use lmchatkit::ApprovalPolicy;
 use lmchatkit::history::Synchronous;
 use lmchatkit::mcp::{McpConfigFile, McpServerConfig, expand_env};
+use lmchatkit::protocol::ToolDecision;
 use lmchatkit::secrets::{Redacted, redact_url, redacted_headers};
 use serde::Deserialize;
 
@@ -51,6 +53,8 @@ struct FileSettings {
     upstream: FileUpstream,
     #[serde(default)]
     demo: FileDemo,
+    #[serde(default)]
+    tools: FileTools,
     /// `[[mcp.servers]]`, read by [`McpConfigFile`].
     #[allow(dead_code)]
     mcp: Option<toml::Value>,
@@ -73,6 +77,26 @@ struct FileUpstream {
 struct FileDemo {
     model: Option<bool>,
     mcp: Option<bool>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileTools {
+    #[serde(default)]
+    approval: FileApproval,
+}
+
+/// `[tools.approval]`: the default decision and the glob lists (see [`approval_policy`]).
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileApproval {
+    default: Option<ToolDecision>,
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    ask: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
 }
 
 /// Where the LLM is. `Debug` shows neither the key nor header values.
@@ -122,6 +146,8 @@ pub struct Settings {
     /// The demo MCP server: `Some(on)` when said, `None` = only when no servers are configured.
     pub demo_mcp: Option<bool>,
     pub mcp_servers: Vec<McpServerConfig>,
+    /// The operator's approval policy (`[tools.approval]`; default: ask for every call).
+    pub approval: ApprovalPolicy,
     pub log: String,
     pub log_format: LogFormat,
 }
@@ -219,6 +245,7 @@ impl Settings {
             headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
             headers.push((name, value));
         }
+        let approval = approval_policy(file.tools.approval)?;
         let models = if args.models.is_empty() {
             file.upstream.models
         } else {
@@ -283,6 +310,7 @@ impl Settings {
                 .unwrap_or(true),
             demo_mcp: args.no_demo_mcp.map(|no| !no).or(file.demo.mcp),
             mcp_servers,
+            approval,
             log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
             log_format: args.log_format.or(file.log_format).unwrap_or_default(),
             access,
@@ -331,6 +359,27 @@ fn access(
         header,
         proxies: crate::auth::parse_proxies(&proxies)?,
     })
+}
+
+/// `[tools.approval]` as a policy: `default` (ask when absent), then the `allow`, `ask` and
+/// `deny` globs (their order does not matter: deny beats ask beats allow). A blank glob is an
+/// error naming its key.
+fn approval_policy(file: FileApproval) -> Result<ApprovalPolicy, String> {
+    let mut policy = ApprovalPolicy::new(file.default.unwrap_or(ToolDecision::Ask));
+    for (key, globs, decision) in [
+        ("allow", file.allow, ToolDecision::Allow),
+        ("ask", file.ask, ToolDecision::Ask),
+        ("deny", file.deny, ToolDecision::Deny),
+    ] {
+        for glob in globs {
+            let glob = glob.trim();
+            if glob.is_empty() {
+                return Err(format!("tools.approval.{key}: a glob is empty"));
+            }
+            policy = policy.rule(glob, decision);
+        }
+    }
+    Ok(policy)
 }
 
 /// The sandbox listener and its origin: as given, else `http://localhost:PORT` (browsers open

@@ -333,3 +333,50 @@ fn allowed_origins_come_from_the_file_and_the_flags() {
         ["https://a.example", "http://127.0.0.1:8081"]
     );
 }
+
+#[test]
+fn the_approval_table_maps_to_the_policy() {
+    use lmchatkit::Scope;
+    use lmchatkit::protocol::ToolDecision::{Allow, Ask, Deny};
+    let text = r#"
+[tools.approval]
+default = "deny"
+allow = ["demo__*", " docs__read "]
+ask = ["demo__send_*"]
+deny = ["*__rm"]
+"#;
+    let p = load(text, Args::default()).unwrap().approval;
+    let decide = |t: &str| p.decide(&Scope::default(), t, &serde_json::Value::Null);
+    assert_eq!(decide("demo__echo"), Allow);
+    assert_eq!(decide("docs__read"), Allow);
+    assert_eq!(decide("demo__send_mail"), Ask);
+    assert_eq!(decide("demo__rm"), Deny);
+    assert_eq!(decide("web__fetch"), Deny);
+    // Without the table every call asks, as the UI did before the policy.
+    let p = Settings::load(Args::default()).unwrap().approval;
+    assert_eq!(
+        p.decide(&Scope::default(), "x", &serde_json::Value::Null),
+        Ask
+    );
+    assert_eq!(p.rules().count(), 0);
+}
+
+#[test]
+fn mistakes_in_the_approval_table_are_errors_naming_the_key() {
+    for (text, says) in [
+        ("[tools.approval]\ndefault = \"maybe\"", "default"),
+        ("[tools.approval]\nalow = [\"x\"]", "unknown field `alow`"),
+        ("[tools]\napprovals = {}", "unknown field `approvals`"),
+        ("[tools.approval]\ndeny = \"x\"", "deny"),
+        (
+            "[tools.approval]\nallow = [\"a\", \" \"]",
+            "tools.approval.allow",
+        ),
+    ] {
+        let err = load(text, Args::default()).err().unwrap_or_default();
+        assert!(
+            err.contains("lmchatkit.toml") && err.contains(says),
+            "{text}: {err}"
+        );
+    }
+}

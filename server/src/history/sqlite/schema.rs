@@ -40,6 +40,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
     );",
     // 2: the tools a conversation always allows (a JSON array of names).
     "ALTER TABLE conversations ADD COLUMN allowed_tools TEXT NOT NULL DEFAULT '[]';",
+    // 3: the tools each principal always allows, in every chat (a JSON array of names).
+    "CREATE TABLE tool_approvals (
+        principal TEXT NOT NULL PRIMARY KEY,
+        always    TEXT NOT NULL DEFAULT '[]'
+    );",
 ];
 
 /// The schema version this build writes.

@@ -323,7 +323,7 @@ async fn legacy_function_call_becomes_a_tool_call() {
         json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "function_call"}]}),
     );
     let got = run_str(&body).await;
-    let Event::ToolCall { tool_call } = &got[0] else {
+    let Event::ToolCall { tool_call, .. } = &got[0] else {
         panic!("{got:?}")
     };
     assert_eq!(tool_call.name, "lookup");
@@ -351,7 +351,7 @@ async fn same_index_with_a_new_id_is_a_new_call_and_nameless_calls_are_dropped()
     let calls: Vec<_> = got
         .iter()
         .filter_map(|e| match e {
-            Event::ToolCall { tool_call } => Some((
+            Event::ToolCall { tool_call, .. } => Some((
                 tool_call.id.as_str(),
                 tool_call.name.as_str(),
                 tool_call.arguments.clone(),

@@ -403,7 +403,7 @@ impl Accumulator {
                 call.id
             };
             let tool_call = ToolCall::new(id, call.name, arguments(&call.arguments));
-            out.push_back(Event::ToolCall { tool_call });
+            out.push_back(Event::tool_call(tool_call));
             emitted += 1;
         }
         let reason = match self.finish_reason.as_deref().map(str::to_ascii_lowercase) {

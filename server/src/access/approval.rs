@@ -1,0 +1,139 @@
+//! The approval policy, decided here for both protocols: whether a model's tool call runs
+//! unattended (`allow`), waits for the user (`ask`) or never runs (`deny`).
+//!
+//! [`decide`] is the one decision: the operator's [`ApprovalPolicy`], except that `ask` becomes
+//! `allow` when the principal's stored "always allow" list ([`ApprovalStore`]) names the tool.
+//!
+//! Decisions:
+//! - **Deny beats ask beats allow** among every matching rule and the policy's check, whatever
+//!   the order they were given in; the default applies only when nothing matched.
+//! - **The operator's deny is final.** A stored "always" turns only an `ask` into an `allow`.
+//!   A principal may store a denied tool (the `PUT` is accepted, the list is theirs), but it has
+//!   no effect on that tool while the operator denies it.
+//! - **Fail closed.** A store that fails is logged and counts as "nothing stored": the call
+//!   asks.
+//! - **Model calls only.** The policy governs the model's calls (the chat stream's annotation,
+//!   `POST /api/tools/call` with `source: "model"`, the server-side agent loop). Calls of an MCP
+//!   App view are not subject to it: the user is looking at the view and acted in it, and the
+//!   access layer already limits a view to its own server's app-visible tools.
+//! - **Globs are hand-written**: `*` and `?` over whole tool names are a dozen lines, and a glob
+//!   crate would bring path semantics (`/` separators, classes, alternations) that tool names
+//!   do not have and operators would not expect.
+//! - **Live state.** The policy is a setting, but the store is live: both sit in the service's
+//!   state as [`Approvals`], built once.
+
+mod policy;
+mod store;
+
+#[cfg(test)]
+mod tests;
+
+pub use policy::{ApprovalCheck, ApprovalPolicy};
+#[cfg(test)]
+pub(crate) use store::conformance;
+pub use store::{ApprovalStore, ApprovalStoreError, MemoryApprovalStore};
+
+use std::sync::Arc;
+
+use lmchatkit_protocol::ToolDecision;
+use serde_json::Value;
+
+use crate::access::Scope;
+use crate::http_util::ApiError;
+
+/// Most tools one principal may always allow.
+pub const MAX_ALWAYS: usize = 1000;
+/// Longest tool name (in characters) an "always" list may hold.
+pub const MAX_TOOL_NAME_CHARS: usize = 256;
+
+/// The live approval pieces of a service: the operator's policy and the per-principal store.
+#[derive(Clone)]
+pub(crate) struct Approvals {
+    pub(crate) policy: ApprovalPolicy,
+    pub(crate) store: Arc<dyn ApprovalStore>,
+}
+
+impl Approvals {
+    /// `policy` with `store`, or with a fresh [`MemoryApprovalStore`].
+    pub(crate) fn new(policy: ApprovalPolicy, store: Option<Arc<dyn ApprovalStore>>) -> Self {
+        Self {
+            policy,
+            store: store.unwrap_or_else(|| Arc::new(MemoryApprovalStore::default())),
+        }
+    }
+}
+
+/// The decision for the call of `tool` with `input` in `scope`: the policy's, with `ask`
+/// turned into `allow` when the principal always allows the tool. A `deny` is never
+/// overridden; a failing store counts as an empty list.
+pub(crate) async fn decide(
+    approvals: &Approvals,
+    scope: &Scope,
+    tool: &str,
+    input: &Value,
+) -> ToolDecision {
+    let decision = approvals.policy.decide(scope, tool, input);
+    if decision != ToolDecision::Ask {
+        return decision;
+    }
+    match approvals.store.always(&scope.principal()).await {
+        Ok(list) if list.iter().any(|t| t == tool) => ToolDecision::Allow,
+        Ok(_) => ToolDecision::Ask,
+        Err(e) => {
+            tracing::warn!(error = %e, tool, "reading the always-allow list failed; asking");
+            ToolDecision::Ask
+        }
+    }
+}
+
+/// What a caller is told when the operator's policy blocks `tool`.
+pub(crate) fn blocked_message(tool: &str) -> String {
+    format!("tool {tool:?} is blocked by the operator's policy")
+}
+
+/// Refuses a model's call of a tool the policy denies (403); anything else passes.
+pub(crate) async fn check_model_call(
+    approvals: &Approvals,
+    scope: &Scope,
+    tool: &str,
+    input: &Value,
+) -> Result<(), ApiError> {
+    let input = match input {
+        Value::Null => &Value::Object(Default::default()),
+        v => v,
+    };
+    match decide(approvals, scope, tool.trim(), input).await {
+        ToolDecision::Deny => Err(ApiError::Forbidden(blocked_message(tool.trim()))),
+        _ => Ok(()),
+    }
+}
+
+/// A list as a `PUT` sends it, cleaned: names trimmed, blanks and repeats dropped (first
+/// occurrence kept). Too many names, a name too long or with control characters: 400.
+pub(crate) fn clean_list(tools: Vec<String>) -> Result<Vec<String>, ApiError> {
+    let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for name in &tools {
+        let name = name.trim();
+        if name.is_empty() || !seen.insert(name) {
+            continue;
+        }
+        if name.chars().count() > MAX_TOOL_NAME_CHARS {
+            return Err(ApiError::BadRequest(format!(
+                "a tool name is longer than {MAX_TOOL_NAME_CHARS} characters"
+            )));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(ApiError::BadRequest(format!(
+                "tool name {name:?} holds control characters"
+            )));
+        }
+        out.push(name.to_owned());
+        if out.len() > MAX_ALWAYS {
+            return Err(ApiError::BadRequest(format!(
+                "at most {MAX_ALWAYS} tools may be always allowed"
+            )));
+        }
+    }
+    Ok(out)
+}
