@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# scripts/setup-test.sh — installs the real MCP servers the tests run, pinned, into the
-# project-local folder .tools/mcp/ (gitignored). Idempotent: when the installed versions
-# already match it does nothing (well under a second).
+# scripts/setup-test.sh — installs the real MCP servers and the real AI SDK client the tests
+# run, pinned, into project-local folders under .tools/ (gitignored). Idempotent: when the
+# installed versions already match it does nothing (well under a second).
 #
+#   .tools/mcp/:
 #   - npm @modelcontextprotocol/server-everything@2026.8.31   (stdio + streamableHttp)
 #   - npm @modelcontextprotocol/server-basic-vanillajs@2.0.3  (an MCP Apps example, stdio)
+#   .tools/aisdk/: tests/aisdk/package.json (ai@6.0.0 and ai@6.0.326 side by side, npm aliases)
 #
-# The MCP tests find them in .tools/mcp/node_modules/.bin/ (or in $LMCHATKIT_MCP_TOOLS) and
-# skip with a message when they are missing, so `cargo test` alone never downloads anything.
+# The MCP tests find them in .tools/mcp/node_modules/.bin/ (or in $LMCHATKIT_MCP_TOOLS), the
+# AI SDK tests in .tools/aisdk/ (or in $LMCHATKIT_AISDK_DIR); both skip with a message when they
+# are missing, so `cargo test` alone never downloads anything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +24,14 @@ installed_version() { # name -> version installed in $DIR, or empty
   sed -n 's/^  "version": "\(.*\)",\{0,1\}$/\1/p' "$DIR/node_modules/$1/package.json" 2>/dev/null | head -n1 || true
 }
 
+ensure_npm() {
+  if ! command -v npm >/dev/null; then
+    echo "setup-test: npm not found; installing Debian's nodejs + npm"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
+  fi
+}
+
 missing=()
 for spec in "${PKGS[@]}"; do
   name=${spec%@*}
@@ -32,20 +43,31 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup-test: MCP servers present in $DIR (${PKGS[*]})"
-  exit 0
+else
+  ensure_npm
+  mkdir -p "$DIR"
+  [ -f "$DIR/package.json" ] || echo '{"name":"lmchatkit-test-mcp-servers","private":true}' >"$DIR/package.json"
+  echo "setup-test: installing ${missing[*]} into $DIR"
+  start=$(date +%s)
+  # --save-exact keeps the pins in .tools/mcp/package.json too; every package is listed so a
+  # partial earlier install is completed rather than pruned.
+  npm install --prefix "$DIR" --no-audit --no-fund --save-exact "${PKGS[@]}"
+  echo "setup-test: installed in $(( $(date +%s) - start )) s"
 fi
 
-if ! command -v npm >/dev/null; then
-  echo "setup-test: npm not found; installing Debian's nodejs + npm"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
+# The AI SDK client: re-installed only when tests/aisdk/package.json changed since the last
+# install (the copy in .tools/aisdk is written after npm succeeded, so a failed install retries).
+AISDK=.tools/aisdk
+if cmp -s tests/aisdk/package.json "$AISDK/package.json" && [ -d "$AISDK/node_modules" ]; then
+  echo "setup-test: AI SDK client present in $AISDK (tests/aisdk/package.json)"
+else
+  ensure_npm
+  echo "setup-test: installing tests/aisdk/package.json into $AISDK"
+  start=$(date +%s)
+  rm -rf "$AISDK" "$AISDK.tmp"
+  mkdir -p "$AISDK.tmp"
+  cp tests/aisdk/package.json "$AISDK.tmp/package.json"
+  (cd "$AISDK.tmp" && npm install --no-audit --no-fund --loglevel=error)
+  mv "$AISDK.tmp" "$AISDK"
+  echo "setup-test: installed in $(( $(date +%s) - start )) s"
 fi
-
-mkdir -p "$DIR"
-[ -f "$DIR/package.json" ] || echo '{"name":"lmchatkit-test-mcp-servers","private":true}' >"$DIR/package.json"
-echo "setup-test: installing ${missing[*]} into $DIR"
-start=$(date +%s)
-# --save-exact keeps the pins in .tools/mcp/package.json too; every package is listed so a
-# partial earlier install is completed rather than pruned.
-npm install --prefix "$DIR" --no-audit --no-fund --save-exact "${PKGS[@]}"
-echo "setup-test: installed in $(( $(date +%s) - start )) s"

@@ -1,8 +1,10 @@
 //! Shared pieces of the end-to-end tests (and, later, the benchmarks): a mock OpenAI-compatible
 //! upstream that speaks the real wire format, and helpers to serve a `ChatService` on loopback.
 
+pub mod aisdk;
 pub mod bench;
 pub mod browser;
+pub mod installed;
 pub mod mcp_server;
 pub mod mock_upstream;
 pub mod serve;

@@ -111,21 +111,14 @@ pub async fn serve_http() -> HttpTestServer {
 
 /// A binary of the npm MCP servers installed by `scripts/setup-test.sh` (in
 /// `.tools/mcp/node_modules/.bin/`, or `$LMCHATKIT_MCP_TOOLS/node_modules/.bin/`), or `None`
-/// with a note on stderr when it is missing (`cargo test` alone never downloads anything).
+/// with a note on stderr when it is missing (`cargo test` alone never downloads anything; see
+/// [`crate::installed::installed`], which fails instead under `LMCHATKIT_EXPECT_MCP=1`).
 pub fn npm_bin(name: &str) -> Option<std::path::PathBuf> {
     let root = std::env::var_os("LMCHATKIT_MCP_TOOLS")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/mcp"));
     let bin = root.join("node_modules/.bin").join(name);
-    if bin.exists() {
-        Some(bin)
-    } else {
-        eprintln!(
-            "SKIPPED: {} not found; run ./scripts/setup-test.sh (the README test command does)",
-            bin.display()
-        );
-        None
-    }
+    crate::installed::installed(&bin).then_some(bin)
 }
 
 /// A TCP port that was free a moment ago on 127.0.0.1.
