@@ -197,7 +197,7 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
                 Event::Reasoning { reasoning } => ui
                     .data
                     .update(|d| d.thinking.get_or_insert_default().push_str(&reasoning)),
-                Event::ToolCall { tool_call } => {
+                Event::ToolCall { tool_call, .. } => {
                     let ToolCall {
                         id,
                         name,

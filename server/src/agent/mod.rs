@@ -9,7 +9,8 @@
 //!   (operator rules, then the principal's stored "always"), and an allowed call runs through
 //!   the same checks as a call from our own UI (visibility for the model, the skill tool
 //!   included). A refusal there is the tool's error result, which the model sees.
-//! - **Per call**: `deny` never runs and the model is told the operator's policy blocks it;
+//! - **Per call**: `deny` never runs; the call's result is an error saying the operator's policy
+//!   blocks it (the model and the client see it; no approval was asked, so it is not a denial);
 //!   `allow` runs at once; `ask` ends the turn with an approval request once the step's allowed
 //!   calls have run. The user's answers come back with the next request ([`Answer`]) and are
 //!   settled before the next model call.
@@ -70,7 +71,8 @@ pub(crate) enum AgentEvent {
     ApprovalRequested(ToolCall),
     /// A call ran (or failed: `is_error`).
     ToolOutput { call_id: String, result: ToolResult },
-    /// A call was not run: the user declined it, or the operator's policy denies it.
+    /// The user declined the call; it did not run. (A call the operator's policy denies is a
+    /// [`AgentEvent::ToolOutput`] error: nobody was asked.)
     ToolDenied { call_id: String },
     /// The model call ended.
     StepEnd { usage: Option<Usage> },
@@ -155,11 +157,7 @@ impl Agent {
             for a in answers {
                 let decision = self.decide.decide(&scope, &a.call).await;
                 if decision == Decision::Deny {
-                    emit(out, denied(&a.call)).await?;
-                    results.push(tool_message(
-                        &a.call,
-                        ToolResult::error(blocked_text(&a.call.name)),
-                    ));
+                    results.push(blocked(&a.call, out).await?);
                 } else if a.approved {
                     runs.push(a.call);
                 } else {
@@ -194,13 +192,7 @@ impl Agent {
                 match self.decide.decide(&scope, call).await {
                     Decision::Allow => runs.push(call.clone()),
                     Decision::Ask => asks.push(call.clone()),
-                    Decision::Deny => {
-                        emit(out, denied(call)).await?;
-                        results.push(tool_message(
-                            call,
-                            ToolResult::error(blocked_text(&call.name)),
-                        ));
-                    }
+                    Decision::Deny => results.push(blocked(call, out).await?),
                 }
             }
             results.extend(self.run_calls(&scope, &runs, out).await?);
@@ -311,6 +303,21 @@ async fn finish(
     usage: Option<Usage>,
 ) -> Result<(), Gone> {
     emit(out, AgentEvent::Finish { reason, usage }).await
+}
+
+/// A call the operator's policy denies: reported as the tool's error (the user was never
+/// asked, so it is not a declined approval) and told to the model.
+async fn blocked(call: &ToolCall, out: &mpsc::Sender<AgentEvent>) -> Result<Message, Gone> {
+    let result = ToolResult::error(blocked_text(&call.name));
+    emit(
+        out,
+        AgentEvent::ToolOutput {
+            call_id: call.id.clone(),
+            result: result.clone(),
+        },
+    )
+    .await?;
+    Ok(tool_message(call, result))
 }
 
 fn denied(call: &ToolCall) -> AgentEvent {

@@ -15,6 +15,7 @@
 //!   its first user message.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use lmchatkit_protocol::{Message, Role, ServerEvent, ServerEventType, StoredConversation};
 use tokio::sync::watch;
@@ -36,30 +37,49 @@ pub(crate) struct Target {
 
 /// Hands thread snapshots to the background writer.
 pub(crate) struct Saver {
-    tx: watch::Sender<Option<Vec<Message>>>,
+    tx: watch::Sender<(u64, Option<Vec<Message>>)>,
+    /// The number of the last snapshot written (or given up on).
+    written: watch::Receiver<u64>,
+    sent: AtomicU64,
 }
 
 impl Saver {
     /// Starts the writer for `target`.
     pub(crate) fn start(target: Target) -> Self {
-        let (tx, mut rx) = watch::channel::<Option<Vec<Message>>>(None);
+        let (tx, mut rx) = watch::channel::<(u64, Option<Vec<Message>>)>((0, None));
+        let (written_tx, written) = watch::channel(0u64);
         tokio::spawn(async move {
             // `changed` reports a value sent just before the sender was dropped, then the end.
             while rx.changed().await.is_ok() {
-                let snapshot = rx.borrow_and_update().clone();
+                let (n, snapshot) = rx.borrow_and_update().clone();
                 if let Some(messages) = snapshot {
                     if let Err(e) = save(&target, messages).await {
                         tracing::warn!(thread = %target.thread, error = %e, "saving the thread failed");
                     }
                 }
+                written_tx.send_replace(n);
             }
         });
-        Self { tx }
+        Self {
+            tx,
+            written,
+            sent: AtomicU64::new(0),
+        }
     }
 
     /// Queues `messages` as the thread's newest state.
     pub(crate) fn save(&self, messages: Vec<Message>) {
-        self.tx.send_replace(Some(messages));
+        let n = self.sent.fetch_add(1, Ordering::SeqCst) + 1;
+        self.tx.send_replace((n, Some(messages)));
+    }
+
+    /// Waits until the newest snapshot is written (so a reload right after the reply finds it).
+    pub(crate) async fn flush(&self) {
+        let want = self.sent.load(Ordering::SeqCst);
+        let mut written = self.written.clone();
+        if written.wait_for(|w| *w >= want).await.is_err() {
+            tracing::warn!("the thread writer stopped before the last save");
+        }
     }
 }
 

@@ -259,15 +259,15 @@ pub(crate) fn run(
     };
     let mut translator = Translator::new(model, earlier, sign);
     let mut acc = Accumulator::new(&message_id, continued);
-    let save = move |acc: &Accumulator| {
-        if let Some(s) = &saver {
-            let mut all = base.clone();
-            all.push(acc.message().clone());
-            s.save(to_messages(&all));
-        }
-    };
     tokio::spawn(async move {
         let _hold = hold;
+        let save = |acc: &Accumulator| {
+            if let Some(s) = &saver {
+                let mut all = base.clone();
+                all.push(acc.message().clone());
+                s.save(to_messages(&all));
+            }
+        };
         // The thread exists (with the user's message) before the first token.
         save(&acc);
         let (events, mut rx_events) = mpsc::channel(64);
@@ -295,6 +295,10 @@ pub(crate) fn run(
                     if settle {
                         save(&acc);
                     }
+                }
+                // A reload right after the reply must find it: the body ends after the write.
+                if let Some(s) = &saver {
+                    s.flush().await;
                 }
                 let _ = frames.send(Bytes::from_static(DONE_FRAME.as_bytes())).await;
             };

@@ -41,7 +41,9 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
 /// `GET /api/aisdk/chat/{id}/stream`.
 pub(crate) fn resume(param: &str) -> Result<Response, ApiError> {
     let Some(raw) = param.strip_suffix("/stream") else {
-        return Err(ApiError::NotFound("not found".into()));
+        return Err(ApiError::NotFound(
+            "no such AI SDK route: a chat's stream is GET .../api/aisdk/chat/{id}/stream".into(),
+        ));
     };
     let id = crate::history::decode_id(raw)
         .map_err(|_| ApiError::BadRequest(format!("invalid chat id {raw:?}")))?;

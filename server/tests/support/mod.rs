@@ -20,6 +20,9 @@ use tower::ServiceExt;
 pub struct FakeHost {
     pub models: Vec<Model>,
     pub events: Vec<Event>,
+    /// When set, the n-th completion answers `steps[n]` (the last one repeats) instead of
+    /// `events`: a scripted multi-step turn.
+    pub steps: Vec<Vec<Event>>,
     pub tools: Vec<Tool>,
     /// tool name → owning server
     pub sources: HashMap<String, String>,
@@ -43,8 +46,13 @@ impl Host for FakeHost {
         Ok(self.models.clone())
     }
     fn complete(&self, _: &RequestContext, req: CompleteRequest) -> EventStream {
-        self.seen.lock().unwrap().push(req);
-        Box::pin(futures_util::stream::iter(self.events.clone()))
+        let mut seen = self.seen.lock().unwrap();
+        let events = match self.steps.len() {
+            0 => self.events.clone(),
+            n => self.steps[seen.len().min(n - 1)].clone(),
+        };
+        seen.push(req);
+        Box::pin(futures_util::stream::iter(events))
     }
     async fn list_tools(&self, scope: &Scope) -> Result<Vec<Tool>, HostError> {
         if self.fail_tools_list {

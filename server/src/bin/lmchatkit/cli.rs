@@ -84,6 +84,14 @@ pub struct Args {
     /// everyone, as in a single-user app].
     #[arg(long, env = "LMCHATKIT_OPERATOR", value_name = "USER")]
     pub operator: Option<String>,
+    /// The system prompt of every turn whose persona has none [default: "You are a helpful
+    /// assistant."].
+    #[arg(long, env = "LMCHATKIT_SYSTEM_PROMPT", value_name = "TEXT")]
+    pub system_prompt: Option<String>,
+    /// At most this many model calls per request where the server runs the tools (AI SDK apps)
+    /// [default: 10].
+    #[arg(long, env = "LMCHATKIT_MAX_STEPS", value_name = "N")]
+    pub max_steps: Option<usize>,
     /// Also accept requests sent by pages of this origin, e.g. `http://127.0.0.1:8081` for
     /// `trunk serve` (repeatable or comma-separated).
     #[arg(

@@ -101,6 +101,12 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(operator) = &s.operator {
         builder = builder.operator(operator.clone());
     }
+    if let Some(prompt) = &s.system_prompt {
+        builder = builder.system_prompt(prompt.clone());
+    }
+    if let Some(n) = s.max_steps {
+        builder = builder.max_steps(n);
+    }
     if matches!(s.access, Access::TrustedHeader { .. }) {
         builder = builder.require_principal(true);
     }

@@ -39,6 +39,8 @@ struct FileSettings {
     #[serde(default)]
     trusted_proxies: Vec<String>,
     operator: Option<String>,
+    system_prompt: Option<String>,
+    max_steps: Option<usize>,
     #[serde(default)]
     allowed_origins: Vec<String>,
     prefix: Option<String>,
@@ -139,6 +141,10 @@ pub struct Settings {
     pub access: Access,
     /// The principal who sees MCP server states.
     pub operator: Option<String>,
+    /// The system prompt when the persona has none (`None`: the library's default).
+    pub system_prompt: Option<String>,
+    /// Model calls per request of the server-side tool loop (`None`: the library's default).
+    pub max_steps: Option<usize>,
     /// Origins of pages allowed to call the API besides the app's own.
     pub allowed_origins: Vec<String>,
     /// Run the demo model when no upstream is configured.
@@ -318,6 +324,11 @@ impl Settings {
                 .operator
                 .or(file.operator)
                 .filter(|o| !o.trim().is_empty()),
+            system_prompt: args
+                .system_prompt
+                .or(file.system_prompt)
+                .filter(|p| !p.trim().is_empty()),
+            max_steps: args.max_steps.or(file.max_steps),
             allowed_origins,
         })
     }

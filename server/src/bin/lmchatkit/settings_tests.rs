@@ -380,3 +380,23 @@ fn mistakes_in_the_approval_table_are_errors_naming_the_key() {
         );
     }
 }
+
+#[test]
+fn the_system_prompt_and_step_cap_come_from_the_flag_else_the_file() {
+    let s = load(
+        "system_prompt = \"You are terse.\"\nmax_steps = 4\n",
+        Args::parse_from(["lmchatkit"]),
+    )
+    .unwrap();
+    assert_eq!(s.system_prompt.as_deref(), Some("You are terse."));
+    assert_eq!(s.max_steps, Some(4));
+    let s = load(
+        "system_prompt = \"You are terse.\"\n",
+        Args::parse_from(["lmchatkit", "--system-prompt", "Be kind.", "--max-steps", "2"]),
+    )
+    .unwrap();
+    assert_eq!(s.system_prompt.as_deref(), Some("Be kind."));
+    assert_eq!(s.max_steps, Some(2));
+    let s = Settings::load(Args::default()).unwrap();
+    assert_eq!((s.system_prompt, s.max_steps), (None, None));
+}

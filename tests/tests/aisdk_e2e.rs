@@ -1,0 +1,361 @@
+//! The real AI SDK client (`ai@6.0.0`, whose chunk schemas are strict, and the newest 6.0.x),
+//! an `AbstractChat` with `DefaultChatTransport` in node, against our `/api/aisdk/chat` on a real
+//! hyper server, over the OpenAI backend and the mock upstream: text, reasoning, a tool the
+//! policy allows, the approval round trip, a denial, a deny rule, a tampered approval, an
+//! upstream failure mid-reply, a stop, and a reload that reads the thread back and validates it.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use lmchatkit::history::MemoryStore;
+use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+use lmchatkit::protocol::ToolDecision;
+use lmchatkit::{ApprovalPolicy, ChatService, Config};
+use lmchatkit_tests::aisdk::{AI_VERSIONS, available, drive};
+use lmchatkit_tests::mock_upstream::MockUpstream;
+use lmchatkit_tests::serve::{Served, serve};
+use lmchatkit_tests::test_host::TestHost;
+use serde_json::{Value, json};
+
+struct Setup {
+    mock: MockUpstream,
+    server: Served,
+}
+
+async fn setup(policy: ApprovalPolicy) -> Setup {
+    let mock = MockUpstream::start().await;
+    let backend = OpenAiBackend::new(
+        OpenAiConfig::new(mock.base_url())
+            .with_api_key("sk-test")
+            .with_idle_timeout(Duration::from_millis(800)),
+    );
+    let config = Config::builder(TestHost(backend))
+        .history(MemoryStore::new())
+        .approval_policy(policy)
+        .build()
+        .unwrap();
+    let server = serve(ChatService::new(config)).await;
+    Setup { mock, server }
+}
+
+/// Runs `steps` through every pinned client version, each on its own thread id; `None` when
+/// the harness is not installed (the test skips, or fails in CI).
+async fn each_version(s: &Setup, scenario: Value) -> Option<Vec<(&'static str, Value)>> {
+    if !available() {
+        return None;
+    }
+    let api = s.server.url("/chat/api/aisdk/chat");
+    let mut outs = Vec::new();
+    for version in AI_VERSIONS {
+        let chat_id = format!("thread-{version}");
+        let text = scenario
+            .to_string()
+            .replace("{threads}", &s.server.url("/chat/api/aisdk/threads"))
+            .replace("{chat}", &chat_id);
+        let mut sc: Value = serde_json::from_str(&text).unwrap();
+        sc["api"] = json!(api);
+        sc["chatId"] = json!(chat_id);
+        sc["body"] = json!({"model": "mock-small"});
+        outs.push((version, drive(version, &sc).await));
+    }
+    Some(outs)
+}
+
+fn parts<'a>(message: &'a Value, kind: &str) -> Vec<&'a Value> {
+    message["parts"]
+        .as_array()
+        .expect("parts")
+        .iter()
+        .filter(|p| p["type"] == kind)
+        .collect()
+}
+
+fn text_of(message: &Value) -> String {
+    parts(message, "text")
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect()
+}
+
+fn tool_part(message: &Value) -> &Value {
+    parts(message, "dynamic-tool")
+        .first()
+        .copied()
+        .unwrap_or_else(|| panic!("no tool part in {message}"))
+}
+
+fn ok(version: &str, step: &Value) {
+    assert_eq!(step["status"], "ready", "{version}: {step}");
+    assert_eq!(step["error"], Value::Null, "{version}: {step}");
+    assert_eq!(step.get("timeout"), None, "{version}: {step}");
+}
+
+#[tokio::test]
+async fn a_text_reply_with_its_usage_reaches_both_client_versions() {
+    let s = setup(ApprovalPolicy::default()).await;
+    let Some(outs) = each_version(&s, json!({"steps": [{"send": "hello"}]})).await else {
+        return;
+    };
+    for (version, out) in outs {
+        let step = &out["steps"][0];
+        ok(version, step);
+        let reply = &step["messages"][1];
+        assert_eq!(text_of(reply), "Hello from the mock model.", "{version}");
+        assert_eq!(reply["metadata"]["model"], "mock-small", "{version}");
+        assert_eq!(
+            reply["metadata"]["usage"],
+            json!({"inputTokens": 11, "outputTokens": 5}),
+            "{version}"
+        );
+        let r = &step["responses"][0];
+        assert_eq!(r["headers"]["x-vercel-ai-ui-message-stream"], "v1");
+    }
+}
+
+#[tokio::test]
+async fn a_reasoning_reply_shows_its_reasoning_part() {
+    let s = setup(ApprovalPolicy::default()).await;
+    let Some(outs) = each_version(&s, json!({"steps": [{"send": "think"}]})).await else {
+        return;
+    };
+    for (version, out) in outs {
+        let step = &out["steps"][0];
+        ok(version, step);
+        let reply = &step["messages"][1];
+        assert_eq!(
+            parts(reply, "reasoning")[0]["text"],
+            "Let me think.",
+            "{version}"
+        );
+        assert_eq!(text_of(reply), "Thought it through.", "{version}");
+    }
+}
+
+#[tokio::test]
+async fn a_tool_the_policy_allows_runs_on_the_server_within_one_reply() {
+    let s = setup(ApprovalPolicy::new(ToolDecision::Allow)).await;
+    let Some(outs) = each_version(&s, json!({"steps": [{"send": "use the tool"}]})).await else {
+        return;
+    };
+    for (version, out) in outs {
+        let step = &out["steps"][0];
+        ok(version, step);
+        let reply = &step["messages"][1];
+        let part = tool_part(reply);
+        assert_eq!(part["toolName"], "get_weather", "{version}");
+        assert_eq!(part["state"], "output-available", "{version}: {part}");
+        assert_eq!(part["input"], json!({"city": "Oslo"}), "{version}");
+        assert_eq!(part["output"], "Oslo: sunny, 21 °C", "{version}");
+        assert_eq!(text_of(reply), "The weather in Oslo is sunny.", "{version}");
+        assert_eq!(step["responses"].as_array().map(Vec::len), Some(1));
+    }
+}
+
+#[tokio::test]
+async fn an_approval_round_trip_runs_the_call_after_the_user_says_yes() {
+    let s = setup(ApprovalPolicy::default()).await;
+    let steps = json!([{"send": "use the tool"}, {"approve": true}]);
+    let Some(outs) = each_version(&s, json!({"autoSendApprovals": true, "steps": steps})).await
+    else {
+        return;
+    };
+    for (version, out) in outs {
+        let asked = &out["steps"][0];
+        ok(version, asked);
+        assert_eq!(
+            tool_part(&asked["messages"][1])["state"],
+            "approval-requested"
+        );
+        let approved = &out["steps"][1];
+        ok(version, approved);
+        let messages = approved["messages"].as_array().unwrap();
+        assert_eq!(
+            messages.len(),
+            2,
+            "{version}: one assistant message: {approved}"
+        );
+        let part = tool_part(&messages[1]);
+        assert_eq!(part["state"], "output-available", "{version}: {part}");
+        assert_eq!(part["output"], "Oslo: sunny, 21 °C", "{version}");
+        assert_eq!(part["approval"]["approved"], true, "{version}");
+        assert_eq!(
+            text_of(&messages[1]),
+            "The weather in Oslo is sunny.",
+            "{version}"
+        );
+        assert_eq!(
+            approved["responses"].as_array().map(Vec::len),
+            Some(1),
+            "{version}: exactly one automatic re-post"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_denial_is_shown_and_the_model_is_told_with_the_reason() {
+    let s = setup(ApprovalPolicy::default()).await;
+    let steps = json!([{"send": "use the tool"}, {"approve": false, "reason": "not today"}]);
+    let Some(outs) = each_version(&s, json!({"autoSendApprovals": true, "steps": steps})).await
+    else {
+        return;
+    };
+    for (version, out) in outs {
+        let denied = &out["steps"][1];
+        ok(version, denied);
+        let part = tool_part(&denied["messages"][1]);
+        assert_eq!(part["state"], "output-denied", "{version}: {part}");
+        assert_eq!(part["approval"]["reason"], "not today", "{version}");
+    }
+    let requests = s.mock.observed.requests.lock().unwrap();
+    let last = requests.last().unwrap();
+    let told = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool");
+    assert!(
+        told.and_then(|m| m["content"].as_str())
+            .is_some_and(|c| c.contains("not today")),
+        "the model reads the user's reason: {last}"
+    );
+}
+
+#[tokio::test]
+async fn a_deny_rule_never_runs_the_tool() {
+    let s = setup(ApprovalPolicy::new(ToolDecision::Allow).deny("get_*")).await;
+    let Some(outs) = each_version(&s, json!({"steps": [{"send": "use the tool"}]})).await else {
+        return;
+    };
+    for (version, out) in outs {
+        let step = &out["steps"][0];
+        ok(version, step);
+        let part = tool_part(&step["messages"][1]);
+        assert_eq!(part["state"], "output-error", "{version}: {part}");
+        assert!(
+            part["errorText"]
+                .as_str()
+                .unwrap()
+                .contains("policy does not allow"),
+            "{version}: {part}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_tampered_approval_is_refused_and_nothing_runs() {
+    let s = setup(ApprovalPolicy::default()).await;
+    let steps = json!([
+        {"send": "use the tool"},
+        {"tamperInput": {"city": "Bergen"}},
+        {"approve": true},
+    ]);
+    let Some(outs) = each_version(&s, json!({"autoSendApprovals": true, "steps": steps})).await
+    else {
+        return;
+    };
+    for (version, out) in outs {
+        let approved = &out["steps"][2];
+        assert_eq!(approved["status"], "error", "{version}: {approved}");
+        assert!(
+            approved["error"]
+                .as_str()
+                .unwrap_or("")
+                .contains("does not match the call"),
+            "{version}: {approved}"
+        );
+        assert_eq!(approved["responses"][0]["status"], 403, "{version}");
+    }
+    // One model call per version (the one that asked); the tampered re-posts reached no model.
+    assert_eq!(
+        s.mock.observed.requests.lock().unwrap().len(),
+        AI_VERSIONS.len()
+    );
+}
+
+#[tokio::test]
+async fn an_upstream_failure_mid_reply_sets_the_error_and_keeps_the_partial_text() {
+    let s = setup(ApprovalPolicy::default()).await;
+    let Some(outs) = each_version(&s, json!({"steps": [{"send": "cut"}]})).await else {
+        return;
+    };
+    for (version, out) in outs {
+        let step = &out["steps"][0];
+        assert_eq!(step["status"], "error", "{version}: {step}");
+        assert!(step["error"].is_string(), "{version}: {step}");
+        assert_eq!(text_of(&step["messages"][1]), "partial reply", "{version}");
+    }
+}
+
+#[tokio::test]
+async fn a_stop_drops_the_upstream_request_and_the_partial_reply_is_kept() {
+    let s = setup(ApprovalPolicy::default()).await;
+    let steps = json!([{"send": "slow", "stopAfterText": "t2 "}]);
+    let Some(outs) = each_version(&s, json!({"steps": steps})).await else {
+        return;
+    };
+    for (version, out) in outs {
+        let stopped = &out["steps"][0];
+        ok(version, stopped);
+        assert!(
+            text_of(&stopped["messages"][1]).starts_with("t0 t1 t2 "),
+            "{version}"
+        );
+        // The server saw the client leave, dropped the upstream stream and kept the partial
+        // reply in the thread.
+        let url = s
+            .server
+            .url(&format!("/chat/api/aisdk/threads/thread-{version}"));
+        let mut kept = String::new();
+        for _ in 0..300 {
+            let thread: Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
+            kept = thread["messages"].get(1).map(text_of).unwrap_or_default();
+            if kept.starts_with("t0 t1 t2 ") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            kept.starts_with("t0 t1 t2 "),
+            "{version}: the thread kept {kept:?}"
+        );
+    }
+    assert_eq!(
+        s.mock.observed.dropped_early.load(Ordering::SeqCst),
+        AI_VERSIONS.len()
+    );
+}
+
+#[tokio::test]
+async fn a_reload_reads_the_thread_back_and_it_passes_validate_ui_messages() {
+    let s = setup(ApprovalPolicy::default()).await;
+    let steps = json!([
+        {"send": "use the tool"},
+        {"approve": true},
+        {"loadThread": "{threads}/{chat}", "adopt": true},
+        {"send": "hello"},
+    ]);
+    let Some(outs) = each_version(&s, json!({"autoSendApprovals": true, "steps": steps})).await
+    else {
+        return;
+    };
+    for (version, out) in outs {
+        let before = &out["steps"][1]["messages"];
+        let loaded = &out["steps"][2];
+        assert_eq!(loaded["validation"]["ok"], true, "{version}: {loaded}");
+        let thread = &loaded["thread"];
+        assert_eq!(
+            thread["messages"], *before,
+            "{version}: the thread is what the chat showed"
+        );
+        assert_eq!(thread["totalInputTokens"], 11, "{version}");
+        // Going on after the reload works as in the same tab.
+        let next = &out["steps"][3];
+        ok(version, next);
+        assert_eq!(
+            next["messages"].as_array().map(Vec::len),
+            Some(4),
+            "{version}"
+        );
+    }
+}
