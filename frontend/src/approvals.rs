@@ -66,7 +66,11 @@ pub fn allow_always(store: Store, name: String) {
         s.insert(name);
     });
     spawn_local(async move {
-        match store.api().set_tool_approvals(&ToolApprovals::new(list)).await {
+        match store
+            .api()
+            .set_tool_approvals(&ToolApprovals::new(list))
+            .await
+        {
             Ok(saved) => store.always.set(saved.always.into_iter().collect()),
             Err(e) => store
                 .notice

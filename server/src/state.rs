@@ -65,10 +65,7 @@ impl State {
             .as_deref()
             .and_then(Base::parse)
             .map(Sandboxes::new);
-        let approvals = Arc::new(Approvals::new(
-            parts.approval_policy,
-            parts.approval_store,
-        ));
+        let approvals = Arc::new(Approvals::new(parts.approval_policy, parts.approval_store));
         Self {
             approvals,
             views: ViewTokens::new(settings.app_view_ttl),

@@ -127,7 +127,10 @@ async fn a_cross_origin_put_is_refused_and_a_principal_is_required_when_configur
             .unwrap(),
     )
     .await;
-    assert_eq!((r.status.as_u16(), r.error().contains("cross-origin")), (403, true));
+    assert_eq!(
+        (r.status.as_u16(), r.error().contains("cross-origin")),
+        (403, true)
+    );
     assert_eq!(always(&svc, "").await, json!({"always": []}));
     let strict = service(config(host()).require_principal(true));
     assert_eq!(send(&strict, get(APPROVALS)).await.status, 401);
@@ -256,7 +259,11 @@ async fn without_a_policy_every_call_asks_and_other_events_are_untouched() {
     assert_eq!(events[1]["decision"], "ask");
     assert_eq!(events.len(), 5);
     assert_eq!(
-        decisions(&svc, "x").await.iter().map(|d| d[1].clone()).collect::<Vec<_>>(),
+        decisions(&svc, "x")
+            .await
+            .iter()
+            .map(|d| d[1].clone())
+            .collect::<Vec<_>>(),
         [json!("ask"), json!("ask"), json!("ask")]
     );
 }
@@ -270,5 +277,8 @@ async fn the_sqlite_history_file_keeps_the_lists() {
     set_always(&svc, "alice", json!({"always": ["web__fetch"]})).await;
     drop(svc);
     let svc = service(config(host()).approval_store(Arc::new(SqliteStore::open(&path).unwrap())));
-    assert_eq!(always(&svc, "alice").await, json!({"always": ["web__fetch"]}));
+    assert_eq!(
+        always(&svc, "alice").await,
+        json!({"always": ["web__fetch"]})
+    );
 }

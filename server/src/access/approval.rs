@@ -29,9 +29,9 @@ mod store;
 mod tests;
 
 pub use policy::{ApprovalCheck, ApprovalPolicy};
-pub use store::{ApprovalStore, ApprovalStoreError, MemoryApprovalStore};
 #[cfg(test)]
 pub(crate) use store::conformance;
+pub use store::{ApprovalStore, ApprovalStoreError, MemoryApprovalStore};
 
 use std::sync::Arc;
 

@@ -145,7 +145,10 @@ async fn a_stored_always_turns_ask_into_allow() {
     assert_eq!(decide(&a, &s, "demo__echo", &Value::Null).await, Allow);
     assert_eq!(decide(&a, &s, "demo__other", &Value::Null).await, Ask);
     // Only for that principal.
-    assert_eq!(decide(&a, &scope("bob"), "demo__echo", &Value::Null).await, Ask);
+    assert_eq!(
+        decide(&a, &scope("bob"), "demo__echo", &Value::Null).await,
+        Ask
+    );
 }
 
 #[tokio::test]
@@ -157,8 +160,16 @@ async fn a_deny_rule_beats_a_stored_always() {
         .await
         .unwrap();
     assert_eq!(decide(&a, &s, "fs__rm", &Value::Null).await, Deny);
-    assert!(check_model_call(&a, &s, "fs__rm", &Value::Null).await.is_err());
-    assert!(check_model_call(&a, &s, "fs__ls", &Value::Null).await.is_ok());
+    assert!(
+        check_model_call(&a, &s, "fs__rm", &Value::Null)
+            .await
+            .is_err()
+    );
+    assert!(
+        check_model_call(&a, &s, "fs__ls", &Value::Null)
+            .await
+            .is_ok()
+    );
 }
 
 struct Broken;
@@ -203,7 +214,10 @@ fn a_put_list_is_trimmed_deduplicated_and_capped() {
     assert_eq!(got, ["a", "b"]);
     let many: Vec<String> = (0..=MAX_ALWAYS).map(|i| format!("t{i}")).collect();
     assert!(clean_list(many.clone()).is_err());
-    assert_eq!(clean_list(many[..MAX_ALWAYS].to_vec()).unwrap().len(), MAX_ALWAYS);
+    assert_eq!(
+        clean_list(many[..MAX_ALWAYS].to_vec()).unwrap().len(),
+        MAX_ALWAYS
+    );
     // Repeats do not count towards the cap.
     assert_eq!(clean_list(vec!["x".into(); 5000]).unwrap(), ["x"]);
     assert!(clean_list(vec!["x".repeat(MAX_TOOL_NAME_CHARS + 1)]).is_err());

@@ -25,9 +25,7 @@ use lmchatkit::llm::DemoModel;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::mcp::{DEMO_SERVER_NAME, demo_server_config};
 use lmchatkit::protocol::Model;
-use lmchatkit::{
-    ApprovalStore, ChatService, Config, EventBroadcaster, Host, McpHub, StandardHost,
-};
+use lmchatkit::{ApprovalStore, ChatService, Config, EventBroadcaster, Host, McpHub, StandardHost};
 use tokio::net::TcpListener;
 
 use auth::{Gate, GateLayer, Token};
@@ -194,13 +192,16 @@ fn default_db() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("lmchatkit-history.db"))
 }
 
+/// The history store, and the approval store (`None`: the service's memory default).
+type Stores = (Arc<dyn HistoryStore>, Option<Arc<dyn ApprovalStore>>);
+
 /// The history store: in memory for `memory:`, else the SQLite file (default: the platform data
 /// directory) with the given `synchronous` mode, which then keeps the "always allow" lists too
 /// (`None`: the service's memory default).
 fn history(
     db: Option<&str>,
     synchronous: Synchronous,
-) -> Result<(Arc<dyn HistoryStore>, Option<Arc<dyn ApprovalStore>>), Box<dyn std::error::Error>> {
+) -> Result<Stores, Box<dyn std::error::Error>> {
     if db == Some("memory:") {
         return Ok((Arc::new(MemoryStore::new()), None));
     }

@@ -354,7 +354,10 @@ deny = ["*__rm"]
     assert_eq!(decide("web__fetch"), Deny);
     // Without the table every call asks, as the UI did before the policy.
     let p = Settings::load(Args::default()).unwrap().approval;
-    assert_eq!(p.decide(&Scope::default(), "x", &serde_json::Value::Null), Ask);
+    assert_eq!(
+        p.decide(&Scope::default(), "x", &serde_json::Value::Null),
+        Ask
+    );
     assert_eq!(p.rules().count(), 0);
 }
 
@@ -365,7 +368,10 @@ fn mistakes_in_the_approval_table_are_errors_naming_the_key() {
         ("[tools.approval]\nalow = [\"x\"]", "unknown field `alow`"),
         ("[tools]\napprovals = {}", "unknown field `approvals`"),
         ("[tools.approval]\ndeny = \"x\"", "deny"),
-        ("[tools.approval]\nallow = [\"a\", \" \"]", "tools.approval.allow"),
+        (
+            "[tools.approval]\nallow = [\"a\", \" \"]",
+            "tools.approval.allow",
+        ),
     ] {
         let err = load(text, Args::default()).err().unwrap_or_default();
         assert!(
