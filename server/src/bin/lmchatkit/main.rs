@@ -9,6 +9,7 @@
 //! save (`--db-synchronous full`), so a reply the app saved survives a power loss; `normal` is
 //! the faster opt-out.
 
+mod approval_settings;
 mod auth;
 mod cli;
 mod defaults;
