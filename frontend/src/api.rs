@@ -10,7 +10,7 @@ use lmchatkit_protocol::{
     AppProxyRequest, AppResult, AppViewRequest, AppViewResponse, ChatRequest, ConfigResponse,
     ConflictResponse, ConversationPatch, ConversationSummary, ErrorBody, Model, Persona, Prompt,
     Resource, ResourceReadRequest, ResourceResult, SaveResponse, SlashCommand, StoredConversation,
-    ToolCallRequest, ToolResult, UploadResponse,
+    ToolApprovals, ToolCallRequest, ToolResult, UploadResponse,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -95,6 +95,20 @@ impl Api {
     /// `POST {prefix}/api/tools/call`.
     pub async fn call_tool(&self, req: &ToolCallRequest) -> Result<ToolResult, ApiError> {
         self.send_json(Request::post(&self.url("tools/call")), req)
+            .await
+    }
+
+    /// `GET {prefix}/api/tools/approvals`: the tools this user always allows.
+    pub async fn tool_approvals(&self) -> Result<ToolApprovals, ApiError> {
+        self.get_json("tools/approvals").await
+    }
+
+    /// `PUT {prefix}/api/tools/approvals`: replaces the list; answers it as stored.
+    pub async fn set_tool_approvals(
+        &self,
+        list: &ToolApprovals,
+    ) -> Result<ToolApprovals, ApiError> {
+        self.send_json(Request::put(&self.url("tools/approvals")), list)
             .await
     }
 

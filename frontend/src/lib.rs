@@ -16,6 +16,7 @@
 
 pub mod actions;
 pub mod api;
+pub mod approvals;
 pub mod apps;
 pub mod bench;
 pub mod commands;
@@ -207,6 +208,7 @@ pub fn App(
         ready.set(true);
     });
     sync::load_catalog(store);
+    approvals::load(store);
     // Skip the picker when there is exactly one persona, one model and no conversation yet.
     Effect::new(move |done: Option<bool>| {
         if done == Some(true) || !ready.get() {

@@ -320,6 +320,9 @@ pub struct Store {
     /// Tools always allowed for this browser session (kept in sessionStorage: see
     /// [`Store::allow_for_session`]).
     pub auto_allow: RwSignal<HashSet<String>>,
+    /// Tools this user always allows, in every chat (the server's list: see
+    /// [`crate::approvals`]).
+    pub always: RwSignal<HashSet<String>>,
     /// Files attached to the next message.
     pub attachments: RwSignal<Vec<UploadedFile>>,
     /// A message for the user (load or save failures), dismissible.
@@ -351,6 +354,7 @@ impl Store {
             busy: RwSignal::new(false),
             setup: RwSignal::new(Setup::default()),
             auto_allow: RwSignal::new(session_allowed()),
+            always: RwSignal::new(HashSet::new()),
             attachments: RwSignal::new(Vec::new()),
             notice: RwSignal::new(None),
             sidebar_open: RwSignal::new(false),

@@ -1,7 +1,8 @@
 //! One chat turn and the tool loop (reference §3.4, §9.7): post the messages, stream the reply
 //! into the last bubble (`<think>` split out, Markdown rendered incrementally), record tool calls
-//! (auto-allowed or pending), and once nothing is pending run the approved calls one after the
-//! other, append their results (or the deny message) and post the next turn. Stop aborts the
+//! (allowed by the policy or the user, blocked by the policy, or pending: see
+//! [`crate::approvals`]), and once nothing is pending run the approved calls one after the
+//! other, append their results (the deny or blocked message) and post the next turn. Stop aborts the
 //! fetch and keeps the partial reply.
 
 use std::cell::{Cell, RefCell};
@@ -14,6 +15,7 @@ use lmchatkit_protocol::{
 };
 
 use crate::api::ApiError;
+use crate::approvals::{blocked_message, initial_approval};
 use crate::bench;
 use crate::history::persist;
 use crate::markdown::Incremental;
@@ -105,6 +107,7 @@ fn truncate_after_last_user(chat: &Chat) {
 
 fn auto_allowed(store: Store, chat: &Chat, name: &str) -> bool {
     store.auto_allow.with_untracked(|s| s.contains(name))
+        || store.always.with_untracked(|s| s.contains(name))
         || chat.allowed.with_untracked(|s| s.contains(name))
 }
 
@@ -197,18 +200,17 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
                 Event::Reasoning { reasoning } => ui
                     .data
                     .update(|d| d.thinking.get_or_insert_default().push_str(&reasoning)),
-                Event::ToolCall { tool_call, .. } => {
+                Event::ToolCall {
+                    tool_call,
+                    decision,
+                } => {
                     let ToolCall {
                         id,
                         name,
                         arguments,
                         ..
                     } = tool_call;
-                    let approval = if auto_allowed(store, chat, &name) {
-                        Approval::Approved
-                    } else {
-                        Approval::Pending
-                    };
+                    let approval = initial_approval(decision, auto_allowed(store, chat, &name));
                     let mut call = ToolCall::new(id, name, arguments);
                     call.approval = Some(approval);
                     ui.data.update(|d| d.tool_calls.push(call));
@@ -276,6 +278,8 @@ async fn execute(store: Store, chat: &Chat, ui: &UiMessage) {
         }
         let (text, is_error, extra) = match call.approval {
             Some(Approval::Denied) => (deny_message(&call.name), false, None),
+            // An error without a result never ran: the operator's policy blocked it.
+            Some(Approval::Error) => (blocked_message(&call.name), true, None),
             Some(Approval::Approved) => {
                 chat.running.update(|r| {
                     r.insert(key.clone());

@@ -278,3 +278,40 @@ async fn stdio_mcp_servers_do_not_inherit_the_apps_secrets() {
         }
     }
 }
+
+#[tokio::test]
+async fn the_approval_table_blocks_denied_tools_and_the_history_file_keeps_always_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lmchatkit.toml");
+    std::fs::write(
+        &file,
+        "[tools.approval]\ndefault = \"ask\"\ndeny = [\"demo__roll_*\"]\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let db = dir.path().join("h.db");
+    let args = ["--config", file, "--db", db.to_str().unwrap()];
+    let app = start(&args, &[]);
+    let (status, body) = binary_support::post(
+        &format!("{}/api/tools/call", app.url),
+        json!({"name": "demo__roll_dice", "arguments": {"sides": 6}}),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("blocked by the operator's policy"), "{body}");
+    let approvals = format!("{}/api/tools/approvals", app.url);
+    let res = binary_support::http_client()
+        .put(&approvals)
+        .json(&json!({"always": ["demo__clock_now"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    drop(app);
+    // The list is in the history file, so a restart keeps it.
+    let app = start(&args, &[]);
+    assert_eq!(
+        get_json(&format!("{}/api/tools/approvals", app.url)).await,
+        json!({"always": ["demo__clock_now"]})
+    );
+}

@@ -1,12 +1,15 @@
 //! The approval card of a pending tool call: Allow (focused, so Enter approves), Always Allow
-//! (in this chat or for this browser session, the user's choice) and Deny. "In this chat" is
-//! saved with the conversation (`allowed_tools`: it survives a reload and shows in other tabs);
-//! "this session" is kept in the tab's sessionStorage (it survives a reload of the tab).
+//! (in this chat, for this browser session, or always, the user's choice) and Deny. "In this
+//! chat" is saved with the conversation (`allowed_tools`: it survives a reload and shows in
+//! other tabs); "this session" is kept in the tab's sessionStorage (it survives a reload of the
+//! tab); "always" is the user's list on the server (`/api/tools/approvals`: every chat, every
+//! browser), which a tool the operator denies ignores.
 
 use leptos::html;
 use leptos::prelude::*;
 use lmchatkit_protocol::{Approval, ToolCall};
 
+use crate::approvals::allow_always;
 use crate::components::store;
 use crate::state::{Chat, UiMessage};
 use crate::turn::decide;
@@ -27,12 +30,12 @@ pub fn ApprovalCard(call: ToolCall, chat: Chat, ui: UiMessage) -> impl IntoView 
         let (chat, ui, id, name) = (chat.clone(), ui.clone(), call.id.clone(), call.name.clone());
         move |approval: Approval, always: bool| {
             if always {
-                if scope.get_untracked() == "session" {
-                    store.allow_for_session([name.clone()]);
-                } else {
-                    chat.allowed.update(|s| {
+                match scope.get_untracked().as_str() {
+                    "session" => store.allow_for_session([name.clone()]),
+                    "always" => allow_always(store, name.clone()),
+                    _ => chat.allowed.update(|s| {
                         s.insert(name.clone());
-                    });
+                    }),
                 }
             }
             decide(store, chat.clone(), ui.clone(), id.clone(), approval);
@@ -51,6 +54,7 @@ pub fn ApprovalCard(call: ToolCall, chat: Chat, ui: UiMessage) -> impl IntoView 
                     on:change=move |ev| scope.set(event_target_value(&ev))>
                     <option value="chat" selected=true>"in this chat"</option>
                     <option value="session">"this session"</option>
+                    <option value="always">"always"</option>
                 </select>
                 <button class="lmck-btn lmck-danger lmck-deny" on:click=move |_| a3(Approval::Denied, false)>"Deny"</button>
             </div>

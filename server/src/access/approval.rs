@@ -1,7 +1,7 @@
 //! The approval policy, decided here for both protocols: whether a model's tool call runs
 //! unattended (`allow`), waits for the user (`ask`) or never runs (`deny`).
 //!
-//! [`decide`] is the one decision: the operator's [`ApprovalPolicy`], except that `ask` becomes
+//! `decide` is the one decision: the operator's [`ApprovalPolicy`], except that `ask` becomes
 //! `allow` when the principal's stored "always allow" list ([`ApprovalStore`]) names the tool.
 //!
 //! Decisions:
@@ -20,7 +20,7 @@
 //!   crate would bring path semantics (`/` separators, classes, alternations) that tool names
 //!   do not have and operators would not expect.
 //! - **Live state.** The policy is a setting, but the store is live: both sit in the service's
-//!   state as [`Approvals`], built once.
+//!   state as `Approvals`, built once.
 
 mod policy;
 mod store;

@@ -9,6 +9,7 @@
 //! save (`--db-synchronous full`), so a reply the app saved survives a power loss; `normal` is
 //! the faster opt-out.
 
+mod approval_settings;
 mod auth;
 mod cli;
 mod defaults;
@@ -198,13 +199,16 @@ fn default_db() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("lmchatkit-history.db"))
 }
 
+/// The history store, and the approval store (`None`: the service's memory default).
+type Stores = (Arc<dyn HistoryStore>, Option<Arc<dyn ApprovalStore>>);
+
 /// The history store: in memory for `memory:`, else the SQLite file (default: the platform data
 /// directory) with the given `synchronous` mode, which then keeps the "always allow" lists too
 /// (`None`: the service's memory default).
 fn history(
     db: Option<&str>,
     synchronous: Synchronous,
-) -> Result<(Arc<dyn HistoryStore>, Option<Arc<dyn ApprovalStore>>), Box<dyn std::error::Error>> {
+) -> Result<Stores, Box<dyn std::error::Error>> {
     if db == Some("memory:") {
         return Ok((Arc::new(MemoryStore::new()), None));
     }

@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 use lmchatkit::ApprovalPolicy;
 use lmchatkit::history::Synchronous;
 use lmchatkit::mcp::{McpConfigFile, McpServerConfig, expand_env};
-use lmchatkit::protocol::ToolDecision;
 use lmchatkit::secrets::{Redacted, redact_url, redacted_headers};
 use serde::Deserialize;
 
+use crate::approval_settings::{FileTools, approval_policy};
 use crate::cli::{Args, LogFormat, check_header};
 
 /// The file's top level. Unknown keys are errors, so a typo does not silently do nothing.
@@ -79,26 +79,6 @@ struct FileUpstream {
 struct FileDemo {
     model: Option<bool>,
     mcp: Option<bool>,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileTools {
-    #[serde(default)]
-    approval: FileApproval,
-}
-
-/// `[tools.approval]`: the default decision and the glob lists (see [`approval_policy`]).
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileApproval {
-    default: Option<ToolDecision>,
-    #[serde(default)]
-    allow: Vec<String>,
-    #[serde(default)]
-    ask: Vec<String>,
-    #[serde(default)]
-    deny: Vec<String>,
 }
 
 /// Where the LLM is. `Debug` shows neither the key nor header values.
@@ -370,27 +350,6 @@ fn access(
         header,
         proxies: crate::auth::parse_proxies(&proxies)?,
     })
-}
-
-/// `[tools.approval]` as a policy: `default` (ask when absent), then the `allow`, `ask` and
-/// `deny` globs (their order does not matter: deny beats ask beats allow). A blank glob is an
-/// error naming its key.
-fn approval_policy(file: FileApproval) -> Result<ApprovalPolicy, String> {
-    let mut policy = ApprovalPolicy::new(file.default.unwrap_or(ToolDecision::Ask));
-    for (key, globs, decision) in [
-        ("allow", file.allow, ToolDecision::Allow),
-        ("ask", file.ask, ToolDecision::Ask),
-        ("deny", file.deny, ToolDecision::Deny),
-    ] {
-        for glob in globs {
-            let glob = glob.trim();
-            if glob.is_empty() {
-                return Err(format!("tools.approval.{key}: a glob is empty"));
-            }
-            policy = policy.rule(glob, decision);
-        }
-    }
-    Ok(policy)
 }
 
 /// The sandbox listener and its origin: as given, else `http://localhost:PORT` (browsers open
