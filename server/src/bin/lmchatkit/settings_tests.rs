@@ -392,7 +392,13 @@ fn the_system_prompt_and_step_cap_come_from_the_flag_else_the_file() {
     assert_eq!(s.max_steps, Some(4));
     let s = load(
         "system_prompt = \"You are terse.\"\n",
-        Args::parse_from(["lmchatkit", "--system-prompt", "Be kind.", "--max-steps", "2"]),
+        Args::parse_from([
+            "lmchatkit",
+            "--system-prompt",
+            "Be kind.",
+            "--max-steps",
+            "2",
+        ]),
     )
     .unwrap();
     assert_eq!(s.system_prompt.as_deref(), Some("Be kind."));
