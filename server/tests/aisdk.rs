@@ -402,10 +402,10 @@ async fn saved(
     ok: impl Fn(&StoredConversation) -> bool,
 ) -> StoredConversation {
     for _ in 0..500 {
-        if let Some(c) = s.store.get(&Principal::anonymous(), id).await.unwrap() {
-            if ok(&c) {
-                return c;
-            }
+        if let Some(c) = s.store.get(&Principal::anonymous(), id).await.unwrap()
+            && ok(&c)
+        {
+            return c;
         }
         tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     }

@@ -52,10 +52,10 @@ impl Saver {
             // `changed` reports a value sent just before the sender was dropped, then the end.
             while rx.changed().await.is_ok() {
                 let (n, snapshot) = rx.borrow_and_update().clone();
-                if let Some(messages) = snapshot {
-                    if let Err(e) = save(&target, messages).await {
-                        tracing::warn!(thread = %target.thread, error = %e, "saving the thread failed");
-                    }
+                if let Some(messages) = snapshot
+                    && let Err(e) = save(&target, messages).await
+                {
+                    tracing::warn!(thread = %target.thread, error = %e, "saving the thread failed");
                 }
                 written_tx.send_replace(n);
             }
@@ -164,10 +164,10 @@ mod tests {
 
     async fn eventually_saved(store: &Arc<dyn HistoryStore>, n: usize) -> StoredConversation {
         for _ in 0..500 {
-            if let Some(c) = store.get(&Principal::new("alice"), "t1").await.unwrap() {
-                if c.messages.len() == n {
-                    return c;
-                }
+            if let Some(c) = store.get(&Principal::new("alice"), "t1").await.unwrap()
+                && c.messages.len() == n
+            {
+                return c;
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
