@@ -38,7 +38,7 @@ pub use history::{
     ServerEventType, StoredConversation,
 };
 pub use mcp::{
-    Prompt, PromptArgument, PromptMessage, PromptResult, Resource, ResourceResult, Tool,
+    Prompt, PromptArgument, PromptMessage, PromptResult, Resource, ResourceResult, Tool, ToolFile,
     ToolResult, UiCsp, UiPermissions, UiResourceMeta, UiToolMeta, Visibility,
 };
 pub use requests::{

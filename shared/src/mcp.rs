@@ -152,6 +152,31 @@ pub struct ToolResult {
     /// The called tool's `_meta.ui` (only `resourceUri` is serialized).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ui: Option<UiToolMeta>,
+    /// Images the tool returned, for clients that show them (AI SDK apps get them as `file`
+    /// parts); the model reads only their summary in `content`. Omitted when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<ToolFile>,
+}
+
+/// A file (an image) a tool returned, base64-encoded.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ToolFile {
+    /// Its media type, e.g. `image/png`.
+    pub media_type: String,
+    /// Its bytes, base64-encoded (as MCP carries them).
+    pub data: String,
+}
+
+impl ToolFile {
+    /// The file as a `data:` URL.
+    ///
+    /// ```
+    /// let f = lmchatkit_protocol::ToolFile { media_type: "image/png".into(), data: "iVBO".into() };
+    /// assert_eq!(f.data_url(), "data:image/png;base64,iVBO");
+    /// ```
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.media_type, self.data)
+    }
 }
 
 impl ToolResult {

@@ -251,6 +251,17 @@ fn tool_result_and_resources() {
         to(&ToolResult::error("bad")),
         json!({"content": "bad", "is_error": true})
     );
+    let with_image = ToolResult {
+        files: vec![ToolFile {
+            media_type: "image/png".into(),
+            data: "iVBO".into(),
+        }],
+        ..ToolResult::text("[image: image/png, 3 bytes]")
+    };
+    assert_eq!(
+        to(&with_image),
+        json!({"content": "[image: image/png, 3 bytes]", "files": [{"media_type": "image/png", "data": "iVBO"}]})
+    );
     assert_eq!(to(&Resource::new("file:///a")), json!({"uri": "file:///a"}));
     let r = Resource {
         template: true,

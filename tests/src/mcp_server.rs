@@ -8,7 +8,7 @@
 //! | `app_refresh` | app-only (`visibility: ["app"]`) |
 //! | `model_only` | model-only (`visibility: ["model"]`) |
 //! | `fail` | an MCP tool error (`isError: true`) |
-//! | `slow {ms}` | sleeps, for timeouts |
+//! | `slow {ms}` | sleeps, for timeouts; counts cancelled calls in [`SLOW_CANCELLED`] |
 //! | `big {bytes}` | a long text, for the result cap |
 //! | `picture` | image + audio + embedded blob content |
 //! | `poke {what}` | emits `tools` / `prompts` / `resources` `list_changed` on demand |
@@ -32,6 +32,10 @@ use rmcp::{
     schemars, tool, tool_handler, tool_router,
 };
 use tokio::sync::broadcast;
+
+/// Calls of `slow` in this process that the client cancelled (`notifications/cancelled`)
+/// before they finished.
+pub static SLOW_CANCELLED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// The MCP App view's URI.
 pub const UI_URI: &str = "ui://test/app.html";
@@ -170,9 +174,17 @@ impl TestServer {
     async fn slow(
         &self,
         Parameters(SlowArgs { ms }): Parameters<SlowArgs>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        tokio::time::sleep(Duration::from_millis(ms)).await;
-        Ok(CallToolResult::success(vec![ContentBlock::text("done")]))
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(ms)) => {
+                Ok(CallToolResult::success(vec![ContentBlock::text("done")]))
+            }
+            _ = ctx.ct.cancelled() => {
+                SLOW_CANCELLED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Err(McpError::internal_error("cancelled", None))
+            }
+        }
     }
 
     #[tool(description = "Returns a long text")]

@@ -122,6 +122,9 @@ impl Accumulator {
             UiChunk::ToolOutputDenied { tool_call_id } => {
                 self.tool(tool_call_id, |t| t.state = UiToolState::OutputDenied)
             }
+            UiChunk::File {
+                url, media_type, ..
+            } => parts.push(UiPart::file(media_type, url)),
             UiChunk::MessageMetadata { message_metadata } => self.merge_metadata(message_metadata),
             UiChunk::Start {
                 message_metadata: Some(m),
@@ -195,6 +198,7 @@ mod tests {
                 json!({"type": "tool-input-start", "toolCallId": "c1", "toolName": "x", "dynamic": true}),
                 json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "x", "input": {"a": 1}, "dynamic": true}),
                 json!({"type": "tool-approval-request", "approvalId": "ap1", "toolCallId": "c1"}),
+                json!({"type": "file", "url": "data:image/png;base64,iVBO", "mediaType": "image/png"}),
                 json!({"type": "finish-step"}),
                 json!({"type": "message-metadata", "messageMetadata": {"model": "m"}}),
                 json!({"type": "finish", "finishReason": "tool-calls"}),
@@ -208,6 +212,7 @@ mod tests {
                 {"type": "text", "text": "Hi", "state": "done"},
                 {"type": "dynamic-tool", "toolName": "x", "toolCallId": "c1", "state": "approval-requested",
                  "input": {"a": 1}, "approval": {"id": "ap1"}},
+                {"type": "file", "mediaType": "image/png", "url": "data:image/png;base64,iVBO"},
             ]})
         );
     }

@@ -8,7 +8,8 @@
 //!   kind begins and at the step's end, so parts never interleave.
 //! - A tool call is `tool-input-start`, one `tool-input-delta` with the whole input, then
 //!   `tool-input-available` — or `tool-input-error` when the model's arguments were not JSON.
-//!   Outputs are the tool's text; a failing tool is `tool-output-error`.
+//!   Outputs are the tool's text; a failing tool is `tool-output-error`; images the tool
+//!   returned follow as `file` parts (`data:` URLs).
 //! - The end is `message-metadata` (model, usage, time) then `finish`; an upstream failure is
 //!   `error` before them, so the client sets `chat.error` and keeps the partial text.
 
@@ -94,13 +95,19 @@ impl Translator {
             AgentEvent::ApprovalRequested(call) => {
                 out.push(UiChunk::tool_approval_request((self.sign)(&call), call.id));
             }
-            AgentEvent::ToolOutput { call_id, result } => match result.is_error {
-                true => out.push(UiChunk::tool_output_error(call_id, result.content)),
-                false => out.push(UiChunk::tool_output_available(
-                    call_id,
-                    Value::String(result.content),
-                )),
-            },
+            AgentEvent::ToolOutput { call_id, result } => {
+                match result.is_error {
+                    true => out.push(UiChunk::tool_output_error(call_id, result.content)),
+                    false => out.push(UiChunk::tool_output_available(
+                        call_id,
+                        Value::String(result.content),
+                    )),
+                }
+                // Images the tool returned follow its output as file parts.
+                for f in &result.files {
+                    out.push(UiChunk::file(f.data_url(), &f.media_type));
+                }
+            }
             AgentEvent::ToolDenied { call_id } => out.push(UiChunk::tool_output_denied(call_id)),
             AgentEvent::StepEnd { .. } => {
                 self.close(out);
@@ -256,6 +263,16 @@ mod tests {
                 result: ToolResult::error("boom"),
             },
             AgentEvent::ToolInput(ToolCall::new("c5", "t", json!("{not json"))),
+            AgentEvent::ToolOutput {
+                call_id: "c6".into(),
+                result: ToolResult {
+                    files: vec![lmchatkit_protocol::ToolFile {
+                        media_type: "image/png".into(),
+                        data: "iVBO".into(),
+                    }],
+                    ..ToolResult::text("a chart")
+                },
+            },
         ]);
         assert_eq!(
             chunks[1..],
@@ -265,6 +282,8 @@ mod tests {
                 json!({"type": "tool-output-error", "toolCallId": "c4", "errorText": "boom", "dynamic": true}),
                 json!({"type": "tool-input-start", "toolCallId": "c5", "toolName": "t", "dynamic": true}),
                 json!({"type": "tool-input-error", "toolCallId": "c5", "toolName": "t", "input": "{not json", "errorText": "the model's tool arguments are not valid JSON", "dynamic": true}),
+                json!({"type": "tool-output-available", "toolCallId": "c6", "output": "a chart", "dynamic": true}),
+                json!({"type": "file", "url": "data:image/png;base64,iVBO", "mediaType": "image/png"}),
             ]
         );
     }

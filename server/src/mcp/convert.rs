@@ -7,8 +7,8 @@
 //! read through their serde form (the MCP wire JSON), which is the stable contract.
 
 use lmchatkit_protocol::{
-    Prompt, PromptArgument, PromptMessage, Resource, ResourceResult, Role, Tool, ToolResult,
-    UiResourceMeta, UiToolMeta,
+    Prompt, PromptArgument, PromptMessage, Resource, ResourceResult, Role, Tool, ToolFile,
+    ToolResult, UiResourceMeta, UiToolMeta,
 };
 
 use super::ui_meta::{merge_ui, ui_resource_meta, ui_tool_meta};
@@ -173,7 +173,46 @@ pub(crate) fn call_result(
         is_error: v.get("isError").and_then(Value::as_bool).unwrap_or(false),
         structured_content: structured,
         ui,
+        files: images(&v),
     }
+}
+
+/// Base64 bytes of images one result may carry for clients that show them (the model reads
+/// only their summary); images past it are summarised only.
+pub(crate) const MAX_RESULT_IMAGE_BYTES: usize = 8 << 20;
+
+/// The image blocks of a result (wire JSON) with an `image/*` type and base64 data, while they
+/// fit [`MAX_RESULT_IMAGE_BYTES`] together.
+fn images(v: &Value) -> Vec<ToolFile> {
+    let mut left = MAX_RESULT_IMAGE_BYTES;
+    let blocks = v.get("content").and_then(Value::as_array);
+    let mut out = Vec::new();
+    for b in blocks.into_iter().flatten() {
+        let (Some("image"), Some(data), Some(mime)) = (
+            b.get("type").and_then(Value::as_str),
+            b.get("data").and_then(Value::as_str),
+            b.get("mimeType").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        // Only what a `data:` URL may carry safely: an image type, base64 characters.
+        let safe_mime = mime.starts_with("image/")
+            && mime[6..]
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"+.-".contains(&c));
+        let safe_data = data
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"+/=".contains(&c));
+        if !safe_mime || !safe_data || data.len() > left {
+            continue;
+        }
+        left -= data.len();
+        out.push(ToolFile {
+            media_type: mime.to_owned(),
+            data: data.to_owned(),
+        });
+    }
+    out
 }
 
 /// The first content of a `resources/read` result, with its `_meta.ui` merged over the
@@ -230,6 +269,27 @@ pub(crate) fn string_args(args: std::collections::BTreeMap<String, String>) -> M
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn images_of_a_result_are_kept_for_clients_and_summarised_for_the_model() {
+        let r: rmcp::model::CallToolResult = serde_json::from_value(json!({"content": [
+            {"type": "text", "text": "a chart"},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "image", "data": "AAAA", "mimeType": "text/html"},
+            {"type": "image", "data": "AA\"><script>", "mimeType": "image/png"},
+            {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+        ]}))
+        .unwrap();
+        let out = call_result(&r, None, 1 << 20);
+        assert_eq!(
+            out.files,
+            vec![ToolFile {
+                media_type: "image/png".into(),
+                data: "iVBORw0KGgo=".into()
+            }]
+        );
+        assert!(out.content.contains("[image: image/png, 8 bytes]"));
+    }
 
     #[test]
     fn blocks_are_summarised() {
