@@ -233,6 +233,23 @@ fn a_plain_pending_call_asks_for_approval_and_an_answered_one_has_its_output() {
 }
 
 #[test]
+fn a_plain_call_that_ran_reads_as_approved_whatever_its_stored_approval() {
+    // validateUIMessages accepts an approval on an output part only with `approved: true`.
+    let mut pending = ToolCall::new("c1", "t", json!({}));
+    pending.approval = Some(Approval::Pending);
+    let msgs = vec![
+        Message::assistant("")
+            .with_id("a")
+            .with_tool_calls(vec![pending]),
+        Message::tool("c1", "t", "ran anyway").with_id("t"),
+    ];
+    let back = to_ui_messages(&msgs);
+    let part = tool(&back[0].parts[1]);
+    assert_eq!(part.state, UiToolState::OutputAvailable);
+    assert_eq!(part.approval.as_ref().and_then(|a| a.approved), Some(true));
+}
+
+#[test]
 fn an_ai_sdk_thread_continued_in_our_ui_converts_back_with_the_new_messages() {
     let mut msgs = to_messages(&weather_turn());
     msgs.push(Message::user("thanks").with_id("m9"));
