@@ -233,6 +233,23 @@ fn a_plain_pending_call_asks_for_approval_and_an_answered_one_has_its_output() {
 }
 
 #[test]
+fn a_plain_call_that_ran_reads_as_approved_whatever_its_stored_approval() {
+    // validateUIMessages accepts an approval on an output part only with `approved: true`.
+    let mut pending = ToolCall::new("c1", "t", json!({}));
+    pending.approval = Some(Approval::Pending);
+    let msgs = vec![
+        Message::assistant("")
+            .with_id("a")
+            .with_tool_calls(vec![pending]),
+        Message::tool("c1", "t", "ran anyway").with_id("t"),
+    ];
+    let back = to_ui_messages(&msgs);
+    let part = tool(&back[0].parts[1]);
+    assert_eq!(part.state, UiToolState::OutputAvailable);
+    assert_eq!(part.approval.as_ref().and_then(|a| a.approved), Some(true));
+}
+
+#[test]
 fn an_ai_sdk_thread_continued_in_our_ui_converts_back_with_the_new_messages() {
     let mut msgs = to_messages(&weather_turn());
     msgs.push(Message::user("thanks").with_id("m9"));
@@ -520,6 +537,109 @@ proptest! {
             unique.sort();
             unique.dedup();
             prop_assert_eq!(unique.len(), ids.len());
+        }
+    }
+}
+
+// ---- our UI's messages convert to what validateUIMessages (ai@6.0.0) accepts ----------------
+
+/// The rules of `ai@6.0.0` `validateUIMessages` that a conversion can break: at least one part
+/// per message, and per tool state which of `input`, `output`, `errorText`, `approval` (and
+/// `approval.approved`) must or must not be there.
+fn valid_for_ai_sdk_6_0_0(m: &UiMessage) -> Result<(), String> {
+    use UiToolState::*;
+    if m.parts.is_empty() {
+        return Err(format!("{}: no parts", m.id));
+    }
+    for p in &m.parts {
+        let UiPart::Tool(t) = p else { continue };
+        let approved = t.approval.as_ref().map(|a| a.approved);
+        let ok = match t.state {
+            InputStreaming => t.output.is_none() && t.error_text.is_none() && t.approval.is_none(),
+            InputAvailable => {
+                t.input.is_some()
+                    && t.output.is_none()
+                    && t.error_text.is_none()
+                    && t.approval.is_none()
+            }
+            ApprovalRequested => t.input.is_some() && approved == Some(None),
+            ApprovalResponded => t.input.is_some() && matches!(approved, Some(Some(_))),
+            OutputAvailable => {
+                t.input.is_some()
+                    && t.output.is_some()
+                    && t.error_text.is_none()
+                    && matches!(approved, None | Some(Some(true)))
+            }
+            OutputError => {
+                t.input.is_some()
+                    && t.output.is_none()
+                    && t.error_text.is_some()
+                    && matches!(approved, None | Some(Some(true)))
+            }
+            OutputDenied => {
+                t.input.is_some()
+                    && t.output.is_none()
+                    && t.error_text.is_none()
+                    && approved == Some(Some(false))
+            }
+        };
+        if !ok {
+            return Err(format!("{}: invalid tool part {t:?}", m.id));
+        }
+    }
+    Ok(())
+}
+
+fn our_ui_message() -> impl Strategy<Value = Message> {
+    let approval = opt(prop_oneof![
+        Just(Approval::Pending),
+        Just(Approval::Approved),
+        Just(Approval::Denied),
+        Just(Approval::Error),
+    ]);
+    let call = ("c[0-3]", "[a-z_]{1,8}", approval).prop_map(|(id, name, approval)| ToolCall {
+        approval,
+        ..ToolCall::new(id, name, json!({"q": 1}))
+    });
+    let content = prop_oneof![
+        any::<String>().prop_map(Content::Text),
+        prop::collection::vec(
+            prop_oneof![
+                any::<String>().prop_map(ContentPart::text),
+                Just(ContentPart::image_url("data:image/png;base64,AA==")),
+            ],
+            0..3
+        )
+        .prop_map(Content::Parts),
+    ];
+    prop_oneof![
+        (content.clone(), opt("[a-z0-9]{1,4}")).prop_map(|(c, id)| Message {
+            id,
+            ..Message::user(c)
+        }),
+        (
+            any::<String>(),
+            opt(any::<String>()),
+            prop::collection::vec(call, 0..3)
+        )
+            .prop_map(|(text, thinking, calls)| Message {
+                thinking,
+                ..Message::assistant(text).with_tool_calls(calls)
+            }),
+        ("c[0-3]", any::<String>(), any::<bool>()).prop_map(|(id, text, is_error)| Message {
+            is_error,
+            ..Message::tool(id, "t", text)
+        }),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn our_ui_messages_convert_to_what_the_ai_sdk_validates(
+        msgs in prop::collection::vec(our_ui_message(), 0..8)
+    ) {
+        for m in to_ui_messages(&msgs) {
+            prop_assert!(valid_for_ai_sdk_6_0_0(&m).is_ok(), "{:?}", valid_for_ai_sdk_6_0_0(&m));
         }
     }
 }

@@ -9,6 +9,10 @@
 //! - Reading is tolerant, for a Rust client of the stream: an unknown `type` becomes
 //!   [`UiChunk::Unknown`] with the JSON kept verbatim, and unknown keys of a known type are
 //!   ignored. A known type with a missing or mistyped required key is an error.
+//! - Optional keys are never `null` (the client rejects `null` where a key is optional), and
+//!   `input` / `output` are always written (the client requires the keys, even for `null`).
+//!   A `providerMetadata` value must be an object of objects (`{"provider": {"key": …}}`);
+//!   the type does not check that.
 //! - `data-<name>` chunks have an open set of names, so they are one variant
 //!   ([`UiChunk::Data`]) with the name beside the payload.
 

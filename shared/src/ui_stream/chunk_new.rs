@@ -6,7 +6,9 @@ use serde_json::Value;
 use super::chunk::{UiChunk, UiDataChunk, UiFinishReason};
 
 impl UiChunk {
-    /// `start` with the assistant message's id.
+    /// `start` with the assistant message's id. Send the id: without it the client invents one
+    /// the server never stored; on a continuation (after approvals) it must be the id of the
+    /// assistant message being continued.
     pub fn start(message_id: impl Into<String>) -> Self {
         UiChunk::Start {
             message_id: Some(message_id.into()),

@@ -300,7 +300,13 @@ fn settle_plain(part: &mut UiToolPart, m: &Message) {
     let declined = part.approval.as_ref().and_then(|a| a.approved) == Some(false);
     if declined {
         part.state = UiToolState::OutputDenied;
-    } else if m.is_error {
+        return;
+    }
+    // It ran, so it was allowed (an output part's approval must say `approved: true`).
+    if let Some(a) = &mut part.approval {
+        a.approved = Some(true);
+    }
+    if m.is_error {
         part.state = UiToolState::OutputError;
         part.error_text = Some(m.content.joined_text("\n"));
     } else {
