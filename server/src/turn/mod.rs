@@ -81,6 +81,7 @@ pub(crate) fn clean(messages: Vec<Message>) -> Vec<Message> {
             m.usage = None;
             m.structured_content = None;
             m.ui = None;
+            m.aisdk = None;
             m.tool_calls.iter_mut().for_each(|c| c.approval = None);
             m
         })

@@ -32,6 +32,24 @@ fn clean_drops_system_info_and_empty_assistant_and_strips_ui_fields() {
 }
 
 #[test]
+fn clean_strips_what_an_ai_sdk_message_keeps_for_the_round_trip() {
+    let ui: Vec<lmchatkit_protocol::ui_stream::UiMessage> = serde_json::from_value(json!([
+        {"id": "u1", "role": "user", "parts": [
+            {"type": "text", "text": "hi"}, {"type": "data-ctx", "data": {"secret": 1}}
+        ]}
+    ]))
+    .unwrap();
+    let msgs = lmchatkit_protocol::ui_stream::to_messages(&ui);
+    assert!(msgs[0].aisdk.is_some());
+    let out = clean(msgs);
+    assert_eq!(out[0].aisdk, None);
+    assert_eq!(
+        serde_json::to_value(&out[0]).unwrap(),
+        json!({"role": "user", "content": "hi"})
+    );
+}
+
+#[test]
 fn params_merge_persona_base_request_wins_and_unset_dropped() {
     let merged = merge_params(
         Some(params(

@@ -17,9 +17,11 @@
 //!   ([`UiChunk::Data`]) with the name beside the payload.
 
 use serde::de::{self, Deserializer};
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::message::{DataFields, write_data};
 
 /// Header naming the protocol on a UI Message Stream response (besides
 /// `content-type: text/event-stream`).
@@ -360,18 +362,7 @@ const KNOWN_TYPES: &[&str] = &[
 impl Serialize for UiChunk {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
-            UiChunk::Data(d) => {
-                let mut map = s.serialize_map(None)?;
-                map.serialize_entry("type", &format!("data-{}", d.name))?;
-                if let Some(id) = &d.id {
-                    map.serialize_entry("id", id)?;
-                }
-                map.serialize_entry("data", &d.data)?;
-                if let Some(t) = d.transient {
-                    map.serialize_entry("transient", &t)?;
-                }
-                map.end()
-            }
+            UiChunk::Data(d) => write_data(s, &d.name, d.id.as_deref(), &d.data, d.transient),
             UiChunk::Unknown(v) => v.serialize(s),
             known => UiChunk::serialize(known, s),
         }
@@ -385,17 +376,8 @@ impl<'de> Deserialize<'de> for UiChunk {
             return Err(de::Error::missing_field("type"));
         };
         if let Some(name) = ty.strip_prefix("data-") {
-            #[derive(Deserialize)]
-            struct Fields {
-                #[serde(default)]
-                id: Option<String>,
-                #[serde(default)]
-                data: Value,
-                #[serde(default)]
-                transient: Option<bool>,
-            }
             let name = name.to_owned();
-            let f = Fields::deserialize(value).map_err(de::Error::custom)?;
+            let f = DataFields::deserialize(value).map_err(de::Error::custom)?;
             return Ok(UiChunk::Data(UiDataChunk {
                 name,
                 id: f.id,

@@ -351,15 +351,7 @@ const KNOWN_PARTS: &[&str] = &[
 impl Serialize for UiPart {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
-            UiPart::Data(d) => {
-                let mut map = s.serialize_map(None)?;
-                map.serialize_entry("type", &format!("data-{}", d.name))?;
-                if let Some(id) = &d.id {
-                    map.serialize_entry("id", id)?;
-                }
-                map.serialize_entry("data", &d.data)?;
-                map.end()
-            }
+            UiPart::Data(d) => write_data(s, &d.name, d.id.as_deref(), &d.data, None),
             UiPart::Tool(t) => {
                 let Value::Object(fields) = serde_json::to_value(&**t).map_err(S::Error::custom)?
                 else {
@@ -390,15 +382,8 @@ impl<'de> Deserialize<'de> for UiPart {
             return Err(de::Error::missing_field("type"));
         };
         if let Some(name) = ty.strip_prefix("data-") {
-            #[derive(Deserialize)]
-            struct Fields {
-                #[serde(default)]
-                id: Option<String>,
-                #[serde(default)]
-                data: Value,
-            }
             let name = name.to_owned();
-            let f = Fields::deserialize(value).map_err(de::Error::custom)?;
+            let f = DataFields::deserialize(value).map_err(de::Error::custom)?;
             return Ok(UiPart::Data(UiDataPart {
                 name,
                 id: f.id,
@@ -432,6 +417,37 @@ impl<'de> Deserialize<'de> for UiPart {
         }
         UiPart::deserialize(value).map_err(de::Error::custom)
     }
+}
+
+/// The keys of a `data-<name>` part or chunk besides `type` (`transient` only on chunks).
+#[derive(Deserialize)]
+pub(super) struct DataFields {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub data: Value,
+    #[serde(default)]
+    pub transient: Option<bool>,
+}
+
+/// Writes a `data-<name>` part or chunk; `id` and `transient` are omitted when `None`.
+pub(super) fn write_data<S: Serializer>(
+    s: S,
+    name: &str,
+    id: Option<&str>,
+    data: &Value,
+    transient: Option<bool>,
+) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(None)?;
+    map.serialize_entry("type", &format!("data-{name}"))?;
+    if let Some(id) = id {
+        map.serialize_entry("id", id)?;
+    }
+    map.serialize_entry("data", data)?;
+    if let Some(t) = transient {
+        map.serialize_entry("transient", &t)?;
+    }
+    map.end()
 }
 
 /// Reads an optional field so that a present `null` is `Some(Value::Null)`, not `None`.
