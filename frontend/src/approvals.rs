@@ -31,14 +31,6 @@ pub fn initial_approval(decision: Option<ToolDecision>, allowed_here: bool) -> A
     }
 }
 
-/// The result the model gets for a call the operator's policy blocks.
-pub fn blocked_message(tool: &str) -> String {
-    format!(
-        "[error] The operator's policy blocks the tool '{tool}'; it was not run. Do not call it \
-         again; continue without it or tell the user it is unavailable."
-    )
-}
-
 /// `list` with `name` added (once), in a stable order.
 pub fn with_tool(list: &HashSet<String>, name: &str) -> Vec<String> {
     let mut out: Vec<String> = list.iter().cloned().collect();
@@ -116,11 +108,5 @@ mod tests {
         let set: HashSet<String> = ["b".to_owned(), "a".to_owned()].into();
         assert_eq!(with_tool(&set, "c"), ["a", "b", "c"]);
         assert_eq!(with_tool(&set, "a"), ["a", "b"]);
-    }
-
-    #[test]
-    fn the_blocked_message_names_the_tool_and_the_policy() {
-        let m = blocked_message("fs__rm");
-        assert!(m.contains("'fs__rm'") && m.contains("operator's policy"));
     }
 }

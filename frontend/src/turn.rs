@@ -15,7 +15,7 @@ use lmchatkit_protocol::{
 };
 
 use crate::api::ApiError;
-use crate::approvals::{blocked_message, initial_approval};
+use crate::approvals::initial_approval;
 use crate::bench;
 use crate::history::persist;
 use crate::markdown::Incremental;
@@ -279,7 +279,7 @@ async fn execute(store: Store, chat: &Chat, ui: &UiMessage) {
         let (text, is_error, extra) = match call.approval {
             Some(Approval::Denied) => (deny_message(&call.name), false, None),
             // An error without a result never ran: the operator's policy blocked it.
-            Some(Approval::Error) => (blocked_message(&call.name), true, None),
+            Some(Approval::Error) => (lmchatkit_protocol::blocked_text(&call.name), true, None),
             Some(Approval::Approved) => {
                 chat.running.update(|r| {
                     r.insert(key.clone());

@@ -317,7 +317,7 @@ async fn a_deny_rule_never_runs_the_tool_and_tells_the_model() {
         err["errorText"]
             .as_str()
             .unwrap()
-            .contains("policy does not allow"),
+            .contains("operator's policy blocks"),
         "{err}"
     );
     assert!(!types(&c).contains(&"tool-approval-request".to_owned()));

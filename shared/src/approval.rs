@@ -51,3 +51,17 @@ impl ToolApprovals {
         }
     }
 }
+
+/// The tool result the model reads for a call the operator's policy blocks (both protocols: our
+/// UI writes it, the server-side loop too).
+///
+/// ```
+/// let t = lmchatkit_protocol::blocked_text("fs__rm");
+/// assert!(t.contains("'fs__rm'") && t.contains("operator's policy"));
+/// ```
+pub fn blocked_text(tool: &str) -> String {
+    format!(
+        "[error] The operator's policy blocks the tool '{tool}'; it was not run. Do not call it \
+         again; continue without it or tell the user it is unavailable."
+    )
+}

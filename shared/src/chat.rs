@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::approval::ToolDecision;
 use crate::mcp::UiToolMeta;
+#[allow(unused_imports)] // rustdoc links
 use crate::ui_stream::AiSdkExtra;
 
 /// Who wrote a message.
@@ -367,8 +368,12 @@ pub struct Message {
     /// provider metadata, approval ids…), so the conversion back is exact
     /// (see [`crate::ui_stream::convert`]). Stripped before the host sees the messages; omitted
     /// when unset (messages written by our UI).
+    ///
+    /// Kept as plain JSON ([`AiSdkExtra::of_message`] reads it): our browser UI keeps it
+    /// untouched when it saves the conversation, without carrying the AI SDK types in its
+    /// bundle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub aisdk: Option<AiSdkExtra>,
+    pub aisdk: Option<Value>,
 }
 
 impl Message {

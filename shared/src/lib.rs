@@ -27,7 +27,7 @@ pub use app_rpc::{
     McpResource, McpResourceTemplate, ReadResourceParams, ReadResourceResult, ResourceBody,
     ResourceContents, ResourceContentsMeta, ResourceDetails,
 };
-pub use approval::{ToolApprovals, ToolDecision};
+pub use approval::{ToolApprovals, ToolDecision, blocked_text};
 pub use catalog::{Model, Params, Persona, SlashCommand};
 pub use chat::{
     Approval, Content, ContentPart, Event, EventType, FileData, FinishReason, ImageUrl, InputAudio,

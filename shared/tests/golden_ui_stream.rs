@@ -611,7 +611,7 @@ fn a_message_without_ai_sdk_extra_keeps_its_json() {
         json!({"role": "user", "content": "hi"})
     );
     let mut m = Message::assistant("x");
-    m.aisdk = Some(AiSdkExtra {
+    let extra = AiSdkExtra {
         of: Some("a1".into()),
         metadata: None,
         parts: vec![AiSdkPart::Text {
@@ -619,10 +619,12 @@ fn a_message_without_ai_sdk_extra_keeps_its_json() {
             state: None,
             provider_metadata: None,
         }],
-    });
+    };
+    m.aisdk = Some(extra.clone().into_value());
     assert_eq!(
         to(&m),
         json!({"role": "assistant", "content": "x",
                "aisdk": {"of": "a1", "parts": [{"kind": "text", "len": 1}]}})
     );
+    assert_eq!(AiSdkExtra::of_message(&m), Some(extra));
 }

@@ -236,7 +236,7 @@ async fn a_deny_rule_never_runs_the_tool() {
             part["errorText"]
                 .as_str()
                 .unwrap()
-                .contains("policy does not allow"),
+                .contains("operator's policy blocks"),
             "{version}: {part}"
         );
     }

@@ -6,7 +6,9 @@ use lmchatkit::ApprovalPolicy;
 use lmchatkit::history::MemoryStore;
 use lmchatkit::protocol::ToolDecision;
 use lmchatkit_tests::browser::Browser;
-use lmchatkit_tests::browser::app::{ONE_AT_A_TIME, idle, setup_configured, start_chat};
+use lmchatkit_tests::browser::app::{
+    ONE_AT_A_TIME, idle, setup_configured, start_chat, wait_saved,
+};
 use serde_json::Value;
 
 fn tool_messages(requests: &[Value]) -> Vec<String> {
@@ -36,7 +38,10 @@ async fn an_allowed_tool_runs_without_asking() {
     b.wait_text(".lmck-assistant .lmck-md", "The weather in Oslo is sunny.")
         .await;
     idle(b).await;
-    assert!(b.texts(".lmck-approval").await.is_empty(), "no card was shown");
+    assert!(
+        b.texts(".lmck-approval").await.is_empty(),
+        "no card was shown"
+    );
 }
 
 #[tokio::test]
@@ -55,7 +60,10 @@ async fn a_denied_tool_never_runs_and_the_model_is_told() {
     b.send_message("please use the tool").await;
     b.wait_text(".lmck-tool-result", "policy").await;
     idle(b).await;
-    assert!(b.texts(".lmck-approval").await.is_empty(), "no card was shown");
+    assert!(
+        b.texts(".lmck-approval").await.is_empty(),
+        "no card was shown"
+    );
     let requests = env.mock.observed.requests.lock().unwrap().clone();
     let told = tool_messages(&requests);
     assert_eq!(told.len(), 1, "{told:?}");
@@ -66,9 +74,11 @@ async fn a_denied_tool_never_runs_and_the_model_is_told() {
 /// Chooses "always" on the pending card and clicks "Always allow".
 async fn always_allow_everywhere(b: &Browser) {
     b.wait_for(".lmck-approval .lmck-always").await;
-    b.js("const s = document.querySelector('.lmck-approval select'); s.value = 'always'; \
-          s.dispatchEvent(new Event('change', {bubbles: true})); return true;")
-        .await;
+    b.js(
+        "const s = document.querySelector('.lmck-approval select'); s.value = 'always'; \
+          s.dispatchEvent(new Event('change', {bubbles: true})); return true;",
+    )
+    .await;
     b.click(".lmck-approval .lmck-always").await;
 }
 
@@ -93,11 +103,17 @@ async fn always_allow_for_every_chat_is_kept_on_the_server() {
     assert_eq!(stored["always"], serde_json::json!(["get_weather"]));
 
     // A new chat (after a reload) runs the tool without asking.
+    wait_saved(&env, 4).await;
     b.client.refresh().await.unwrap();
+    b.wait_text(".lmck-tool-result", "Oslo: sunny").await;
+    b.click(".lmck-new").await;
     start_chat(b).await;
     b.send_message("please use the tool again").await;
     b.wait_text(".lmck-assistant .lmck-md", "The weather in Oslo is sunny.")
         .await;
     idle(b).await;
-    assert!(b.texts(".lmck-approval").await.is_empty(), "no card was shown");
+    assert!(
+        b.texts(".lmck-approval").await.is_empty(),
+        "no card was shown"
+    );
 }

@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
+use lmchatkit_protocol::blocked_text;
 use lmchatkit_protocol::ui_stream::denied_text;
 use lmchatkit_protocol::{
     Event, FinishReason, Message, ToolCall, ToolDecision as Decision, ToolResult, Usage,
@@ -128,11 +129,6 @@ pub(crate) struct Agent {
 /// The loop stopped because nobody listens any more.
 struct Gone;
 
-/// What the model sees for a call the operator's policy denies.
-pub(crate) fn blocked_text(name: &str) -> String {
-    format!("The operator's policy does not allow the tool {name}; it was not run.")
-}
-
 impl Agent {
     /// Runs `turn` to its end, reporting on `out`. Returns early (without a `Finish`) when `out`
     /// is closed. Drop the future to cancel.
@@ -163,7 +159,7 @@ impl Agent {
                 } else {
                     emit(out, denied(&a.call)).await?;
                     let text = denied_text(&a.call.name, a.reason.as_deref());
-                    results.push(tool_message(&a.call, ToolResult::error(text)));
+                    results.push(tool_message(&a.call, &ToolResult::error(text)));
                 }
             }
             results.extend(self.run_calls(&scope, &runs, out).await?);
@@ -270,15 +266,7 @@ impl Agent {
             .collect();
         let mut messages = Vec::with_capacity(calls.len());
         while let Some((call, result)) = running.next().await {
-            emit(
-                out,
-                AgentEvent::ToolOutput {
-                    call_id: call.id.clone(),
-                    result: result.clone(),
-                },
-            )
-            .await?;
-            messages.push(tool_message(call, result));
+            messages.push(report(out, call, result).await?);
         }
         Ok(messages)
     }
@@ -308,16 +296,25 @@ async fn finish(
 /// A call the operator's policy denies: reported as the tool's error (the user was never
 /// asked, so it is not a declined approval) and told to the model.
 async fn blocked(call: &ToolCall, out: &mpsc::Sender<AgentEvent>) -> Result<Message, Gone> {
-    let result = ToolResult::error(blocked_text(&call.name));
+    report(out, call, ToolResult::error(blocked_text(&call.name))).await
+}
+
+/// Reports `call`'s result and returns the tool message that tells the model.
+async fn report(
+    out: &mpsc::Sender<AgentEvent>,
+    call: &ToolCall,
+    result: ToolResult,
+) -> Result<Message, Gone> {
+    let message = tool_message(call, &result);
     emit(
         out,
         AgentEvent::ToolOutput {
             call_id: call.id.clone(),
-            result: result.clone(),
+            result,
         },
     )
     .await?;
-    Ok(tool_message(call, result))
+    Ok(message)
 }
 
 fn denied(call: &ToolCall) -> AgentEvent {
@@ -327,8 +324,8 @@ fn denied(call: &ToolCall) -> AgentEvent {
 }
 
 /// The tool message answering `call` with `result`.
-fn tool_message(call: &ToolCall, result: ToolResult) -> Message {
-    let mut m = Message::tool(call.id.clone(), call.name.clone(), result.content);
+fn tool_message(call: &ToolCall, result: &ToolResult) -> Message {
+    let mut m = Message::tool(call.id.clone(), call.name.clone(), result.content.clone());
     m.is_error = result.is_error;
     m
 }

@@ -309,7 +309,7 @@ async fn a_denied_call_never_runs_and_the_model_is_told_the_policy_blocks_it() {
         told.content
             .as_text()
             .unwrap()
-            .contains("policy does not allow the tool rm")
+            .contains("operator's policy blocks the tool 'rm'")
     );
 }
 

@@ -12,6 +12,8 @@
 //!   returned follow as `file` parts (`data:` URLs).
 //! - The end is `message-metadata` (model, usage, time) then `finish`; an upstream failure is
 //!   `error` before them, so the client sets `chat.error` and keeps the partial text.
+//! - `abort` is never sent: the server cuts a reply only when its client has left (nobody
+//!   would read it), and the 6.0 clients ignore the chunk anyway.
 
 use lmchatkit_protocol::ui_stream::{UiChunk, UiFinishReason, UiMessageMetadata, UiUsage};
 use lmchatkit_protocol::{FinishReason, ToolCall, Usage};

@@ -10,6 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use super::message::{UiApproval, UiPart, UiTextState, UiToolState};
+use crate::chat::Message;
 
 /// The AI SDK side of one [`crate::Message`]: which `UIMessage` it belongs to and the layout
 /// of its parts. Stored with the conversation, stripped before the host sees the messages.
@@ -30,6 +31,20 @@ pub struct AiSdkExtra {
     /// in order; omitted when empty (tool messages have none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<AiSdkPart>,
+}
+
+impl AiSdkExtra {
+    /// The extra `m` carries ([`Message::aisdk`]), when it carries a valid one.
+    pub fn of_message(m: &Message) -> Option<AiSdkExtra> {
+        m.aisdk
+            .as_ref()
+            .and_then(|v| AiSdkExtra::deserialize(v).ok())
+    }
+
+    /// As stored in [`Message::aisdk`].
+    pub fn into_value(self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
 }
 
 /// One part in an [`AiSdkExtra`] layout.

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::chat::{Approval, Content, ContentPart, Message, Role};
-use crate::ui_stream::extra::{AiSdkPart, AiSdkTool, OutputForm};
+use crate::ui_stream::extra::{AiSdkExtra, AiSdkPart, AiSdkTool, OutputForm};
 use crate::ui_stream::message::{UiApproval, UiMessage, UiPart, UiRole, UiToolPart, UiToolState};
 
 /// Our messages as `UIMessage`s: exact for messages made by [`super::to_messages`], grouped by
@@ -15,8 +15,9 @@ pub fn to_ui_messages(messages: &[Message]) -> Vec<UiMessage> {
         if m.info.is_some() {
             continue;
         }
-        let of = m.aisdk.as_ref().and_then(|x| x.of.as_deref());
-        let joins = match (&m.aisdk, of) {
+        let extra = AiSdkExtra::of_message(m);
+        let of = extra.as_ref().and_then(|x| x.of.as_deref());
+        let joins = match (&extra, of) {
             (Some(_), Some(of)) => cur.as_ref().is_some_and(|g| g.msg.id == of),
             (Some(_), None) => false,
             (None, _) => {
@@ -39,14 +40,14 @@ pub fn to_ui_messages(messages: &[Message]) -> Vec<UiMessage> {
                     Role::System => UiRole::System,
                     Role::Assistant | Role::Tool => UiRole::Assistant,
                 };
-                let metadata = match (&m.aisdk, of) {
+                let metadata = match (&extra, of) {
                     (Some(x), None) => x.metadata.clone(),
                     _ => None,
                 };
                 cur.insert(Group::new(id, role, metadata))
             }
         };
-        group.add(m);
+        group.add(m, extra.as_ref());
     }
     out.extend(cur.map(|g| g.msg));
     out
@@ -72,17 +73,17 @@ impl Group {
         }
     }
 
-    fn add(&mut self, m: &Message) {
+    fn add(&mut self, m: &Message, extra: Option<&AiSdkExtra>) {
         match m.role {
-            Role::User | Role::System => self.add_user(m),
-            Role::Assistant => self.add_step(m),
+            Role::User | Role::System => self.add_user(m, extra),
+            Role::Assistant => self.add_step(m, extra),
             Role::Tool => self.add_result(m),
         }
     }
 
-    fn add_user(&mut self, m: &Message) {
+    fn add_user(&mut self, m: &Message, extra: Option<&AiSdkExtra>) {
         let items = content_items(&m.content);
-        let Some(extra) = &m.aisdk else {
+        let Some(extra) = extra else {
             if items.is_empty() {
                 // `validateUIMessages` wants at least one part.
                 self.msg.parts.push(UiPart::text(""));
@@ -131,8 +132,8 @@ impl Group {
         self.msg.parts.extend(items);
     }
 
-    fn add_step(&mut self, m: &Message) {
-        let Some(extra) = &m.aisdk else {
+    fn add_step(&mut self, m: &Message, extra: Option<&AiSdkExtra>) {
+        let Some(extra) = extra else {
             self.add_plain_step(m);
             return;
         };

@@ -24,7 +24,7 @@ pub fn to_messages(ui: &[UiMessage]) -> Vec<Message> {
             }
         }
         for (k, msg) in out[start..].iter_mut().enumerate() {
-            let extra = msg.aisdk.get_or_insert_with(AiSdkExtra::default);
+            let mut extra = AiSdkExtra::of_message(msg).unwrap_or_default();
             if k == 0 {
                 msg.id = Some(m.id.clone());
                 extra.metadata = m.metadata.clone();
@@ -32,6 +32,7 @@ pub fn to_messages(ui: &[UiMessage]) -> Vec<Message> {
                 msg.id = Some(format!("{}~{k}", m.id));
                 extra.of = Some(m.id.clone());
             }
+            msg.aisdk = Some(extra.into_value());
         }
         if m.role == UiRole::Assistant {
             apply_metadata(m.metadata.as_ref(), &mut out[start..]);
@@ -114,10 +115,13 @@ fn user_like(role: Role, parts: &[UiPart]) -> Message {
         _ => Content::Parts(items),
     };
     let mut m = Message::new(role, content);
-    m.aisdk = Some(AiSdkExtra {
-        parts: layout,
-        ..AiSdkExtra::default()
-    });
+    m.aisdk = Some(
+        AiSdkExtra {
+            parts: layout,
+            ..AiSdkExtra::default()
+        }
+        .into_value(),
+    );
     m
 }
 
@@ -180,10 +184,13 @@ fn assistant_step(step: &[UiPart], out: &mut Vec<Message>) {
     }
     msg.content = Content::Text(text);
     msg.thinking = thinking;
-    msg.aisdk = Some(AiSdkExtra {
-        parts: layout,
-        ..AiSdkExtra::default()
-    });
+    msg.aisdk = Some(
+        AiSdkExtra {
+            parts: layout,
+            ..AiSdkExtra::default()
+        }
+        .into_value(),
+    );
     out.push(msg);
     out.extend(results);
 }
