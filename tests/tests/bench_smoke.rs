@@ -1,7 +1,9 @@
 //! The benchmark's CI smoke: `bench --smoke` (seconds, no Node or Python peers) must finish,
 //! every stream of every path must complete with the right event sequence (the smoke verifies
 //! each stream strictly), and `results.json` must keep its schema — so the bench never rots.
-//! It also times history saves with `synchronous=FULL` and `NORMAL` (the `durability` points).
+//! It also times history saves with `synchronous=FULL` and `NORMAL` (the `durability` points),
+//! and runs lmchatkit's AI SDK route (`lmchatkit-aisdk`) beside its native route, set against
+//! the AI SDK relay in `versus_aisdk` (the relay's column stays empty without the peers).
 
 use std::process::Command;
 
@@ -48,6 +50,7 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
             "durability",
             "pipeline",
             "ratios",
+            "versus_aisdk",
             "targets",
             "install_s",
         ],
@@ -66,7 +69,13 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
     );
 
     let latency = r["latency"].as_array().expect("latency array");
-    for name in ["direct", "echo", "lmchatkit", "lmchatkit+history"] {
+    for name in [
+        "direct",
+        "echo",
+        "lmchatkit",
+        "lmchatkit+history",
+        "lmchatkit-aisdk",
+    ] {
         let points: Vec<&Value> = latency.iter().filter(|p| p["path"] == name).collect();
         assert!(points.len() >= 3, "{name}: {} points", points.len());
         for p in points {
@@ -106,6 +115,37 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
     let tp = &r["throughput"];
     keys(tp, "throughput", &["workload", "points", "of_echo"]);
     assert!(tp["of_echo"]["lmchatkit"].as_f64().unwrap() > 0.0);
+    assert!(tp["of_echo"]["lmchatkit-aisdk"].as_f64().unwrap() > 0.0);
+
+    // The AI SDK route beside the native one, in every latency and throughput measure.
+    let versus = r["versus_aisdk"].as_array().expect("versus_aisdk array");
+    for m in [
+        "TTFT overhead p50 (ms)",
+        "TTFT overhead p99 (ms)",
+        "relay CPU ms/stream",
+        "relay peak RSS (MiB)",
+        "streams/s",
+        "throughput events/s",
+    ] {
+        let rows: Vec<&Value> = versus.iter().filter(|v| v["measure"] == m).collect();
+        assert!(!rows.is_empty(), "no {m} row: {versus:?}");
+        for v in rows {
+            keys(
+                v,
+                m,
+                &[
+                    "concurrency",
+                    "native",
+                    "native_history",
+                    "route",
+                    "relay",
+                    "route_over_relay",
+                ],
+            );
+            assert!(v["route"].is_f64() && v["native"].is_f64(), "{v}");
+        }
+    }
+    assert!(md.contains("AI SDK route"), "{md}");
     for p in tp["points"].as_array().unwrap() {
         assert_eq!(p["errors"], serde_json::json!({}), "throughput: {p}");
     }

@@ -14,12 +14,7 @@ fn check_of(target: &str, met: Option<bool>, detail: String) -> Check {
 /// Every target, met, missed or not measured.
 pub fn check(r: &Results) -> Vec<Check> {
     let mut out = Vec::new();
-    let levels: Vec<usize> = r
-        .latency
-        .iter()
-        .filter(|p| p.path == OURS)
-        .map(|p| p.concurrency)
-        .collect();
+    let levels = r.levels(OURS);
     let lowest = levels.iter().copied().min().unwrap_or(1);
     let mid = levels.get(1).copied().unwrap_or(lowest);
     let highest = levels.iter().copied().max().unwrap_or(1);
@@ -40,7 +35,11 @@ pub fn check(r: &Results) -> Vec<Check> {
         }),
     ));
 
-    let p50s: Vec<_> = r.ratios.iter().filter(|x| x.percentile == "p50").collect();
+    let p50s: Vec<_> = r
+        .ratios
+        .iter()
+        .filter(|x| x.path == OURS && x.percentile == "p50")
+        .collect();
     let measured: Vec<&str> = PEERS
         .iter()
         .copied()

@@ -4,7 +4,8 @@
 //! carrying text), total time, events. A stream counts as completed only when it ended with the
 //! path's end marker after exactly the expected number of text events; `verify` also checks the
 //! exact event sequence and the reassembled text. With `history`, every turn is followed by the
-//! `PUT` of the grown conversation (as the UI does), timed separately.
+//! `PUT` of the grown conversation (as the UI does), timed separately. A path taking
+//! [`Body::UiMessages`] gets a fresh thread id on every request (`aisdk-{pid}-{phase}-{vu}-{n}`).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -19,7 +20,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use super::sse::{StreamCheck, Verdict};
-use super::workload::{Flavor, Workload};
+use super::workload::{Body, Flavor, Workload};
 
 /// A path under test: where to post and what it streams back.
 #[derive(Debug, Clone)]
@@ -32,6 +33,8 @@ pub struct Target {
     pub path: String,
     /// What the stream looks like.
     pub flavor: Flavor,
+    /// What the request looks like.
+    pub body: Body,
     /// `Authorization` header value, if the path wants one.
     pub auth: Option<String>,
     /// Path prefix of `/api/conversations/{id}` for the history `PUT`s (lmchatkit only).
@@ -102,7 +105,7 @@ pub async fn run(target: &Target, phase: Phase) -> Outcome {
     let start = Instant::now();
     let shared = Arc::new(Shared {
         phase_no: PHASES.fetch_add(1, Ordering::Relaxed),
-        body: Bytes::from(request_body(target.flavor, &phase.workload)),
+        body: Bytes::from(target.body.render(&phase.workload, "")),
         target: target.clone(),
         phase,
         issued: AtomicUsize::new(0),
@@ -140,18 +143,15 @@ pub async fn run(target: &Target, phase: Phase) -> Outcome {
     out
 }
 
-/// The chat request body each kind of path takes.
-pub fn request_body(flavor: Flavor, w: &Workload) -> String {
-    let messages = serde_json::json!([{"role": "user", "content": w.prompt()}]);
-    match flavor {
-        Flavor::OpenAi => {
-            serde_json::json!({"model": "mock-small", "stream": true, "messages": messages})
+impl Shared {
+    /// The body of virtual user `vu`'s request `n`: the phase's one body, or a fresh thread's.
+    fn body_for(&self, vu: usize, n: usize) -> Bytes {
+        if !self.target.body.per_request() {
+            return self.body.clone();
         }
-        Flavor::Lmchatkit | Flavor::AiSdk => {
-            serde_json::json!({"model": "mock-small", "messages": messages})
-        }
+        let thread = format!("aisdk-{}-{}-{vu}-{n}", std::process::id(), self.phase_no);
+        Bytes::from(self.target.body.render(&self.phase.workload, &thread))
     }
-    .to_string()
 }
 
 async fn connect(addr: SocketAddr) -> Result<SendRequest<Full<Bytes>>, String> {
@@ -196,7 +196,8 @@ async fn virtual_user(vu: usize, s: &Shared) -> Outcome {
             }
         }
         let tx = sender.as_mut().expect("connected");
-        let result = tokio::time::timeout(s.phase.timeout, one_stream(tx, s)).await;
+        let body = s.body_for(vu, out.requests);
+        let result = tokio::time::timeout(s.phase.timeout, one_stream(tx, s, body)).await;
         match result {
             Ok(Ok((ttft, total))) => {
                 out.completed += 1;
@@ -236,7 +237,11 @@ async fn virtual_user(vu: usize, s: &Shared) -> Outcome {
     out
 }
 
-async fn one_stream(tx: &mut SendRequest<Full<Bytes>>, s: &Shared) -> Result<(f64, f64), String> {
+async fn one_stream(
+    tx: &mut SendRequest<Full<Bytes>>,
+    s: &Shared,
+    body: Bytes,
+) -> Result<(f64, f64), String> {
     let mut req = http::Request::post(&s.target.path)
         .header("host", "127.0.0.1")
         .header("content-type", "application/json")
@@ -244,7 +249,7 @@ async fn one_stream(tx: &mut SendRequest<Full<Bytes>>, s: &Shared) -> Result<(f6
     if let Some(a) = &s.target.auth {
         req = req.header("authorization", a);
     }
-    let req = req.body(Full::new(s.body.clone())).unwrap();
+    let req = req.body(Full::new(body)).unwrap();
     tx.ready()
         .await
         .map_err(|_| "connection closed".to_owned())?;
@@ -325,4 +330,49 @@ async fn put_turn(
     let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| "put: json")?;
     conv.revision = v["revision"].as_u64().ok_or("put: no revision")?;
     Ok(ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use lmchatkit::history::{HistoryStore, SqliteStore};
+    use lmchatkit::host::Principal;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn every_request_of_the_ai_sdk_route_completes_and_saves_a_thread_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("relay.db");
+        let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let mock = super::super::mock::serve(any).await.unwrap();
+        let upstream = format!("http://{mock}/v1");
+        let addr = super::super::relay::serve(any, &upstream, &db, false, true)
+            .await
+            .unwrap();
+        let target = Target {
+            name: "lmchatkit-aisdk".into(),
+            addr,
+            path: "/chat/api/aisdk/chat".into(),
+            flavor: Flavor::AiSdk,
+            body: Body::UiMessages,
+            auth: None,
+            history_prefix: None,
+        };
+        let phase = Phase {
+            concurrency: 2,
+            max_requests: 6,
+            duration: Duration::from_secs(10),
+            timeout: Duration::from_secs(10),
+            workload: Workload::default(),
+            history: false,
+            verify: true,
+            ramp: Duration::ZERO,
+        };
+        let o = run(&target, phase).await;
+        assert_eq!((o.completed, o.requests), (6, 6), "{:?}", o.errors);
+        // The route writes each thread before its `[DONE]`: six requests, six threads.
+        let store = SqliteStore::open(&db).unwrap();
+        let threads = store.list(&Principal::anonymous()).await.unwrap();
+        assert_eq!(threads.len(), 6, "{threads:?}");
+    }
 }

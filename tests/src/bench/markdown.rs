@@ -143,18 +143,23 @@ pub fn render(r: &Results) -> String {
             .collect();
         let _ = writeln!(s, "\nPeer install times: {}.", list.join(", "));
     }
-    s.push_str("\nTTFT overhead, ours / peer (lower is better; target ≤ 0.1):\n\n| peer | streams | p50 | p90 | p99 |\n|---|---|---|---|---|\n");
-    let mut rows: Vec<(String, usize)> = r
+    if !r.versus_aisdk.is_empty() {
+        s.push_str(&super::versus::render(&r.versus_aisdk));
+    }
+    s.push_str("\nTTFT overhead, ours / peer (lower is better; target ≤ 0.1, for `lmchatkit`):\n\n| ours | peer | streams | p50 | p90 | p99 |\n|---|---|---|---|---|---|\n");
+    let mut rows: Vec<(String, String, usize)> = r
         .ratios
         .iter()
-        .map(|x| (x.peer.clone(), x.concurrency))
+        .map(|x| (x.path.clone(), x.peer.clone(), x.concurrency))
         .collect();
     rows.dedup();
-    for (peer, c) in rows {
+    for (ours, peer, c) in rows {
         let cell = |pc: &str| {
             r.ratios
                 .iter()
-                .find(|x| x.peer == peer && x.concurrency == c && x.percentile == pc)
+                .find(|x| {
+                    x.path == ours && x.peer == peer && x.concurrency == c && x.percentile == pc
+                })
                 .map_or("—".into(), |x| {
                     format!(
                         "{:.3} ms / {:.3} ms = {}",
@@ -166,7 +171,7 @@ pub fn render(r: &Results) -> String {
         };
         let _ = writeln!(
             s,
-            "| {peer} | {c} | {} | {} | {} |",
+            "| {ours} | {peer} | {c} | {} | {} | {} |",
             cell("p50"),
             cell("p90"),
             cell("p99")

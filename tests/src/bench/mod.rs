@@ -1,7 +1,9 @@
 //! The benchmarks of issue 7: lmchatkit's `/api/chat` against a direct connection to a mock
 //! OpenAI-compatible upstream, a bare hyper SSE echo (the practical limit of a relay), and the
 //! peers people would pick instead (the Vercel AI SDK Node relay, the LiteLLM proxy), side by
-//! side in one run; plus 10,000 open streams and the SQLite history store's costs.
+//! side in one run; lmchatkit also on its AI SDK route (`/api/aisdk/chat`), which speaks the AI
+//! SDK relay's own protocol ([`versus`]); plus 10,000 open streams and the SQLite history
+//! store's costs.
 //!
 //! The `bench` binary drives it (`scripts/bench.sh` for the full run, `bench --smoke` for the
 //! CI smoke). Every server runs in its own process (this binary's `serve` subcommands, Node,
@@ -24,4 +26,5 @@ pub mod run;
 pub mod sse;
 pub mod stats;
 pub mod sys;
+pub mod versus;
 pub mod workload;

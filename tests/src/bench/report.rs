@@ -17,6 +17,8 @@ use super::workload::Workload;
 pub const SCHEMA: &str = "lmchatkit-bench/1";
 /// The path whose overhead is "ours".
 pub const OURS: &str = "lmchatkit";
+/// The same lmchatkit process on its AI SDK route (`/api/aisdk/chat`).
+pub const AISDK_ROUTE: &str = "lmchatkit-aisdk";
 /// The peers ours is compared with.
 pub const PEERS: [&str; 2] = ["ai-sdk", "litellm"];
 
@@ -59,6 +61,8 @@ pub struct OpenStreams {
 /// Our TTFT overhead over a peer's, at one concurrency and percentile.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ratio {
+    /// Which of ours: [`OURS`] or [`AISDK_ROUTE`].
+    pub path: String,
     /// The peer.
     pub peer: String,
     /// Concurrent streams.
@@ -115,6 +119,8 @@ pub struct Results {
     pub pipeline: Option<super::pipeline::Stages>,
     /// Our overhead / the peers'.
     pub ratios: Vec<Ratio>,
+    /// lmchatkit's two routes and the AI SDK relay, measure by measure.
+    pub versus_aisdk: Vec<super::versus::Versus>,
     /// The targets, met or not.
     pub targets: Vec<Check>,
     /// Install times of the peers, s.
@@ -158,6 +164,7 @@ impl Results {
             durability: Vec::new(),
             pipeline: None,
             ratios: Vec::new(),
+            versus_aisdk: Vec::new(),
             targets: Vec::new(),
             install_s: opts.install_s.clone(),
         }
@@ -217,17 +224,24 @@ impl Results {
             .find(|p| p.path == path && p.concurrency == c)
     }
 
+    /// The concurrencies `path` was measured at, in the matrix's order.
+    pub fn levels(&self, path: &str) -> Vec<usize> {
+        self.latency
+            .iter()
+            .filter(|p| p.path == path)
+            .map(|p| p.concurrency)
+            .collect()
+    }
+
     /// Computes the ratios and the target checks.
     pub fn finish(&mut self) {
-        let levels: Vec<usize> = self
-            .latency
-            .iter()
-            .filter(|p| p.path == OURS)
-            .map(|p| p.concurrency)
-            .collect();
-        for peer in PEERS {
+        let levels = self.levels(OURS);
+        for (ours_path, peer) in [OURS, AISDK_ROUTE]
+            .into_iter()
+            .flat_map(|o| PEERS.map(|p| (o, p)))
+        {
             for &c in &levels {
-                let (Some(o), Some(p)) = (self.point(OURS, c), self.point(peer, c)) else {
+                let (Some(o), Some(p)) = (self.point(ours_path, c), self.point(peer, c)) else {
                     continue;
                 };
                 let (Some(oo), Some(po)) = (o.ttft_overhead_ms, p.ttft_overhead_ms) else {
@@ -239,6 +253,7 @@ impl Results {
                     ("p99", oo.p99, po.p99),
                 ] {
                     self.ratios.push(Ratio {
+                        path: ours_path.into(),
                         peer: peer.into(),
                         concurrency: c,
                         percentile: name.into(),
@@ -249,6 +264,7 @@ impl Results {
                 }
             }
         }
+        self.versus_aisdk = super::versus::compare(self);
         self.targets = super::checks::check(self);
     }
 }

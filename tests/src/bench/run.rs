@@ -1,5 +1,6 @@
 //! One benchmark run: start the mock, the echo, lmchatkit and the peers; warm them up; measure
-//! the latency matrix (every path at 1, 50 and 500 concurrent streams, over several rounds
+//! the latency matrix (lmchatkit on two routes: its own `/api/chat`, and `/api/aisdk/chat`, which
+//! speaks the AI SDK relay's protocol and so compares with it directly) (every path at 1, 50 and 500 concurrent streams, over several rounds
 //! interleaved so drift hits every path alike), relay throughput against the bare echo, 10,000
 //! open streams and the history store; then write the results (see [`super::report`]).
 
@@ -10,9 +11,9 @@ use std::time::Duration;
 use super::load::{self, Phase, Target};
 use super::point::{Point, fold};
 use super::procs::{self, Proc};
-use super::report::{self, Results};
+use super::report::{self, AISDK_ROUTE, Results};
 use super::sys::{Usage, raise_nofile};
-use super::workload::{Flavor, Workload};
+use super::workload::{Body, Flavor, Workload};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -42,12 +43,14 @@ struct PathUnderTest {
     pid: Option<u32>,
 }
 
-fn target(name: &str, addr: std::net::SocketAddr, path: &str, flavor: Flavor) -> Target {
+/// A target named `name` at `addr` + `path`, streaming `flavor` and taking its usual body.
+pub fn target(name: &str, addr: std::net::SocketAddr, path: &str, flavor: Flavor) -> Target {
     Target {
         name: name.into(),
         addr,
         path: path.into(),
         flavor,
+        body: Body::of(flavor),
         auth: None,
         history_prefix: None,
     }
@@ -109,6 +112,9 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
         ),
         path("lmchatkit", ours_t.clone(), false, Some(ours.pid())),
         path("lmchatkit+history", ours_t, true, Some(ours.pid())),
+        // The same process on the AI SDK route: the UI Message Stream, read as the AI SDK
+        // relay's; a fresh thread per request, which the route saves in the SQLite history.
+        path(AISDK_ROUTE, aisdk_route(ours.addr), false, Some(ours.pid())),
     ];
     for p in &peers {
         let t = match p.name.as_str() {
@@ -339,6 +345,13 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
     results.finish();
     report::write(&results, &opts.out_dir)?;
     Ok(results)
+}
+
+/// lmchatkit's AI SDK route at `addr`.
+pub fn aisdk_route(addr: std::net::SocketAddr) -> Target {
+    let mut t = target(AISDK_ROUTE, addr, "/chat/api/aisdk/chat", Flavor::AiSdk);
+    t.body = Body::UiMessages;
+    t
 }
 
 fn path(name: &str, target: Target, history: bool, pid: Option<u32>) -> PathUnderTest {

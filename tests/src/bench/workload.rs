@@ -1,6 +1,7 @@
 //! The workload every path streams: how many tokens, how fast, how big. It travels inside the
 //! last user message (`bench tokens=50 interval_us=0 first_us=0 chunk=4`), so it passes
-//! unchanged through every relay (ours, the AI SDK, LiteLLM) to the mock upstream.
+//! unchanged through every relay (ours, the AI SDK, LiteLLM) to the mock upstream. Each path
+//! takes it in its own request shape ([`Body`]).
 
 use std::time::Duration;
 
@@ -99,6 +100,51 @@ pub enum Flavor {
     AiSdk,
 }
 
+/// The request body a path takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    /// `{model, stream: true, messages}` (the mock, the echo, LiteLLM).
+    OpenAi,
+    /// `{model, messages}` of `{role, content}` messages (lmchatkit's `/api/chat`, the AI SDK
+    /// relay, which hands them to `streamText`).
+    Chat,
+    /// What the AI SDK's `DefaultChatTransport` posts: `{id, messages, trigger, model}` with one
+    /// user `UIMessage` of one text part (lmchatkit's `/api/aisdk/chat`). `id` is the thread the
+    /// server saves, so every request names a fresh one, as a new chat does.
+    UiMessages,
+}
+
+impl Body {
+    /// The body a path streaming `flavor` takes unless told otherwise.
+    pub fn of(flavor: Flavor) -> Self {
+        match flavor {
+            Flavor::OpenAi => Body::OpenAi,
+            Flavor::Lmchatkit | Flavor::AiSdk => Body::Chat,
+        }
+    }
+
+    /// Whether each request needs a body of its own (a fresh thread id).
+    pub fn per_request(self) -> bool {
+        self == Body::UiMessages
+    }
+
+    /// The JSON body asking for `w`; `thread` is the chat id of [`Body::UiMessages`] (ignored by
+    /// the others).
+    pub fn render(self, w: &Workload, thread: &str) -> String {
+        let prompt = w.prompt();
+        match self {
+            Body::OpenAi => serde_json::json!({"model": "mock-small", "stream": true,
+                "messages": [{"role": "user", "content": prompt}]}),
+            Body::Chat => serde_json::json!({"model": "mock-small",
+                "messages": [{"role": "user", "content": prompt}]}),
+            Body::UiMessages => serde_json::json!({"id": thread, "trigger": "submit-message",
+                "model": "mock-small", "messages": [{"id": "u1", "role": "user",
+                "parts": [{"type": "text", "text": prompt}]}]}),
+        }
+        .to_string()
+    }
+}
+
 /// What one `data:` payload is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -191,5 +237,36 @@ mod tests {
         let k = Flavor::OpenAi.classify(br#"{"choices": [{"delta": {"content": "hi"}}]}"#);
         assert_eq!(k, Kind::Token);
         assert_eq!(Flavor::AiSdk.classify(b"[DONE]"), Kind::End);
+    }
+
+    #[test]
+    fn the_ai_sdk_route_gets_what_default_chat_transport_posts_for_the_given_thread() {
+        let w = Workload::default();
+        let v: serde_json::Value =
+            serde_json::from_str(&Body::UiMessages.render(&w, "aisdk-7")).unwrap();
+        assert_eq!(v["id"], "aisdk-7");
+        assert_eq!(v["trigger"], "submit-message");
+        assert_eq!(v["model"], "mock-small");
+        let m = &v["messages"][0];
+        assert_eq!(
+            (m["id"].as_str(), m["role"].as_str()),
+            (Some("u1"), Some("user"))
+        );
+        assert_eq!(m["parts"][0]["type"], "text");
+        assert_eq!(m["parts"][0]["text"], w.prompt());
+        assert!(Body::UiMessages.per_request());
+    }
+
+    #[test]
+    fn the_other_paths_keep_one_body_in_their_own_shape() {
+        let w = Workload::default();
+        let chat: serde_json::Value =
+            serde_json::from_str(&Body::of(Flavor::AiSdk).render(&w, "x")).unwrap();
+        assert_eq!(chat["messages"][0]["content"], w.prompt());
+        assert!(chat.get("stream").is_none() && chat.get("id").is_none());
+        let openai: serde_json::Value =
+            serde_json::from_str(&Body::of(Flavor::OpenAi).render(&w, "x")).unwrap();
+        assert_eq!(openai["stream"], true);
+        assert!(!Body::Chat.per_request() && !Body::OpenAi.per_request());
     }
 }

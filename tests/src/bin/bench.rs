@@ -66,7 +66,7 @@ enum Cmd {
         /// The server's address.
         #[arg(long)]
         addr: SocketAddr,
-        /// `openai` (the mock, the echo) or `lmchatkit`.
+        /// `openai` (the mock, the echo), `lmchatkit` or `aisdk` (lmchatkit's AI SDK route).
         #[arg(long, default_value = "lmchatkit")]
         flavor: String,
         /// Concurrent streams.
@@ -122,17 +122,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         secs,
     }) = args.serve
     {
-        let (path, flavor) = match flavor.as_str() {
-            "openai" => ("/v1/chat/completions", Flavor::OpenAi),
-            _ => ("/chat/api/chat", Flavor::Lmchatkit),
-        };
-        let target = load::Target {
-            name: "load".into(),
-            addr,
-            path: path.into(),
-            flavor,
-            auth: None,
-            history_prefix: None,
+        let target = match flavor.as_str() {
+            "aisdk" => run::aisdk_route(addr),
+            "openai" => run::target("load", addr, "/v1/chat/completions", Flavor::OpenAi),
+            _ => run::target("load", addr, "/chat/api/chat", Flavor::Lmchatkit),
         };
         let phase = load::Phase {
             concurrency,
