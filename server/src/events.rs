@@ -174,6 +174,22 @@ impl EventBroadcaster {
         });
     }
 
+    /// How many subscriptions are open (one per `/api/events` stream of an open tab).
+    ///
+    /// ```
+    /// let events = lmchatkit::events::EventBroadcaster::new();
+    /// assert_eq!(events.subscribers(), 0);
+    /// let sub = events.subscribe(lmchatkit::Principal::anonymous(), None);
+    /// # let _ = &sub;
+    /// ```
+    pub fn subscribers(&self) -> usize {
+        self.lock()
+            .subs
+            .iter()
+            .filter(|s| !s.tx.is_closed())
+            .count()
+    }
+
     /// Subscribes `principal`. With `last_event_id`, first replays what it missed (or yields a
     /// `resync` when that is no longer in its buffers). Items are `(id, event)`.
     pub fn subscribe(

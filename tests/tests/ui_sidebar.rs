@@ -512,6 +512,8 @@ async fn a_long_chat_renders_its_latest_messages_first_and_earlier_ones_on_scrol
     let _one = ONE_AT_A_TIME.lock().await;
     let Some(env) = setup().await else { return };
     let b = &env.browser;
+    // The page must listen before the save, or the event passes it by.
+    env.wait_listening().await;
     put_long_conversation(&env.server, "Long", 150).await;
     // Opened from the sidebar (the save reached this tab through /api/events).
     b.wait_text(".lmck-conv", "Long").await;

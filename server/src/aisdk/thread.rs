@@ -10,7 +10,10 @@
 //! - The thread becomes what the client sent plus the reply, as the AI SDK's own persistence
 //!   pattern saves `messages` on finish: the client holds the conversation in this protocol.
 //! - The server owns this write: a stale revision (another tab saved meanwhile) is retried on
-//!   top of the current revision rather than turned into a conflict copy.
+//!   top of the current revision rather than turned into a conflict copy. The writer remembers
+//!   the revision it saved last, so only its first save reads the thread.
+//! - Saves come at the start (the user's message), after each step that ran tools (more steps
+//!   follow) and at the end; the body ends after the last one is written.
 //! - Title, persona and params of an existing conversation are kept; a new one is titled from
 //!   its first user message.
 
@@ -49,11 +52,14 @@ impl Saver {
         let (tx, mut rx) = watch::channel::<(u64, Option<Vec<Message>>)>((0, None));
         let (written_tx, written) = watch::channel(0u64);
         tokio::spawn(async move {
+            // What the last save left stored (settings and revision, no messages): later saves
+            // need not read the thread back.
+            let mut known = None;
             // `changed` reports a value sent just before the sender was dropped, then the end.
             while rx.changed().await.is_ok() {
                 let (n, snapshot) = rx.borrow_and_update().clone();
                 if let Some(messages) = snapshot
-                    && let Err(e) = save(&target, messages).await
+                    && let Err(e) = save(&target, &mut known, messages).await
                 {
                     tracing::warn!(thread = %target.thread, error = %e, "saving the thread failed");
                 }
@@ -83,13 +89,25 @@ impl Saver {
     }
 }
 
-async fn save(t: &Target, messages: Vec<Message>) -> Result<(), crate::history::HistoryError> {
-    let mut current = t.store.get(&t.principal, &t.thread).await?;
+/// Saves `messages` on top of `known` (what this writer saved last), else of what is stored.
+async fn save(
+    t: &Target,
+    known: &mut Option<StoredConversation>,
+    messages: Vec<Message>,
+) -> Result<(), crate::history::HistoryError> {
+    let mut current = match known.take() {
+        Some(c) => Some(c),
+        None => t.store.get(&t.principal, &t.thread).await?,
+    };
     // Two tries: a save that races another writer goes on top of what that writer saved.
     for _ in 0..2 {
-        let conversation = next_copy(t, current.take(), messages.clone());
+        let mut conversation = next_copy(t, current.take(), messages.clone());
+        let kept = std::mem::take(&mut conversation.messages);
+        let header = conversation.clone();
+        conversation.messages = kept;
         match t.store.save(&t.principal, conversation).await? {
             SaveOutcome::Saved { revision } => {
+                *known = Some(StoredConversation { revision, ..header });
                 if let Some(events) = &t.events {
                     events.broadcast_to(
                         &t.principal,
@@ -187,6 +205,26 @@ mod tests {
         let c = eventually_saved(&store, 2).await;
         assert_eq!(c.title, "Plan a trip");
         assert_eq!(c.model, "m");
+    }
+
+    #[tokio::test]
+    async fn a_save_after_another_writer_goes_on_top_of_what_it_saved() {
+        let store: Arc<dyn HistoryStore> = Arc::new(MemoryStore::new());
+        let p = Principal::new("alice");
+        let saver = Saver::start(target(store.clone()));
+        saver.save(vec![Message::user("a")]);
+        saver.flush().await;
+        // Another tab renames it: the writer's remembered revision is stale now.
+        let patch = lmchatkit_protocol::ConversationPatch {
+            title: "Renamed".into(),
+            ..Default::default()
+        };
+        store.patch(&p, "t1", patch).await.unwrap();
+        saver.save(vec![Message::user("a"), Message::assistant("b")]);
+        saver.flush().await;
+        let c = store.get(&p, "t1").await.unwrap().unwrap();
+        assert_eq!(c.messages.len(), 2);
+        assert_eq!(c.title, "Renamed");
     }
 
     #[tokio::test]

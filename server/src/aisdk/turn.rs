@@ -28,7 +28,7 @@ use super::accumulate::Accumulator;
 use super::approval_id::Subject;
 use super::thread::{Saver, Target};
 use super::translate::Translator;
-use crate::agent::{Agent, Answer, Turn};
+use crate::agent::{Agent, AgentEvent, Answer, Turn};
 use crate::history::validate_id;
 use crate::host::RequestContext;
 use crate::http_util::ApiError;
@@ -261,11 +261,16 @@ pub(crate) fn run(
     let mut acc = Accumulator::new(&message_id, continued);
     tokio::spawn(async move {
         let _hold = hold;
+        // The messages before the reply convert once; each save converts the reply alone.
+        let base = match &saver {
+            Some(_) => to_messages(&base),
+            None => Vec::new(),
+        };
         let save = |acc: &Accumulator| {
             if let Some(s) = &saver {
                 let mut all = base.clone();
-                all.push(acc.message().clone());
-                s.save(to_messages(&all));
+                all.extend(to_messages(std::slice::from_ref(acc.message())));
+                s.save(all);
             }
         };
         // The thread exists (with the user's message) before the first token.
@@ -279,12 +284,19 @@ pub(crate) fn run(
             }
             let pump = async {
                 let mut chunks = Vec::new();
+                // Saved at the end of a step that ran tools (more steps follow) and at the end.
+                let mut step_ran_tools = false;
                 while let Some(ev) = rx_events.recv().await {
-                    let settle = matches!(
-                        ev,
-                        crate::agent::AgentEvent::StepEnd { .. }
-                            | crate::agent::AgentEvent::Finish { .. }
-                    );
+                    match &ev {
+                        AgentEvent::StepStart => step_ran_tools = false,
+                        AgentEvent::ToolInput(_) => step_ran_tools = true,
+                        _ => {}
+                    }
+                    let settle = match &ev {
+                        AgentEvent::StepEnd { .. } => step_ran_tools,
+                        AgentEvent::Finish { .. } => true,
+                        _ => false,
+                    };
                     translator.push(ev, &mut chunks);
                     for c in chunks.drain(..) {
                         acc.apply(&c);

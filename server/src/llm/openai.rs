@@ -30,10 +30,16 @@
 //!   (decided by the body's first byte, not its content type, which servers get wrong).
 //! - Over Go: an empty `tool` message keeps `content: ""` (OpenAI requires it); `/models` is
 //!   sorted by id, `owned_by` becoming the provider; only the first choice of a chunk is read.
+//! - **The model list is cached** for [`OpenAiConfig::with_models_ttl`] (60 s): a turn that
+//!   checks its model against the menu (the AI SDK route) costs no upstream round trip, and
+//!   while `/models` fails the last list is served.
 //! - **Secrets** (see [`crate::secrets`]): redirects are followed only within the upstream's
 //!   origin, so the key and custom headers never reach another host; the `upstream` span logs
 //!   the URL without userinfo and query; `Debug` of the config and the backend shows neither
 //!   the key nor header values.
+
+/// Default lifetime of a model list read from the upstream ([`OpenAiConfig::with_models_ttl`]).
+pub const DEFAULT_MODELS_TTL: Duration = Duration::from_secs(60);
 
 /// Default total time of one upstream turn ([`OpenAiConfig::with_total_timeout`]).
 pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
@@ -49,7 +55,8 @@ mod tests_request;
 #[cfg(test)]
 mod tests_translate;
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures_util::{StreamExt, stream};
@@ -105,6 +112,7 @@ pub struct OpenAiConfig {
     client: Option<reqwest::Client>,
     idle_timeout: Duration,
     total_timeout: Duration,
+    models_ttl: Duration,
 }
 
 impl OpenAiConfig {
@@ -135,6 +143,7 @@ impl OpenAiConfig {
             client: None,
             idle_timeout: Duration::from_secs(120),
             total_timeout: DEFAULT_TOTAL_TIMEOUT,
+            models_ttl: DEFAULT_MODELS_TTL,
         }
     }
 
@@ -181,6 +190,13 @@ impl OpenAiConfig {
         self
     }
 
+    /// How long a model list read from `{base}/models` is used before it is read again
+    /// (default 60 s). While the upstream fails to answer, the last list keeps being served.
+    pub fn with_models_ttl(mut self, ttl: Duration) -> Self {
+        self.models_ttl = ttl;
+        self
+    }
+
     /// The chat-completions URL requests are posted to.
     pub fn chat_url(&self) -> &str {
         &self.chat_url
@@ -208,12 +224,17 @@ impl std::fmt::Debug for OpenAiConfig {
     }
 }
 
+/// A model list read from `/models`, and when.
+type Listed = (Instant, Vec<Model>);
+
 /// A [`Host`] backed by an OpenAI-compatible endpoint (models and completions only; no tools).
 /// Its `Debug` shows the configuration as [`OpenAiConfig`]'s does, never the key.
 #[derive(Clone)]
 pub struct OpenAiBackend {
     config: OpenAiConfig,
     client: reqwest::Client,
+    /// The last list read from `/models`, and when.
+    listed: Arc<std::sync::Mutex<Option<Listed>>>,
 }
 
 impl OpenAiBackend {
@@ -227,7 +248,11 @@ impl OpenAiBackend {
                 // Only a broken TLS setup fails here, and then `Client::new` panics with why.
                 .unwrap_or_default()
         });
-        Self { config, client }
+        Self {
+            config,
+            client,
+            listed: Arc::default(),
+        }
     }
 
     /// The configuration.
@@ -261,12 +286,9 @@ impl std::fmt::Debug for OpenAiBackend {
     }
 }
 
-#[async_trait]
-impl Host for OpenAiBackend {
-    async fn models(&self, _cx: &RequestContext) -> Result<Vec<Model>, HostError> {
-        if let Some(models) = &self.config.models {
-            return Ok(models.clone());
-        }
+impl OpenAiBackend {
+    /// Reads `{base}/models`, sorted by id.
+    async fn fetch_models(&self) -> Result<Vec<Model>, HostError> {
         let Some(url) = self.config.models_url.as_deref() else {
             return Err(HostError::Upstream(
                 "no models configured, and a full completions URL has no /models endpoint".into(),
@@ -309,6 +331,39 @@ impl Host for OpenAiBackend {
             .collect();
         models.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(models)
+    }
+}
+
+#[async_trait]
+impl Host for OpenAiBackend {
+    async fn models(&self, _cx: &RequestContext) -> Result<Vec<Model>, HostError> {
+        if let Some(models) = &self.config.models {
+            return Ok(models.clone());
+        }
+        let listed = |fresh: bool| {
+            let cache = self.listed.lock().unwrap_or_else(|p| p.into_inner());
+            cache
+                .as_ref()
+                .filter(|(at, _)| !fresh || at.elapsed() < self.config.models_ttl)
+                .map(|(_, m)| m.clone())
+        };
+        if let Some(models) = listed(true) {
+            return Ok(models);
+        }
+        match self.fetch_models().await {
+            Ok(models) => {
+                let mut cache = self.listed.lock().unwrap_or_else(|p| p.into_inner());
+                *cache = Some((Instant::now(), models.clone()));
+                Ok(models)
+            }
+            Err(e) => match listed(false) {
+                Some(stale) => {
+                    tracing::warn!(error = %e, "listing models failed; the last list is served");
+                    Ok(stale)
+                }
+                None => Err(e),
+            },
+        }
     }
 
     fn complete(&self, _cx: &RequestContext, req: CompleteRequest) -> EventStream {

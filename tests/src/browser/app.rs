@@ -26,6 +26,21 @@ pub struct Env {
     pub server: Served,
     /// The browser, on `{server}/chat`.
     pub browser: Browser,
+    /// The service's `/api/events` broadcaster.
+    pub events: lmchatkit::EventBroadcaster,
+}
+
+impl Env {
+    /// Waits until the page listens on `/api/events`, so a save made now reaches it.
+    pub async fn wait_listening(&self) {
+        for _ in 0..1000 {
+            if self.events.subscribers() > 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the page never subscribed to /api/events");
+    }
 }
 
 /// Server-mode history; `None` when the test must be skipped.
@@ -55,7 +70,9 @@ pub async fn setup_configured(
         .events(true)
         .file_upload(true);
     let config = configure(builder).build().unwrap();
-    let server = serve(ChatService::new(config)).await;
+    let svc = ChatService::new(config);
+    let events = svc.events().cloned().unwrap_or_default();
+    let server = serve(svc).await;
     if !bundle_built(&server.url("/chat/assets/lmchatkit.js")).await {
         return None;
     }
@@ -65,6 +82,7 @@ pub async fn setup_configured(
         mock,
         server,
         browser,
+        events,
     })
 }
 

@@ -64,6 +64,7 @@ pub async fn setup_apps(proxy: bool) -> Option<AppsEnv> {
         false => None,
     };
     let svc = ChatService::new(builder.build().unwrap());
+    let events = svc.events().cloned().unwrap_or_default();
     let sandbox = sandbox_listener.map(|l| serve_on(l, svc.sandbox_only()));
     let server = serve(svc).await;
     if !bundle_built(&server.url("/chat/assets/lmchatkit.js")).await {
@@ -76,6 +77,7 @@ pub async fn setup_apps(proxy: bool) -> Option<AppsEnv> {
             mock,
             server,
             browser,
+            events,
         },
         sandbox,
         basic,

@@ -5,6 +5,7 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -569,6 +570,46 @@ async fn models_are_listed_from_the_models_endpoint() {
     assert_eq!(
         msg,
         "cannot list models: upstream returned 401 Unauthorized: no key"
+    );
+}
+
+#[tokio::test]
+async fn the_model_list_is_read_once_per_ttl_and_the_last_one_serves_while_the_upstream_fails() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let hits = Arc::new(AtomicUsize::new(0));
+    let seen = hits.clone();
+    let base = serve(move |_req: Request<Incoming>| {
+        let n = seen.fetch_add(1, Ordering::SeqCst);
+        async move {
+            match n {
+                0 | 1 => full(
+                    StatusCode::OK,
+                    "application/json",
+                    json!({"data": [{"id": format!("m{n}")}]}).to_string(),
+                ),
+                _ => full(StatusCode::BAD_GATEWAY, "text/plain", "down"),
+            }
+        }
+    })
+    .await;
+    let cached = OpenAiBackend::new(OpenAiConfig::new(&base));
+    assert_eq!(cached.models(&cx()).await.unwrap(), [Model::new("m0")]);
+    assert_eq!(cached.models(&cx()).await.unwrap(), [Model::new("m0")]);
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        1,
+        "the second list came from the cache"
+    );
+
+    let expiring = OpenAiBackend::new(OpenAiConfig::new(&base).with_models_ttl(Duration::ZERO));
+    assert_eq!(expiring.models(&cx()).await.unwrap(), [Model::new("m1")]);
+    // The upstream fails now: the last list is served, not an error.
+    assert_eq!(expiring.models(&cx()).await.unwrap(), [Model::new("m1")]);
+    assert_eq!(hits.load(Ordering::SeqCst), 3);
+    let fresh = OpenAiBackend::new(OpenAiConfig::new(&base));
+    assert!(
+        fresh.models(&cx()).await.is_err(),
+        "no list yet: the error shows"
     );
 }
 
