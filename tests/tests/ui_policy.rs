@@ -94,12 +94,20 @@ async fn always_allow_for_every_chat_is_kept_on_the_server() {
     always_allow_everywhere(b).await;
     b.wait_text(".lmck-tool-result", "Oslo: sunny, 21 °C").await;
     idle(b).await;
-    let stored: Value = reqwest::get(env.server.url("/chat/api/tools/approvals"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    // The UI saves the choice in the background: wait for it.
+    let mut stored = Value::Null;
+    for _ in 0..200 {
+        stored = reqwest::get(env.server.url("/chat/api/tools/approvals"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if stored["always"] != serde_json::json!([]) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
     assert_eq!(stored["always"], serde_json::json!(["get_weather"]));
 
     // A new chat (after a reload) runs the tool without asking.
