@@ -59,6 +59,7 @@ pub mod limits;
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod models;
 pub(crate) mod page_policy;
 mod routes;
 pub mod secrets;
