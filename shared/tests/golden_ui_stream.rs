@@ -628,3 +628,24 @@ fn a_message_without_ai_sdk_extra_keeps_its_json() {
     );
     assert_eq!(AiSdkExtra::of_message(&m), Some(extra));
 }
+
+#[test]
+fn a_rust_client_builds_the_message_the_recorded_stream_describes() {
+    let mut b = UiMessageBuilder::new("local", None);
+    for c in read_stream(include_str!("fixtures/ui_stream_turn.sse")) {
+        b.apply(&c);
+    }
+    let m = serde_json::to_value(b.message()).unwrap();
+    assert_eq!(m["id"], "msg_1", "start names the message");
+    assert_eq!(
+        m["parts"].as_array().unwrap()[..4],
+        [
+            json!({"type": "step-start"}),
+            json!({"type": "reasoning", "text": "The user wants the weather.", "state": "done"}),
+            json!({"type": "text", "text": "Let me check Oslo 🌧.", "state": "done"}),
+            json!({"type": "dynamic-tool", "toolName": "weather__forecast", "toolCallId": "call_1",
+                   "state": "approval-requested", "input": {"city": "Oslo"}, "approval": {"id": "appr_1"}}),
+        ]
+    );
+    assert!(m["metadata"].is_object(), "{m}");
+}

@@ -17,7 +17,6 @@
 //!   is saved in the same history store as the native UI's conversations, off the reply's path
 //!   ([`thread`]), so a thread started here shows in our UI and the other way round.
 
-mod accumulate;
 pub(crate) mod approval_id;
 mod thread;
 mod translate;

@@ -17,14 +17,13 @@
 
 use bytes::Bytes;
 use lmchatkit_protocol::ui_stream::{
-    AiSdkChatRequest, DONE_FRAME, UiMessage, UiMessageMetadata, UiPart, UiRole, UiToolState,
-    sse_frame, to_messages,
+    AiSdkChatRequest, DONE_FRAME, UiMessage, UiMessageBuilder, UiMessageMetadata, UiPart, UiRole,
+    UiToolState, sse_frame, to_messages,
 };
 use lmchatkit_protocol::{ChatRequest, Model, Params, Role, StoredConversation, ToolCall};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::accumulate::Accumulator;
 use super::approval_id::Subject;
 use super::thread::{Saver, Target};
 use super::translate::Translator;
@@ -258,7 +257,7 @@ pub(crate) fn run(
         })
     };
     let mut translator = Translator::new(model, earlier, sign);
-    let mut acc = Accumulator::new(&message_id, continued);
+    let mut acc = UiMessageBuilder::new(&message_id, continued);
     tokio::spawn(async move {
         let _hold = hold;
         // The messages before the reply convert once; each save converts the reply alone.
@@ -266,7 +265,7 @@ pub(crate) fn run(
             Some(_) => to_messages(&base),
             None => Vec::new(),
         };
-        let save = |acc: &Accumulator| {
+        let save = |acc: &UiMessageBuilder| {
             if let Some(s) = &saver {
                 let mut all = base.clone();
                 all.extend(to_messages(std::slice::from_ref(acc.message())));

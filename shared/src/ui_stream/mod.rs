@@ -1,7 +1,8 @@
 //! The AI SDK side of the protocol: the UI Message Stream that `POST {prefix}/api/aisdk/chat`
 //! answers (`ai@6`, header `x-vercel-ai-ui-message-stream: v1`), the `UIMessage` list its
-//! clients send, threads, usage and the model menu, and the conversion between `UIMessage`
-//! and our [`crate::Message`].
+//! clients send, threads, usage and the model menu, the conversion between `UIMessage` and our
+//! [`crate::Message`], and [`UiMessageBuilder`], which builds a reply from its chunks as the AI
+//! SDK's client does (so a Rust client can read the stream too).
 //!
 //! ```
 //! use lmchatkit_protocol::ui_stream::{sse_frame, UiChunk, UiFinishReason, DONE_FRAME};
@@ -11,6 +12,7 @@
 //! let _end = DONE_FRAME;
 //! ```
 
+mod build;
 mod chunk;
 mod chunk_new;
 pub mod convert;
@@ -19,6 +21,7 @@ mod message;
 mod request;
 mod thread;
 
+pub use build::UiMessageBuilder;
 pub use chunk::{
     DONE_FRAME, KEEP_ALIVE_FRAME, UI_MESSAGE_STREAM_HEADER, UiChunk, UiDataChunk, UiFinishReason,
     sse_frame,

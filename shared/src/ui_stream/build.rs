@@ -1,28 +1,44 @@
-//! The assistant message the chunks of a reply build, as an AI SDK client builds it from the
-//! same chunks: what the server saves is what the client shows. Pure; no I/O.
+//! [`UiMessageBuilder`]: the assistant message a reply's chunks build, as an AI SDK client builds
+//! it from the same chunks — for a Rust client reading the stream, and for the server, which
+//! saves what the client shows. Pure; no I/O.
 //!
 //! Decisions: text and reasoning parts are found by their chunk id, tool parts by their call id
 //! (a continued message already holds the parts its approvals answer); a part still streaming
 //! when the reply is cut stays `streaming` (text) or `input-streaming` (tool), as the client
-//! leaves it; an approval keeps its answer after the call's outcome arrives.
+//! leaves it; an approval keeps its answer after the call's outcome arrives; `start` with a
+//! `messageId` names the message, as in the client.
+//!
+//! ```
+//! use lmchatkit_protocol::ui_stream::{UiChunk, UiMessageBuilder, UiPart};
+//! let mut b = UiMessageBuilder::new("m1", None);
+//! for line in ["data: {\"type\":\"start\",\"messageId\":\"m9\"}", "data: {\"type\":\"text-start\",\"id\":\"t\"}",
+//!              "data: {\"type\":\"text-delta\",\"id\":\"t\",\"delta\":\"Hi\"}", "data: [DONE]"] {
+//!     if let Some(Ok(chunk)) = line.strip_prefix("data: ").filter(|d| *d != "[DONE]").map(serde_json::from_str::<UiChunk>) {
+//!         b.apply(&chunk);
+//!     }
+//! }
+//! assert_eq!(b.message().id, "m9");
+//! assert!(matches!(&b.message().parts[0], UiPart::Text { text, .. } if text == "Hi"));
+//! ```
 
 use std::collections::HashMap;
 
-use lmchatkit_protocol::ui_stream::{
-    UiApproval, UiChunk, UiMessage, UiPart, UiRole, UiTextState, UiToolPart, UiToolState,
-};
 use serde_json::Value;
 
+use super::chunk::UiChunk;
+use super::message::{UiApproval, UiMessage, UiPart, UiRole, UiTextState, UiToolPart, UiToolState};
+
 /// Builds one assistant [`UiMessage`] from chunks.
-pub(crate) struct Accumulator {
+#[derive(Debug, Clone)]
+pub struct UiMessageBuilder {
     message: UiMessage,
     /// Text and reasoning parts by chunk id.
     spans: HashMap<String, usize>,
 }
 
-impl Accumulator {
+impl UiMessageBuilder {
     /// Continues `message` (a continued reply), or starts an empty one with `id`.
-    pub(crate) fn new(id: &str, continued: Option<UiMessage>) -> Self {
+    pub fn new(id: &str, continued: Option<UiMessage>) -> Self {
         let message = continued.unwrap_or_else(|| UiMessage {
             id: id.to_owned(),
             role: UiRole::Assistant,
@@ -36,12 +52,12 @@ impl Accumulator {
     }
 
     /// The message so far.
-    pub(crate) fn message(&self) -> &UiMessage {
+    pub fn message(&self) -> &UiMessage {
         &self.message
     }
 
     /// Applies one chunk.
-    pub(crate) fn apply(&mut self, chunk: &UiChunk) {
+    pub fn apply(&mut self, chunk: &UiChunk) {
         let parts = &mut self.message.parts;
         match chunk {
             UiChunk::StartStep {} => parts.push(UiPart::step_start()),
@@ -127,10 +143,17 @@ impl Accumulator {
             } => parts.push(UiPart::file(media_type, url)),
             UiChunk::MessageMetadata { message_metadata } => self.merge_metadata(message_metadata),
             UiChunk::Start {
-                message_metadata: Some(m),
-                ..
+                message_id,
+                message_metadata,
+            } => {
+                if let Some(id) = message_id {
+                    self.message.id.clone_from(id);
+                }
+                if let Some(m) = message_metadata {
+                    self.merge_metadata(m);
+                }
             }
-            | UiChunk::Finish {
+            UiChunk::Finish {
                 message_metadata: Some(m),
                 ..
             } => self.merge_metadata(m),
@@ -174,7 +197,7 @@ mod tests {
     use super::*;
 
     fn build(id: &str, continued: Option<UiMessage>, chunks: &[Value]) -> Value {
-        let mut acc = Accumulator::new(id, continued);
+        let mut acc = UiMessageBuilder::new(id, continued);
         for c in chunks {
             acc.apply(&serde_json::from_value(c.clone()).unwrap());
         }
