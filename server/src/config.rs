@@ -149,6 +149,8 @@ pub(crate) struct Parts {
     pub(crate) history: Option<Arc<dyn HistoryStore>>,
     /// A broadcaster shared with the host (else the service makes its own when events are on).
     pub(crate) event_broadcaster: Option<EventBroadcaster>,
+    /// What the service knows of models beyond the host's list (default: the built-in table).
+    pub(crate) catalog: Option<crate::models::Catalog>,
     pub(crate) mcp_status: Option<StatusFn>,
     /// The operator's approval policy for the model's tool calls.
     pub(crate) approval_policy: ApprovalPolicy,
@@ -209,6 +211,7 @@ impl Config {
                     commands: None,
                     history: None,
                     event_broadcaster: None,
+                    catalog: None,
                     mcp_status: None,
                     approval_policy: ApprovalPolicy::default(),
                     approval_store: None,
@@ -483,6 +486,16 @@ impl ConfigBuilder {
         f: impl Fn() -> Vec<McpServerStatus> + Send + Sync + 'static,
     ) -> Self {
         self.config.parts.mcp_status = Some(Arc::new(f));
+        self
+    }
+
+    /// The model catalog whose facts describe the host's models (default: the built-in table
+    /// of well-known models, [`Catalog::builtin`](crate::models::Catalog::builtin)): whether a
+    /// model takes a reasoning effort and its context window, in `/api/models`, the AI SDK
+    /// model menu and the AI SDK route's effort. A host model the catalog does not know keeps
+    /// what the host says.
+    pub fn model_catalog(mut self, catalog: crate::models::Catalog) -> Self {
+        self.config.parts.catalog = Some(catalog);
         self
     }
 

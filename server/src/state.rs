@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use lmchatkit_protocol::{ServerEvent, ServerEventType};
+use lmchatkit_protocol::{Model, ServerEvent, ServerEventType};
 
 use crate::access::approval::Approvals;
 use crate::aisdk::approval_id::ApprovalKey;
@@ -15,9 +15,10 @@ use crate::catalog::{CommandDir, CommandSource, OnChange, PersonaDir, PersonaSou
 use crate::config::{CatalogSpec, Config, Settings, StatusFn};
 use crate::events::EventBroadcaster;
 use crate::history::HistoryStore;
-use crate::host::{Host, Principal};
+use crate::host::{Host, HostError, Principal, RequestContext};
 use crate::http_util::ApiError;
 use crate::limits::Streams;
+use crate::models::Catalog;
 use crate::turn::TurnCache;
 
 /// Everything a request handler may use.
@@ -38,6 +39,8 @@ pub(crate) struct State {
     pub(crate) streams: Streams,
     /// Signs the approval ids of the AI SDK route.
     pub(crate) approval_key: ApprovalKey,
+    /// Facts about models beyond the host's list.
+    pub(crate) catalog: Catalog,
     /// The approval policy and the per-principal "always allow" store.
     pub(crate) approvals: Arc<Approvals>,
 }
@@ -84,6 +87,7 @@ impl State {
             mcp_status: parts.mcp_status,
             turn_cache: TurnCache::default(),
             approval_key: ApprovalKey::random(),
+            catalog: parts.catalog.unwrap_or_else(Catalog::builtin),
         }
     }
 }
@@ -96,6 +100,15 @@ impl State {
             decide: self.approvals.clone(),
             max_steps: self.settings.max_steps,
         }
+    }
+
+    /// The host's models, described by the catalog (reasoning, context window).
+    pub(crate) async fn models(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
+        let models = self.host.models(cx).await?;
+        Ok(models
+            .into_iter()
+            .map(|m| self.catalog.describe(m))
+            .collect())
     }
 
     /// The history store, or 404 when server-side history is off.

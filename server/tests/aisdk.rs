@@ -496,3 +496,29 @@ async fn a_bad_body_is_a_400_json_error() {
         assert!(!r.error().is_empty());
     }
 }
+
+#[tokio::test]
+async fn the_catalog_tells_which_host_models_reason_and_only_they_get_the_effort() {
+    let host = FakeHost {
+        models: vec![Model::new("o3"), Model::new("my-llama")],
+        events: vec![Event::delta("ok"), Event::done(FinishReason::Stop, None)],
+        ..FakeHost::default()
+    };
+    let s = setup(host, ApprovalPolicy::default());
+    let list = send(&s.svc, get("/chat/api/aisdk/models")).await.json();
+    assert_eq!(list[0]["reasoning"], true, "{list}");
+    assert!(list[0]["contextWindow"].as_u64().unwrap() > 0, "{list}");
+    assert_eq!(list[1]["reasoning"], false);
+    assert_eq!(list[1]["contextWindow"], 0, "unknown, as the host said");
+    let native = send(&s.svc, get("/chat/api/models")).await.json();
+    assert_eq!(native[0]["reasoning"], true, "{native}");
+    for model in ["o3", "my-llama"] {
+        let mut b = body("t1", vec![user("u1", "hi")]);
+        b["reasoningEffort"] = json!("low");
+        b["model"] = json!(model);
+        assert_eq!(send(&s.svc, post(CHAT, &b)).await.status, 200);
+    }
+    let seen = s.seen.lock().unwrap();
+    assert_eq!(seen[0].params.get("reasoning_effort"), Some(&json!("low")));
+    assert_eq!(seen[1].params.get("reasoning_effort"), None);
+}

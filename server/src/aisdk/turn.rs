@@ -112,7 +112,7 @@ async fn pick_model(
     cx: &RequestContext,
     asked: Option<&str>,
 ) -> Result<Model, ApiError> {
-    let menu = state.host.models(cx).await?;
+    let menu = state.models(cx).await?;
     let asked = asked.map(str::trim).filter(|m| !m.is_empty());
     let found = match asked {
         Some(id) => menu.iter().find(|m| m.id == id),

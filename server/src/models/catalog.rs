@@ -180,6 +180,25 @@ impl Catalog {
         }
     }
 
+    /// A host's model with the facts the catalog knows of it (when its id resolves, exactly or
+    /// as an unambiguous bare id): the reasoning flag, and the context window when the host
+    /// gave none. The host's id, label and provider stay.
+    ///
+    /// ```
+    /// use lmchatkit::models::Catalog;
+    /// let m = Catalog::builtin().describe(lmchatkit::protocol::Model::new("o3"));
+    /// assert!(m.reasoning && m.context_window.is_some());
+    /// let unknown = Catalog::builtin().describe(lmchatkit::protocol::Model::new("my-llama"));
+    /// assert!(!unknown.reasoning && unknown.context_window.is_none());
+    /// ```
+    pub fn describe(&self, mut model: lmchatkit_protocol::Model) -> lmchatkit_protocol::Model {
+        if let Ok(entry) = self.lookup(&model.id) {
+            model.reasoning |= entry.reasoning;
+            model.context_window = model.context_window.or(entry.context_window);
+        }
+        model
+    }
+
     /// [`lookup`](Self::lookup), refusing a model whose provider is not configured.
     pub fn lookup_configured(&self, id: &str) -> Result<&ModelEntry, LookupError> {
         let entry = self.lookup(id)?;

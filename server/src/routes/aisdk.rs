@@ -87,7 +87,6 @@ pub(crate) async fn thread(state: &State, req: Req, raw: &str) -> Result<Respons
 /// `GET /api/aisdk/models`: the host's models in the AI SDK apps' shape.
 pub(crate) async fn models(state: &State, req: Req) -> Result<Response, ApiError> {
     let list: Vec<AiSdkModelInfo> = state
-        .host
         .models(&req.cx)
         .await?
         .into_iter()

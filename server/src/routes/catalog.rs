@@ -35,7 +35,7 @@ pub(crate) async fn commands(state: &State, req: Req) -> Result<Response, ApiErr
 }
 
 pub(crate) async fn models(state: &State, req: Req) -> Result<Response, ApiError> {
-    let list = state.host.models(&req.cx).await?;
+    let list = state.models(&req.cx).await?;
     Ok(json_etag(&req.parts.headers, &list))
 }
 
