@@ -46,14 +46,15 @@ pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 mod request;
 mod translate;
-mod transport;
+/// The HTTP plumbing, shared with the Anthropic backend.
+pub(in crate::llm) mod transport;
 
 #[cfg(test)]
 mod tests_http;
 #[cfg(test)]
 mod tests_request;
 #[cfg(test)]
-mod tests_translate;
+pub(in crate::llm) mod tests_translate;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -17,7 +17,7 @@ fn fixture_dir() -> PathBuf {
 }
 
 /// Splits `body` into chunks of 1..=24 bytes chosen by a xorshift generator seeded with `seed`.
-fn split(body: &[u8], seed: u64) -> Vec<Bytes> {
+pub(in crate::llm) fn split(body: &[u8], seed: u64) -> Vec<Bytes> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut chunks = Vec::new();
     let mut rest = body;

@@ -1,0 +1,1 @@
+//! Request-body tests.
