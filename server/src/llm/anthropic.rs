@@ -71,16 +71,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::{StreamExt, stream};
-use http::{HeaderName, HeaderValue};
 use lmchatkit_protocol::Model;
 use serde_json::Value;
 
 use super::openai::DEFAULT_TOTAL_TIMEOUT;
 use super::openai::transport::{
-    InSpan, describe, error_stream, guard, read_prefix, snippet, stalled,
+    InSpan, add_headers, default_client, describe, error_stream, fetch, guard, read_prefix,
+    snippet, stalled,
 };
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
-use crate::secrets::{Redacted, redact_url, redacted_headers, same_origin_redirects};
+use crate::secrets::{Redacted, redact_url, redacted_headers};
 
 pub use request::request_body;
 pub use translate::translate;
@@ -230,14 +230,7 @@ pub struct AnthropicBackend {
 impl AnthropicBackend {
     /// A backend for `config`.
     pub fn new(config: AnthropicConfig) -> Self {
-        let client = config.client.clone().unwrap_or_else(|| {
-            reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(30))
-                .redirect(same_origin_redirects())
-                .build()
-                // Only a broken TLS setup fails here, and then `Client::new` panics with why.
-                .unwrap_or_default()
-        });
+        let client = config.client.clone().unwrap_or_else(default_client);
         Self { config, client }
     }
 
@@ -259,33 +252,17 @@ impl AnthropicBackend {
         if !custom_version {
             rb = rb.header("anthropic-version", ANTHROPIC_VERSION);
         }
-        for (name, value) in &self.config.headers {
-            match (
-                HeaderName::try_from(name.as_str()),
-                HeaderValue::try_from(value.as_str()),
-            ) {
-                (Ok(n), Ok(v)) => rb = rb.header(n, v),
-                _ => tracing::warn!(header = %name, "skipping an invalid upstream header"),
-            }
-        }
-        rb
+        add_headers(rb, &self.config.headers)
     }
 
     /// Reads `{base}/models`, in the upstream's order (newest first).
     async fn fetch_models(&self) -> Result<Vec<Model>, HostError> {
         let fail = |what: String| HostError::Upstream(format!("cannot list models: {what}"));
         let url = format!("{}?limit=1000", self.config.models_url());
-        let send = self.request(reqwest::Method::GET, &url).send();
-        let idle = self.config.idle_timeout;
-        let resp = tokio::time::timeout(idle, send)
+        let request = self.request(reqwest::Method::GET, &url);
+        let (status, body) = fetch(request, self.config.idle_timeout)
             .await
-            .map_err(|_| fail("timed out".into()))?
-            .map_err(|e| fail(describe(&e)))?;
-        let status = resp.status();
-        let body = tokio::time::timeout(idle, resp.bytes())
-            .await
-            .map_err(|_| fail("timed out".into()))?
-            .map_err(|e| fail(describe(&e)))?;
+            .map_err(fail)?;
         if !status.is_success() {
             return Err(fail(status_message(status, &body)));
         }

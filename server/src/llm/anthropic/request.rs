@@ -58,7 +58,8 @@ pub fn request_body(req: &CompleteRequest, default_max_tokens: u64) -> Value {
         .messages
         .iter()
         .filter(|m| m.role == Role::System)
-        .filter_map(|m| text_of(&m.content))
+        .map(|m| m.content.joined_text("\n"))
+        .filter(|t| !t.is_empty())
         .collect();
     if !system.is_empty() {
         body.insert("system".into(), Value::String(system.join("\n\n")));
@@ -113,7 +114,9 @@ pub fn request_body(req: &CompleteRequest, default_max_tokens: u64) -> Value {
     let continuing = continues_tool_use(&req.messages);
     let native = continuing && body.remove("thinking").is_some();
     if native || (continuing && budget.is_some()) {
-        tracing::debug!("no thinking for a turn that continues a tool call: its signed thinking is not kept");
+        tracing::debug!(
+            "no thinking for a turn that continues a tool call: its signed thinking is not kept"
+        );
     }
     if let Some(budget) = budget.filter(|_| !continuing) {
         body.insert(
@@ -130,7 +133,11 @@ pub fn request_body(req: &CompleteRequest, default_max_tokens: u64) -> Value {
                 tracing::debug!(param = key, "dropping a param thinking does not allow");
             }
         }
-        if body.get("top_p").and_then(Value::as_f64).is_some_and(|p| p < 0.95) {
+        if body
+            .get("top_p")
+            .and_then(Value::as_f64)
+            .is_some_and(|p| p < 0.95)
+        {
             body.remove("top_p");
             tracing::debug!("dropping top_p below 0.95, which thinking does not allow");
         }
@@ -213,22 +220,6 @@ fn tool_result(m: &Message) -> Value {
     Value::Object(block)
 }
 
-/// The text of a content, parts' texts joined; `None` when empty.
-fn text_of(content: &Content) -> Option<String> {
-    let text = match content {
-        Content::Text(t) => t.clone(),
-        Content::Parts(parts) => parts
-            .iter()
-            .filter_map(|p| match p {
-                ContentPart::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    };
-    Some(text).filter(|t| !t.is_empty())
-}
-
 fn content_blocks(content: &Content) -> Vec<Value> {
     match content {
         Content::Text(t) if t.is_empty() => Vec::new(),
@@ -248,13 +239,17 @@ fn part(p: &ContentPart) -> Option<Value> {
         }),
         ContentPart::File { file } => {
             let Some((media_type, data)) = file.file_data.as_deref().and_then(data_url) else {
-                tracing::warn!("dropping a file part without inline data (file ids are not supported)");
+                tracing::warn!(
+                    "dropping a file part without inline data (file ids are not supported)"
+                );
                 return None;
             };
             let source = if media_type == "application/pdf" {
                 json!({"type": "base64", "media_type": media_type, "data": data})
             } else if media_type.starts_with("text/") {
-                let bytes = base64::engine::general_purpose::STANDARD.decode(data).ok()?;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(data)
+                    .ok()?;
                 let text = String::from_utf8_lossy(&bytes);
                 json!({"type": "text", "media_type": "text/plain", "data": text})
             } else {

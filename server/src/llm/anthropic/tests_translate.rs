@@ -11,7 +11,7 @@ use lmchatkit_protocol::{Event, FinishReason, Usage};
 use serde_json::{Value, json};
 
 use super::translate;
-use crate::llm::openai::tests_translate::split;
+use crate::llm::openai::tests_translate::check_fixture_in;
 
 fn fixture_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/anthropic")
@@ -28,23 +28,7 @@ async fn run_str(body: &str) -> Vec<Event> {
 }
 
 async fn check_fixture(name: &str) {
-    let dir = fixture_dir();
-    let body = std::fs::read(dir.join(format!("{name}.sse"))).expect("fixture");
-    assert!(
-        body.starts_with(b": hand-made from "),
-        "{name}.sse must say it is hand-made"
-    );
-    let expected = std::fs::read_to_string(dir.join(format!("{name}.expected.json"))).unwrap();
-    let expected: Vec<Event> = serde_json::from_str(&expected).expect("expected events");
-    assert_eq!(
-        run(vec![Bytes::from(body.clone())]).await,
-        expected,
-        "{name}: whole body"
-    );
-    for seed in 1..=40 {
-        let got = run(split(&body, seed)).await;
-        assert_eq!(got, expected, "{name}: split with seed {seed}");
-    }
+    check_fixture_in(&fixture_dir(), name, run).await;
 }
 
 macro_rules! fixture_tests {
@@ -71,17 +55,21 @@ mod fixtures {
 }
 
 /// One SSE event as Anthropic frames it: `event:` named after the JSON's `type`.
-fn ev(data: Value) -> String {
+pub(super) fn ev(data: Value) -> String {
     let name = data["type"].as_str().unwrap_or("").to_owned();
     format!("event: {name}\ndata: {data}\n\n")
 }
 
-fn text(t: &str) -> String {
-    ev(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}))
+pub(super) fn text(t: &str) -> String {
+    ev(
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}),
+    )
 }
 
 fn stop_reason(reason: &str) -> String {
-    ev(json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 3}}))
+    ev(
+        json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 3}}),
+    )
 }
 
 fn message_stop() -> String {
@@ -128,7 +116,10 @@ async fn a_stop_reason_then_the_end_of_the_body_is_done() {
     let got: Vec<Event> = translate(cut).collect().await;
     assert_eq!(
         got,
-        [Event::delta("Hi"), Event::done(FinishReason::Stop, usage(None, 3))]
+        [
+            Event::delta("Hi"),
+            Event::done(FinishReason::Stop, usage(None, 3))
+        ]
     );
 }
 
@@ -138,7 +129,10 @@ async fn text_then_the_end_of_the_body_is_a_cut_off_reply_not_done() {
         run_str(&text("Hel")).await,
         [Event::delta("Hel"), Event::error(CUT_OFF)]
     );
-    let reset = stream::iter([Ok(Bytes::from(text("Hel"))), Err("connection reset by peer")]);
+    let reset = stream::iter([
+        Ok(Bytes::from(text("Hel"))),
+        Err("connection reset by peer"),
+    ]);
     let got: Vec<Event> = translate(reset).collect().await;
     assert_eq!(
         got,
@@ -175,7 +169,10 @@ async fn nothing_after_message_stop_is_read() {
     let got: Vec<Event> = translate(after).collect().await;
     assert_eq!(
         got,
-        [Event::delta("a"), Event::done(FinishReason::Stop, usage(None, 3))]
+        [
+            Event::delta("a"),
+            Event::done(FinishReason::Stop, usage(None, 3))
+        ]
     );
 }
 
@@ -261,7 +258,10 @@ async fn message_delta_counts_replace_message_start_counts() {
 #[tokio::test]
 async fn error_events_without_the_usual_shape_still_end_the_turn() {
     let cases = [
-        ("event: error\ndata: upstream went away\n\n", "upstream error: upstream went away"),
+        (
+            "event: error\ndata: upstream went away\n\n",
+            "upstream error: upstream went away",
+        ),
         (
             "data: {\"type\":\"error\",\"error\":{\"message\":\"no type\"}}\n\n",
             "upstream error: no type",

@@ -8,19 +8,20 @@
 //! (`message_delta.delta.stop_reason`) or `message_stop` finishes it; a body that ends, cleanly
 //! or not, before either is a reply cut off: what was streamed stays, then one `Error`, and the
 //! tool calls are dropped (named in the error), never emitted. Tool calls are therefore
-//! assembled at their `content_block_stop` but emitted only once the stop reason has arrived:
-//! a finished block proves its input complete, not that the list of calls is.
+//! emitted once the stop reason has arrived, not at their `content_block_stop`: a finished
+//! block proves its input complete, not that the list of calls is.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt::Display;
 
 use bytes::Bytes;
-use eventsource_stream::{EventStreamError, Eventsource};
-use futures_util::{Stream, StreamExt, stream};
-use lmchatkit_protocol::{Event, FinishReason, ToolCall, Usage};
+use futures_util::Stream;
+use lmchatkit_protocol::{Event, FinishReason, Usage};
 use serde::Deserialize;
 use serde_json::Value;
+
+use crate::llm::openai::translate::{Flow, Reader, arguments, cut_off, queue_calls, read_events};
 
 /// The most a tool call's accumulated input JSON may grow to (the service takes no larger
 /// `arguments` back either, see `limits`).
@@ -33,9 +34,10 @@ pub(super) const MAX_ARGUMENTS_BYTES: usize = crate::limits::DEFAULT_MAX_ARGUMEN
 ///   and unknown deltas are ignored. A `text` block that starts with text emits it.
 /// - `content_block_start` of a `tool_use` opens a call (`id`, `name`; its `input` is used
 ///   when no JSON is streamed for it). `redacted_thinking` and other blocks are ignored.
-/// - `content_block_stop` closes a call: its input normalised (empty → `{}`, valid JSON → that
-///   value, invalid JSON → kept as a JSON string). Calls are emitted in block order, after the
-///   stop reason (see the module docs); one without a name is dropped with a warning.
+/// - Calls are emitted in block order once the stop reason has come (see the module docs),
+///   their input normalised (empty → `{}`, valid JSON → that value, invalid JSON → kept as a
+///   JSON string); one without a name is dropped with a warning. `content_block_stop` is
+///   ignored.
 /// - `stop_reason`: `end_turn`, `stop_sequence`, `pause_turn` → `stop`; `max_tokens` and
 ///   `model_context_window_exceeded` → `length`; `tool_use` → `tool_calls`; `refusal` →
 ///   `content_filter`; anything else `stop` (`tool_calls` when calls were made).
@@ -55,56 +57,7 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send,
     E: Display + Send,
 {
-    // Pads the body so a final event missing its blank line is still dispatched.
-    let padded = bytes.chain(stream::once(async { Ok(Bytes::from_static(b"\n\n")) }));
-    let state = State {
-        events: Some(Box::pin(padded.eventsource())),
-        acc: Accumulator::default(),
-        queue: VecDeque::new(),
-    };
-    stream::unfold(state, |mut st| async move {
-        loop {
-            if let Some(ev) = st.queue.pop_front() {
-                return Some((ev, st));
-            }
-            let events = st.events.as_mut()?;
-            match events.next().await {
-                Some(Ok(sse)) => {
-                    if st.acc.on_sse(&sse.event, &sse.data, &mut st.queue) == Flow::End {
-                        st.events = None;
-                    }
-                }
-                Some(Err(err)) => {
-                    st.events = None;
-                    let cause = match err {
-                        EventStreamError::Transport(e) => e.to_string(),
-                        EventStreamError::Utf8(_) => "upstream sent invalid UTF-8".to_owned(),
-                        EventStreamError::Parser(e) => {
-                            format!("upstream sent a malformed event stream: {e}")
-                        }
-                    };
-                    st.acc.body_ended(Some(cause), &mut st.queue);
-                }
-                None => {
-                    st.events = None;
-                    st.acc.body_ended(None, &mut st.queue);
-                }
-            }
-        }
-    })
-}
-
-struct State<T> {
-    /// The SSE events; `None` once the turn has ended (drops the body).
-    events: Option<std::pin::Pin<Box<T>>>,
-    acc: Accumulator,
-    queue: VecDeque<Event>,
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum Flow {
-    Continue,
-    End,
+    read_events(bytes, Accumulator::default())
 }
 
 /// A tool-use block being assembled.
@@ -118,8 +71,6 @@ struct PendingCall {
     json: String,
     /// The block's `input` from `content_block_start`, used when no JSON is streamed.
     start_input: Option<Value>,
-    /// Its `content_block_stop` arrived.
-    closed: bool,
 }
 
 /// Token counts as Anthropic reports them.
@@ -191,7 +142,7 @@ struct UsageIn {
     output_tokens: Option<u64>,
 }
 
-impl Accumulator {
+impl Reader for Accumulator {
     fn on_sse(&mut self, event: &str, data: &str, out: &mut VecDeque<Event>) -> Flow {
         let data = data.trim();
         if data.is_empty() {
@@ -222,12 +173,6 @@ impl Accumulator {
                     return self.on_delta(parsed.index, d, out);
                 }
             }
-            "content_block_stop" => {
-                let index = parsed.index;
-                if let Some(call) = self.calls.iter_mut().rev().find(|c| Some(c.index) == index) {
-                    call.closed = true;
-                }
-            }
             "message_delta" => {
                 let reason = parsed.delta.and_then(|d| d.stop_reason);
                 if let Some(reason) = reason.filter(|r| !r.is_empty()) {
@@ -250,16 +195,51 @@ impl Accumulator {
         Flow::Continue
     }
 
-    fn on_block_start(&mut self, index: Option<u64>, block: Option<Value>, out: &mut VecDeque<Event>) {
+    /// The body ended without `message_stop`: cleanly when `cause` is `None`, else with that
+    /// error. After the stop reason the reply is complete; before it, it was cut off.
+    fn body_ended(&mut self, cause: Option<String>, out: &mut VecDeque<Event>) {
+        if self.stop_reason.is_some() {
+            if let Some(cause) = &cause {
+                tracing::warn!(error = %cause, "upstream stream failed after the stop reason; the reply is complete");
+            }
+            self.finish(out);
+            return;
+        }
+        let names: Vec<String> = std::mem::take(&mut self.calls)
+            .into_iter()
+            .map(|c| c.name)
+            .filter(|n| !n.is_empty())
+            .collect();
+        out.push_back(cut_off(self.started, cause, &names));
+    }
+}
+
+impl Accumulator {
+    fn on_block_start(
+        &mut self,
+        index: Option<u64>,
+        block: Option<Value>,
+        out: &mut VecDeque<Event>,
+    ) {
         let Some(block) = block else { return };
         match block.get("type").and_then(Value::as_str) {
             Some("text") => {
-                if let Some(t) = block.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                if let Some(t) = block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
                     out.push_back(Event::delta(t));
                 }
             }
             Some("tool_use") => {
-                let field = |k: &str| block.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+                let field = |k: &str| {
+                    block
+                        .get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned()
+                };
                 self.calls.push(PendingCall {
                     index: index.unwrap_or(self.calls.len() as u64),
                     id: field("id"),
@@ -289,7 +269,8 @@ impl Accumulator {
                 let Some(piece) = d.partial_json else {
                     return Flow::Continue;
                 };
-                let Some(call) = self.calls.iter_mut().rev().find(|c| Some(c.index) == index) else {
+                let Some(call) = self.calls.iter_mut().rev().find(|c| Some(c.index) == index)
+                else {
                     tracing::warn!(?index, "skipping tool input for a block that never started");
                     return Flow::Continue;
                 };
@@ -333,63 +314,14 @@ impl Accumulator {
         })
     }
 
-    /// The body ended without `message_stop`: cleanly when `cause` is `None`, else with that
-    /// error. After the stop reason the reply is complete; before it, it was cut off.
-    fn body_ended(&mut self, cause: Option<String>, out: &mut VecDeque<Event>) {
-        if self.stop_reason.is_some() {
-            if let Some(cause) = &cause {
-                tracing::warn!(error = %cause, "upstream stream failed after the stop reason; the reply is complete");
-            }
-            self.finish(out);
-            return;
-        }
-        let mut msg = match (self.started, cause) {
-            (true, Some(cause)) => format!("the reply was cut off: {cause}"),
-            (true, None) => "the reply was cut off: the upstream ended the stream before the \
-                             reply was finished"
-                .to_owned(),
-            (false, Some(cause)) => cause,
-            (false, None) => "the upstream ended the stream without sending a reply".to_owned(),
-        };
-        let names: Vec<String> = std::mem::take(&mut self.calls)
-            .into_iter()
-            .map(|c| c.name)
-            .filter(|n| !n.is_empty())
-            .collect();
-        match names.as_slice() {
-            [] => {}
-            [one] => msg.push_str(&format!("; its unfinished tool call {one} was dropped")),
-            many => msg.push_str(&format!(
-                "; its unfinished tool calls {} were dropped",
-                many.join(", ")
-            )),
-        }
-        tracing::warn!(error = %msg, "upstream reply ended early");
-        out.push_back(Event::error(msg));
-    }
-
     /// Emits the gathered tool calls, then `Done`.
     fn finish(&mut self, out: &mut VecDeque<Event>) {
         let mut calls = std::mem::take(&mut self.calls);
         calls.sort_by_key(|c| c.index);
-        let mut emitted = 0;
-        for call in calls {
-            if call.name.is_empty() {
-                tracing::warn!(id = %call.id, "dropping an upstream tool call without a name");
-                continue;
-            }
-            if !call.closed {
-                tracing::debug!(id = %call.id, "a tool-use block was never closed; using its input as sent");
-            }
-            let id = if call.id.is_empty() {
-                format!("toolu_{:016x}", rand::random::<u64>())
-            } else {
-                call.id
-            };
-            let input = input(&call.json, call.start_input);
-            out.push_back(Event::tool_call(ToolCall::new(id, call.name, input)));
-            emitted += 1;
-        }
+        let calls = calls
+            .into_iter()
+            .map(|c| (c.id, c.name, input(&c.json, c.start_input)));
+        let emitted = queue_calls(calls, "toolu", out);
         let reason = match self.stop_reason.as_deref() {
             Some("max_tokens" | "model_context_window_exceeded") => FinishReason::Length,
             Some("refusal") => FinishReason::ContentFilter,
@@ -401,23 +333,22 @@ impl Accumulator {
     }
 }
 
-/// A call's input: the streamed JSON (empty → the block's own `input`, else `{}`; invalid →
-/// the raw string), never `null`.
+/// A call's input: the streamed JSON as the OpenAI translator normalises arguments, or, when
+/// none was streamed, the block's own `input` (`{}` when absent).
 fn input(json: &str, start: Option<Value>) -> Value {
-    let empty = || Value::Object(Default::default());
-    if json.trim().is_empty() {
-        return start.filter(|v| !v.is_null()).unwrap_or_else(empty);
-    }
-    match serde_json::from_str(json) {
-        Ok(Value::Null) => empty(),
-        Ok(v) => v,
-        Err(_) => Value::String(json.to_owned()),
+    match start.filter(|v| !v.is_null()) {
+        Some(given) if json.trim().is_empty() => given,
+        _ => arguments(json),
     }
 }
 
 /// `upstream error: <type>: <message>` from `{"type": "error", "error": {type, message}}`.
 fn error_message(err: Option<&Value>, data: &str) -> String {
-    let field = |k: &str| err.and_then(|e| e.get(k)).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let field = |k: &str| {
+        err.and_then(|e| e.get(k))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
     match (field("type"), field("message")) {
         (Some(t), Some(m)) => format!("upstream error: {t}: {m}"),
         (None, Some(m)) => format!("upstream error: {m}"),
@@ -429,6 +360,7 @@ fn error_message(err: Option<&Value>, data: &str) -> String {
 #[cfg(test)]
 mod caps_tests {
     use super::*;
+    use futures_util::{StreamExt, stream};
 
     #[tokio::test]
     async fn tool_input_past_the_cap_ends_the_turn_in_an_error() {

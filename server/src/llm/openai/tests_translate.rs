@@ -43,7 +43,16 @@ async fn run_str(body: &str) -> Vec<Event> {
 }
 
 async fn check_fixture(name: &str) {
-    let dir = fixture_dir();
+    check_fixture_in(&fixture_dir(), name, run).await;
+}
+
+/// Replays `{dir}/{name}.sse` through `run` whole and split with 40 seeds, each time expecting
+/// the events of `{name}.expected.json`; the fixture must say it is hand-made.
+pub(in crate::llm) async fn check_fixture_in<F, Fut>(dir: &std::path::Path, name: &str, run: F)
+where
+    F: Fn(Vec<Bytes>) -> Fut,
+    Fut: std::future::Future<Output = Vec<Event>>,
+{
     let body = std::fs::read(dir.join(format!("{name}.sse"))).expect("fixture");
     assert!(
         body.starts_with(b": hand-made from "),

@@ -156,6 +156,52 @@ impl EventSize {
     }
 }
 
+/// The client a backend uses unless given one: a 30 s connect timeout, no total timeout, and
+/// redirects followed only within the origin.
+pub(in crate::llm) fn default_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(30))
+        .redirect(crate::secrets::same_origin_redirects())
+        .build()
+        // Only a broken TLS setup fails here, and then `Client::new` panics with why.
+        .unwrap_or_default()
+}
+
+/// Adds configured headers to a request, skipping invalid names or values with a warning.
+pub(in crate::llm) fn add_headers(
+    mut rb: reqwest::RequestBuilder,
+    headers: &[(String, String)],
+) -> reqwest::RequestBuilder {
+    for (name, value) in headers {
+        match (
+            http::HeaderName::try_from(name.as_str()),
+            http::HeaderValue::try_from(value.as_str()),
+        ) {
+            (Ok(n), Ok(v)) => rb = rb.header(n, v),
+            _ => tracing::warn!(header = %name, "skipping an invalid upstream header"),
+        }
+    }
+    rb
+}
+
+/// Sends a request and reads its whole reply, each step within `idle`: the status and the
+/// body, or a readable reason.
+pub(in crate::llm) async fn fetch(
+    rb: reqwest::RequestBuilder,
+    idle: Duration,
+) -> Result<(http::StatusCode, Bytes), String> {
+    let resp = tokio::time::timeout(idle, rb.send())
+        .await
+        .map_err(|_| "timed out".to_owned())?
+        .map_err(|e| describe(&e))?;
+    let status = resp.status();
+    let body = tokio::time::timeout(idle, resp.bytes())
+        .await
+        .map_err(|_| "timed out".to_owned())?
+        .map_err(|e| describe(&e))?;
+    Ok((status, body))
+}
+
 pub(in crate::llm) fn stalled(idle: Duration) -> String {
     format!("upstream stalled: no data for {} s", idle.as_secs_f64())
 }
@@ -166,7 +212,11 @@ pub(in crate::llm) fn error_stream(msg: String) -> EventStream {
 }
 
 /// Reads up to `limit` bytes of a body (less on error or timeout).
-pub(in crate::llm) async fn read_prefix(resp: reqwest::Response, limit: usize, idle: Duration) -> Vec<u8> {
+pub(in crate::llm) async fn read_prefix(
+    resp: reqwest::Response,
+    limit: usize,
+    idle: Duration,
+) -> Vec<u8> {
     let mut body = Box::pin(resp.bytes_stream());
     let mut buf = Vec::new();
     while buf.len() < limit {
