@@ -33,6 +33,8 @@
 //!
 //! - `sqlite` (default): `history::SqliteStore`, SQLite history (bundled SQLite).
 //! - `openai` (default): `llm::openai`, the OpenAI-compatible upstream.
+//! - `anthropic` (default): `llm::anthropic`, Anthropic's native Messages API (turns on
+//!   `openai`, whose HTTP plumbing it shares).
 //! - `watch` (default): persona and command directories are watched and reloaded on change.
 //! - `mcp` (default): the MCP hub (stdio and Streamable HTTP clients) and `StandardHost`'s MCP side.
 //! - `demo-mcp`: the built-in demo MCP server (`mcp::demo_server_config`), an in-process rmcp

@@ -45,33 +45,35 @@ pub const DEFAULT_MODELS_TTL: Duration = Duration::from_secs(60);
 pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 mod request;
-mod translate;
-mod transport;
+/// The stream translator; its SSE driver is shared with the Anthropic backend.
+pub(in crate::llm) mod translate;
+/// The HTTP plumbing, shared with the Anthropic backend.
+pub(in crate::llm) mod transport;
 
 #[cfg(test)]
-mod tests_http;
+pub(in crate::llm) mod tests_http;
 #[cfg(test)]
 mod tests_request;
 #[cfg(test)]
-mod tests_translate;
+pub(in crate::llm) mod tests_translate;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures_util::{StreamExt, stream};
-use http::{HeaderName, HeaderValue};
 use lmchatkit_protocol::Model;
 use serde_json::Value;
 
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
-use crate::secrets::{Redacted, redact_url, redacted_headers, same_origin_redirects};
+use crate::secrets::{Redacted, redact_url, redacted_headers};
 
 pub use request::request_body;
 pub use translate::translate;
 
 use transport::{
-    ERROR_BODY_LIMIT, InSpan, describe, error_stream, read_prefix, reply_events, snippet, stalled,
+    ERROR_BODY_LIMIT, InSpan, add_headers, default_client, describe, error_stream, fetch,
+    read_prefix, reply_events, snippet, stalled,
 };
 
 /// Where and how to reach an OpenAI-compatible endpoint.
@@ -240,14 +242,7 @@ pub struct OpenAiBackend {
 impl OpenAiBackend {
     /// A backend for `config`.
     pub fn new(config: OpenAiConfig) -> Self {
-        let client = config.client.clone().unwrap_or_else(|| {
-            reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(30))
-                .redirect(same_origin_redirects())
-                .build()
-                // Only a broken TLS setup fails here, and then `Client::new` panics with why.
-                .unwrap_or_default()
-        });
+        let client = config.client.clone().unwrap_or_else(default_client);
         Self {
             config,
             client,
@@ -265,16 +260,7 @@ impl OpenAiBackend {
         if let Some(key) = &self.config.api_key {
             rb = rb.bearer_auth(key);
         }
-        for (name, value) in &self.config.headers {
-            match (
-                HeaderName::try_from(name.as_str()),
-                HeaderValue::try_from(value.as_str()),
-            ) {
-                (Ok(n), Ok(v)) => rb = rb.header(n, v),
-                _ => tracing::warn!(header = %name, "skipping an invalid upstream header"),
-            }
-        }
-        rb
+        add_headers(rb, &self.config.headers)
     }
 }
 
@@ -295,16 +281,10 @@ impl OpenAiBackend {
             ));
         };
         let fail = |what: String| HostError::Upstream(format!("cannot list models: {what}"));
-        let send = self.request(reqwest::Method::GET, url).send();
-        let resp = tokio::time::timeout(self.config.idle_timeout, send)
+        let request = self.request(reqwest::Method::GET, url);
+        let (status, body) = fetch(request, self.config.idle_timeout)
             .await
-            .map_err(|_| fail("timed out".into()))?
-            .map_err(|e| fail(describe(&e)))?;
-        let status = resp.status();
-        let body = tokio::time::timeout(self.config.idle_timeout, resp.bytes())
-            .await
-            .map_err(|_| fail("timed out".into()))?
-            .map_err(|e| fail(describe(&e)))?;
+            .map_err(fail)?;
         if !status.is_success() {
             return Err(fail(format!(
                 "upstream returned {status}: {}",

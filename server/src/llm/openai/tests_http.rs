@@ -27,11 +27,11 @@ use tokio_stream::wrappers::ReceiverStream;
 use super::{OpenAiBackend, OpenAiConfig};
 use crate::host::{CompleteRequest, Host, HostError, RequestContext};
 
-type Body = BoxBody<Bytes, std::io::Error>;
-type Chunks = mpsc::Sender<Result<Frame<Bytes>, std::io::Error>>;
+pub(in crate::llm) type Body = BoxBody<Bytes, std::io::Error>;
+pub(in crate::llm) type Chunks = mpsc::Sender<Result<Frame<Bytes>, std::io::Error>>;
 
 /// Serves `handler` on a fresh port; returns the base URL (`http://127.0.0.1:port/v1`).
-async fn serve<F, Fut>(handler: F) -> String
+pub(in crate::llm) async fn serve<F, Fut>(handler: F) -> String
 where
     F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Response<Body>> + Send + 'static,
@@ -55,7 +55,11 @@ where
     format!("http://{addr}/v1")
 }
 
-fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
+pub(in crate::llm) fn full(
+    status: StatusCode,
+    content_type: &str,
+    body: impl Into<Bytes>,
+) -> Response<Body> {
     Response::builder()
         .status(status)
         .header("content-type", content_type)
@@ -64,7 +68,7 @@ fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Respo
 }
 
 /// A streamed SSE reply whose body the test feeds through the returned sender.
-fn streamed() -> (Chunks, Response<Body>) {
+pub(in crate::llm) fn streamed() -> (Chunks, Response<Body>) {
     let (tx, rx) = mpsc::channel(16);
     let body = BodyExt::boxed(StreamBody::new(ReceiverStream::new(rx)));
     let resp = Response::builder()
@@ -74,9 +78,73 @@ fn streamed() -> (Chunks, Response<Body>) {
     (tx, resp)
 }
 
-async fn send(tx: &Chunks, text: &str) {
+pub(in crate::llm) async fn send(tx: &Chunks, text: &str) {
     let frame = Frame::data(Bytes::copy_from_slice(text.as_bytes()));
     tx.send(Ok(frame)).await.unwrap();
+}
+
+/// An upstream that sends `first`, then nothing, holding the body open until the client goes
+/// away.
+pub(in crate::llm) async fn stalling(first: String) -> String {
+    serve(move |_req| {
+        let first = first.clone();
+        async move {
+            let (tx, resp) = streamed();
+            tokio::spawn(async move {
+                send(&tx, &first).await;
+                tx.closed().await;
+            });
+            resp
+        }
+    })
+    .await
+}
+
+/// An upstream that sends `chunk` every 50 ms until the client goes away.
+pub(in crate::llm) async fn endless(chunk: String) -> String {
+    serve(move |_req| {
+        let chunk = chunk.clone();
+        async move {
+            let (tx, resp) = streamed();
+            tokio::spawn(async move {
+                while !tx.is_closed() {
+                    send(&tx, &chunk).await;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            });
+            resp
+        }
+    })
+    .await
+}
+
+/// An upstream that sends `first`, then `keepalive` every 20 ms; the receiver hears when the
+/// client has closed the connection (only then is the body dropped).
+pub(in crate::llm) async fn noticing_close(
+    first: String,
+    keepalive: &'static [u8],
+) -> (String, mpsc::UnboundedReceiver<()>) {
+    let (closed_tx, closed) = mpsc::unbounded_channel();
+    let base = serve(move |_req| {
+        let (closed_tx, first) = (closed_tx.clone(), first.clone());
+        async move {
+            let (tx, resp) = streamed();
+            tokio::spawn(async move {
+                send(&tx, &first).await;
+                while tx
+                    .send(Ok(Frame::data(Bytes::from_static(keepalive))))
+                    .await
+                    .is_ok()
+                {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                let _ = closed_tx.send(());
+            });
+            resp
+        }
+    })
+    .await;
+    (base, closed)
 }
 
 fn delta(text: &str) -> String {
@@ -88,7 +156,7 @@ fn delta(text: &str) -> String {
 
 /// Serves one request on a raw socket: reads it whole, writes `head` and then `body` (each
 /// write followed by a pause, so they arrive as separate reads), then closes the connection.
-async fn serve_raw(head: &'static str, body: Vec<String>) -> String {
+pub(in crate::llm) async fn serve_raw(head: &'static str, body: Vec<String>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -130,7 +198,7 @@ async fn serve_raw(head: &'static str, body: Vec<String>) -> String {
 }
 
 /// Response headers of a body that lasts until the connection closes.
-const UNTIL_CLOSE: &str =
+pub(in crate::llm) const UNTIL_CLOSE: &str =
     "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
 /// Response headers of a chunked body.
 const CHUNKED: &str =
@@ -156,31 +224,48 @@ fn chat() -> CompleteRequest {
     }
 }
 
-fn cx() -> RequestContext {
+pub(in crate::llm) fn cx() -> RequestContext {
     RequestContext::default()
 }
 
 async fn collect(backend: &OpenAiBackend) -> Vec<Event> {
-    let events = backend.complete(&cx(), chat()).collect::<Vec<_>>();
+    collect_turn(backend, chat()).await
+}
+
+/// The events of one turn of `host` (within 10 s).
+pub(in crate::llm) async fn collect_turn(host: &dyn Host, req: CompleteRequest) -> Vec<Event> {
+    let events = host.complete(&cx(), req).collect::<Vec<_>>();
     tokio::time::timeout(Duration::from_secs(10), events)
         .await
         .expect("the stream ends")
 }
 
-#[tokio::test]
-async fn streams_a_reply_and_sends_the_right_request() {
-    let (seen_tx, mut seen) = mpsc::unbounded_channel();
+/// A server that answers every request with the SSE body `sse`; the receiver gets each
+/// request's head and JSON body.
+pub(in crate::llm) async fn recording_json(
+    sse: String,
+) -> (
+    String,
+    mpsc::UnboundedReceiver<(http::request::Parts, Value)>,
+) {
+    let (seen_tx, seen) = mpsc::unbounded_channel();
     let base = serve(move |req: Request<Incoming>| {
-        let seen_tx = seen_tx.clone();
+        let (seen_tx, sse) = (seen_tx.clone(), sse.clone());
         async move {
             let (parts, body) = req.into_parts();
             let body = body.collect().await.unwrap().to_bytes();
             let _ = seen_tx.send((parts, serde_json::from_slice::<Value>(&body).unwrap()));
-            let sse = [delta("Hel"), delta("lo"), "data: [DONE]\n\n".into()].concat();
             full(StatusCode::OK, "text/event-stream", sse)
         }
     })
     .await;
+    (base, seen)
+}
+
+#[tokio::test]
+async fn streams_a_reply_and_sends_the_right_request() {
+    let sse = [delta("Hel"), delta("lo"), "data: [DONE]\n\n".into()].concat();
+    let (base, mut seen) = recording_json(sse).await;
     let backend = OpenAiBackend::new(
         OpenAiConfig::new(format!("{base}/"))
             .with_api_key("sk-test")
@@ -422,15 +507,7 @@ async fn a_whole_json_reply_without_a_finish_reason_is_done_and_a_cut_one_is_an_
 
 #[tokio::test]
 async fn a_stalled_stream_ends_with_an_error() {
-    let base = serve(|_req| async {
-        let (tx, resp) = streamed();
-        tokio::spawn(async move {
-            send(&tx, &delta("before the stall")).await;
-            tx.closed().await; // hold the body open until the client goes away
-        });
-        resp
-    })
-    .await;
+    let base = stalling(delta("before the stall")).await;
     let backend =
         OpenAiBackend::new(OpenAiConfig::new(base).with_idle_timeout(Duration::from_millis(300)));
     assert_eq!(
@@ -446,20 +523,7 @@ async fn a_stalled_stream_ends_with_an_error() {
 /// does, and the text so far is kept.
 #[tokio::test]
 async fn a_reply_that_never_ends_is_cut_off_at_the_total_timeout() {
-    let base = serve(|_req| async {
-        let (tx, resp) = streamed();
-        tokio::spawn(async move {
-            loop {
-                send(&tx, &delta("more ")).await;
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                if tx.is_closed() {
-                    break;
-                }
-            }
-        });
-        resp
-    })
-    .await;
+    let base = endless(delta("more ")).await;
     let backend = OpenAiBackend::new(
         OpenAiConfig::new(base)
             .with_idle_timeout(Duration::from_secs(5))
@@ -506,28 +570,7 @@ async fn an_endless_upstream_line_ends_the_turn_at_the_event_cap() {
 
 #[tokio::test]
 async fn dropping_the_stream_closes_the_upstream_connection() {
-    let (closed_tx, mut closed) = mpsc::unbounded_channel();
-    let base = serve(move |_req| {
-        let closed_tx = closed_tx.clone();
-        async move {
-            let (tx, resp) = streamed();
-            tokio::spawn(async move {
-                send(&tx, &delta("tick")).await;
-                // Keep-alives until the body is dropped, which only happens when the client
-                // closes the connection.
-                loop {
-                    let ping = Frame::data(Bytes::from_static(b": ping\n\n"));
-                    if tx.send(Ok(ping)).await.is_err() {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                let _ = closed_tx.send(());
-            });
-            resp
-        }
-    })
-    .await;
+    let (base, mut closed) = noticing_close(delta("tick"), b": ping\n\n").await;
     let backend = OpenAiBackend::new(OpenAiConfig::new(base));
     let mut events = backend.complete(&cx(), chat());
     assert_eq!(events.next().await, Some(Event::delta("tick")));

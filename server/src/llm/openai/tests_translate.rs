@@ -17,7 +17,7 @@ fn fixture_dir() -> PathBuf {
 }
 
 /// Splits `body` into chunks of 1..=24 bytes chosen by a xorshift generator seeded with `seed`.
-fn split(body: &[u8], seed: u64) -> Vec<Bytes> {
+pub(in crate::llm) fn split(body: &[u8], seed: u64) -> Vec<Bytes> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut chunks = Vec::new();
     let mut rest = body;
@@ -43,7 +43,16 @@ async fn run_str(body: &str) -> Vec<Event> {
 }
 
 async fn check_fixture(name: &str) {
-    let dir = fixture_dir();
+    check_fixture_in(&fixture_dir(), name, run).await;
+}
+
+/// Replays `{dir}/{name}.sse` through `run` whole and split with 40 seeds, each time expecting
+/// the events of `{name}.expected.json`; the fixture must say it is hand-made.
+pub(in crate::llm) async fn check_fixture_in<F, Fut>(dir: &std::path::Path, name: &str, run: F)
+where
+    F: Fn(Vec<Bytes>) -> Fut,
+    Fut: std::future::Future<Output = Vec<Event>>,
+{
     let body = std::fs::read(dir.join(format!("{name}.sse"))).expect("fixture");
     assert!(
         body.starts_with(b": hand-made from "),

@@ -68,11 +68,32 @@ where
     S: Stream<Item = Result<Bytes, E>> + Send,
     E: Display + Send,
 {
+    read_events(bytes, Accumulator::default())
+}
+
+/// What a translator does with the SSE events of one reply; [`read_events`] drives it. Shared
+/// with the Anthropic translator.
+pub(in crate::llm) trait Reader: Send {
+    /// One SSE event (its `event:` name, empty when absent, and its data); `Flow::End` ends the
+    /// turn and drops the body.
+    fn on_sse(&mut self, event: &str, data: &str, out: &mut VecDeque<Event>) -> Flow;
+    /// The body ended before the reader ended the turn: cleanly when `cause` is `None`, else
+    /// with that error.
+    fn body_ended(&mut self, cause: Option<String>, out: &mut VecDeque<Event>);
+}
+
+/// Splits an SSE body into events for `reader` and yields the events it queues.
+pub(in crate::llm) fn read_events<S, E, R>(bytes: S, reader: R) -> impl Stream<Item = Event> + Send
+where
+    S: Stream<Item = Result<Bytes, E>> + Send,
+    E: Display + Send,
+    R: Reader,
+{
     // Pads the body so a final event missing its blank line is still dispatched.
     let padded = bytes.chain(stream::once(async { Ok(Bytes::from_static(b"\n\n")) }));
     let state = State {
         events: Some(Box::pin(padded.eventsource())),
-        acc: Accumulator::default(),
+        acc: reader,
         queue: VecDeque::new(),
     };
     stream::unfold(state, |mut st| async move {
@@ -107,17 +128,44 @@ where
     })
 }
 
-struct State<T> {
+struct State<T, R> {
     /// The SSE events; `None` once the turn has ended (drops the body).
     events: Option<std::pin::Pin<Box<T>>>,
-    acc: Accumulator,
+    acc: R,
     queue: VecDeque<Event>,
 }
 
+/// Whether a reply goes on after an event.
 #[derive(Debug, PartialEq, Eq)]
-enum Flow {
+pub(in crate::llm) enum Flow {
+    /// Read the next event.
     Continue,
+    /// The turn is over: read no more.
     End,
+}
+
+/// The error ending a reply that stopped before it was finished: "the reply was cut off: …"
+/// once an event was read (`started`), with `cause` (else the upstream ended the stream), and
+/// the `dropped` tool calls named; logged as a warning.
+pub(in crate::llm) fn cut_off(started: bool, cause: Option<String>, dropped: &[String]) -> Event {
+    let mut msg = match (started, cause) {
+        (true, Some(cause)) => format!("the reply was cut off: {cause}"),
+        (true, None) => "the reply was cut off: the upstream ended the stream before the \
+                         reply was finished"
+            .to_owned(),
+        (false, Some(cause)) => cause,
+        (false, None) => "the upstream ended the stream without sending a reply".to_owned(),
+    };
+    match dropped {
+        [] => {}
+        [one] => msg.push_str(&format!("; its unfinished tool call {one} was dropped")),
+        many => msg.push_str(&format!(
+            "; its unfinished tool calls {} were dropped",
+            many.join(", ")
+        )),
+    }
+    tracing::warn!(error = %msg, "upstream reply ended early");
+    Event::error(msg)
 }
 
 /// A tool call being assembled from fragments.
@@ -146,7 +194,7 @@ struct Accumulator {
 /// `arguments` back either, see `limits`).
 pub(super) const MAX_ARGUMENTS_BYTES: usize = crate::limits::DEFAULT_MAX_ARGUMENTS_BYTES;
 
-impl Accumulator {
+impl Reader for Accumulator {
     fn on_sse(&mut self, event: &str, data: &str, out: &mut VecDeque<Event>) -> Flow {
         let data = data.trim();
         if data.is_empty() {
@@ -168,6 +216,29 @@ impl Accumulator {
         flow
     }
 
+    /// The body ended without `[DONE]`: cleanly when `cause` is `None`, else with that error.
+    /// After a finish reason the reply is complete (tool calls, then `Done`); before one it was
+    /// cut off (one `Error`, the tool calls dropped).
+    fn body_ended(&mut self, cause: Option<String>, out: &mut VecDeque<Event>) {
+        if self.finish_reason.is_some() {
+            if let Some(cause) = &cause {
+                tracing::warn!(error = %cause, "upstream stream failed after the finish reason; the reply is complete");
+            }
+            self.finish(out);
+            return;
+        }
+        let mut calls = std::mem::take(&mut self.calls);
+        calls.sort_by_key(|c| c.index);
+        let names: Vec<String> = calls
+            .into_iter()
+            .map(|c| c.name)
+            .filter(|n| !n.is_empty())
+            .collect();
+        out.push_back(cut_off(self.started, cause, &names));
+    }
+}
+
+impl Accumulator {
     /// Any chunk, parsed into a `Value`.
     fn on_general_chunk(&mut self, event: &str, data: &str, out: &mut VecDeque<Event>) -> Flow {
         let chunk: Value = match serde_json::from_str(data) {
@@ -349,63 +420,14 @@ impl Accumulator {
         }
     }
 
-    /// The body ended without `[DONE]`: cleanly when `cause` is `None`, else with that error.
-    /// After a finish reason the reply is complete (tool calls, then `Done`); before one it was
-    /// cut off (one `Error`, the tool calls dropped).
-    fn body_ended(&mut self, cause: Option<String>, out: &mut VecDeque<Event>) {
-        if self.finish_reason.is_some() {
-            if let Some(cause) = &cause {
-                tracing::warn!(error = %cause, "upstream stream failed after the finish reason; the reply is complete");
-            }
-            self.finish(out);
-            return;
-        }
-        let mut msg = match (self.started, cause) {
-            (true, Some(cause)) => format!("the reply was cut off: {cause}"),
-            (true, None) => "the reply was cut off: the upstream ended the stream before the \
-                             reply was finished"
-                .to_owned(),
-            (false, Some(cause)) => cause,
-            (false, None) => "the upstream ended the stream without sending a reply".to_owned(),
-        };
-        let mut calls = std::mem::take(&mut self.calls);
-        calls.sort_by_key(|c| c.index);
-        let names: Vec<String> = calls
-            .into_iter()
-            .map(|c| c.name)
-            .filter(|n| !n.is_empty())
-            .collect();
-        match names.as_slice() {
-            [] => {}
-            [one] => msg.push_str(&format!("; its unfinished tool call {one} was dropped")),
-            many => msg.push_str(&format!(
-                "; its unfinished tool calls {} were dropped",
-                many.join(", ")
-            )),
-        }
-        tracing::warn!(error = %msg, "upstream reply ended early");
-        out.push_back(Event::error(msg));
-    }
-
     /// Emits the gathered tool calls, then `Done`.
     fn finish(&mut self, out: &mut VecDeque<Event>) {
         let mut calls = std::mem::take(&mut self.calls);
         calls.sort_by_key(|c| c.index);
-        let mut emitted = 0;
-        for call in calls {
-            if call.name.is_empty() {
-                tracing::warn!(id = %call.id, "dropping an upstream tool call without a name");
-                continue;
-            }
-            let id = if call.id.is_empty() {
-                format!("call_{:016x}", rand::random::<u64>())
-            } else {
-                call.id
-            };
-            let tool_call = ToolCall::new(id, call.name, arguments(&call.arguments));
-            out.push_back(Event::tool_call(tool_call));
-            emitted += 1;
-        }
+        let calls = calls
+            .into_iter()
+            .map(|c| (c.id, c.name, arguments(&c.arguments)));
+        let emitted = queue_calls(calls, "call", out);
         let reason = match self.finish_reason.as_deref().map(str::to_ascii_lowercase) {
             Some(r) if r == "length" => FinishReason::Length,
             Some(r) if r == "content_filter" => FinishReason::ContentFilter,
@@ -417,13 +439,38 @@ impl Accumulator {
     }
 }
 
+/// Queues a `ToolCall` for each `(id, name, arguments)`: a call without a name is dropped with a
+/// warning (nothing could run it), a missing id becomes `{prefix}_<random hex>`. Returns how
+/// many were queued.
+pub(in crate::llm) fn queue_calls(
+    calls: impl IntoIterator<Item = (String, String, Value)>,
+    prefix: &str,
+    out: &mut VecDeque<Event>,
+) -> usize {
+    let mut queued = 0;
+    for (id, name, arguments) in calls {
+        if name.is_empty() {
+            tracing::warn!(id = %id, "dropping an upstream tool call without a name");
+            continue;
+        }
+        let id = if id.is_empty() {
+            format!("{prefix}_{:016x}", rand::random::<u64>())
+        } else {
+            id
+        };
+        out.push_back(Event::tool_call(ToolCall::new(id, name, arguments)));
+        queued += 1;
+    }
+    queued
+}
+
 /// A non-empty string value.
 fn text(v: Option<&Value>) -> Option<&str> {
     v.and_then(Value::as_str).filter(|s| !s.is_empty())
 }
 
 /// Normalises accumulated arguments: empty → `{}`, JSON → the value, otherwise the raw string.
-fn arguments(raw: &str) -> Value {
+pub(in crate::llm) fn arguments(raw: &str) -> Value {
     if raw.trim().is_empty() {
         return Value::Object(Default::default());
     }

@@ -14,17 +14,17 @@ use super::translate;
 use crate::host::EventStream;
 
 /// How much of an error reply's body goes into the error event.
-pub(super) const ERROR_BODY_LIMIT: usize = 512;
+pub(in crate::llm) const ERROR_BODY_LIMIT: usize = 512;
 /// The largest non-streamed JSON reply read.
 const JSON_BODY_LIMIT: usize = 16 << 20;
 /// The largest SSE event (its lines up to the blank line) read from the upstream: above the
 /// arguments cap, which one chunk may carry whole.
-pub(super) const MAX_SSE_EVENT: usize = 2 * super::translate::MAX_ARGUMENTS_BYTES;
+pub(in crate::llm) const MAX_SSE_EVENT: usize = 2 * super::translate::MAX_ARGUMENTS_BYTES;
 
 /// Polls a stream inside a tracing span, so the translator's warnings carry the upstream call.
-pub(super) struct InSpan {
-    pub(super) inner: EventStream,
-    pub(super) span: tracing::Span,
+pub(in crate::llm) struct InSpan {
+    pub(in crate::llm) inner: EventStream,
+    pub(in crate::llm) span: tracing::Span,
 }
 
 impl Stream for InSpan {
@@ -43,7 +43,7 @@ impl Stream for InSpan {
 /// The events of a 2xx reply. Normally SSE; a server that ignores `stream: true` (whatever
 /// its content type says) answers with one JSON completion, which is read as a single chunk
 /// followed by `[DONE]` when it parses whole.
-pub(super) async fn reply_events(
+pub(in crate::llm) async fn reply_events(
     resp: reqwest::Response,
     idle: Duration,
     deadline: Instant,
@@ -92,7 +92,7 @@ pub(super) async fn reply_events(
 
 /// Why the reply body ended early.
 #[derive(Debug, thiserror::Error)]
-enum BodyError {
+pub(in crate::llm) enum BodyError {
     #[error("{0}")]
     Stalled(String),
     #[error("upstream sent an event larger than {MAX_SSE_EVENT} bytes")]
@@ -103,7 +103,7 @@ enum BodyError {
 
 /// Adds the idle timeout, the turn's deadline and the event-size cap to a body stream and
 /// turns its errors into readable ones. After an error the body is dropped.
-fn guard<S>(
+pub(in crate::llm) fn guard<S>(
     body: S,
     idle: Duration,
     deadline: Instant,
@@ -156,17 +156,67 @@ impl EventSize {
     }
 }
 
-pub(super) fn stalled(idle: Duration) -> String {
+/// The client a backend uses unless given one: a 30 s connect timeout, no total timeout, and
+/// redirects followed only within the origin.
+pub(in crate::llm) fn default_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(30))
+        .redirect(crate::secrets::same_origin_redirects())
+        .build()
+        // Only a broken TLS setup fails here, and then `Client::new` panics with why.
+        .unwrap_or_default()
+}
+
+/// Adds configured headers to a request, skipping invalid names or values with a warning.
+pub(in crate::llm) fn add_headers(
+    mut rb: reqwest::RequestBuilder,
+    headers: &[(String, String)],
+) -> reqwest::RequestBuilder {
+    for (name, value) in headers {
+        match (
+            http::HeaderName::try_from(name.as_str()),
+            http::HeaderValue::try_from(value.as_str()),
+        ) {
+            (Ok(n), Ok(v)) => rb = rb.header(n, v),
+            _ => tracing::warn!(header = %name, "skipping an invalid upstream header"),
+        }
+    }
+    rb
+}
+
+/// Sends a request and reads its whole reply, each step within `idle`: the status and the
+/// body, or a readable reason.
+pub(in crate::llm) async fn fetch(
+    rb: reqwest::RequestBuilder,
+    idle: Duration,
+) -> Result<(http::StatusCode, Bytes), String> {
+    let resp = tokio::time::timeout(idle, rb.send())
+        .await
+        .map_err(|_| "timed out".to_owned())?
+        .map_err(|e| describe(&e))?;
+    let status = resp.status();
+    let body = tokio::time::timeout(idle, resp.bytes())
+        .await
+        .map_err(|_| "timed out".to_owned())?
+        .map_err(|e| describe(&e))?;
+    Ok((status, body))
+}
+
+pub(in crate::llm) fn stalled(idle: Duration) -> String {
     format!("upstream stalled: no data for {} s", idle.as_secs_f64())
 }
 
-pub(super) fn error_stream(msg: String) -> EventStream {
+pub(in crate::llm) fn error_stream(msg: String) -> EventStream {
     tracing::warn!(error = %msg, "upstream completion failed");
     Box::pin(stream::iter([Event::error(msg)]))
 }
 
 /// Reads up to `limit` bytes of a body (less on error or timeout).
-pub(super) async fn read_prefix(resp: reqwest::Response, limit: usize, idle: Duration) -> Vec<u8> {
+pub(in crate::llm) async fn read_prefix(
+    resp: reqwest::Response,
+    limit: usize,
+    idle: Duration,
+) -> Vec<u8> {
     let mut body = Box::pin(resp.bytes_stream());
     let mut buf = Vec::new();
     while buf.len() < limit {
@@ -180,7 +230,7 @@ pub(super) async fn read_prefix(resp: reqwest::Response, limit: usize, idle: Dur
 }
 
 /// The body as trimmed text, cut to [`ERROR_BODY_LIMIT`] bytes on a character boundary.
-pub(super) fn snippet(body: &[u8]) -> String {
+pub(in crate::llm) fn snippet(body: &[u8]) -> String {
     let cut = &body[..body.len().min(ERROR_BODY_LIMIT)];
     let text = match std::str::from_utf8(cut) {
         Ok(t) => t.to_owned(),
@@ -194,7 +244,7 @@ pub(super) fn snippet(body: &[u8]) -> String {
 
 /// A readable description of a request error: what failed and its causes, without the URL's
 /// path or query (which may carry secrets).
-pub(super) fn describe(e: &reqwest::Error) -> String {
+pub(in crate::llm) fn describe(e: &reqwest::Error) -> String {
     let origin = e
         .url()
         .map(|u| format!(" {}", u.origin().ascii_serialization()))
