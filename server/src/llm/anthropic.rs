@@ -40,9 +40,10 @@
 //!   turns' reasoning is not sent back, as `Message` keeps no thinking signature.
 //! - **Models**: the configured list, else `{base}/models` (up to 1000, `display_name` as the
 //!   label, provider `anthropic`), read on each call.
-//! - **Secrets**: redirects only within the upstream's origin ([`same_origin_redirects`](crate::secrets::same_origin_redirects)); the
-//!   `upstream` span logs the URL without userinfo and query; `Debug` of the config and the
-//!   backend shows neither the key nor header values.
+//! - **Secrets**: redirects only within the upstream's origin
+//!   ([`same_origin_redirects`](crate::secrets::same_origin_redirects)); the `upstream` span
+//!   logs the URL without userinfo and query; `Debug` of the config and the backend shows
+//!   neither the key nor header values.
 
 /// Anthropic's API base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";

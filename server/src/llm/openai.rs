@@ -169,9 +169,10 @@ impl OpenAiConfig {
     }
 
     /// The HTTP client to use (default: one with a 30 s connect timeout, no total timeout, and
-    /// redirects followed only within the origin, [`same_origin_redirects`](crate::secrets::same_origin_redirects)). A client of your
-    /// own keeps its own redirect policy: reqwest's default sends custom headers to another
-    /// host, so build it with `.redirect(lmchatkit::secrets::same_origin_redirects())`.
+    /// redirects followed only within the origin,
+    /// [`same_origin_redirects`](crate::secrets::same_origin_redirects)). A client of your own
+    /// keeps its own redirect policy: reqwest's default sends custom headers to another host,
+    /// so build it with `.redirect(lmchatkit::secrets::same_origin_redirects())`.
     pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
         self.client = Some(client);
         self
