@@ -423,6 +423,7 @@ mod tests {
             prompt_tokens: Some(11),
             completion_tokens: Some(5),
             total_tokens: Some(16),
+            ..Default::default()
         };
         let without_total = Usage {
             total_tokens: None,

@@ -42,6 +42,7 @@ fn tool_then_text() -> FakeHost {
                         prompt_tokens: Some(30),
                         completion_tokens: Some(4),
                         total_tokens: None,
+                        ..Default::default()
                     }),
                 ),
             ],

@@ -294,6 +294,13 @@ pub struct Usage {
     /// Prompt plus generated tokens; omitted when not reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
+    /// Of the prompt tokens, those read from the provider's prompt cache (billed lower);
+    /// omitted when not reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_prompt_tokens: Option<u64>,
+    /// Of the completion tokens, those spent on reasoning; omitted when not reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -303,12 +310,33 @@ impl Usage {
     ///
     /// ```
     /// use lmchatkit_protocol::Usage;
-    /// let u = Usage { prompt_tokens: Some(11), completion_tokens: Some(5), total_tokens: None };
+    /// let u = Usage { prompt_tokens: Some(11), completion_tokens: Some(5), ..Usage::default() };
     /// assert_eq!(u.tokens(), 16);
     /// ```
     pub fn tokens(&self) -> u64 {
         self.total_tokens
             .unwrap_or(self.prompt_tokens.unwrap_or(0) + self.completion_tokens.unwrap_or(0))
+    }
+
+    /// Adds `other`'s counts (a turn's steps, a reply's turns); a count stays unreported until
+    /// one of the two reports it.
+    ///
+    /// ```
+    /// use lmchatkit_protocol::Usage;
+    /// let mut u = Usage { prompt_tokens: Some(10), ..Usage::default() };
+    /// u.add(&Usage { prompt_tokens: Some(5), reasoning_tokens: Some(2), ..Usage::default() });
+    /// assert_eq!((u.prompt_tokens, u.reasoning_tokens, u.completion_tokens), (Some(15), Some(2), None));
+    /// ```
+    pub fn add(&mut self, other: &Usage) {
+        let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        self.prompt_tokens = sum(self.prompt_tokens, other.prompt_tokens);
+        self.completion_tokens = sum(self.completion_tokens, other.completion_tokens);
+        self.total_tokens = sum(self.total_tokens, other.total_tokens);
+        self.cached_prompt_tokens = sum(self.cached_prompt_tokens, other.cached_prompt_tokens);
+        self.reasoning_tokens = sum(self.reasoning_tokens, other.reasoning_tokens);
     }
 }
 

@@ -48,11 +48,22 @@ fn events() {
         prompt_tokens: Some(3),
         completion_tokens: Some(4),
         total_tokens: Some(7),
+        ..Default::default()
     };
     assert_eq!(
         to(&Event::done(FinishReason::ContentFilter, Some(usage))),
         json!({"type": "done", "finish_reason": "content_filter",
                "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}})
+    );
+    let shares = Usage {
+        cached_prompt_tokens: Some(2),
+        reasoning_tokens: Some(1),
+        ..usage
+    };
+    assert_eq!(
+        to(&shares),
+        json!({"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7,
+               "cached_prompt_tokens": 2, "reasoning_tokens": 1})
     );
     assert_eq!(
         to(&Event::error("boom")),

@@ -573,6 +573,7 @@ fn a_thread_summary_sums_assistant_usage_and_takes_the_last_prompt_as_context() 
         prompt_tokens: Some(p),
         completion_tokens: Some(c),
         total_tokens: Some(p + c),
+        ..Default::default()
     };
     let mut a1 = Message::assistant("one");
     a1.usage = Some(usage(100, 10));

@@ -116,7 +116,8 @@ fn an_assistant_message_splits_into_one_message_per_step_followed_by_its_tool_re
         Some(Usage {
             prompt_tokens: Some(40),
             completion_tokens: Some(7),
-            total_tokens: Some(47)
+            total_tokens: Some(47),
+            ..Default::default()
         }),
         "the message's usage lands on its last step"
     );

@@ -351,13 +351,7 @@ fn order(mut results: Vec<Message>, messages: &[Message]) -> Vec<Message> {
 
 /// Adds a step's usage to the turn's total (a field stays unreported until a step reports it).
 fn add_usage(total: &mut Option<Usage>, step: Option<Usage>) {
-    let Some(step) = step else { return };
-    let t = total.get_or_insert_with(Usage::default);
-    let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
-        (None, None) => None,
-        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
-    };
-    t.prompt_tokens = add(t.prompt_tokens, step.prompt_tokens);
-    t.completion_tokens = add(t.completion_tokens, step.completion_tokens);
-    t.total_tokens = add(t.total_tokens, step.total_tokens);
+    if let Some(step) = step {
+        total.get_or_insert_with(Usage::default).add(&step);
+    }
 }

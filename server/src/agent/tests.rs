@@ -86,6 +86,7 @@ fn usage(p: u64, c: u64) -> Option<Usage> {
         prompt_tokens: Some(p),
         completion_tokens: Some(c),
         total_tokens: None,
+        ..Default::default()
     })
 }
 

@@ -130,11 +130,11 @@ impl Translator {
     /// The message's metadata at its end: the model, the usage so far (this request's added to
     /// what the continued message had) and the time.
     fn metadata(&self, usage: Option<Usage>) -> Value {
-        let mut u = self.earlier.unwrap_or_default();
+        let mut total = self.earlier.as_ref().map(Usage::from).unwrap_or_default();
         if let Some(now) = usage {
-            u.input_tokens += now.prompt_tokens.unwrap_or(0);
-            u.output_tokens += now.completion_tokens.unwrap_or(0);
+            total.add(&now);
         }
+        let u = UiUsage::from(&total);
         let meta = UiMessageMetadata {
             model: self.model.clone(),
             usage: u,
@@ -344,6 +344,8 @@ mod tests {
                     prompt_tokens: Some(5),
                     completion_tokens: Some(2),
                     total_tokens: Some(7),
+                    reasoning_tokens: Some(1),
+                    ..Default::default()
                 }),
             },
             &mut out,
@@ -355,7 +357,7 @@ mod tests {
         assert_eq!(
             values,
             vec![
-                json!({"type": "message-metadata", "messageMetadata": {"model": "m", "usage": {"inputTokens": 105, "outputTokens": 12}, "createdAt": 7}}),
+                json!({"type": "message-metadata", "messageMetadata": {"model": "m", "usage": {"inputTokens": 105, "outputTokens": 12, "reasoningTokens": 1}, "createdAt": 7}}),
                 json!({"type": "finish", "finishReason": "tool-calls"}),
             ]
         );

@@ -147,6 +147,7 @@ fn finish(mut out: Vec<Event>, reason: FinishReason) -> Vec<Event> {
             prompt_tokens: Some(42),
             completion_tokens: Some(completion),
             total_tokens: Some(42 + completion),
+            ..Default::default()
         }),
     ));
     out

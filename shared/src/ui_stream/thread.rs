@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::message::UiMessage;
-use crate::chat::Role;
+use crate::chat::{Role, Usage};
 use crate::history::StoredConversation;
 
 /// Token counts of one assistant message.
@@ -120,4 +120,30 @@ pub struct AiSdkModelInfo {
     pub configured: bool,
     /// Maximum context tokens (the denominator of a usage gauge); `0` when unknown.
     pub context_window: u64,
+}
+
+impl From<&UiUsage> for Usage {
+    /// The same counts in our protocol's terms (input as prompt tokens).
+    fn from(u: &UiUsage) -> Self {
+        Usage {
+            prompt_tokens: Some(u.input_tokens),
+            completion_tokens: Some(u.output_tokens),
+            total_tokens: Some(u.input_tokens + u.output_tokens),
+            cached_prompt_tokens: u.cached_input_tokens,
+            reasoning_tokens: u.reasoning_tokens,
+        }
+    }
+}
+
+impl From<&Usage> for UiUsage {
+    /// The same counts as an AI SDK app reads them (what was not reported is `0`, or absent
+    /// for the optional shares).
+    fn from(u: &Usage) -> Self {
+        UiUsage {
+            input_tokens: u.prompt_tokens.unwrap_or(0),
+            output_tokens: u.completion_tokens.unwrap_or(0),
+            reasoning_tokens: u.reasoning_tokens,
+            cached_input_tokens: u.cached_prompt_tokens,
+        }
+    }
 }

@@ -162,6 +162,7 @@ fn rich_messages() -> Vec<Message> {
         prompt_tokens: Some(10),
         completion_tokens: Some(5),
         total_tokens: Some(15),
+        ..Default::default()
     });
 
     let mut tool = Message::tool("call_1", "srv__weather", "sunny").with_id("r3");

@@ -71,6 +71,7 @@ async fn a_tool_round_trip_with_an_effort_is_posted_with_the_anthropic_headers()
         prompt_tokens: None,
         completion_tokens: Some(2),
         total_tokens: Some(2),
+        ..Default::default()
     };
     assert_eq!(
         collect(&backend, req).await,

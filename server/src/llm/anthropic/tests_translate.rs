@@ -84,6 +84,7 @@ fn usage(prompt: Option<u64>, completion: u64) -> Option<Usage> {
         prompt_tokens: prompt,
         completion_tokens: Some(completion),
         total_tokens: Some(prompt.unwrap_or(0) + completion),
+        ..Default::default()
     })
 }
 
@@ -250,7 +251,13 @@ async fn message_delta_counts_replace_message_start_counts() {
         run_str(&body).await,
         [
             Event::delta("x"),
-            Event::done(FinishReason::Stop, usage(Some(112), 7))
+            Event::done(
+                FinishReason::Stop,
+                usage(Some(112), 7).map(|u| Usage {
+                    cached_prompt_tokens: Some(100),
+                    ..u
+                })
+            )
         ]
     );
 }

@@ -311,6 +311,10 @@ impl Accumulator {
             prompt_tokens: prompt,
             completion_tokens: c.output,
             total_tokens: Some(prompt.unwrap_or(0) + c.output.unwrap_or(0)),
+            // Reads from the cache are the cheap share of the prompt; writes cost more than
+            // input, which `Usage` does not tell apart (they stay in `prompt_tokens`).
+            cached_prompt_tokens: c.cache_read,
+            reasoning_tokens: None,
         })
     }
 

@@ -393,6 +393,7 @@ async fn other_choices_and_odd_finish_reasons() {
         prompt_tokens: Some(1),
         completion_tokens: Some(2),
         total_tokens: Some(3),
+        ..Default::default()
     };
     assert_eq!(
         run_str(&body).await,

@@ -51,7 +51,9 @@ use serde_json::Value;
 ///   `function_call`; anything else is `stop`, and `stop`/none becomes `tool_calls` when calls
 ///   were made.
 /// - `usage` (any chunk, including a final one with empty `choices`; also Groq's
-///   `x_groq.usage`) → `Done.usage`, the last one winning.
+///   `x_groq.usage`) → `Done.usage`, the last one winning; `prompt_tokens_details.cached_tokens`
+///   and `completion_tokens_details.reasoning_tokens` are kept as the cached and reasoning
+///   shares.
 /// - A `{"error": …}` chunk (or an `event: error` frame) → one `Error` event, ending the stream.
 /// - A chunk that is not JSON is skipped with a warning.
 /// - `[DONE]` → the tool calls, then `Done`. Nothing after `[DONE]` is read.
@@ -483,10 +485,13 @@ pub(in crate::llm) fn arguments(raw: &str) -> Value {
 
 fn parse_usage(v: &Value) -> Option<Usage> {
     let field = |k: &str| v.get(k).and_then(Value::as_u64);
+    let detail = |p: &str| v.pointer(p).and_then(Value::as_u64);
     let mut u = Usage {
         prompt_tokens: field("prompt_tokens"),
         completion_tokens: field("completion_tokens"),
         total_tokens: field("total_tokens"),
+        cached_prompt_tokens: detail("/prompt_tokens_details/cached_tokens"),
+        reasoning_tokens: detail("/completion_tokens_details/reasoning_tokens"),
     };
     if u == Usage::default() {
         return None;

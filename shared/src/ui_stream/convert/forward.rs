@@ -50,12 +50,7 @@ fn apply_metadata(metadata: Option<&Value>, group: &mut [Message]) {
         first.created_at = Some(meta.created_at);
     }
     if let Some(last) = group.iter_mut().rev().find(|m| m.role == Role::Assistant) {
-        let u = meta.usage;
-        last.usage = Some(Usage {
-            prompt_tokens: Some(u.input_tokens),
-            completion_tokens: Some(u.output_tokens),
-            total_tokens: Some(u.input_tokens + u.output_tokens),
-        });
+        last.usage = Some(Usage::from(&meta.usage));
     }
 }
 
