@@ -27,6 +27,11 @@ headers = {{ "X-From-File" = "yes", "X-Both" = "file" }}
 
 [demo]
 mcp = false
+
+[[models]]
+id = "local/upstream-model"
+context_window = 8192
+reasoning = true
 "#
         ),
     )
@@ -49,9 +54,13 @@ async fn the_config_file_sets_everything_and_flags_win() {
         (&json!(false), &json!(false), &json!([])),
         "{cfg}"
     );
-    // The upstream's models, asked with the file's key and headers (the flag's X-Both wins).
+    // The upstream's models, asked with the file's key and headers (the flag's X-Both wins),
+    // described by the file's [[models]].
     let models = get_json(&format!("{}/api/models", app.url)).await;
-    assert_eq!(models, json!([{"id": "upstream-model"}]));
+    assert_eq!(
+        models,
+        json!([{"id": "upstream-model", "reasoning": true, "context_window": 8192}])
+    );
     let heads = upstream.heads.lock().unwrap().clone();
     let head = heads
         .iter()

@@ -84,6 +84,7 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .prefix(s.prefix.clone())
         .file_upload(s.upload)
         .approval_policy(s.approval.clone())
+        .model_catalog(s.catalog.clone())
         .title("lmchatkit");
     let (history, approvals) = history(s.db.as_deref(), s.db_synchronous)?;
     builder = builder.history_arc(history);

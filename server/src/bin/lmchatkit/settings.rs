@@ -20,6 +20,7 @@ use serde::Deserialize;
 
 use crate::approval_settings::{FileTools, approval_policy};
 use crate::cli::{Args, LogFormat, check_header};
+use lmchatkit::models::{Catalog, ModelSpec};
 
 /// The file's top level. Unknown keys are errors, so a typo does not silently do nothing.
 /// (No `Debug`: it holds the API key.)
@@ -57,6 +58,10 @@ struct FileSettings {
     demo: FileDemo,
     #[serde(default)]
     tools: FileTools,
+    /// `[[models]]`: facts about models (context window, reasoning, price) over the built-in
+    /// table.
+    #[serde(default)]
+    models: Vec<ModelSpec>,
     /// `[[mcp.servers]]`, read by [`McpConfigFile`].
     #[allow(dead_code)]
     mcp: Option<toml::Value>,
@@ -134,6 +139,8 @@ pub struct Settings {
     pub mcp_servers: Vec<McpServerConfig>,
     /// The operator's approval policy (`[tools.approval]`; default: ask for every call).
     pub approval: ApprovalPolicy,
+    /// The model catalog: the built-in table with the file's `[[models]]` over it.
+    pub catalog: Catalog,
     pub log: String,
     pub log_format: LogFormat,
 }
@@ -232,6 +239,13 @@ impl Settings {
             headers.push((name, value));
         }
         let approval = approval_policy(file.tools.approval)?;
+        let mut catalog = Catalog::builtin();
+        for spec in file.models {
+            let id = spec.id.clone();
+            catalog = catalog
+                .with_model(spec)
+                .map_err(|e| format!("models: {id:?}: {e}"))?;
+        }
         let models = if args.models.is_empty() {
             file.upstream.models
         } else {
@@ -297,6 +311,7 @@ impl Settings {
             demo_mcp: args.no_demo_mcp.map(|no| !no).or(file.demo.mcp),
             mcp_servers,
             approval,
+            catalog,
             log: args.log.or(file.log).unwrap_or_else(|| "info".into()),
             log_format: args.log_format.or(file.log_format).unwrap_or_default(),
             access,

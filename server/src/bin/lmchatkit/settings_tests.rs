@@ -406,3 +406,30 @@ fn the_system_prompt_and_step_cap_come_from_the_flag_else_the_file() {
     let s = Settings::load(Args::default()).unwrap();
     assert_eq!((s.system_prompt, s.max_steps), (None, None));
 }
+
+#[test]
+fn a_models_entry_that_is_not_provider_slash_model_is_a_start_up_error() {
+    let err = load(
+        "[[models]]\nid = \"llama3\"\n",
+        Args::parse_from(["lmchatkit"]),
+    )
+    .err()
+    .expect("refused");
+    assert!(
+        err.contains("models: \"llama3\": ") && err.contains("provider/model"),
+        "{err}"
+    );
+    let err = load(
+        "[[models]]\nid = \"local/llama3\"\ncolour = \"red\"\n",
+        Args::parse_from(["lmchatkit"]),
+    )
+    .err()
+    .expect("refused");
+    assert!(err.contains("colour"), "{err}");
+    let ok = load(
+        "[[models]]\nid = \"local/llama3\"\nreasoning = true\n",
+        Args::parse_from(["lmchatkit"]),
+    )
+    .unwrap();
+    assert!(ok.catalog.lookup("llama3").unwrap().reasoning);
+}
