@@ -413,8 +413,7 @@ fn a_models_entry_that_is_not_provider_slash_model_is_a_start_up_error() {
         "[[models]]\nid = \"llama3\"\n",
         Args::parse_from(["lmchatkit"]),
     )
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     assert!(
         err.contains("models: \"llama3\": ") && err.contains("provider/model"),
         "{err}"
@@ -423,8 +422,7 @@ fn a_models_entry_that_is_not_provider_slash_model_is_a_start_up_error() {
         "[[models]]\nid = \"local/llama3\"\ncolour = \"red\"\n",
         Args::parse_from(["lmchatkit"]),
     )
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     assert!(err.contains("colour"), "{err}");
     let ok = load(
         "[[models]]\nid = \"local/llama3\"\nreasoning = true\n",
