@@ -523,3 +523,79 @@ async fn the_catalog_tells_which_host_models_reason_and_only_they_get_the_effort
     assert_eq!(seen[0].params.get("reasoning_effort"), Some(&json!("low")));
     assert_eq!(seen[1].params.get("reasoning_effort"), None);
 }
+
+#[tokio::test]
+async fn the_model_cannot_run_a_tool_only_views_may_call() {
+    let host = FakeHost {
+        models: vec![Model::new("m")],
+        tools: vec![tool("panel_refresh", &[Visibility::App])],
+        steps: vec![
+            vec![
+                Event::ToolCall {
+                    tool_call: ToolCall::new("c1", "panel_refresh", json!({})),
+                    decision: None,
+                },
+                Event::done(FinishReason::ToolCalls, None),
+            ],
+            vec![Event::delta("ok"), Event::done(FinishReason::Stop, None)],
+        ],
+        ..FakeHost::default()
+    };
+    let s = setup(host, ApprovalPolicy::new(ToolDecision::Allow));
+    let reply = send(&s.svc, post(CHAT, &body("t1", vec![user("u1", "go")]))).await;
+    let c = chunks(&reply);
+    let err = find(&c, "tool-output-error");
+    assert!(
+        err["errorText"].as_str().unwrap().contains("not callable"),
+        "{err}"
+    );
+    assert!(
+        s.calls.lock().unwrap().is_empty(),
+        "the app-only tool never ran"
+    );
+}
+
+fn as_user(
+    mut req: http::Request<http_body_util::Full<bytes::Bytes>>,
+    who: &str,
+) -> http::Request<http_body_util::Full<bytes::Bytes>> {
+    req.extensions_mut().insert(Principal::new(who));
+    req
+}
+
+#[tokio::test]
+async fn another_principal_can_neither_list_a_thread_nor_answer_its_approval() {
+    let s = setup(tool_then_text(), ApprovalPolicy::default());
+    let first = post(CHAT, &body("t1", vec![user("u1", "weather?")]));
+    let reply = send(&s.svc, as_user(first, "alice")).await;
+    let c = chunks(&reply);
+    let message_id = find(&c, "start")["messageId"].as_str().unwrap().to_owned();
+    let approval = find(&c, "tool-approval-request")["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Alice's thread is saved (in the background) before bob looks.
+    for _ in 0..500 {
+        let mine = send(&s.svc, as_user(get("/chat/api/aisdk/threads"), "alice"))
+            .await
+            .json();
+        if mine.as_array().is_some_and(|l| !l.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    let mine = send(&s.svc, as_user(get("/chat/api/aisdk/threads"), "alice"))
+        .await
+        .json();
+    assert_eq!(mine[0]["id"], "t1");
+    let list = send(&s.svc, as_user(get("/chat/api/aisdk/threads"), "bob"))
+        .await
+        .json();
+    assert_eq!(list, json!([]), "bob sees none of alice's threads");
+
+    let asked = approval_asked(&message_id, &approval, json!({"city": "Paris"}));
+    let messages = vec![user("u1", "weather?"), answered(asked, true, None)];
+    let replay = send(&s.svc, as_user(post(CHAT, &body("t1", messages)), "bob")).await;
+    assert_eq!(replay.status, 403, "{}", replay.text());
+    assert!(s.calls.lock().unwrap().is_empty());
+}

@@ -178,3 +178,80 @@ async fn the_sandbox_only_service_answers_the_sandbox_page_alone() {
         Some("GET")
     );
 }
+
+/// Sends `method path` with extra headers, returning the status and body.
+async fn send_with(
+    svc: &ChatService,
+    method: &Method,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, String) {
+    let mut req = Request::builder()
+        .method(method.clone())
+        .uri(path)
+        .header(header::CONTENT_TYPE, "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req
+        .body(Full::new(Bytes::from_static(b"{}")))
+        .expect("request");
+    let res = svc.clone().oneshot(req).await.expect("infallible");
+    let status = res.status();
+    let body = res.into_body().collect().await.expect("body").to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test]
+async fn every_route_refuses_a_foreign_host_name() {
+    let svc = everything_on();
+    for r in &ROUTES {
+        let path = concrete(r.path);
+        let (status, body) =
+            send_with(&svc, &r.method, &path, &[("host", "rebind.example:8080")]).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{} {path}: {body}", r.method);
+        assert!(
+            body.contains("is not served here"),
+            "{} {path}: {body}",
+            r.method
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_mutating_route_refuses_another_origin() {
+    let svc = everything_on();
+    let mutating = [Method::POST, Method::PUT, Method::PATCH, Method::DELETE];
+    for r in ROUTES.iter().filter(|r| mutating.contains(&r.method)) {
+        let path = concrete(r.path);
+        let headers = [
+            ("host", "localhost:8080"),
+            ("origin", "https://evil.example"),
+        ];
+        let (status, body) = send_with(&svc, &r.method, &path, &headers).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{} {path}: {body}", r.method);
+        assert!(body.contains("cross-origin"), "{} {path}: {body}", r.method);
+    }
+}
+
+#[tokio::test]
+async fn every_guarded_route_needs_a_principal_when_one_is_required() {
+    let svc = ChatService::new(
+        Config::builder(Quiet)
+            .history(MemoryStore::new())
+            .file_upload(true)
+            .require_principal(true)
+            .build()
+            .expect("valid config"),
+    );
+    for r in ROUTES.iter().filter(|r| r.guard == Guard::Principal) {
+        let path = concrete(r.path);
+        let (status, body) = send_with(&svc, &r.method, &path, &[]).await;
+        assert_eq!(
+            status,
+            StatusCode::UNAUTHORIZED,
+            "{} {path}: {body}",
+            r.method
+        );
+    }
+}
