@@ -174,6 +174,17 @@ impl EventBroadcaster {
         });
     }
 
+    /// Tells `principal`'s tabs that conversation `id` changed (saved, renamed or deleted).
+    pub fn conversation(
+        &self,
+        principal: &Principal,
+        kind: ServerEventType,
+        id: &str,
+        revision: Option<u64>,
+    ) {
+        self.broadcast_to(principal, ServerEvent::conversation(kind, id, revision));
+    }
+
     /// How many subscriptions are open (one per `/api/events` stream of an open tab).
     ///
     /// ```

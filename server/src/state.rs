@@ -128,7 +128,7 @@ impl State {
         revision: Option<u64>,
     ) {
         if let Some(events) = &self.events {
-            events.broadcast_to(principal, ServerEvent::conversation(kind, id, revision));
+            events.conversation(principal, kind, id, revision);
         }
     }
 }

@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lmchatkit_protocol::{Message, Role, ServerEvent, ServerEventType, StoredConversation};
+use lmchatkit_protocol::{Message, Role, ServerEventType, StoredConversation};
 use tokio::sync::watch;
 
 use crate::events::EventBroadcaster;
@@ -109,14 +109,8 @@ async fn save(
             SaveOutcome::Saved { revision } => {
                 *known = Some(StoredConversation { revision, ..header });
                 if let Some(events) = &t.events {
-                    events.broadcast_to(
-                        &t.principal,
-                        ServerEvent::conversation(
-                            ServerEventType::ConversationSaved,
-                            &t.thread,
-                            Some(revision),
-                        ),
-                    );
+                    let saved = ServerEventType::ConversationSaved;
+                    events.conversation(&t.principal, saved, &t.thread, Some(revision));
                 }
                 return Ok(());
             }

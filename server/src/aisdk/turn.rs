@@ -20,7 +20,7 @@ use lmchatkit_protocol::ui_stream::{
     AiSdkChatRequest, DONE_FRAME, UiMessage, UiMessageBuilder, UiMessageMetadata, UiPart, UiRole,
     UiToolState, sse_frame, to_messages,
 };
-use lmchatkit_protocol::{ChatRequest, Model, Params, Role, StoredConversation, ToolCall};
+use lmchatkit_protocol::{ChatRequest, Message, Model, Params, Role, StoredConversation, ToolCall};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -39,8 +39,9 @@ pub(crate) struct Plan {
     thread: String,
     model: String,
     persona_id: String,
-    /// The messages before the reply (the client's, without the continued assistant message).
-    base: Vec<UiMessage>,
+    /// The messages before the reply (the client's, without the continued assistant message),
+    /// converted once: every save of the thread starts with them.
+    base: Vec<Message>,
     /// The reply's id and, when continuing, the message so far.
     message_id: String,
     continued: Option<UiMessage>,
@@ -84,10 +85,11 @@ pub(crate) async fn plan(
         }
     };
 
+    let base = to_messages(&base);
     let mut all = base.clone();
-    all.extend(continued.clone());
+    all.extend(to_messages(continued.as_slice()));
     let persona_id = body.persona_id.unwrap_or_default();
-    let native = ChatRequest::new(model.id.clone(), to_messages(&all))
+    let native = ChatRequest::new(model.id.clone(), all)
         .with_persona(persona_id.clone())
         .with_params(Some(params));
     let request = crate::turn::prepare(state, cx, native).await;
@@ -260,11 +262,7 @@ pub(crate) fn run(
     let mut acc = UiMessageBuilder::new(&message_id, continued);
     tokio::spawn(async move {
         let _hold = hold;
-        // The messages before the reply convert once; each save converts the reply alone.
-        let base = match &saver {
-            Some(_) => to_messages(&base),
-            None => Vec::new(),
-        };
+        // Each save converts the reply alone.
         let save = |acc: &UiMessageBuilder| {
             if let Some(s) = &saver {
                 let mut all = base.clone();
