@@ -196,7 +196,7 @@ impl Chat {
 
     /// The conversation to save (placeholders and failed bubbles left out).
     pub fn to_stored(&self) -> StoredConversation {
-        StoredConversation {
+        let mut c = StoredConversation {
             id: self.id.get_untracked(),
             title: self.title.get_untracked(),
             persona_id: self.persona_id.get_untracked(),
@@ -216,7 +216,11 @@ impl Chat {
                     .map(|m| m.data.get_untracked())
                     .collect()
             }),
-        }
+            ..StoredConversation::default()
+        };
+        // What the browser's own copy (browser history) shows; the server recomputes them.
+        c.totals = lmchatkit_protocol::ConversationTotals::of(&c.messages);
+        c
     }
 
     /// The messages to send to the model (info cards left out; the server drops the rest).

@@ -102,13 +102,51 @@ impl State {
         }
     }
 
-    /// The host's models, described by the catalog (reasoning, context window).
+    /// The caller's model menu: the host's models described by the catalog (provider,
+    /// reasoning, context window), then the catalog's models of each provider registered as
+    /// not configured, disabled with the reason.
     pub(crate) async fn models(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
-        let models = self.host.models(cx).await?;
-        Ok(models
+        let mut menu: Vec<Model> = self
+            .host
+            .models(cx)
+            .await?
             .into_iter()
             .map(|m| self.catalog.describe(m))
-            .collect())
+            .collect();
+        for p in self.catalog.providers().iter().filter(|p| !p.configured) {
+            for entry in self.catalog.menu() {
+                if entry.provider == p.name && !menu.iter().any(|m| m.id == entry.id) {
+                    let mut m = entry.to_wire();
+                    m.configured = false;
+                    m.unavailable_reason = p.reason.clone();
+                    menu.push(m);
+                }
+            }
+        }
+        Ok(menu)
+    }
+
+    /// The model a turn asked for, off the caller's menu ([`crate::models::pick`]: an exact id
+    /// or an unambiguous bare name, configured; the first configured one when `None`); a 400
+    /// naming the menu otherwise. When the host cannot list its models, a named model goes
+    /// through unchecked (logged), and the upstream answers for it.
+    pub(crate) async fn resolve_model(
+        &self,
+        cx: &RequestContext,
+        asked: Option<&str>,
+    ) -> Result<Model, ApiError> {
+        let asked = asked.map(str::trim).filter(|m| !m.is_empty());
+        let menu = match (self.models(cx).await, asked) {
+            (Ok(menu), _) => menu,
+            (Err(e), Some(id)) => {
+                tracing::warn!(error = %e, model = id, "listing the models failed; the model is not checked");
+                return Ok(self.catalog.describe(Model::new(id)));
+            }
+            (Err(e), None) => return Err(e.into()),
+        };
+        crate::models::pick(&menu, asked)
+            .cloned()
+            .map_err(|e| ApiError::BadRequest(e.to_string()))
     }
 
     /// The history store, or 404 when server-side history is off.

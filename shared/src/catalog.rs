@@ -6,8 +6,49 @@ use serde::{Deserialize, Serialize};
 /// the provider at the top level of the completion request.
 pub type Params = serde_json::Map<String, serde_json::Value>;
 
+/// The request parameter that carries a [`ReasoningEffort`] (`params.reasoning_effort` on the
+/// native protocol, a persona's default in its params).
+pub const REASONING_EFFORT_PARAM: &str = "reasoning_effort";
+
+/// How hard a reasoning model should think; non-reasoning models ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    /// `low`.
+    Low,
+    /// `medium`.
+    Medium,
+    /// `high`.
+    High,
+}
+
+impl ReasoningEffort {
+    /// Every level, lowest first (the order of the UI's selector).
+    pub const ALL: [ReasoningEffort; 3] = [Self::Low, Self::Medium, Self::High];
+
+    /// The wire spelling (`low`, `medium`, `high`), also the OpenAI `reasoning_effort` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+
+    /// The level a wire spelling names; `None` for anything else.
+    ///
+    /// ```
+    /// use lmchatkit_protocol::ReasoningEffort;
+    /// assert_eq!(ReasoningEffort::parse("high"), Some(ReasoningEffort::High));
+    /// assert_eq!(ReasoningEffort::parse("max"), None);
+    /// ```
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+}
+
 /// A model the user may pick.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Model {
     /// Identifier sent upstream as `model`.
     pub id: String,
@@ -25,6 +66,28 @@ pub struct Model {
     /// unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// A turn on it can run now: its provider has what it needs (a key). Models of a provider
+    /// that is not configured stay on the menu, disabled, with [`unavailable_reason`](Self::unavailable_reason);
+    /// `true` when absent.
+    #[serde(default = "crate::is_true_default")]
+    pub configured: bool,
+    /// Why it cannot be used (for display), when not configured; omitted otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable_reason: Option<String>,
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Self {
+            id: String::new(),
+            label: None,
+            provider: None,
+            reasoning: false,
+            context_window: None,
+            configured: true,
+            unavailable_reason: None,
+        }
+    }
 }
 
 impl Model {

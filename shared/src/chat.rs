@@ -301,6 +301,11 @@ pub struct Usage {
     /// Of the completion tokens, those spent on reasoning; omitted when not reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
+    /// What the last model call held in its context window (its prompt plus what it generated),
+    /// set when several calls were added up ([`add`](Self::add)); omitted otherwise, when
+    /// [`context`](Self::context) derives it from this call's own counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -328,6 +333,7 @@ impl Usage {
     /// assert_eq!((u.prompt_tokens, u.reasoning_tokens, u.completion_tokens), (Some(15), Some(2), None));
     /// ```
     pub fn add(&mut self, other: &Usage) {
+        self.context_tokens = other.context().or(self.context());
         let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
@@ -337,6 +343,28 @@ impl Usage {
         self.total_tokens = sum(self.total_tokens, other.total_tokens);
         self.cached_prompt_tokens = sum(self.cached_prompt_tokens, other.cached_prompt_tokens);
         self.reasoning_tokens = sum(self.reasoning_tokens, other.reasoning_tokens);
+    }
+
+    /// How full the last model call's context window was: [`context_tokens`](Self::context_tokens)
+    /// when set, else prompt plus completion; `None` when neither was reported. This is the
+    /// numerator of the context gauge, and after [`add`](Self::add) it is the latest call's, not
+    /// a sum.
+    ///
+    /// ```
+    /// use lmchatkit_protocol::Usage;
+    /// let step = |p, c| Usage { prompt_tokens: Some(p), completion_tokens: Some(c), ..Usage::default() };
+    /// let mut u = step(100, 20);
+    /// assert_eq!(u.context(), Some(120));
+    /// u.add(&step(150, 30));
+    /// assert_eq!((u.prompt_tokens, u.context()), (Some(250), Some(180)));
+    /// assert_eq!(Usage::default().context(), None);
+    /// ```
+    pub fn context(&self) -> Option<u64> {
+        self.context_tokens
+            .or(match (self.prompt_tokens, self.completion_tokens) {
+                (None, None) => None,
+                (p, c) => Some(p.unwrap_or(0) + c.unwrap_or(0)),
+            })
     }
 }
 
@@ -385,6 +413,10 @@ pub struct Message {
     /// Token usage of the turn that produced this (assistant) message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// What producing this (assistant) message cost in US dollars, from the model's list price
+    /// as the server knew it; omitted (never `0`) when the price is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     /// On a user message: the MCP App (named by its server) that wrote it through `ui/message`,
     /// which the user let through. Its text is literal: the service expands no `@uri` or
     /// `/prompt` in it. Kept with the conversation, stripped before the host sees the messages;
@@ -421,6 +453,7 @@ impl Message {
             ui: None,
             created_at: None,
             usage: None,
+            cost_usd: None,
             from_app: None,
             aisdk: None,
         }
@@ -513,6 +546,10 @@ pub enum Event {
         /// Token counts of the turn; omitted when not reported.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+        /// What the turn cost in US dollars (the model's list price applied to `usage`); omitted
+        /// when the price or the usage is unknown.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     /// The turn failed; what was streamed before stays valid.
     Error {
@@ -568,6 +605,7 @@ impl Event {
         Event::Done {
             finish_reason: Some(finish_reason),
             usage,
+            cost_usd: None,
         }
     }
 

@@ -30,6 +30,9 @@ pub struct ConversationSummary {
     /// Bumped by every save; a PUT names the revision it started from (`0` creates).
     #[serde(default)]
     pub revision: u64,
+    /// What its replies used and cost, as of this revision.
+    #[serde(flatten)]
+    pub totals: ConversationTotals,
 }
 
 /// A whole conversation, as `GET` returns it and `PUT` sends it. System messages are never stored.
@@ -67,6 +70,69 @@ pub struct StoredConversation {
     /// patch; omitted when empty (and absent in older copies).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_tools: Vec<String>,
+    /// What its replies used and cost: in a GET, as the store computed them in the save's
+    /// transaction; in a PUT, ignored (the store recomputes them from `messages`).
+    #[serde(flatten)]
+    pub totals: ConversationTotals,
+}
+
+/// What a conversation's replies used and cost. The store recomputes them from the messages in
+/// the transaction of every save ([`ConversationTotals::of`]), so two tabs saving at once
+/// cannot leave a total that disagrees with the messages, and the browser never sums them.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct ConversationTotals {
+    /// Prompt tokens of every reply (each model call's prompt counts again); omitted when `0`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub total_input_tokens: u64,
+    /// Generated tokens of every reply (reasoning included); omitted when `0`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub total_output_tokens: u64,
+    /// The sum of the replies' known costs in US dollars; omitted (never `0`) when no reply
+    /// has a known cost. A reply whose price is unknown adds nothing to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_cost_usd: Option<f64>,
+    /// How full the context window was after the latest reply that reported usage (its last
+    /// model call's prompt plus output, [`Usage::context`](crate::Usage::context)); omitted
+    /// when no reply reported usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_context_tokens: Option<u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl ConversationTotals {
+    /// The totals of `messages`: the usage and cost of each assistant message added up.
+    ///
+    /// ```
+    /// use lmchatkit_protocol::{ConversationTotals, Message, Usage};
+    /// let reply = |p, c, cost| {
+    ///     let mut m = Message::assistant("ok");
+    ///     m.usage = Some(Usage { prompt_tokens: Some(p), completion_tokens: Some(c), ..Usage::default() });
+    ///     m.cost_usd = cost;
+    ///     m
+    /// };
+    /// let t = ConversationTotals::of(&[Message::user("a"), reply(100, 10, Some(0.5)), reply(130, 20, None)]);
+    /// assert_eq!((t.total_input_tokens, t.total_output_tokens), (230, 30));
+    /// assert_eq!(t.total_cost_usd, Some(0.5));
+    /// assert_eq!(t.last_context_tokens, Some(150));
+    /// assert_eq!(ConversationTotals::of(&[Message::user("a")]).total_cost_usd, None);
+    /// ```
+    pub fn of(messages: &[Message]) -> Self {
+        let mut t = Self::default();
+        for m in messages.iter().filter(|m| m.role == crate::Role::Assistant) {
+            if let Some(u) = &m.usage {
+                t.total_input_tokens += u.prompt_tokens.unwrap_or(0);
+                t.total_output_tokens += u.completion_tokens.unwrap_or(0);
+                t.last_context_tokens = u.context().or(t.last_context_tokens);
+            }
+            if let Some(c) = m.cost_usd {
+                *t.total_cost_usd.get_or_insert(0.0) += c;
+            }
+        }
+        t
+    }
 }
 
 impl StoredConversation {
@@ -81,6 +147,7 @@ impl StoredConversation {
             created_at: self.created_at,
             updated_at: self.updated_at,
             revision: self.revision,
+            totals: self.totals,
         }
     }
 }

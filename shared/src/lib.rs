@@ -6,7 +6,7 @@
 //!
 //! ```
 //! use lmchatkit_protocol::{Event, FinishReason};
-//! let ev = Event::Done { finish_reason: Some(FinishReason::Stop), usage: None };
+//! let ev = Event::Done { finish_reason: Some(FinishReason::Stop), usage: None, cost_usd: None };
 //! assert_eq!(serde_json::to_string(&ev).unwrap(), r#"{"type":"done","finish_reason":"stop"}"#);
 //! ```
 
@@ -28,14 +28,14 @@ pub use app_rpc::{
     ResourceContents, ResourceContentsMeta, ResourceDetails,
 };
 pub use approval::{ToolApprovals, ToolDecision, blocked_text};
-pub use catalog::{Model, Params, Persona, SlashCommand};
+pub use catalog::{Model, Params, Persona, REASONING_EFFORT_PARAM, ReasoningEffort, SlashCommand};
 pub use chat::{
     Approval, Content, ContentPart, Event, EventType, FileData, FinishReason, ImageUrl, InputAudio,
     Message, Role, ToolCall, Usage,
 };
 pub use history::{
-    ConflictResponse, ConversationPatch, ConversationSummary, SaveResponse, ServerEvent,
-    ServerEventType, StoredConversation,
+    ConflictResponse, ConversationPatch, ConversationSummary, ConversationTotals, SaveResponse,
+    ServerEvent, ServerEventType, StoredConversation,
 };
 pub use mcp::{
     Prompt, PromptArgument, PromptMessage, PromptResult, Resource, ResourceResult, Tool, ToolFile,
@@ -52,4 +52,8 @@ pub const SKILL_TOOL_NAME: &str = "lmchatkit__get_skill";
 
 pub(crate) fn is_false(b: &bool) -> bool {
     !*b
+}
+
+pub(crate) fn is_true_default() -> bool {
+    true
 }

@@ -40,9 +40,18 @@ fn events() {
     assert_eq!(
         to(&Event::Done {
             finish_reason: None,
-            usage: None
+            usage: None,
+            cost_usd: None,
         }),
         json!({"type": "done"})
+    );
+    assert_eq!(
+        to(&Event::Done {
+            finish_reason: Some(FinishReason::Stop),
+            usage: None,
+            cost_usd: Some(0.0125),
+        }),
+        json!({"type": "done", "finish_reason": "stop", "cost_usd": 0.0125})
     );
     let usage = Usage {
         prompt_tokens: Some(3),
@@ -216,7 +225,28 @@ fn content_parts() {
 
 #[test]
 fn catalog_types() {
-    assert_eq!(to(&Model::new("gpt")), json!({"id": "gpt"}));
+    assert_eq!(
+        to(&Model::new("gpt")),
+        json!({"id": "gpt", "configured": true})
+    );
+    let off = Model {
+        provider: Some("anthropic".into()),
+        configured: false,
+        unavailable_reason: Some("ANTHROPIC_API_KEY is not set".into()),
+        ..Model::new("anthropic/claude-sonnet-4-5")
+    };
+    assert_eq!(
+        to(&off),
+        json!({"id": "anthropic/claude-sonnet-4-5", "provider": "anthropic", "configured": false,
+               "unavailable_reason": "ANTHROPIC_API_KEY is not set"})
+    );
+    // Older servers sent no `configured`: their models are usable.
+    let old: Model = serde_json::from_value(json!({"id": "gpt"})).unwrap();
+    assert!(old.configured);
+    assert_eq!(
+        serde_json::to_value(ReasoningEffort::ALL).unwrap(),
+        json!(["low", "medium", "high"])
+    );
     assert_eq!(
         to(&Persona::default_persona()),
         json!({"id": "default", "name": "Default"})
@@ -360,6 +390,21 @@ fn history_types() {
         conversation: c,
     };
     assert_eq!(to(&conflict)["conversation"]["revision"], 3);
+    // Totals sit beside the other keys, each omitted while empty.
+    let mut totalled = conflict.conversation.summary();
+    totalled.totals = ConversationTotals {
+        total_input_tokens: 120,
+        total_output_tokens: 30,
+        total_cost_usd: Some(0.002),
+        last_context_tokens: Some(150),
+    };
+    assert_eq!(
+        to(&totalled),
+        json!({"id": "c-1", "title": "T", "persona_id": "", "model": "", "created_at": 0, "updated_at": 0, "revision": 3,
+               "total_input_tokens": 120, "total_output_tokens": 30, "total_cost_usd": 0.002, "last_context_tokens": 150})
+    );
+    let back: ConversationSummary = serde_json::from_value(to(&totalled)).unwrap();
+    assert_eq!(back, totalled);
     // "Always allow" in a conversation is saved with it; absent (older copies) reads as none.
     let allowing: StoredConversation = serde_json::from_value(
         json!({"id": "c-2", "allowed_tools": ["get_weather"], "revision": 1}),

@@ -3,7 +3,7 @@
 //! the model menu. A failing test here is a protocol change.
 
 use lmchatkit_protocol::ui_stream::*;
-use lmchatkit_protocol::{Message, StoredConversation, Usage};
+use lmchatkit_protocol::{ConversationTotals, Message, StoredConversation, Usage};
 use serde_json::{Value, json};
 
 fn to(v: &impl serde::Serialize) -> Value {
@@ -496,6 +496,7 @@ fn usage_metadata_threads_and_models_have_the_seed_shapes() {
             output_tokens: 4,
             reasoning_tokens: None,
             cached_input_tokens: None,
+            context_tokens: None,
         },
         cost_usd: None,
         created_at: 1_764_590_000_000,
@@ -568,7 +569,7 @@ fn usage_metadata_threads_and_models_have_the_seed_shapes() {
 }
 
 #[test]
-fn a_thread_summary_sums_assistant_usage_and_takes_the_last_prompt_as_context() {
+fn a_thread_summary_sums_assistant_usage_and_cost_and_takes_the_last_call_as_context() {
     let usage = |p, c| Usage {
         prompt_tokens: Some(p),
         completion_tokens: Some(c),
@@ -577,6 +578,7 @@ fn a_thread_summary_sums_assistant_usage_and_takes_the_last_prompt_as_context() 
     };
     let mut a1 = Message::assistant("one");
     a1.usage = Some(usage(100, 10));
+    a1.cost_usd = Some(0.25);
     let mut a2 = Message::assistant("two");
     a2.usage = Some(usage(150, 20));
     let mut u = Message::user("not counted");
@@ -595,14 +597,16 @@ fn a_thread_summary_sums_assistant_usage_and_takes_the_last_prompt_as_context() 
         ],
         ..StoredConversation::default()
     };
-    let s = ThreadSummary::from_conversation(&conv);
+    let mut summary = conv.summary();
+    summary.totals = ConversationTotals::of(&conv.messages);
+    let s = ThreadSummary::from_summary(&summary);
     assert_eq!(
         (s.id.as_str(), s.title.as_str(), s.created_at, s.updated_at),
         ("c1", "T", 7, 9)
     );
     assert_eq!((s.total_input_tokens, s.total_output_tokens), (250, 30));
-    assert_eq!(s.last_context_tokens, 150);
-    assert_eq!(s.total_cost_usd, None);
+    assert_eq!(s.last_context_tokens, 170);
+    assert_eq!(s.total_cost_usd, Some(0.25));
 }
 
 #[test]

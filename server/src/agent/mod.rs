@@ -230,6 +230,7 @@ impl Agent {
                 Event::Done {
                     finish_reason,
                     usage,
+                    ..
                 } => {
                     step.finish = finish_reason;
                     step.usage = usage;

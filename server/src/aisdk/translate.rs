@@ -20,6 +20,7 @@ use lmchatkit_protocol::{FinishReason, ToolCall, Usage};
 use serde_json::Value;
 
 use crate::agent::{AgentEvent, Finish};
+use crate::models::{Price, TokenUsage};
 
 /// Signs an approval request for a call (see [`super::approval_id`]).
 pub(crate) type Sign = Box<dyn Fn(&ToolCall) -> String + Send + Sync>;
@@ -33,6 +34,7 @@ enum Open {
 /// Turns [`AgentEvent`]s into chunks.
 pub(crate) struct Translator {
     model: String,
+    price: Option<Price>,
     sign: Sign,
     open: Option<Open>,
     parts: usize,
@@ -42,11 +44,17 @@ pub(crate) struct Translator {
 }
 
 impl Translator {
-    /// A translator for a message by `model`; `earlier` is the usage a continued message
-    /// already reported.
-    pub(crate) fn new(model: impl Into<String>, earlier: Option<UiUsage>, sign: Sign) -> Self {
+    /// A translator for a message by `model` at `price`; `earlier` is the usage a continued
+    /// message already reported.
+    pub(crate) fn new(
+        model: impl Into<String>,
+        price: Option<Price>,
+        earlier: Option<UiUsage>,
+        sign: Sign,
+    ) -> Self {
         Self {
             model: model.into(),
+            price,
             sign,
             open: None,
             parts: 0,
@@ -128,7 +136,7 @@ impl Translator {
     }
 
     /// The message's metadata at its end: the model, the usage so far (this request's added to
-    /// what the continued message had) and the time.
+    /// what the continued message had), its cost at the model's price, and the time.
     fn metadata(&self, usage: Option<Usage>) -> Value {
         let mut total = self.earlier.as_ref().map(Usage::from).unwrap_or_default();
         if let Some(now) = usage {
@@ -138,7 +146,7 @@ impl Translator {
         let meta = UiMessageMetadata {
             model: self.model.clone(),
             usage: u,
-            cost_usd: None,
+            cost_usd: self.price.map(|p| p.cost(&TokenUsage::from(&total))),
             created_at: (self.now_ms)(),
         };
         serde_json::to_value(meta).unwrap_or(Value::Null)
@@ -200,7 +208,12 @@ mod tests {
     use super::*;
 
     fn translator() -> Translator {
-        let mut t = Translator::new("m", None, Box::new(|c: &ToolCall| format!("ap_{}", c.id)));
+        let mut t = Translator::new(
+            "m",
+            None,
+            None,
+            Box::new(|c: &ToolCall| format!("ap_{}", c.id)),
+        );
         t.now_ms = || 42;
         t
     }
@@ -325,9 +338,10 @@ mod tests {
     }
 
     #[test]
-    fn the_metadata_adds_this_requests_usage_to_what_the_message_had() {
+    fn the_metadata_adds_this_requests_usage_to_what_the_message_had_and_prices_it() {
         let mut t = Translator::new(
             "m",
+            Some(Price::new(1.0, 2.0)),
             Some(UiUsage {
                 input_tokens: 100,
                 output_tokens: 10,
@@ -357,7 +371,10 @@ mod tests {
         assert_eq!(
             values,
             vec![
-                json!({"type": "message-metadata", "messageMetadata": {"model": "m", "usage": {"inputTokens": 105, "outputTokens": 12, "reasoningTokens": 1}, "createdAt": 7}}),
+                // 105 in at $1/M and 12 out at $2/M; the context is the last call's 5 + 2.
+                json!({"type": "message-metadata", "messageMetadata": {"model": "m",
+                       "usage": {"inputTokens": 105, "outputTokens": 12, "reasoningTokens": 1, "contextTokens": 7},
+                       "costUsd": 0.000129, "createdAt": 7}}),
                 json!({"type": "finish", "finishReason": "tool-calls"}),
             ]
         );

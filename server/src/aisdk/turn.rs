@@ -9,9 +9,11 @@
 //! - **An answered approval must be the one the server asked** (see [`super::approval_id`]) and,
 //!   with server-side history, must not have an outcome in the stored thread already (a replay);
 //!   otherwise 403 / 409 and nothing runs.
-//! - **The model menu is the host's**: an unknown model is a 400 naming the menu; no model means
-//!   the first listed. A reasoning effort is sent (`reasoning_effort`) only to models that
-//!   declare reasoning; others ignore it.
+//! - **The model menu is the caller's** (the native route's): an unknown or unconfigured model
+//!   is a 400 naming the menu or the reason; no model means the first configured one. A
+//!   reasoning effort is sent (`reasoning_effort`) only to models that declare reasoning;
+//!   others ignore it. The message metadata's `costUsd` is the model's list price applied to
+//!   the message's usage (absent when the price is unknown).
 //! - **Cancellation**: the task watches the response; when the client leaves, the loop is
 //!   dropped (upstream request and running tool calls with it) and the partial reply is saved.
 
@@ -20,7 +22,9 @@ use lmchatkit_protocol::ui_stream::{
     AiSdkChatRequest, DONE_FRAME, UiMessage, UiMessageBuilder, UiMessageMetadata, UiPart, UiRole,
     UiToolState, sse_frame, to_messages,
 };
-use lmchatkit_protocol::{ChatRequest, Message, Model, Params, Role, StoredConversation, ToolCall};
+use lmchatkit_protocol::{
+    ChatRequest, Message, Params, REASONING_EFFORT_PARAM, Role, StoredConversation, ToolCall,
+};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -31,6 +35,7 @@ use crate::agent::{Agent, AgentEvent, Answer, Turn};
 use crate::history::validate_id;
 use crate::host::RequestContext;
 use crate::http_util::ApiError;
+use crate::models::Price;
 use crate::state::State;
 
 /// A checked request, ready to run.
@@ -38,6 +43,7 @@ pub(crate) struct Plan {
     turn: Turn,
     thread: String,
     model: String,
+    price: Option<Price>,
     persona_id: String,
     /// The messages before the reply (the client's, without the continued assistant message),
     /// converted once: every save of the thread starts with them.
@@ -59,10 +65,10 @@ pub(crate) async fn plan(
     let thread = body.thread_id().to_owned();
     validate_id(&thread)
         .map_err(|_| ApiError::BadRequest(format!("invalid thread id {thread:?}")))?;
-    let model = pick_model(state, cx, body.model.as_deref()).await?;
+    let model = state.resolve_model(cx, body.model.as_deref()).await?;
     let mut params = Params::new();
-    if let Some(effort) = body.reasoning_effort.filter(|_| model.reasoning) {
-        params.insert("reasoning_effort".into(), Value::from(effort.as_str()));
+    if let Some(effort) = body.reasoning_effort {
+        params.insert(REASONING_EFFORT_PARAM.into(), Value::from(effort.as_str()));
     }
 
     let mut base = body.messages;
@@ -92,7 +98,7 @@ pub(crate) async fn plan(
     let native = ChatRequest::new(model.id.clone(), all)
         .with_persona(persona_id.clone())
         .with_params(Some(params));
-    let request = crate::turn::prepare(state, cx, native).await;
+    let request = crate::turn::prepare(state, cx, native, &model).await;
     Ok(Plan {
         turn: Turn {
             cx: cx.clone(),
@@ -100,32 +106,12 @@ pub(crate) async fn plan(
             answers,
         },
         thread,
+        price: state.catalog.price(&model.id),
         model: model.id,
         persona_id,
         base,
         message_id,
         continued,
-    })
-}
-
-/// The model `asked` names (400 naming the menu when unknown), or the first listed.
-async fn pick_model(
-    state: &State,
-    cx: &RequestContext,
-    asked: Option<&str>,
-) -> Result<Model, ApiError> {
-    let menu = state.models(cx).await?;
-    let asked = asked.map(str::trim).filter(|m| !m.is_empty());
-    let found = match asked {
-        Some(id) => menu.iter().find(|m| m.id == id),
-        None => menu.first(),
-    };
-    found.cloned().ok_or_else(|| {
-        let names: Vec<&str> = menu.iter().map(|m| m.id.as_str()).collect();
-        ApiError::BadRequest(match asked {
-            Some(id) => format!("unknown model {id:?}; the menu: {}", names.join(", ")),
-            None => "no model is available".into(),
-        })
     })
 }
 
@@ -224,6 +210,7 @@ pub(crate) fn run(
         turn,
         thread,
         model,
+        price,
         persona_id,
         base,
         message_id,
@@ -258,7 +245,7 @@ pub(crate) fn run(
             })
         })
     };
-    let mut translator = Translator::new(model, earlier, sign);
+    let mut translator = Translator::new(model, price, earlier, sign);
     let mut acc = UiMessageBuilder::new(&message_id, continued);
     tokio::spawn(async move {
         let _hold = hold;

@@ -9,7 +9,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use lmchatkit_protocol::{ConversationPatch, ConversationSummary, StoredConversation};
+use lmchatkit_protocol::{
+    ConversationPatch, ConversationSummary, ConversationTotals, StoredConversation,
+};
 
 use super::rows::{MessageRow, common_prefix, decode_rows, encode_messages, now_ms};
 use super::{HistoryError, HistoryStore, SaveOutcome, validate_id};
@@ -38,6 +40,7 @@ impl Entry {
             revision: s.revision,
             messages: decode_rows(self.rows.iter().map(|r| r.body.as_str()))?,
             allowed_tools: self.allowed_tools.clone(),
+            totals: s.totals,
         })
     }
 }
@@ -143,6 +146,7 @@ impl HistoryStore for MemoryStore {
     ) -> Result<SaveOutcome, HistoryError> {
         validate_id(&conversation.id)?;
         let rows = encode_messages(&conversation.messages)?;
+        let totals = ConversationTotals::of(&conversation.messages);
         let now = now_ms();
         let base = conversation.revision;
         let mut map = self.lock();
@@ -156,6 +160,7 @@ impl HistoryStore for MemoryStore {
             created_at,
             updated_at: now,
             revision,
+            totals,
         };
         match map.get_mut(&k) {
             None => {

@@ -301,7 +301,8 @@ mod tests {
             ev.last(),
             Some(Event::Done {
                 finish_reason: Some(FinishReason::Stop),
-                usage: Some(_)
+                usage: Some(_),
+                ..
             })
         ));
     }

@@ -11,7 +11,7 @@
 //! - A provider is configured when it was registered with `configured = true`; a provider
 //!   never registered (a built-in table's provider the operator did not set up) is not.
 
-use super::{ModelEntry, ModelSpec, SpecError, builtin};
+use super::{ModelEntry, ModelSpec, Price, SpecError, builtin};
 
 /// Whether a provider can serve its models, and why not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +55,9 @@ pub enum LookupError {
         /// Why the provider is not configured.
         reason: String,
     },
+    /// No model was named and none on the menu can be used.
+    #[error("no model is available")]
+    Empty,
 }
 
 fn menu_phrase(menu: &[String]) -> String {
@@ -181,8 +184,8 @@ impl Catalog {
     }
 
     /// A host's model with the facts the catalog knows of it (when its id resolves, exactly or
-    /// as an unambiguous bare id): the reasoning flag, and the context window when the host
-    /// gave none. The host's id, label and provider stay.
+    /// as an unambiguous bare id): the reasoning flag, and the context window and provider when
+    /// the host gave none. The host's id and label stay.
     ///
     /// ```
     /// use lmchatkit::models::Catalog;
@@ -195,8 +198,16 @@ impl Catalog {
         if let Ok(entry) = self.lookup(&model.id) {
             model.reasoning |= entry.reasoning;
             model.context_window = model.context_window.or(entry.context_window);
+            if model.provider.is_none() {
+                model.provider = Some(entry.provider.clone());
+            }
         }
         model
+    }
+
+    /// The list price of model `id` (resolved as [`lookup`](Self::lookup) does), when known.
+    pub fn price(&self, id: &str) -> Option<Price> {
+        self.lookup(id).ok()?.price
     }
 
     /// [`lookup`](Self::lookup), refusing a model whose provider is not configured.

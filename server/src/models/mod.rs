@@ -17,11 +17,13 @@
 //!   them disabled, with the reason) and [`Catalog::lookup_configured`] refuses them.
 
 mod catalog;
+mod menu;
 mod price;
 mod spec;
 mod table;
 
 pub use catalog::{Catalog, LookupError, ProviderStatus};
+pub use menu::{cost_of, pick};
 pub use price::{Price, TokenUsage};
 pub use spec::{ModelSpec, SpecError};
 pub use table::{BUILTIN_PRICES_TAKEN, builtin};

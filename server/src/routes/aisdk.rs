@@ -55,17 +55,11 @@ pub(crate) fn resume(param: &str) -> Result<Response, ApiError> {
     Ok(res)
 }
 
-/// `GET /api/aisdk/threads`: the principal's threads, newest first, with usage totals.
+/// `GET /api/aisdk/threads`: the principal's threads, newest first, with the usage totals the
+/// store keeps.
 pub(crate) async fn threads(state: &State, req: Req) -> Result<Response, ApiError> {
-    let store = state.history_store()?;
-    let principal = req.cx.principal();
-    let mut out = Vec::new();
-    for s in store.list(&principal).await? {
-        // The totals need the messages; a thread deleted meanwhile is skipped.
-        if let Some(c) = store.get(&principal, &s.id).await? {
-            out.push(ThreadSummary::from_conversation(&c));
-        }
-    }
+    let list = state.history_store()?.list(&req.cx.principal()).await?;
+    let out: Vec<ThreadSummary> = list.iter().map(ThreadSummary::from_summary).collect();
     Ok(json_etag(&req.parts.headers, &out))
 }
 
@@ -76,7 +70,7 @@ pub(crate) async fn thread(state: &State, req: Req, raw: &str) -> Result<Respons
         Some(c) => Ok(json(
             StatusCode::OK,
             &Thread {
-                summary: ThreadSummary::from_conversation(&c),
+                summary: ThreadSummary::from_summary(&c.summary()),
                 messages: to_ui_messages(&c.messages),
             },
         )),

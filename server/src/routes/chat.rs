@@ -1,10 +1,13 @@
-//! `POST /api/chat`: validates the request, prepares the turn (see [`crate::turn`]) and
+//! `POST /api/chat`: validates the request (the model must be a configured one of the caller's
+//! menu, the reasoning effort `low|medium|high`; a 400 otherwise), prepares the turn (see
+//! [`crate::turn`]) and
 //! streams the host's events as SSE `data:` frames with a `: ping` heartbeat. The client
 //! closing the connection drops the body, which drops the host's stream and so cancels the
 //! upstream request. A stream that ends without `done` or `error` gets a `done`, so clients
 //! always see the end of a turn. Each `tool_call` event carries the approval policy's decision
 //! for the caller (computed here, per call, in the model's scope), so the UI skips the prompt for
-//! `allow` and never runs a `deny`.
+//! `allow` and never runs a `deny`. `done` carries `cost_usd`, the model's list price applied
+//! to the reported usage, when both are known; the UI stores it on the reply.
 
 use std::sync::Arc;
 
@@ -15,6 +18,7 @@ use tracing::Instrument;
 use crate::access::Scope;
 use crate::access::approval::{self, Approvals};
 use crate::http_util::{ApiError, Response};
+use crate::models::{Price, TokenUsage};
 use crate::service::Req;
 use crate::state::State;
 use crate::{sse, turn};
@@ -29,9 +33,11 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
     if body.messages.is_empty() {
         return Err(ApiError::BadRequest("messages is required".into()));
     }
-    let span =
-        tracing::info_span!("chat", model = %body.model.trim(), messages = body.messages.len());
-    let prepared = turn::prepare(state, &req.cx, body)
+    turn::check_effort(body.params.as_ref())?;
+    let model = state.resolve_model(&req.cx, Some(&body.model)).await?;
+    let price = state.catalog.price(&model.id);
+    let span = tracing::info_span!("chat", model = %model.id, messages = body.messages.len());
+    let prepared = turn::prepare(state, &req.cx, body, &model)
         .instrument(span.clone())
         .await;
     let events = with_decisions(
@@ -42,7 +48,7 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
     // The permit lives as long as the stream: it ends, or the client leaves and drops it.
     let frames = with_terminal(events).map(move |ev| {
         let _held = &permit;
-        sse::frame(None, &ev)
+        sse::frame(None, &with_cost(ev, price))
     });
     Ok(sse::response(
         tracing_futures_stream(frames, span),
@@ -74,6 +80,22 @@ fn with_decisions(
     })
 }
 
+/// `done` with what its usage cost at `price` (absent when either is unknown).
+fn with_cost(ev: Event, price: Option<Price>) -> Event {
+    match ev {
+        Event::Done {
+            finish_reason,
+            usage: Some(usage),
+            cost_usd: None,
+        } => Event::Done {
+            finish_reason,
+            usage: Some(usage),
+            cost_usd: price.map(|p| p.cost(&TokenUsage::from(&usage))),
+        },
+        other => other,
+    }
+}
+
 /// Passes events through and appends `done` when the host ended without `done` or `error`.
 fn with_terminal(
     events: impl futures_util::Stream<Item = Event> + Send + 'static,
@@ -91,6 +113,7 @@ fn with_terminal(
                 None if !ended => Some(Event::Done {
                     finish_reason: None,
                     usage: None,
+                    cost_usd: None,
                 }),
                 None => None,
             };

@@ -16,22 +16,28 @@ mod slash;
 
 pub(crate) use cache::TurnCache;
 
-use lmchatkit_protocol::{ChatRequest, Content, Message, Params, Persona, Role};
+use lmchatkit_protocol::{
+    ChatRequest, Content, Message, Model, Params, Persona, REASONING_EFFORT_PARAM, ReasoningEffort,
+    Role,
+};
 use serde_json::Value;
 
 use crate::access;
 use crate::host::{CompleteRequest, RequestContext};
+use crate::http_util::ApiError;
 use crate::state::State;
 
 /// The default of [`ConfigBuilder::system_prompt`](crate::ConfigBuilder::system_prompt): the
 /// system prompt when the persona has none (some providers reject an empty one).
 pub(crate) const FALLBACK_SYSTEM_PROMPT: &str = "You are a helpful assistant.";
 
-/// Builds the host's request from a validated chat request.
+/// Builds the host's request from a validated chat request, for `model` (resolved off the
+/// caller's menu: its id is what the host receives).
 pub(crate) async fn prepare(
     state: &State,
     cx: &RequestContext,
     req: ChatRequest,
+    model: &Model,
 ) -> CompleteRequest {
     let persona = find_persona(state, cx, &req.persona_id).await;
     // A request that asks for none (`/compact`'s summary) is offered no tools, not even skills.
@@ -52,11 +58,41 @@ pub(crate) async fn prepare(
     let system = system_prompt(state, cx, persona.as_ref()).await;
     messages.insert(0, Message::system(system));
 
+    let mut params = merge_params(persona.map(|p| p.params), req.params);
+    effort_for(&mut params, model);
     CompleteRequest {
-        model: req.model.trim().to_owned(),
+        model: model.id.clone(),
         messages,
         tools,
-        params: merge_params(persona.map(|p| p.params), req.params),
+        params,
+    }
+}
+
+/// Checks a request's `reasoning_effort` (`low`, `medium` or `high`, or absent): anything else
+/// is a 400 naming the levels.
+pub(crate) fn check_effort(params: Option<&Params>) -> Result<(), ApiError> {
+    match params.and_then(|p| p.get(REASONING_EFFORT_PARAM)) {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(s)) if s.is_empty() || ReasoningEffort::parse(s).is_some() => Ok(()),
+        Some(other) => Err(ApiError::BadRequest(format!(
+            "params.{REASONING_EFFORT_PARAM} must be one of low, medium, high (got {other})"
+        ))),
+    }
+}
+
+/// The merged effort (the request's, else the persona's default) reaches only a reasoning
+/// model; a persona's malformed one is dropped with a warning (the request's was checked by
+/// [`check_effort`]).
+fn effort_for(params: &mut Params, model: &Model) {
+    let Some(v) = params.get(REASONING_EFFORT_PARAM) else {
+        return;
+    };
+    let valid = v.as_str().and_then(ReasoningEffort::parse).is_some();
+    if !valid {
+        tracing::warn!(value = %v, "a persona's reasoning_effort is not low, medium or high; dropped");
+    }
+    if !valid || !model.reasoning {
+        params.remove(REASONING_EFFORT_PARAM);
     }
 }
 

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::message::UiMessage;
+pub use crate::ReasoningEffort;
 
 /// Why the client posts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -18,29 +19,6 @@ pub enum UiTrigger {
     SubmitMessage,
     /// Regenerate the assistant message `messageId` (or the last one).
     RegenerateMessage,
-}
-
-/// How hard a reasoning model should think; non-reasoning models ignore it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ReasoningEffort {
-    /// `low`.
-    Low,
-    /// `medium`.
-    Medium,
-    /// `high`.
-    High,
-}
-
-impl ReasoningEffort {
-    /// The wire spelling (`low`, `medium`, `high`), also the OpenAI `reasoning_effort` value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReasoningEffort::Low => "low",
-            ReasoningEffort::Medium => "medium",
-            ReasoningEffort::High => "high",
-        }
-    }
 }
 
 /// Body of `POST {prefix}/api/aisdk/chat`.

@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::message::UiMessage;
-use crate::chat::{Role, Usage};
-use crate::history::StoredConversation;
+use crate::chat::Usage;
+use crate::history::ConversationSummary;
 
 /// Token counts of one assistant message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -25,6 +25,10 @@ pub struct UiUsage {
     /// Of the prompt tokens, those read from the provider's cache; omitted when not reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input_tokens: Option<u64>,
+    /// What the last model call held in its context window (prompt plus output), when the
+    /// message took several calls; omitted otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_tokens: Option<u64>,
 }
 
 /// The `metadata` our server puts on an assistant `UIMessage` (`message-metadata` chunk).
@@ -61,36 +65,25 @@ pub struct ThreadSummary {
     /// Cost of the thread in US dollars; omitted (never `0`) when no price is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_cost_usd: Option<f64>,
-    /// Prompt tokens of the last model call: how full the context window is.
+    /// What the last model call held (prompt plus output): how full the context window is;
+    /// `0` when unknown.
     pub last_context_tokens: u64,
 }
 
 impl ThreadSummary {
-    /// The summary of a stored conversation: usage summed over its assistant messages
-    /// (`prompt_tokens` as input, `completion_tokens` as output), and the prompt tokens of the
-    /// last assistant message that reports them as `lastContextTokens`. No cost: our
-    /// [`crate::Usage`] carries none.
-    pub fn from_conversation(c: &StoredConversation) -> ThreadSummary {
-        let usages = c
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::Assistant)
-            .filter_map(|m| m.usage);
-        let mut s = ThreadSummary {
+    /// The entry of a stored conversation, with the totals the store keeps
+    /// ([`ConversationTotals`](crate::ConversationTotals)).
+    pub fn from_summary(c: &ConversationSummary) -> ThreadSummary {
+        ThreadSummary {
             id: c.id.clone(),
             title: c.title.clone(),
             created_at: c.created_at,
             updated_at: c.updated_at,
-            ..ThreadSummary::default()
-        };
-        for u in usages {
-            s.total_input_tokens += u.prompt_tokens.unwrap_or(0);
-            s.total_output_tokens += u.completion_tokens.unwrap_or(0);
-            if let Some(p) = u.prompt_tokens {
-                s.last_context_tokens = p;
-            }
+            total_input_tokens: c.totals.total_input_tokens,
+            total_output_tokens: c.totals.total_output_tokens,
+            total_cost_usd: c.totals.total_cost_usd,
+            last_context_tokens: c.totals.last_context_tokens.unwrap_or(0),
         }
-        s
     }
 }
 
@@ -131,6 +124,7 @@ impl From<&UiUsage> for Usage {
             total_tokens: Some(u.input_tokens + u.output_tokens),
             cached_prompt_tokens: u.cached_input_tokens,
             reasoning_tokens: u.reasoning_tokens,
+            context_tokens: u.context_tokens,
         }
     }
 }
@@ -144,6 +138,7 @@ impl From<&Usage> for UiUsage {
             output_tokens: u.completion_tokens.unwrap_or(0),
             reasoning_tokens: u.reasoning_tokens,
             cached_input_tokens: u.cached_prompt_tokens,
+            context_tokens: u.context_tokens,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lmchatkit_protocol::{ConversationSummary, Params, StoredConversation};
+use lmchatkit_protocol::{ConversationSummary, ConversationTotals, Params, StoredConversation};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::history::rows::{MessageRow, decode_rows, now_ms, row_matches, storage};
@@ -22,12 +22,12 @@ impl<T> Db<T> for rusqlite::Result<T> {
 
 /// The columns [`summary_from_row`] reads, in order.
 pub(super) const SUMMARY_COLUMNS: &str =
-    "id, title, persona_id, model, params, created_at, updated_at, revision";
+    "id, title, persona_id, model, params, created_at, updated_at, revision, totals";
 
-/// A summary row, with its params still as JSON text (parsed by [`with_params`]).
+/// A summary row, with its params and totals still as JSON text (parsed by [`with_params`]).
 pub(super) fn summary_from_row(
     r: &rusqlite::Row<'_>,
-) -> rusqlite::Result<(ConversationSummary, String)> {
+) -> rusqlite::Result<(ConversationSummary, String, String)> {
     Ok((
         ConversationSummary {
             id: r.get(0)?,
@@ -38,16 +38,19 @@ pub(super) fn summary_from_row(
             created_at: r.get(5)?,
             updated_at: r.get(6)?,
             revision: r.get::<_, i64>(7)? as u64,
+            totals: ConversationTotals::default(),
         },
         r.get(4)?,
+        r.get(8)?,
     ))
 }
 
-/// Parses the params JSON into the summary.
+/// Parses the params and totals JSON into the summary.
 pub(super) fn with_params(
-    (mut s, params): (ConversationSummary, String),
+    (mut s, params, totals): (ConversationSummary, String, String),
 ) -> Result<ConversationSummary, HistoryError> {
     s.params = serde_json::from_str(&params).map_err(storage)?;
+    s.totals = serde_json::from_str(&totals).map_err(storage)?;
     Ok(s)
 }
 
@@ -95,6 +98,7 @@ pub(super) fn load(
         revision: s.revision,
         messages: decode_rows(bodies.iter().map(String::as_str))?,
         allowed_tools: serde_json::from_str(&allowed).map_err(storage)?,
+        totals: s.totals,
     }))
 }
 
@@ -149,7 +153,8 @@ fn insert_rows(
     Ok(n)
 }
 
-/// The whole save in one `IMMEDIATE` transaction: revision check, prefix write, row update.
+/// The whole save in one `IMMEDIATE` transaction: revision check, prefix write, row update
+/// with the totals of the saved messages.
 pub(super) fn save_blocking(
     conn: &mut Connection,
     counter: &AtomicU64,
@@ -160,6 +165,8 @@ pub(super) fn save_blocking(
     let now = now_ms();
     let params_json = serde_json::to_string(&c.params).map_err(storage)?;
     let allowed_json = serde_json::to_string(&c.allowed_tools).map_err(storage)?;
+    let totals_json =
+        serde_json::to_string(&ConversationTotals::of(&c.messages)).map_err(storage)?;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .db()?;
@@ -176,8 +183,8 @@ pub(super) fn save_blocking(
             tx.prepare_cached(
                 "INSERT INTO conversations
                  (principal, id, title, persona_id, model, params, created_at, updated_at, revision,
-                  allowed_tools)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9)",
+                  allowed_tools, totals)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9, ?10)",
             )
             .db()?
             .execute(params![
@@ -189,7 +196,8 @@ pub(super) fn save_blocking(
                 params_json,
                 created_at,
                 now,
-                allowed_json
+                allowed_json,
+                totals_json
             ])
             .db()?;
             (1, insert_rows(&tx, principal, &c.id, 0, &rows)?)
@@ -213,7 +221,7 @@ pub(super) fn save_blocking(
             tx.prepare_cached(
                 "UPDATE conversations
                  SET title = ?3, persona_id = ?4, model = ?5, params = ?6, updated_at = ?7,
-                     revision = ?8, allowed_tools = ?9
+                     revision = ?8, allowed_tools = ?9, totals = ?10
                  WHERE principal = ?1 AND id = ?2",
             )
             .db()?
@@ -226,7 +234,8 @@ pub(super) fn save_blocking(
                 params_json,
                 now,
                 revision,
-                allowed_json
+                allowed_json,
+                totals_json
             ])
             .db()?;
             (revision as u64, deleted + inserted)

@@ -4,9 +4,12 @@ use std::time::Duration;
 
 use rusqlite::{Connection, TransactionBehavior};
 
+use lmchatkit_protocol::ConversationTotals;
+
 use super::Synchronous;
 use super::queries::Db;
 use crate::history::HistoryError;
+use crate::history::rows::{decode_rows, storage};
 
 /// How long a statement waits for another connection's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -45,7 +48,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
         principal TEXT NOT NULL PRIMARY KEY,
         always    TEXT NOT NULL DEFAULT '[]'
     );",
+    // 4: what each conversation's replies used and cost (`ConversationTotals` as JSON),
+    // written by every save; rows of older files are filled in by `backfill_totals`.
+    "ALTER TABLE conversations ADD COLUMN totals TEXT NOT NULL DEFAULT '{}';",
 ];
+
+/// The migration that added the `totals` column.
+const TOTALS_MIGRATION: i64 = 4;
 
 /// The schema version this build writes.
 pub(super) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -71,6 +80,38 @@ pub(super) fn configure(
     conn.pragma_update(None, "foreign_keys", "ON").db()
 }
 
+/// Computes the totals of every conversation saved before they were kept (in the migration's
+/// transaction).
+fn backfill_totals(conn: &Connection) -> Result<(), HistoryError> {
+    let keys = conn
+        .prepare("SELECT principal, id FROM conversations")
+        .db()?
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .db()?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .db()?;
+    for (principal, id) in keys {
+        let bodies = conn
+            .prepare_cached(
+                "SELECT body FROM messages WHERE principal = ?1 AND conversation_id = ?2 ORDER BY seq",
+            )
+            .db()?
+            .query_map(rusqlite::params![principal, id], |r| r.get::<_, String>(0))
+            .db()?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .db()?;
+        let messages = decode_rows(bodies.iter().map(String::as_str))?;
+        let totals = serde_json::to_string(&ConversationTotals::of(&messages)).map_err(storage)?;
+        conn.prepare_cached(
+            "UPDATE conversations SET totals = ?3 WHERE principal = ?1 AND id = ?2",
+        )
+        .db()?
+        .execute(rusqlite::params![principal, id, totals])
+        .db()?;
+    }
+    Ok(())
+}
+
 /// Creates or migrates the schema in one transaction; refuses a newer schema.
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), HistoryError> {
     let tx = conn
@@ -86,6 +127,9 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), HistoryError> {
     }
     for sql in &MIGRATIONS[usize::try_from(version).unwrap_or(0)..] {
         tx.execute_batch(sql).db()?;
+    }
+    if version > 0 && version < TOTALS_MIGRATION {
+        backfill_totals(&tx)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
         .db()?;

@@ -315,6 +315,7 @@ impl Accumulator {
             // input, which `Usage` does not tell apart (they stay in `prompt_tokens`).
             cached_prompt_tokens: c.cache_read,
             reasoning_tokens: None,
+            context_tokens: None,
         })
     }
 

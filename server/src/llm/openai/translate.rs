@@ -492,6 +492,7 @@ fn parse_usage(v: &Value) -> Option<Usage> {
         total_tokens: field("total_tokens"),
         cached_prompt_tokens: detail("/prompt_tokens_details/cached_tokens"),
         reasoning_tokens: detail("/completion_tokens_details/reasoning_tokens"),
+        context_tokens: None,
     };
     if u == Usage::default() {
         return None;

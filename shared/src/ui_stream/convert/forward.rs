@@ -41,7 +41,7 @@ pub fn to_messages(ui: &[UiMessage]) -> Vec<Message> {
     out
 }
 
-/// Our metadata's usage on the last step, its time on the first message.
+/// Our metadata's usage and cost on the last step, its time on the first message.
 fn apply_metadata(metadata: Option<&Value>, group: &mut [Message]) {
     let Some(meta) = metadata.and_then(|v| UiMessageMetadata::deserialize(v).ok()) else {
         return;
@@ -51,6 +51,7 @@ fn apply_metadata(metadata: Option<&Value>, group: &mut [Message]) {
     }
     if let Some(last) = group.iter_mut().rev().find(|m| m.role == Role::Assistant) {
         last.usage = Some(Usage::from(&meta.usage));
+        last.cost_usd = meta.cost_usd;
     }
 }
 
