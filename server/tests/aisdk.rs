@@ -210,7 +210,7 @@ async fn an_unknown_model_is_a_400_naming_the_menu() {
     assert_eq!(reply.status, 400);
     assert_eq!(
         reply.error(),
-        r#"unknown model "gpt-9"; the menu: m, thinker"#
+        r#"unknown model "gpt-9"; the model menu: m, thinker"#
     );
 }
 

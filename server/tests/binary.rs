@@ -33,8 +33,10 @@ async fn serves_page_and_api_and_says_when_no_model_is_configured() {
         .send()
         .await
         .unwrap();
+    // Nothing can serve a turn: refused up front, naming the (empty) menu.
+    assert_eq!(res.status(), 400);
     let body = res.text().await.unwrap();
-    assert!(body.contains("No model is configured"), "{body}");
+    assert!(body.contains("the model menu is empty"), "{body}");
 }
 
 #[tokio::test]
@@ -45,7 +47,10 @@ async fn configured_models_prefix_and_graceful_exit() {
     );
     assert!(app.url.ends_with("/assistant"));
     let (_, models) = get(&format!("{}/api/models", app.url)).await;
-    assert_eq!(models, r#"[{"id":"a"},{"id":"b"}]"#);
+    assert_eq!(
+        models,
+        r#"[{"id":"a","configured":true},{"id":"b","configured":true}]"#
+    );
     let pid = app.child.id().to_string();
     assert!(
         Command::new("kill")

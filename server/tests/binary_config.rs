@@ -59,7 +59,8 @@ async fn the_config_file_sets_everything_and_flags_win() {
     let models = get_json(&format!("{}/api/models", app.url)).await;
     assert_eq!(
         models,
-        json!([{"id": "upstream-model", "reasoning": true, "context_window": 8192}])
+        json!([{"id": "upstream-model", "provider": "local", "reasoning": true,
+                "context_window": 8192, "configured": true}])
     );
     let heads = upstream.heads.lock().unwrap().clone();
     let head = heads

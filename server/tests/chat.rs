@@ -108,7 +108,9 @@ async fn system_prompt_always_present_and_client_system_dropped() {
 
 #[tokio::test]
 async fn persona_params_are_the_base_and_request_params_win() {
-    let h = host();
+    let mut h = host();
+    // A reasoning model, so the persona's effort reaches it.
+    h.models[0].reasoning = true;
     let seen = h.seen.clone();
     let svc = service(config(h).personas(StaticPersonas(vec![persona()])));
     let body = json!({"model": "m", "persona_id": "p1", "params": {"temperature": 0.9, "top_p": null, "max_tokens": ""},

@@ -11,7 +11,7 @@ use http::Request;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use lmchatkit::Principal;
-use lmchatkit::protocol::{Event, McpServerStatus};
+use lmchatkit::protocol::{Event, McpServerStatus, Model};
 use serde_json::json;
 use support::*;
 use tower::ServiceExt;
@@ -27,7 +27,10 @@ fn chat_body(extra: serde_json::Value) -> serde_json::Value {
 /// Before, `model_context` of any size was parsed into a tree and appended to the prompt.
 #[tokio::test]
 async fn a_model_context_over_its_cap_is_413_before_the_turn() {
-    let host = FakeHost::default();
+    let host = FakeHost {
+        models: vec![Model::new("m")],
+        ..FakeHost::default()
+    };
     let seen = host.seen.clone();
     let svc = service(config(host));
     let big = json!({"model_context": {"text": "x".repeat(70 << 10)}});
@@ -112,6 +115,7 @@ fn chat_as(who: &str) -> Request<http_body_util::Full<Bytes>> {
 #[tokio::test]
 async fn chat_streams_are_capped_per_principal_and_in_total() {
     let host = FakeHost {
+        models: vec![Model::new("m")],
         events: vec![Event::delta("hello")],
         ..FakeHost::default()
     };

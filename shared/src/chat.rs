@@ -333,6 +333,11 @@ impl Usage {
     /// assert_eq!((u.prompt_tokens, u.reasoning_tokens, u.completion_tokens), (Some(15), Some(2), None));
     /// ```
     pub fn add(&mut self, other: &Usage) {
+        if *self == Usage::default() {
+            // Nothing added yet: a copy, so one call's usage reads the same after a sum.
+            *self = *other;
+            return;
+        }
         self.context_tokens = other.context().or(self.context());
         let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
             (None, None) => None,

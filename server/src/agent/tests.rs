@@ -194,9 +194,14 @@ async fn allowed_calls_run_and_their_results_reach_the_next_model_call_in_call_o
         10,
     );
     let events = run(&agent, turn(vec![])).await;
+    // Summed over the two calls; the context is the last call's (20 + 3).
+    let summed = usage(30, 5).map(|u| Usage {
+        context_tokens: Some(23),
+        ..u
+    });
     assert_eq!(
         finish_of(&events),
-        (Finish::Model(Some(FinishReason::Stop)), usage(30, 5))
+        (Finish::Model(Some(FinishReason::Stop)), summed)
     );
     let outputs: Vec<_> = events
         .iter()

@@ -94,8 +94,7 @@ pub(crate) async fn models(state: &State, req: Req) -> Result<Response, ApiError
                 label: m.label.clone().unwrap_or_else(|| m.id.clone()),
                 provider,
                 reasoning: m.reasoning,
-                // The host lists what it can serve.
-                configured: true,
+                configured: m.configured,
                 context_window: m.context_window.unwrap_or(0),
                 id: m.id,
             }

@@ -44,6 +44,9 @@
 //!   with [`run_with_row_count`].
 //! - [`concurrency`] spawns tasks with `tokio::spawn`; on a multi-threaded runtime the races
 //!   are real ones.
+//! - Totals ([`ConversationTotals`]) are checked against [`ConversationTotals::of`] the stored
+//!   messages, after plain saves, a patch, an edit that drops replies and every race: the store
+//!   must compute them in the save's own transaction, never trust the body's.
 
 mod stress;
 
@@ -52,8 +55,8 @@ pub use stress::{concurrency, large_conversation};
 use std::time::Duration;
 
 use lmchatkit_protocol::{
-    Approval, Content, ContentPart, ConversationPatch, Message, Params, StoredConversation,
-    ToolCall, UiToolMeta, Usage,
+    Approval, Content, ContentPart, ConversationPatch, ConversationSummary, ConversationTotals,
+    Message, Params, StoredConversation, ToolCall, UiToolMeta, Usage,
 };
 use serde_json::json;
 
@@ -214,6 +217,7 @@ async fn run_rows(store: &dyn HistoryStore, rows: Rows<'_>) {
     prefix_writes(store, &alice, rows).await;
     round_trip(store, &alice).await;
     allowed_tools(store, &alice).await;
+    totals(store, &alice).await;
     principals(store, &alice, &bob).await;
     patching(store, &alice).await;
     deleting(store, &alice).await;
@@ -413,6 +417,68 @@ async fn round_trip(store: &dyn HistoryStore, alice: &Principal) {
     assert_eq!(rev2, rev + 1);
     assert_eq!(get(store, alice, "c-rich").await.messages, messages);
     assert!(store.delete(alice, "c-rich").await.expect("delete"));
+}
+
+/// An assistant reply that used `prompt` + `output` tokens and cost `cost` (unknown: `None`).
+pub(super) fn reply(id: &str, prompt: u64, output: u64, cost: Option<f64>) -> Message {
+    let mut m = msg("assistant", id, "answer");
+    m.usage = Some(Usage {
+        prompt_tokens: Some(prompt),
+        completion_tokens: Some(output),
+        ..Default::default()
+    });
+    m.cost_usd = cost;
+    m
+}
+
+/// The totals a get and the list report are those of the saved messages, whatever the body
+/// claimed; a patch keeps them; an edit that drops a reply lowers them.
+async fn totals(store: &dyn HistoryStore, alice: &Principal) {
+    let mut messages = vec![
+        msg("user", "t1", "q"),
+        reply("t2", 100, 10, Some(0.25)),
+        msg("user", "t3", "q"),
+        reply("t4", 130, 20, None),
+    ];
+    let mut c = conv("c-totals", 0, messages.clone());
+    // A forged total in the body is ignored.
+    c.totals.total_cost_usd = Some(99.0);
+    c.totals.total_input_tokens = 1;
+    saved(store, alice, c).await;
+    let expected = ConversationTotals {
+        total_input_tokens: 230,
+        total_output_tokens: 30,
+        total_cost_usd: Some(0.25),
+        last_context_tokens: Some(150),
+    };
+    assert_eq!(get(store, alice, "c-totals").await.totals, expected);
+    let listed = |list: Vec<ConversationSummary>| {
+        list.into_iter()
+            .find(|s| s.id == "c-totals")
+            .expect("listed")
+            .totals
+    };
+    assert_eq!(listed(store.list(alice).await.expect("list")), expected);
+    let p = ConversationPatch {
+        title: "renamed".into(),
+        ..Default::default()
+    };
+    store.patch(alice, "c-totals", p).await.expect("patch");
+    let patched = get(store, alice, "c-totals").await;
+    assert_eq!(patched.totals, expected);
+
+    let rev = patched.revision;
+    messages.truncate(2);
+    saved(store, alice, conv("c-totals", rev, messages)).await;
+    let after = ConversationTotals {
+        total_input_tokens: 100,
+        total_output_tokens: 10,
+        total_cost_usd: Some(0.25),
+        last_context_tokens: Some(110),
+    };
+    assert_eq!(get(store, alice, "c-totals").await.totals, after);
+    assert_eq!(listed(store.list(alice).await.expect("list")), after);
+    assert!(store.delete(alice, "c-totals").await.expect("delete"));
 }
 
 /// The conversation with `allowed_tools` set to `tools` (written as JSON, the way a PUT body is).

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use lmchatkit_protocol::Message;
+use lmchatkit_protocol::{ConversationTotals, Message};
 
-use super::{conv, get, msg, saved};
+use super::{conv, get, msg, reply, saved};
 use crate::history::{HistoryStore, SaveOutcome};
 use crate::host::Principal;
 
@@ -56,10 +56,13 @@ pub async fn concurrency(store: Arc<dyn HistoryStore>) {
             let store = store.clone();
             let p = p.clone();
             let mut msgs = current.messages.clone();
-            msgs.push(msg(
-                "assistant",
+            // Each racer's reply costs something else, so a total from the wrong save shows.
+            let cost = (r % 3 != 0).then_some(r as f64 + 0.5);
+            msgs.push(reply(
                 &format!("r{round}-{r}"),
-                &format!("racer {r}"),
+                10 * (r as u64 + 1),
+                r as u64 + 1,
+                cost,
             ));
             handles.push(tokio::spawn(async move {
                 let c = conv(id, base, msgs.clone());
@@ -81,6 +84,11 @@ pub async fn concurrency(store: Arc<dyn HistoryStore>) {
         let got = get(&*store, &p, id).await;
         assert_eq!(got.revision, base);
         assert_eq!(got.messages, winners[0]);
+        let expected = ConversationTotals::of(&winners[0]);
+        assert_eq!(got.totals, expected, "round {round}: the winner's totals");
+        let listed = store.list(&p).await.expect("list");
+        let listed = listed.iter().find(|s| s.id == id).expect("listed");
+        assert_eq!(listed.totals, expected, "round {round}: the list's totals");
     }
 
     // Two racing creates (base 0) of a new id: one creates, the other conflicts.

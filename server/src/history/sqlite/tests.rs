@@ -254,6 +254,55 @@ fn newer_schema_is_refused() {
     );
 }
 
+/// A file written before totals were kept (schema 3, built here by the old migrations) gets
+/// each conversation's totals from its messages when it is opened.
+#[tokio::test]
+async fn a_file_from_before_totals_is_backfilled_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let mut reply = Message::assistant("a").with_id("m2");
+    reply.usage = Some(lmchatkit_protocol::Usage {
+        prompt_tokens: Some(40),
+        completion_tokens: Some(2),
+        ..Default::default()
+    });
+    reply.cost_usd = Some(0.5);
+    {
+        let conn = Connection::open(&path).unwrap();
+        for sql in &super::schema::MIGRATIONS[..3] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 3).unwrap();
+        conn.execute(
+            "INSERT INTO conversations (principal, id, created_at, updated_at, revision)
+             VALUES ('alice', 'old', 1, 1, 1)",
+            [],
+        )
+        .unwrap();
+        for (seq, m) in [user("m1", "q"), reply].iter().enumerate() {
+            conn.execute(
+                "INSERT INTO messages (principal, conversation_id, seq, message_id, body)
+                 VALUES ('alice', 'old', ?1, ?2, ?3)",
+                params![seq as i64, m.id, serde_json::to_string(m).unwrap()],
+            )
+            .unwrap();
+        }
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let alice = Principal::new("alice");
+    let got = store.get(&alice, "old").await.unwrap().unwrap();
+    assert_eq!(
+        got.totals,
+        lmchatkit_protocol::ConversationTotals {
+            total_input_tokens: 40,
+            total_output_tokens: 2,
+            total_cost_usd: Some(0.5),
+            last_context_tokens: Some(42),
+        }
+    );
+    assert_eq!(store.list(&alice).await.unwrap()[0].totals, got.totals);
+}
+
 #[test]
 fn unopenable_path_is_a_storage_error() {
     let dir = tempfile::tempdir().unwrap();
