@@ -90,6 +90,15 @@ async fn with_nothing_configured_the_demo_model_answers() {
         "{body}"
     );
     assert!(body.contains("\"finish_reason\":\"stop\""), "{body}");
+    // The demo model is provider `demo` at price 0: its reply costs $0, not an unknown cost.
+    let done: serde_json::Value = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .find(|e| e["type"] == "done")
+        .unwrap_or_else(|| panic!("{body}"));
+    assert_eq!(done["cost_usd"], serde_json::json!(0.0), "{done}");
+    assert!(models.contains("\"provider\":\"demo\""), "{models}");
 }
 
 /// MCP servers from `--config` (a real npm server, installed by `scripts/setup-test.sh`).

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod browser;
 pub mod installed;
 pub mod mcp_server;
+pub mod mock_anthropic;
 pub mod mock_upstream;
 pub mod serve;
 pub mod test_host;

@@ -39,7 +39,8 @@
 //! - **Reasoning effort** becomes a thinking budget ([`request::THINKING_BUDGETS`]); earlier
 //!   turns' reasoning is not sent back, as `Message` keeps no thinking signature.
 //! - **Models**: the configured list, else `{base}/models` (up to 1000, `display_name` as the
-//!   label, provider `anthropic`), read on each call.
+//!   label, provider `anthropic`), kept for [`AnthropicConfig::with_models_ttl`] (default 60
+//!   s, as the OpenAI backend's); while `/models` fails the last list is served.
 //! - **Secrets**: redirects only within the upstream's origin
 //!   ([`same_origin_redirects`](crate::secrets::same_origin_redirects)); the `upstream` span
 //!   logs the URL without userinfo and query; `Debug` of the config and the backend shows
@@ -75,11 +76,11 @@ use futures_util::{StreamExt, stream};
 use lmchatkit_protocol::Model;
 use serde_json::Value;
 
-use super::openai::DEFAULT_TOTAL_TIMEOUT;
 use super::openai::transport::{
-    InSpan, add_headers, default_client, describe, error_stream, fetch, guard, read_prefix,
-    snippet, stalled,
+    InSpan, ModelsCache, add_headers, default_client, describe, error_stream, fetch, guard,
+    read_prefix, snippet, stalled,
 };
+use super::openai::{DEFAULT_MODELS_TTL, DEFAULT_TOTAL_TIMEOUT};
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
 use crate::secrets::{Redacted, redact_url, redacted_headers};
 
@@ -120,6 +121,7 @@ pub struct AnthropicConfig {
     client: Option<reqwest::Client>,
     idle_timeout: Duration,
     total_timeout: Duration,
+    models_ttl: Duration,
 }
 
 impl Default for AnthropicConfig {
@@ -142,6 +144,7 @@ impl AnthropicConfig {
             client: None,
             idle_timeout: Duration::from_secs(120),
             total_timeout: DEFAULT_TOTAL_TIMEOUT,
+            models_ttl: DEFAULT_MODELS_TTL,
         }
     }
 
@@ -193,6 +196,13 @@ impl AnthropicConfig {
         self
     }
 
+    /// How long a model list read from `{base}/models` is used before it is read again
+    /// (default 60 s). While the upstream fails to answer, the last list keeps being served.
+    pub fn with_models_ttl(mut self, ttl: Duration) -> Self {
+        self.models_ttl = ttl;
+        self
+    }
+
     /// The URL requests are posted to: `{base}/messages`.
     pub fn messages_url(&self) -> String {
         format!("{}/messages", self.base_url)
@@ -216,6 +226,7 @@ impl std::fmt::Debug for AnthropicConfig {
             .field("client", &self.client.as_ref().map(|_| "custom"))
             .field("idle_timeout", &self.idle_timeout)
             .field("total_timeout", &self.total_timeout)
+            .field("models_ttl", &self.models_ttl)
             .finish()
     }
 }
@@ -226,13 +237,19 @@ impl std::fmt::Debug for AnthropicConfig {
 pub struct AnthropicBackend {
     config: AnthropicConfig,
     client: reqwest::Client,
+    /// The last list read from `/models`, and when.
+    listed: ModelsCache,
 }
 
 impl AnthropicBackend {
     /// A backend for `config`.
     pub fn new(config: AnthropicConfig) -> Self {
         let client = config.client.clone().unwrap_or_else(default_client);
-        Self { config, client }
+        Self {
+            config,
+            client,
+            listed: ModelsCache::default(),
+        }
     }
 
     /// The configuration.
@@ -321,7 +338,11 @@ impl Host for AnthropicBackend {
     async fn models(&self, _cx: &RequestContext) -> Result<Vec<Model>, HostError> {
         match &self.config.models {
             Some(models) => Ok(models.clone()),
-            None => self.fetch_models().await,
+            None => {
+                self.listed
+                    .get(self.config.models_ttl, self.fetch_models())
+                    .await
+            }
         }
     }
 

@@ -30,8 +30,12 @@ use serde_json::{Value, json};
 
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
 
-/// The demo model's id.
+/// The demo model's id (bare: the demo model is the only model when it runs).
 pub const DEMO_MODEL_ID: &str = "lmchatkit-demo";
+
+/// The demo model's provider name, under which the catalog describes it
+/// ([`DemoModel::catalog_entry`]).
+pub const DEMO_PROVIDER: &str = "demo";
 
 /// Whole words that make the demo model call an MCP App tool (see the module docs).
 pub const APP_WORDS: &[&str] = &["clock", "dashboard", "app", "view", "widget"];
@@ -71,6 +75,26 @@ impl DemoModel {
         }
     }
 
+    /// The demo model as the catalog describes it: provider [`DEMO_PROVIDER`], price 0 (it runs
+    /// in-process, so its replies show a $0 cost). Its bare id [`DEMO_MODEL_ID`] resolves to
+    /// this entry in a catalog where no other provider has a model of that name.
+    ///
+    /// ```
+    /// use lmchatkit::llm::DemoModel;
+    /// use lmchatkit::llm::demo::{DEMO_MODEL_ID, DEMO_PROVIDER};
+    /// use lmchatkit::models::{Catalog, Price};
+    ///
+    /// let catalog = Catalog::builtin()
+    ///     .with_provider(DEMO_PROVIDER, true, None)
+    ///     .with_entry(DemoModel::catalog_entry());
+    /// assert_eq!(catalog.price(DEMO_MODEL_ID), Some(Price::new(0.0, 0.0)));
+    /// ```
+    pub fn catalog_entry() -> crate::models::ModelEntry {
+        crate::models::ModelEntry::new(DEMO_PROVIDER, DEMO_MODEL_ID)
+            .with_label("Demo model (built in)")
+            .with_price(crate::models::Price::new(0.0, 0.0))
+    }
+
     /// Sets the pause between streamed pieces (zero for tests).
     pub fn with_delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
@@ -84,7 +108,7 @@ impl Host for DemoModel {
         Ok(vec![Model {
             id: DEMO_MODEL_ID.into(),
             label: Some("Demo model (built in)".into()),
-            provider: Some("lmchatkit".into()),
+            provider: Some(DEMO_PROVIDER.into()),
             ..Model::default()
         }])
     }

@@ -57,8 +57,7 @@ mod tests_request;
 #[cfg(test)]
 pub(in crate::llm) mod tests_translate;
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::{StreamExt, stream};
@@ -72,8 +71,8 @@ pub use request::request_body;
 pub use translate::translate;
 
 use transport::{
-    ERROR_BODY_LIMIT, InSpan, add_headers, default_client, describe, error_stream, fetch,
-    read_prefix, reply_events, snippet, stalled,
+    ERROR_BODY_LIMIT, InSpan, ModelsCache, add_headers, default_client, describe, error_stream,
+    fetch, read_prefix, reply_events, snippet, stalled,
 };
 
 /// Where and how to reach an OpenAI-compatible endpoint.
@@ -227,9 +226,6 @@ impl std::fmt::Debug for OpenAiConfig {
     }
 }
 
-/// A model list read from `/models`, and when.
-type Listed = (Instant, Vec<Model>);
-
 /// A [`Host`] backed by an OpenAI-compatible endpoint (models and completions only; no tools).
 /// Its `Debug` shows the configuration as [`OpenAiConfig`]'s does, never the key.
 #[derive(Clone)]
@@ -237,7 +233,7 @@ pub struct OpenAiBackend {
     config: OpenAiConfig,
     client: reqwest::Client,
     /// The last list read from `/models`, and when.
-    listed: Arc<std::sync::Mutex<Option<Listed>>>,
+    listed: ModelsCache,
 }
 
 impl OpenAiBackend {
@@ -247,7 +243,7 @@ impl OpenAiBackend {
         Self {
             config,
             client,
-            listed: Arc::default(),
+            listed: ModelsCache::default(),
         }
     }
 
@@ -321,30 +317,9 @@ impl Host for OpenAiBackend {
         if let Some(models) = &self.config.models {
             return Ok(models.clone());
         }
-        let listed = |fresh: bool| {
-            let cache = self.listed.lock().unwrap_or_else(|p| p.into_inner());
-            cache
-                .as_ref()
-                .filter(|(at, _)| !fresh || at.elapsed() < self.config.models_ttl)
-                .map(|(_, m)| m.clone())
-        };
-        if let Some(models) = listed(true) {
-            return Ok(models);
-        }
-        match self.fetch_models().await {
-            Ok(models) => {
-                let mut cache = self.listed.lock().unwrap_or_else(|p| p.into_inner());
-                *cache = Some((Instant::now(), models.clone()));
-                Ok(models)
-            }
-            Err(e) => match listed(false) {
-                Some(stale) => {
-                    tracing::warn!(error = %e, "listing models failed; the last list is served");
-                    Ok(stale)
-                }
-                None => Err(e),
-            },
-        }
+        self.listed
+            .get(self.config.models_ttl, self.fetch_models())
+            .await
     }
 
     fn complete(&self, _cx: &RequestContext, req: CompleteRequest) -> EventStream {

@@ -132,3 +132,75 @@ pub fn fake_upstream() -> FakeUpstream {
     });
     FakeUpstream { base_url, heads }
 }
+
+/// One request a [`ChatUpstream`] received: its head (lower-cased) and its JSON body.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub head: String,
+    pub body: Value,
+}
+
+/// A fake OpenAI-compatible upstream on loopback that also chats: `GET /v1/models` lists
+/// `mock-small`, `POST /v1/chat/completions` streams `Hello from the mock.` with usage.
+pub struct ChatUpstream {
+    pub base_url: String,
+    pub seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+pub fn chat_upstream() -> ChatUpstream {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&head).to_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            let mut body = vec![0u8; length];
+            if conn.read_exact(&mut body).is_err() {
+                continue;
+            }
+            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let chat = head.starts_with("post /v1/chat/completions");
+            log.lock().unwrap().push(Seen { head, body });
+            let (content_type, reply) = if chat {
+                let chunk = |delta: Value, finish: Value| {
+                    let c = serde_json::json!({"id": "c1", "object": "chat.completion.chunk",
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+                    format!("data: {c}\n\n")
+                };
+                let usage = serde_json::json!({"id": "c1", "object": "chat.completion.chunk", "choices": [],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14}});
+                let sse = [
+                    chunk(serde_json::json!({"content": "Hello from "}), Value::Null),
+                    chunk(serde_json::json!({"content": "the mock."}), Value::Null),
+                    chunk(serde_json::json!({}), "stop".into()),
+                    format!("data: {usage}\n\n"),
+                    "data: [DONE]\n\n".to_owned(),
+                ];
+                ("text/event-stream", sse.concat())
+            } else {
+                (
+                    "application/json",
+                    r#"{"object":"list","data":[{"id":"mock-small","object":"model"}]}"#.to_owned(),
+                )
+            };
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                reply.len()
+            );
+        }
+    });
+    ChatUpstream { base_url, seen }
+}

@@ -2,7 +2,9 @@
 //! flags, environment variables and a TOML file (`settings.rs`), with built-in defaults
 //! (`defaults.rs`, the demo model and the demo MCP server) so a first run needs nothing.
 //!
-//! Decisions: the demo model runs only without an upstream and the demo MCP server only without
+//! Decisions: the demo model runs only without an upstream (neither the `OPENAI_BASE_URL`
+//! shorthand nor `[[providers]]`, see `providers.rs`; with providers but none configured, the
+//! menu shows their models disabled rather than the demo) and the demo MCP server only without
 //! `[[mcp.servers]]` (so a configured model never sees toy tools), each unless switched
 //! explicitly (`--no-demo`, `--no-demo-mcp[=false]`, `[demo]` in the file). A configured
 //! server named `demo` wins over the built-in one. The history file is synced in full on every
@@ -13,6 +15,7 @@ mod approval_settings;
 mod auth;
 mod cli;
 mod defaults;
+mod providers;
 mod serve;
 mod settings;
 
@@ -23,6 +26,7 @@ use std::sync::Arc;
 use clap::Parser;
 use lmchatkit::history::{HistoryStore, MemoryStore, SqliteOptions, SqliteStore, Synchronous};
 use lmchatkit::llm::DemoModel;
+use lmchatkit::llm::demo::DEMO_PROVIDER;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::mcp::{DEMO_SERVER_NAME, demo_server_config};
 use lmchatkit::protocol::Model;
@@ -72,7 +76,7 @@ fn init_logging(s: &Settings) {
 
 async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
     let events = EventBroadcaster::new();
-    let (llm, demo) = host(&s);
+    let (llm, demo) = host(&s)?;
     let hub = mcp_hub(&s, &events);
     let host: Arc<dyn Host> = match &hub {
         Some(hub) => Arc::new(StandardHost::from_arc(llm).with_mcp(hub.clone())),
@@ -84,7 +88,7 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .prefix(s.prefix.clone())
         .file_upload(s.upload)
         .approval_policy(s.approval.clone())
-        .model_catalog(s.catalog.clone())
+        .model_catalog(catalog(&s, demo))
         .title("lmchatkit");
     let (history, approvals) = history(s.db.as_deref(), s.db_synchronous)?;
     builder = builder.history_arc(history);
@@ -226,20 +230,40 @@ fn history(
     Ok((store.clone(), Some(store)))
 }
 
-/// The LLM host, and whether it is the demo model.
-fn host(s: &Settings) -> (Arc<dyn Host>, bool) {
+/// The LLM host, and whether it is the demo model: a `Providers` over `[[providers]]` (the
+/// shorthand joining as `openai`) when the file has any; else the shorthand's single backend
+/// with bare model ids, as before providers existed; else the demo model (or the stand-in).
+fn host(s: &Settings) -> Result<(Arc<dyn Host>, bool), Box<dyn std::error::Error>> {
+    let shorthand = shorthand(s).map(|b| Arc::new(b) as Arc<dyn Host>);
+    if !s.providers.is_empty() {
+        let host = providers::host(&s.providers, shorthand)?;
+        if host.is_empty() {
+            tracing::warn!(
+                "no provider is configured: every model is shown disabled with the reason"
+            );
+        }
+        return Ok((Arc::new(host), false));
+    }
+    match shorthand {
+        Some(backend) => Ok((backend, false)),
+        None if !s.demo_model => {
+            tracing::warn!("no upstream configured (set OPENAI_BASE_URL); the UI will say so");
+            Ok((Arc::new(defaults::NoUpstream), false))
+        }
+        None => {
+            tracing::warn!("no upstream configured (set OPENAI_BASE_URL): running the demo model");
+            Ok((Arc::new(DemoModel::new()), true))
+        }
+    }
+}
+
+/// The `OPENAI_BASE_URL` shorthand's backend (flags, environment and `[upstream]`), if set.
+fn shorthand(s: &Settings) -> Option<OpenAiBackend> {
     let up = &s.upstream;
     let cfg = match (&up.completions_url, &up.base_url) {
         (Some(url), _) => OpenAiConfig::completions_url(url.clone()),
         (None, Some(base)) => OpenAiConfig::new(base.clone()),
-        (None, None) if !s.demo_model => {
-            tracing::warn!("no upstream configured (set OPENAI_BASE_URL); the UI will say so");
-            return (Arc::new(defaults::NoUpstream), false);
-        }
-        (None, None) => {
-            tracing::warn!("no upstream configured (set OPENAI_BASE_URL): running the demo model");
-            return (Arc::new(DemoModel::new()), true);
-        }
+        (None, None) => return None,
     };
     let mut cfg = match &up.api_key {
         Some(key) => cfg.with_api_key(key.clone()),
@@ -251,7 +275,19 @@ fn host(s: &Settings) -> (Arc<dyn Host>, bool) {
     if !up.models.is_empty() {
         cfg = cfg.with_models(up.models.iter().map(Model::new).collect());
     }
-    (Arc::new(OpenAiBackend::new(cfg)), false)
+    Some(OpenAiBackend::new(cfg))
+}
+
+/// The settings' catalog, with the demo model described as provider `demo` at price 0 when it
+/// runs (so its replies show a $0 cost).
+fn catalog(s: &Settings, demo: bool) -> lmchatkit::models::Catalog {
+    if !demo {
+        return s.catalog.clone();
+    }
+    s.catalog
+        .clone()
+        .with_provider(DEMO_PROVIDER, true, None)
+        .with_entry(DemoModel::catalog_entry())
 }
 
 /// The MCP hub: the configured servers, plus the demo server when it is on.

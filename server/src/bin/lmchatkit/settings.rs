@@ -2,10 +2,11 @@
 //! file into one [`Settings`]: flag > environment > file > default.
 //!
 //! In the file every string outside `[mcp]` may use `${VAR}` (the `[[mcp.servers]]` list
-//! expands its own), and relative paths (`db`, `personas_dir`, `commands_dir`) are taken
+//! expands its own; a `[[providers]]` entry's `api_key` is expanded by `providers.rs`, so an
+//! unset variable leaves that provider not configured rather than refusing the file), and relative paths (`db`, `personas_dir`, `commands_dir`) are taken
 //! relative to the file's directory, so a config file and its folders move together.
 //!
-//! No type here prints a secret in `Debug`: [`Upstream`]'s is hand-written (the key and header
+//! No type here prints a secret in `Debug`: [`Upstream`]'s and `ProviderSettings`' are hand-written (the key and header
 //! values redacted, URLs without userinfo and query), and the file's raw tables have none.
 
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ use serde::Deserialize;
 
 use crate::approval_settings::{FileTools, approval_policy};
 use crate::cli::{Args, LogFormat, check_header};
+use crate::providers::{FileProvider, ProviderSettings};
 use lmchatkit::models::{Catalog, ModelSpec};
 
 /// The file's top level. Unknown keys are errors, so a typo does not silently do nothing.
@@ -62,6 +64,9 @@ struct FileSettings {
     /// table.
     #[serde(default)]
     models: Vec<ModelSpec>,
+    /// `[[providers]]`: named upstreams (see `providers.rs`).
+    #[serde(default)]
+    providers: Vec<FileProvider>,
     /// `[[mcp.servers]]`, read by [`McpConfigFile`].
     #[allow(dead_code)]
     mcp: Option<toml::Value>,
@@ -109,7 +114,10 @@ pub struct Settings {
     /// The sandbox proxy's own listener (proxy mode) and the origin browsers reach it at.
     pub sandbox: Option<(SocketAddr, String)>,
     pub prefix: String,
+    /// The `OPENAI_BASE_URL` shorthand (joins `providers` as `openai`, see `providers.rs`).
     pub upstream: Upstream,
+    /// `[[providers]]`, in file order.
+    pub providers: Vec<ProviderSettings>,
     pub db: Option<String>,
     /// The history file's `synchronous` mode (FULL unless said).
     pub db_synchronous: Synchronous,
@@ -139,7 +147,8 @@ pub struct Settings {
     pub mcp_servers: Vec<McpServerConfig>,
     /// The operator's approval policy (`[tools.approval]`; default: ask for every call).
     pub approval: ApprovalPolicy,
-    /// The model catalog: the built-in table with the file's `[[models]]` over it.
+    /// The model catalog: the built-in table, the providers' status (and facts under their
+    /// names), the file's `[[models]]` over them, then the providers' fixed model lists.
     pub catalog: Catalog,
     pub log: String,
     pub log_format: LogFormat,
@@ -239,13 +248,18 @@ impl Settings {
             headers.push((name, value));
         }
         let approval = approval_policy(file.tools.approval)?;
-        let mut catalog = Catalog::builtin();
+        let base_url = args.openai_base_url.or(file.upstream.base_url);
+        let completions_url = args.completions_url.or(file.upstream.completions_url);
+        let providers = crate::providers::resolve(file.providers)?;
+        let shorthand = base_url.is_some() || completions_url.is_some();
+        let mut catalog = crate::providers::register(Catalog::builtin(), &providers, shorthand);
         for spec in file.models {
             let id = spec.id.clone();
             catalog = catalog
                 .with_model(spec)
                 .map_err(|e| format!("models: {id:?}: {e}"))?;
         }
+        crate::providers::list_fixed_models(&mut catalog, &providers);
         let models = if args.models.is_empty() {
             file.upstream.models
         } else {
@@ -265,8 +279,8 @@ impl Settings {
                 .or(file.prefix)
                 .unwrap_or_else(|| "/chat".into()),
             upstream: Upstream {
-                base_url: args.openai_base_url.or(file.upstream.base_url),
-                completions_url: args.completions_url.or(file.upstream.completions_url),
+                base_url,
+                completions_url,
                 api_key: args.openai_api_key.or(file.upstream.api_key),
                 headers,
                 models: models
@@ -275,6 +289,7 @@ impl Settings {
                     .filter(|m| !m.is_empty())
                     .collect(),
             },
+            providers,
             db: args.db.or(file.db),
             db_synchronous: args
                 .db_synchronous
@@ -379,7 +394,12 @@ fn sandbox(listen: Option<SocketAddr>, origin: Option<String>) -> Option<(Socket
 fn parse(text: &str) -> Result<FileSettings, String> {
     let mut root: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
     for (key, value) in root.iter_mut().filter(|(k, _)| *k != "mcp") {
-        expand(value).map_err(|e| format!("{key}: {e}"))?;
+        let expanded = if key == "providers" {
+            crate::providers::expand_entries(value, expand)
+        } else {
+            expand(value)
+        };
+        expanded.map_err(|e| format!("{key}: {e}"))?;
     }
     let file: FileSettings = root.try_into().map_err(|e| e.to_string())?;
     for (name, value) in &file.upstream.headers {

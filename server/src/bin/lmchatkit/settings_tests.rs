@@ -1,6 +1,8 @@
 use super::*;
 use clap::Parser;
 
+use crate::providers::ProviderKind;
+
 const FILE: &str = r#"
 listen = "127.0.0.1:9999"
 prefix = "/from-file"
@@ -430,4 +432,220 @@ fn a_models_entry_that_is_not_provider_slash_model_is_a_start_up_error() {
     )
     .unwrap();
     assert!(ok.catalog.lookup("llama3").unwrap().reasoning);
+}
+
+/// Two providers as the issue writes them: a local server that needs no key, Anthropic's
+/// API with its key from the environment.
+const PROVIDERS: &str = r#"
+[[providers]]
+name = "local"
+kind = "openai"
+base_url = "http://127.0.0.1:11434/v1/"
+api_key_env = "LMCK_PROV_LOCAL_UNSET"
+key_required = false
+models = ["llama3", " qwen3 "]
+
+[[providers]]
+name = "claude"
+kind = "anthropic"
+api_key_env = "LMCK_PROV_ANTHROPIC_KEY"
+headers = { "anthropic-beta" = "b-${LMCK_PROV_ANTHROPIC_KEY}" }
+
+[[providers]]
+name = "spare"
+kind = "anthropic"
+api_key = "${LMCK_PROV_SPARE_UNSET}"
+
+[[models]]
+id = "local/llama3"
+label = "Llama 3"
+context_window = 8192
+price = { input = 0.0, output = 0.0 }
+"#;
+
+#[test]
+fn providers_are_read_with_their_keys_and_registered_in_the_catalog() {
+    // SAFETY: only this test reads or writes this variable.
+    unsafe { std::env::set_var("LMCK_PROV_ANTHROPIC_KEY", "sk-ant-k3y") };
+    let s = load(PROVIDERS, Args::default()).unwrap();
+    let names: Vec<&str> = s.providers.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["local", "claude", "spare"]);
+    let [local, claude, spare] = &s.providers[..] else {
+        panic!("{:?}", s.providers)
+    };
+    // No key and none required: configured, nothing sent.
+    assert_eq!(local.kind, ProviderKind::OpenAi);
+    assert_eq!(local.base_url, "http://127.0.0.1:11434/v1");
+    assert_eq!((&local.api_key, &local.unavailable), (&None, &None));
+    assert_eq!(
+        local.models.as_deref(),
+        Some(&["llama3".to_owned(), "qwen3".to_owned()][..])
+    );
+    // The default base URL of its kind, the key from the environment, headers expanded.
+    assert_eq!(claude.base_url, lmchatkit::llm::anthropic::DEFAULT_BASE_URL);
+    assert_eq!(claude.api_key.as_deref(), Some("sk-ant-k3y"));
+    assert_eq!(
+        claude.headers,
+        [("anthropic-beta".to_owned(), "b-sk-ant-k3y".to_owned())]
+    );
+    // `${VAR}` in api_key unset: not configured, not a start-up error.
+    assert_eq!(spare.api_key, None);
+    assert_eq!(
+        spare.unavailable.as_deref(),
+        Some("LMCK_PROV_SPARE_UNSET is not set")
+    );
+
+    let catalog = &s.catalog;
+    let status = |name: &str| {
+        let p = catalog.provider(name).unwrap();
+        (p.configured, p.reason.clone())
+    };
+    assert_eq!(status("local"), (true, None));
+    assert_eq!(status("claude"), (true, None));
+    assert_eq!(
+        status("spare"),
+        (false, Some("LMCK_PROV_SPARE_UNSET is not set".into()))
+    );
+    // The file's [[models]] describe the provider's models; the fixed list is on the menu.
+    let llama = catalog.lookup("local/llama3").unwrap();
+    assert_eq!(
+        (llama.label.as_str(), llama.context_window),
+        ("Llama 3", Some(8192))
+    );
+    assert!(catalog.lookup("local/qwen3").is_ok());
+    // An anthropic-kind provider gets the built-in Claude facts under its own name.
+    let sonnet = catalog.lookup("spare/claude-sonnet-4-5").unwrap();
+    assert!(sonnet.reasoning && sonnet.price.is_some());
+    assert!(
+        catalog
+            .lookup_configured("spare/claude-sonnet-4-5")
+            .unwrap_err()
+            .to_string()
+            .contains("LMCK_PROV_SPARE_UNSET is not set")
+    );
+}
+
+#[test]
+fn a_missing_key_env_makes_the_provider_unconfigured_with_the_variable_named() {
+    let file = "[[providers]]\nname = \"anthropic\"\nkind = \"anthropic\"\n\
+                api_key_env = \"LMCK_PROV_NEVER_SET_KEY\"\n";
+    let s = load(file, Args::default()).unwrap();
+    assert_eq!(
+        s.providers[0].unavailable.as_deref(),
+        Some("LMCK_PROV_NEVER_SET_KEY is not set")
+    );
+    let p = s.catalog.provider("anthropic").unwrap();
+    assert!(!p.configured);
+    assert_eq!(
+        p.reason.as_deref(),
+        Some("LMCK_PROV_NEVER_SET_KEY is not set")
+    );
+}
+
+#[test]
+fn malformed_providers_are_start_up_errors_naming_the_entry() {
+    let entry = |body: &str| format!("[[providers]]\n{body}\n");
+    for (body, says) in [
+        (
+            "name = \"a/b\"\nkind = \"openai\"\nbase_url = \"http://x/v1\"\nkey_required = false",
+            "\"a/b\" must not contain '/'",
+        ),
+        (
+            "name = \"\"\nkind = \"openai\"\nbase_url = \"http://x/v1\"\nkey_required = false",
+            "must not be empty",
+        ),
+        (
+            "name = \"x\"\nkind = \"gemini\"\nkey_required = false",
+            "unknown variant `gemini`",
+        ),
+        (
+            "name = \"x\"\nkind = \"openai\"\nkey_required = false",
+            "base_url is required for kind = \"openai\"",
+        ),
+        (
+            "name = \"x\"\nkind = \"openai\"\nbase_url = \"llm.example/v1\"\nkey_required = false",
+            "is not an http(s) URL",
+        ),
+        (
+            "name = \"x\"\nkind = \"anthropic\"\napi_key = \"k\"\napi_key_env = \"K\"",
+            "not both",
+        ),
+        ("name = \"x\"\nkind = \"anthropic\"", "key_required = false"),
+        (
+            "name = \"x\"\nkind = \"anthropic\"\napi_key_env = \"\"",
+            "is not a variable name",
+        ),
+        (
+            "name = \"x\"\nkind = \"anthropic\"\napi_key = \"k\"\nheaders = { \"bad name\" = \"v\" }",
+            "invalid header name",
+        ),
+        (
+            "name = \"x\"\nkind = \"anthropic\"\napi_key = \"k\"\nmodels = [\" \"]",
+            "models is empty",
+        ),
+        (
+            "name = \"x\"\nkind = \"anthropic\"\napi_key = \"k\"\nmodel = [\"m\"]",
+            "unknown field `model`",
+        ),
+        (
+            "name = \"x\"\nkind = \"anthropic\"\nbase_url = \"${LMCK_PROV_URL_UNSET}\"\napi_key = \"k\"",
+            "LMCK_PROV_URL_UNSET",
+        ),
+    ] {
+        let err = load(&entry(body), Args::default()).unwrap_err();
+        assert!(
+            err.contains("lmchatkit.toml") && err.contains(says),
+            "{body}: {err}"
+        );
+    }
+    let twice = format!(
+        "{}{}",
+        entry("name = \"x\"\nkind = \"anthropic\"\napi_key = \"k\""),
+        entry("name = \"x\"\nkind = \"openai\"\nbase_url = \"http://x/v1\"\napi_key = \"k\"")
+    );
+    let err = load(&twice, Args::default()).unwrap_err();
+    assert!(
+        err.contains("providers[1] (\"x\")") && err.contains("used twice"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_openai_base_url_shorthand_joins_the_providers_as_openai() {
+    let file = "[[providers]]\nname = \"claude\"\nkind = \"anthropic\"\napi_key = \"k\"\n";
+    let args = Args {
+        openai_base_url: Some("http://llm.example/v1".into()),
+        ..Args::default()
+    };
+    let s = load(file, args).unwrap();
+    let names: Vec<&str> = s
+        .catalog
+        .providers()
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(names, ["claude", "openai"]);
+    assert!(s.catalog.provider("openai").unwrap().configured);
+    // Without providers, nothing is registered: bare ids as before.
+    let args = Args {
+        openai_base_url: Some("http://llm.example/v1".into()),
+        ..Args::default()
+    };
+    assert!(Settings::load(args).unwrap().catalog.providers().is_empty());
+}
+
+#[test]
+fn debug_output_of_providers_never_shows_keys_or_header_values() {
+    let file = "[[providers]]\nname = \"x\"\nkind = \"anthropic\"\n\
+                base_url = \"https://user:url-pass@proxy.example/v1?key=url-key\"\n\
+                api_key = \"sk-file-secret\"\nheaders = { \"x-extra\" = \"header-secret\" }\n";
+    let s = load(file, Args::default()).unwrap();
+    let shown = format!("{s:?}");
+    for secret in ["sk-file-secret", "header-secret", "url-pass", "url-key"] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    assert!(
+        shown.contains("proxy.example") && shown.contains("x-extra"),
+        "{shown}"
+    );
 }

@@ -277,3 +277,53 @@ async fn models_come_from_the_models_endpoint_or_the_configuration() {
     let configured = AnthropicBackend::new(AnthropicConfig::new(&base).with_models(listed.clone()));
     assert_eq!(configured.models(&cx()).await.unwrap(), listed);
 }
+
+#[tokio::test]
+async fn the_model_list_is_read_once_per_ttl_and_the_last_one_serves_while_the_upstream_fails() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let hits = Arc::new(AtomicUsize::new(0));
+    let seen = hits.clone();
+    let base = serve(move |_req: Request<Incoming>| {
+        let n = seen.fetch_add(1, Ordering::SeqCst);
+        async move {
+            match n {
+                0 | 1 => full(
+                    StatusCode::OK,
+                    "application/json",
+                    json!({"data": [{"id": format!("claude-{n}")}]}).to_string(),
+                ),
+                _ => full(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "application/json",
+                    json!({"type": "error", "error": {"type": "overloaded_error", "message": "down"}}).to_string(),
+                ),
+            }
+        }
+    })
+    .await;
+    let model = |id: &str| Model {
+        provider: Some("anthropic".into()),
+        ..Model::new(id)
+    };
+    let cached = AnthropicBackend::new(AnthropicConfig::new(&base));
+    assert_eq!(cached.models(&cx()).await.unwrap(), [model("claude-0")]);
+    assert_eq!(cached.models(&cx()).await.unwrap(), [model("claude-0")]);
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        1,
+        "the second list came from the cache"
+    );
+
+    let expiring =
+        AnthropicBackend::new(AnthropicConfig::new(&base).with_models_ttl(Duration::ZERO));
+    assert_eq!(expiring.models(&cx()).await.unwrap(), [model("claude-1")]);
+    // The upstream fails now: the last list is served, not an error.
+    assert_eq!(expiring.models(&cx()).await.unwrap(), [model("claude-1")]);
+    assert_eq!(hits.load(Ordering::SeqCst), 3);
+    let fresh = AnthropicBackend::new(AnthropicConfig::new(&base));
+    let Err(HostError::Upstream(msg)) = fresh.models(&cx()).await else {
+        panic!("no list yet: the error shows")
+    };
+    assert!(msg.contains("overloaded_error: down"), "{msg}");
+}

@@ -2,16 +2,17 @@
 //! snippets, readable transport errors, and the tracing span around the event stream.
 
 use std::error::Error as StdError;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt, stream};
-use lmchatkit_protocol::Event;
+use lmchatkit_protocol::{Event, Model};
 
 use super::translate;
-use crate::host::EventStream;
+use crate::host::{EventStream, HostError};
 
 /// How much of an error reply's body goes into the error event.
 pub(in crate::llm) const ERROR_BODY_LIMIT: usize = 512;
@@ -292,5 +293,53 @@ mod caps_tests {
             size.len
         );
         assert!(!size.add(&[b'x'; 30]), "past the cap");
+    }
+}
+
+/// A model list read from an upstream's `/models`, and when.
+type Listed = (std::time::Instant, Vec<Model>);
+
+/// A model list read from an upstream's `/models`, kept for a while (shared by the OpenAI and
+/// Anthropic backends): fresh for `ttl`, and served stale while the upstream fails.
+#[derive(Clone, Default)]
+pub(in crate::llm) struct ModelsCache {
+    listed: Arc<Mutex<Option<Listed>>>,
+}
+
+impl ModelsCache {
+    /// The cached list when younger than `ttl`; else `fetch`'s, which is kept when it succeeds.
+    /// When `fetch` fails, the last list (logged), or the error when there is none.
+    pub(in crate::llm) async fn get<F>(
+        &self,
+        ttl: Duration,
+        fetch: F,
+    ) -> Result<Vec<Model>, HostError>
+    where
+        F: std::future::Future<Output = Result<Vec<Model>, HostError>>,
+    {
+        let listed = |fresh: bool| {
+            let cache = self.listed.lock().unwrap_or_else(|p| p.into_inner());
+            cache
+                .as_ref()
+                .filter(|(at, _)| !fresh || at.elapsed() < ttl)
+                .map(|(_, m)| m.clone())
+        };
+        if let Some(models) = listed(true) {
+            return Ok(models);
+        }
+        match fetch.await {
+            Ok(models) => {
+                let mut cache = self.listed.lock().unwrap_or_else(|p| p.into_inner());
+                *cache = Some((std::time::Instant::now(), models.clone()));
+                Ok(models)
+            }
+            Err(e) => match listed(false) {
+                Some(stale) => {
+                    tracing::warn!(error = %e, "listing models failed; the last list is served");
+                    Ok(stale)
+                }
+                None => Err(e),
+            },
+        }
     }
 }
