@@ -231,12 +231,38 @@ impl Browser {
     }
 
     /// Clicks the element matching `css` (waiting for it).
+    ///
+    /// The click waits until the element stands still (the same box in two reads 50 ms apart):
+    /// WebDriver clicks at coordinates, and a card that has just appeared can still be moving
+    /// (the chat keeps to its bottom as content grows), so an early click lands beside it.
     pub async fn click(&self, css: &str) {
-        self.wait_for(css)
-            .await
-            .click()
+        let el = self.wait_for(css).await;
+        self.wait_still(css).await;
+        el.click()
             .await
             .unwrap_or_else(|e| panic!("click {css}: {e}"));
+    }
+
+    /// Waits until the first element matching `css` has the same box in two reads 50 ms apart.
+    async fn wait_still(&self, css: &str) {
+        let script = format!(
+            "const e = document.querySelector({}); if (!e) return null; \
+             const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height];",
+            serde_json::to_string(css).unwrap()
+        );
+        let deadline = Instant::now() + WAIT;
+        let mut last = Value::Null;
+        loop {
+            let now = self.js(&script).await;
+            if !now.is_null() && now == last {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!("{css} kept moving: {now}");
+            }
+            last = now;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Starts recording the page's Content-Security-Policy violations: those already reported

@@ -53,7 +53,8 @@ async fn models_come_from_the_upstream() {
     // Sorted by id.
     assert_eq!(
         models,
-        json!([{"id": "mock-large", "provider": "mock"}, {"id": "mock-small", "provider": "mock"}])
+        json!([{"id": "mock-large", "provider": "mock", "configured": true},
+               {"id": "mock-small", "provider": "mock", "configured": true}])
     );
 }
 
