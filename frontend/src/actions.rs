@@ -9,11 +9,14 @@
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lmchatkit_protocol::{Content, ContentPart, Event, FileData, Message, UploadedFile};
+use lmchatkit_protocol::{
+    Content, ContentPart, Event, FileData, Message, ReasoningEffort, UploadedFile,
+};
 use serde_json::json;
 
 use crate::commands::{argument_hint, compact_request, expand_command, parse_slash};
 use crate::history::{persist, remember_current};
+use crate::spend;
 use crate::state::{Chat, Store, UiMessage, now_ms, params_from_fields};
 use crate::turn;
 
@@ -24,14 +27,20 @@ pub fn start_chat(store: Store) -> Chat {
         .persona(&setup.persona_id)
         .map(|p| p.params)
         .unwrap_or_default();
-    let chat = Chat::new(
-        setup.persona_id.clone(),
-        setup.model.clone(),
+    let reasoning = spend::is_reasoning(&store.model_list_untracked(), &setup.model);
+    let params = spend::with_effort(
         params_from_fields(&base, &setup.fields),
+        setup.effort,
+        reasoning,
     );
+    let chat = Chat::new(setup.persona_id.clone(), setup.model.clone(), params);
+    let effort = setup.effort.map(ReasoningEffort::as_str);
     crate::history::session_set(
         "lmchatkit:lastSetup",
-        Some(&json!({"personaId": setup.persona_id, "model": setup.model}).to_string()),
+        Some(
+            &json!({"personaId": setup.persona_id, "model": setup.model, "effort": effort})
+                .to_string(),
+        ),
     );
     remember_current(Some(&chat.id.get_untracked()));
     store.chat.set(Some(chat.clone()));
@@ -51,7 +60,10 @@ pub fn submit(store: Store) -> bool {
         Some(c) if c.has_pending() => return false,
         Some(c) => c,
         None => {
-            if store.setup.with_untracked(|s| s.model.is_empty()) {
+            if !store
+                .setup
+                .with_untracked(|s| spend::usable(&store.model_list_untracked(), &s.model))
+            {
                 return false;
             }
             start_chat(store)
@@ -139,6 +151,17 @@ fn decode_text(data_url: &str) -> Option<String> {
     let bytes: Vec<u8> = bin.chars().map(|c| c as u32 as u8).collect();
     let text = String::from_utf8(bytes).ok()?;
     (!text.contains('\0')).then_some(text)
+}
+
+/// Runs `/compact` on the open chat (the context gauge's button), as the command does; nothing
+/// while a turn runs or a call waits for the user.
+pub fn compact_open_chat(store: Store) {
+    if store.busy.get_untracked() {
+        return;
+    }
+    if let Some(chat) = store.chat.get_untracked().filter(|c| !c.has_pending()) {
+        spawn_local(compact(store, chat));
+    }
 }
 
 /// `/compact`: asks the model for a summary and replaces the transcript with it.

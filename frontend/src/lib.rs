@@ -26,6 +26,7 @@ pub mod input_history;
 pub mod markdown;
 pub mod params;
 pub mod results;
+pub mod spend;
 pub mod sse;
 pub mod state;
 pub mod sync;
@@ -42,6 +43,7 @@ use crate::components::composer::Composer;
 use crate::components::picker::{Picker, choose_persona};
 use crate::components::settings::ThemeToggle;
 use crate::components::sidebar::Sidebar;
+use crate::components::spend_bar::SpendBar;
 use crate::components::transcript::Transcript;
 use crate::state::{Store, Theme};
 
@@ -129,7 +131,8 @@ impl ModelsDisplay {
 }
 
 /// Picks the initial setup: the last one of this tab when its persona (and model) still exist,
-/// else the default persona with its default model, else the first model.
+/// else the default persona with its default model, else the first model; only ever a model a
+/// turn can run on (configured).
 fn apply_initial_setup(store: Store) {
     let models = store.model_list();
     let personas = store.personas.get_untracked();
@@ -155,11 +158,16 @@ fn apply_initial_setup(store: Store) {
         .as_ref()
         .and_then(|v| v["model"].as_str())
         .map(str::to_owned);
+    let last_effort = last
+        .as_ref()
+        .and_then(|v| v["effort"].as_str())
+        .and_then(lmchatkit_protocol::ReasoningEffort::parse);
     store.setup.update(|s| {
-        if let Some(m) = last_model.filter(|m| models.iter().any(|x| &x.id == m)) {
+        if let Some(m) = last_model.filter(|m| spend::usable(&models, m)) {
             s.model = m;
+            s.effort = last_effort.or(s.effort);
         } else if s.model.is_empty()
-            && let Some(m) = models.first()
+            && let Some(m) = spend::first_usable(&models)
         {
             s.model = m.id.clone();
         }
@@ -241,17 +249,6 @@ pub fn App(
             }
         });
     });
-    let usage_total = move || {
-        store.chat.with(|c| {
-            c.as_ref().map(|c| {
-                c.messages.with(|ms| {
-                    let usages: Vec<_> =
-                        ms.iter().filter_map(|m| m.data.with(|d| d.usage)).collect();
-                    state::conversation_tokens(&usages)
-                })
-            })
-        })
-    };
     let title = move || {
         store
             .chat
@@ -283,9 +280,7 @@ pub fn App(
                         aria-expanded=move || store.sidebar_open.get().to_string()
                         on:click=move |_| store.sidebar_open.update(|o| *o = !*o)>"☰"</button>
                     <h1 class="lmck-title">{title}</h1>
-                    {move || usage_total().filter(|t| *t > 0).map(|t| view! {
-                        <span class="lmck-usage lmck-usage-total" title="tokens used in this conversation">{format!("Σ {t} tokens")}</span>
-                    })}
+                    <SpendBar />
                     <ThemeToggle />
                 </header>
                 {move || config_error().map(|e| view! { <p class="lmck-error" role="alert">{e}</p> })}

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use leptos::prelude::*;
 use lmchatkit_protocol::{
     ConfigResponse, ConversationSummary, HistoryMode, Message, Model, Params, Persona, Prompt,
-    Resource, Role, SlashCommand, StoredConversation, UploadedFile, Usage,
+    Resource, Role, SlashCommand, StoredConversation, UploadedFile,
 };
 
 use crate::api::{Api, ApiError};
@@ -44,12 +44,6 @@ pub fn new_id(prefix: &str) -> String {
         s.push(DIGITS[i] as char);
     }
     s
-}
-
-/// The tokens a conversation used: the sum of [`Usage::tokens`] over its replies, the rule each
-/// reply's footer shows (a provider that reports no total counts prompt plus completion).
-pub fn conversation_tokens<'a>(usages: impl IntoIterator<Item = &'a Usage>) -> u64 {
-    usages.into_iter().map(Usage::tokens).sum()
 }
 
 /// A message on screen: the wire message plus the render state of the bubble.
@@ -265,6 +259,8 @@ pub struct Setup {
     pub model: String,
     /// The six parameter fields.
     pub fields: ParamFields,
+    /// The reasoning effort (`None`: the default, not sent); used for a reasoning model only.
+    pub effort: Option<lmchatkit_protocol::ReasoningEffort>,
 }
 
 /// Light, dark, or following the system.
@@ -405,6 +401,25 @@ impl Store {
         })
     }
 
+    /// [`model_list`](Self::model_list), untracked (for event handlers and tasks).
+    pub fn model_list_untracked(&self) -> Vec<Model> {
+        self.models.with_untracked(|m| {
+            m.as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .cloned()
+                .unwrap_or_default()
+        })
+    }
+
+    /// The model with this id on the menu (tracked).
+    pub fn model(&self, id: &str) -> Option<Model> {
+        self.models.with(|m| {
+            m.as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .and_then(|list| list.iter().find(|m| m.id == id).cloned())
+        })
+    }
+
     /// The persona with this id.
     pub fn persona(&self, id: &str) -> Option<Persona> {
         self.personas
@@ -414,27 +429,5 @@ impl Store {
     /// Asks the composer to take focus.
     pub fn focus(&self) {
         self.focus_composer.update(|n| *n += 1);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_conversation_total_counts_replies_the_way_their_footers_do() {
-        let reported = Usage {
-            prompt_tokens: Some(11),
-            completion_tokens: Some(5),
-            total_tokens: Some(16),
-            ..Default::default()
-        };
-        let without_total = Usage {
-            total_tokens: None,
-            ..reported
-        };
-        assert_eq!(without_total.tokens(), reported.tokens());
-        assert_eq!(conversation_tokens([&reported, &without_total]), 32);
-        assert_eq!(conversation_tokens([&Usage::default()]), 0);
     }
 }

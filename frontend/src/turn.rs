@@ -215,7 +215,13 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
                     call.approval = Some(approval);
                     ui.data.update(|d| d.tool_calls.push(call));
                 }
-                Event::Done { usage, .. } => ui.data.update(|d| d.usage = usage),
+                // The cost is absent when the model's price is unknown: it stays unknown.
+                Event::Done {
+                    usage, cost_usd, ..
+                } => ui.data.update(|d| {
+                    d.usage = usage;
+                    d.cost_usd = cost_usd;
+                }),
                 Event::Error { error } => failed = Some(error),
             }
             bench::record("delta", bench::now() - t0);

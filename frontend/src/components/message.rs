@@ -2,7 +2,8 @@
 //! Assistant: the collapsible "Thinking" block, tool-call cards, the Markdown answer (through
 //! [`crate::markdown`] only), typing dots while waiting, the error with Retry, info cards, the
 //! approval cards of pending calls, and a footer with time, usage, copy (Markdown / HTML) and
-//! regenerate. Tool messages are not bubbles (their results show in the cards).
+//! regenerate. The footer's cost is the reply's `cost_usd` (absent, so not shown, when the model's
+//! price is unknown). Tool messages are not bubbles (their results show in the cards).
 
 use leptos::prelude::*;
 use lmchatkit_protocol::{Approval, Content, ContentPart, Role};
@@ -12,6 +13,7 @@ use crate::components::attachments::RefChips;
 use crate::components::tool_card::ToolCard;
 use crate::components::{copy_text, store, time_of};
 use crate::markdown;
+use crate::spend::{format_cost, usage_detail};
 use crate::state::{Chat, UiMessage};
 use crate::turn;
 
@@ -141,6 +143,8 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
     let d = ui.data.clone();
     let usage = Memo::new(move |_| d.with(|d| d.usage));
     let d = ui.data.clone();
+    let cost = Memo::new(move |_| d.with(|d| d.cost_usd));
+    let d = ui.data.clone();
     let has_text = Memo::new(move |_| d.with(|d| !d.content.is_empty()));
     let (streaming, html, error) = (ui.streaming.clone(), ui.html.clone(), ui.error.clone());
     let (s1, s2, s3) = (streaming.clone(), streaming.clone(), streaming.clone());
@@ -213,8 +217,13 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
             <div class="lmck-meta">
                 {created.map(time_of)}
                 {move || usage.get().map(|u| view! {
-                    <span class="lmck-usage" title="tokens: prompt / completion">
+                    <span class="lmck-usage" title=usage_detail(&u)>
                         {format!("{} tokens", u.tokens())}
+                    </span>
+                })}
+                {move || cost.get().map(|c| view! {
+                    <span class="lmck-usage lmck-cost" title="what this reply cost at the model's list price">
+                        {format_cost(c)}
                     </span>
                 })}
                 <Show when=move || has_text.get() && !err2.with(Option::is_some)>

@@ -3,12 +3,15 @@
 pub mod approval;
 pub mod attachments;
 pub mod code_hooks;
+pub mod combo;
 pub mod composer;
 pub mod menus;
 pub mod message;
+pub mod model_fields;
 pub mod picker;
 pub mod settings;
 pub mod sidebar;
+pub mod spend_bar;
 pub mod tool_card;
 pub mod transcript;
 

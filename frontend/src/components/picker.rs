@@ -1,15 +1,19 @@
-//! The start screen: searchable, keyboard-driven persona and model pickers (↑/↓/Enter/Esc), the
-//! persona's description, the six parameter fields seeded from the persona, and Start. Choosing a
-//! persona selects its default model (when offered) and fills the fields. With exactly one
-//! persona and one model the picker is skipped (see `App`). The open list names its highlighted
-//! option in the input's `aria-activedescendant` and keeps it scrolled into view.
+//! The start screen: searchable, keyboard-driven persona and model pickers
+//! ([`Combo`]), the persona's description, the reasoning-effort selector (for a reasoning model
+//! only), the six parameter fields seeded from the persona, and Start. Choosing a persona
+//! selects its default model (when it is offered and configured), its effort and fills the
+//! fields. The model picker groups models by provider and shows unconfigured ones disabled with
+//! their reason; none of them is ever selected for the user. With exactly one persona and one
+//! model the picker is skipped (see `App`).
 
 use leptos::prelude::*;
 
 use crate::NO_MODEL_NOTICE;
 use crate::actions::start_chat;
-use crate::components::menus::reveal_option;
+use crate::components::combo::{Combo, ComboOption};
+use crate::components::model_fields::{EffortSelect, model_options};
 use crate::components::store;
+use crate::spend::{effort_of, is_reasoning, usable};
 use crate::state::{PARAM_FIELDS, Store, fields_from_params};
 
 /// Applies a persona choice to the setup.
@@ -20,117 +24,14 @@ pub fn choose_persona(store: Store, id: &str) {
         s.persona_id = id.to_owned();
         if let Some(p) = &persona {
             s.fields = fields_from_params(&p.params);
+            s.effort = effort_of(&p.params);
             if let Some(m) = &p.default_model
-                && models.iter().any(|x| &x.id == m)
+                && usable(&models, m)
             {
                 s.model = m.clone();
             }
         }
     });
-}
-
-/// A searchable single-choice list: `(id, title, subtitle)` options.
-#[component]
-pub fn Combo(
-    label: &'static str,
-    options: Signal<Vec<(String, String, String)>>,
-    value: Signal<String>,
-    on_select: Callback<String>,
-) -> impl IntoView {
-    let query = RwSignal::new(String::new());
-    let open = RwSignal::new(false);
-    let active = RwSignal::new(0usize);
-    let filtered = Signal::derive(move || {
-        let q = query.get().to_lowercase();
-        options
-            .get()
-            .into_iter()
-            .filter(|(id, t, s)| {
-                q.is_empty()
-                    || id.to_lowercase().contains(&q)
-                    || t.to_lowercase().contains(&q)
-                    || s.to_lowercase().contains(&q)
-            })
-            .collect::<Vec<_>>()
-    });
-    let shown = move || {
-        let v = value.get();
-        options
-            .with(|o| {
-                o.iter()
-                    .find(|(id, _, _)| *id == v)
-                    .map(|(_, t, _)| t.clone())
-            })
-            .unwrap_or_default()
-    };
-    let pick = move |id: String| {
-        on_select.run(id);
-        open.set(false);
-        query.set(String::new());
-    };
-    let list_id = format!("lmck-combo-{}", label.to_lowercase());
-    Effect::new(move |_| {
-        let n = filtered.with(Vec::len);
-        if open.get() && n > 0 {
-            reveal_option(format!(
-                "lmck-combo-{}-opt-{}",
-                label.to_lowercase(),
-                active.get().min(n - 1)
-            ));
-        }
-    });
-    // The highlighted option, named by the input's `aria-activedescendant` while the list is open.
-    let active_option = {
-        let list_id = list_id.clone();
-        move || {
-            let n = filtered.with(Vec::len);
-            (open.get() && n > 0).then(|| format!("{list_id}-opt-{}", active.get().min(n - 1)))
-        }
-    };
-
-    view! {
-        <div class="lmck-combo">
-            <label class="lmck-label">{label}
-                <input class="lmck-field lmck-combo-input" type="text" role="combobox"
-                    aria-expanded=move || open.get().to_string() aria-controls=list_id.clone() autocomplete="off"
-                    aria-autocomplete="list" aria-activedescendant=active_option
-                    placeholder=shown
-                    prop:value=move || if open.get() { query.get() } else { shown() }
-                    on:focus=move |_| { open.set(true); query.set(String::new()); active.set(0); }
-                    on:blur=move |_| open.set(false)
-                    on:input=move |ev| { query.set(event_target_value(&ev)); active.set(0); open.set(true); }
-                    on:keydown=move |ev: leptos::ev::KeyboardEvent| {
-                        let n = filtered.with_untracked(Vec::len);
-                        match ev.key().as_str() {
-                            "ArrowDown" if n > 0 => { ev.prevent_default(); open.set(true); active.update(|a| *a = (*a + 1) % n); }
-                            "ArrowUp" if n > 0 => { ev.prevent_default(); active.update(|a| *a = (*a + n - 1) % n); }
-                            "Enter" => {
-                                ev.prevent_default();
-                                if let Some((id, _, _)) = filtered.with_untracked(|f| f.get(active.get_untracked()).cloned()) { pick(id); }
-                            }
-                            "Escape" => open.set(false),
-                            _ => {}
-                        }
-                    } />
-            </label>
-            <Show when=move || open.get()>
-                <ul class="lmck-menu lmck-combo-list" role="listbox" id=list_id.clone()>
-                    {move || filtered.get().into_iter().enumerate().map(|(i, (id, title, sub))| {
-                        let id2 = id.clone();
-                        view! {
-                            <li role="option" class="lmck-menu-item" data-id=id.clone() id=format!("lmck-combo-{}-opt-{i}", label.to_lowercase())
-                                class:lmck-selected=move || active.get() == i
-                                aria-selected=move || (active.get() == i).to_string()
-                                on:mousedown=move |ev| { ev.prevent_default(); pick(id2.clone()); }>
-                                <span class="lmck-menu-title">{title}</span>
-                                <span class="lmck-muted">{sub}</span>
-                            </li>
-                        }
-                    }).collect_view()}
-                </ul>
-            </Show>
-        </div>
-    }
 }
 
 /// The start screen.
@@ -142,22 +43,16 @@ pub fn Picker() -> impl IntoView {
             .personas
             .get()
             .into_iter()
-            .map(|p| (p.id, p.name, p.description.unwrap_or_default()))
+            .map(|p| ComboOption::new(p.id, p.name, p.description.unwrap_or_default()))
             .collect()
     });
-    let models = Signal::derive(move || {
+    let models = Signal::derive(move || model_options(&store.model_list()));
+    let reasoning = move || {
         store
-            .model_list()
-            .into_iter()
-            .map(|m| {
-                (
-                    m.id.clone(),
-                    m.label.unwrap_or(m.id),
-                    m.provider.unwrap_or_default(),
-                )
-            })
-            .collect()
-    });
+            .setup
+            .with(|s| is_reasoning(&store.model_list(), &s.model))
+    };
+    let effort = Signal::derive(move || store.setup.with(|s| s.effort));
     let persona_value = Signal::derive(move || store.setup.with(|s| s.persona_id.clone()));
     let model_value = Signal::derive(move || store.setup.with(|s| s.model.clone()));
     let description = move || {
@@ -185,6 +80,9 @@ pub fn Picker() -> impl IntoView {
             <p class="lmck-muted lmck-persona-desc">{description}</p>
             <Combo label="Model" options=models value=model_value
                 on_select=Callback::new(move |id: String| store.setup.update(|s| s.model = id)) />
+            <Show when=reasoning>
+                <EffortSelect value=effort on_change=Callback::new(move |e| store.setup.update(|s| s.effort = e)) />
+            </Show>
             <details class="lmck-params">
                 <summary>"Parameters"</summary>
                 <div class="lmck-param-grid">
@@ -197,7 +95,7 @@ pub fn Picker() -> impl IntoView {
                     }).collect_view()}
                 </div>
             </details>
-            <button class="lmck-btn lmck-primary lmck-start" disabled=move || store.setup.with(|s| s.model.is_empty())
+            <button class="lmck-btn lmck-primary lmck-start" disabled=move || store.setup.with(|s| !usable(&store.model_list(), &s.model))
                 on:click=move |_| { start_chat(store); }>"Start chat"</button>
         </div>
     }

@@ -1,4 +1,5 @@
-//! Dialogs and settings: the conversation edit modal (title, persona, model, the six params;
+//! Dialogs and settings: the conversation edit modal (title, persona, model grouped by provider
+//! with unconfigured ones disabled, the reasoning effort for a reasoning model, the six params;
 //! PATCH in server mode), the delete confirmation (Esc cancels, Enter confirms) and the theme
 //! toggle (system → light → dark).
 
@@ -7,8 +8,10 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use lmchatkit_protocol::{ConversationPatch, HistoryMode};
 
+use crate::components::model_fields::{EffortSelect, model_select_options};
 use crate::components::store;
 use crate::history;
+use crate::spend::{effort_of, is_reasoning, usable, with_effort};
 use crate::state::{PARAM_FIELDS, Theme, fields_from_params, params_from_fields};
 
 /// Edits a conversation's title and setup.
@@ -23,6 +26,8 @@ pub fn EditModal(id: String, on_close: Callback<()>) -> impl IntoView {
     let persona = RwSignal::new(summary.persona_id.clone());
     let model = RwSignal::new(summary.model.clone());
     let fields = RwSignal::new(fields_from_params(&summary.params));
+    let effort = RwSignal::new(effort_of(&summary.params));
+    let reasoning = move || is_reasoning(&store.model_list(), &model.get());
     let first = NodeRef::<html::Input>::new();
     Effect::new(move |_| {
         if let Some(i) = first.get() {
@@ -34,7 +39,11 @@ pub fn EditModal(id: String, on_close: Callback<()>) -> impl IntoView {
         if t.is_empty() {
             return;
         }
-        let params = params_from_fields(&Default::default(), &fields.get_untracked());
+        let params = with_effort(
+            params_from_fields(&Default::default(), &fields.get_untracked()),
+            effort.get_untracked(),
+            is_reasoning(&store.model_list_untracked(), &model.get_untracked()),
+        );
         let patch = ConversationPatch {
             title: t.clone(),
             model: Some(model.get_untracked()),
@@ -78,7 +87,8 @@ pub fn EditModal(id: String, on_close: Callback<()>) -> impl IntoView {
                     let v = event_target_value(&ev);
                     if let Some(p) = store.persona(&v) {
                         fields.set(fields_from_params(&p.params));
-                        if let Some(m) = p.default_model { model.set(m); }
+                        effort.set(effort_of(&p.params));
+                        if let Some(m) = p.default_model.filter(|m| usable(&store.model_list_untracked(), m)) { model.set(m); }
                     }
                     persona.set(v);
                 }>
@@ -87,10 +97,11 @@ pub fn EditModal(id: String, on_close: Callback<()>) -> impl IntoView {
                     }).collect_view()}
                 </select></label>
                 <label class="lmck-label">"Model"<select class="lmck-field" prop:value=move || model.get() on:change=move |ev| model.set(event_target_value(&ev))>
-                    {store.model_list().into_iter().map(|m| view! {
-                        <option value=m.id.clone() selected=model.get_untracked() == m.id>{m.label.clone().unwrap_or(m.id.clone())}</option>
-                    }).collect_view()}
+                    {model_select_options(&store.model_list_untracked(), &model.get_untracked())}
                 </select></label>
+                <Show when=reasoning>
+                    <EffortSelect value=effort on_change=Callback::new(move |e| effort.set(e)) />
+                </Show>
                 <div class="lmck-param-grid">
                     {PARAM_FIELDS.iter().enumerate().map(|(i, (_, label, step))| view! {
                         <label class="lmck-label">{*label}<input class="lmck-field" type="number" step=step.to_string()

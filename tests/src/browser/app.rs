@@ -64,9 +64,18 @@ pub async fn setup_with(server_history: bool) -> Option<Env> {
 pub async fn setup_configured(
     configure: impl FnOnce(lmchatkit::ConfigBuilder) -> lmchatkit::ConfigBuilder,
 ) -> Option<Env> {
+    setup_hosted(|host| host, configure).await
+}
+
+/// Like [`setup_configured`], serving the host `wrap` makes of the [`TestHost`] (e.g. one
+/// that lists other models).
+pub async fn setup_hosted<H: lmchatkit::Host>(
+    wrap: impl FnOnce(TestHost) -> H,
+    configure: impl FnOnce(lmchatkit::ConfigBuilder) -> lmchatkit::ConfigBuilder,
+) -> Option<Env> {
     let mock = MockUpstream::start().await;
     let backend = OpenAiBackend::new(OpenAiConfig::new(mock.base_url()).with_api_key("sk-test"));
-    let builder = Config::builder(TestHost(backend))
+    let builder = Config::builder(wrap(TestHost(backend)))
         .events(true)
         .file_upload(true);
     let config = configure(builder).build().unwrap();
