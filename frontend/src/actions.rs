@@ -183,12 +183,16 @@ async fn compact(store: Store, chat: Chat) {
     store.busy.set(true);
     let mut summary = String::new();
     let mut failed = false;
+    let (mut call_usage, mut call_cost) = (None, None);
     let res = store
         .api()
         .chat_stream(&req, None, |f| {
             match serde_json::from_str::<Event>(&f.data) {
                 Ok(Event::Delta { delta }) => summary.push_str(&delta),
                 Ok(Event::Error { .. }) => failed = true,
+                Ok(Event::Done {
+                    usage, cost_usd, ..
+                }) => (call_usage, call_cost) = (usage, cost_usd),
                 _ => {}
             }
         })
@@ -205,6 +209,8 @@ async fn compact(store: Store, chat: Chat) {
     let n = msgs.len();
     let mut m = Message::assistant(summary);
     m.created_at = Some(now_ms());
+    let (usage, cost) = crate::spend::summary_spend(&msgs, call_usage, call_cost);
+    (m.usage, m.cost_usd) = (Some(usage), cost);
     chat.messages.set(vec![UiMessage::new(m)]);
     turn::info_card(
         store,

@@ -19,8 +19,37 @@
 //!   both history modes show what the server stores, with one code path.
 //! - **Gauge**: `last_context_tokens / context_window` of the chat's model, hidden when either
 //!   is unknown; it warns from [`CONTEXT_WARN_PERCENT`] on and then offers `/compact`.
+//! - **Compaction keeps the spend**: the summary that replaces a transcript carries the usage
+//!   and cost of the messages it replaces plus the summary call's own ([`summary_spend`]), so
+//!   the thread's totals survive it; its context is the summary call's output, which is what
+//!   the next turn starts from.
 
-use lmchatkit_protocol::{Model, Params, REASONING_EFFORT_PARAM, ReasoningEffort, Usage};
+use lmchatkit_protocol::{
+    ConversationTotals, Message, Model, Params, REASONING_EFFORT_PARAM, ReasoningEffort, Usage,
+};
+
+/// The usage and cost the summary of a compaction carries: those of `replaced` plus the summary
+/// call's (`call`, `call_cost`), with the call's output as the context (`0` when the call
+/// reported no usage). The cost is `None` when none of them is known.
+pub fn summary_spend(
+    replaced: &[Message],
+    call: Option<Usage>,
+    call_cost: Option<f64>,
+) -> (Usage, Option<f64>) {
+    let before = ConversationTotals::of(replaced);
+    let call = call.unwrap_or_default();
+    let usage = Usage {
+        prompt_tokens: Some(before.total_input_tokens + call.prompt_tokens.unwrap_or(0)),
+        completion_tokens: Some(before.total_output_tokens + call.completion_tokens.unwrap_or(0)),
+        context_tokens: Some(call.completion_tokens.unwrap_or(0)),
+        ..Usage::default()
+    };
+    let cost = match (before.total_cost_usd, call_cost) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    };
+    (usage, cost)
+}
 
 /// The context gauge warns (and offers `/compact`) from this fill level on, in percent.
 pub const CONTEXT_WARN_PERCENT: u64 = 80;
@@ -260,5 +289,39 @@ mod tests {
         let g = gauge(Some(16), Some(20)).unwrap();
         assert_eq!((g.used, g.window, g.percent, g.warn), (16, 20, 80, true));
         assert_eq!(gauge(Some(30), Some(20)).unwrap().percent, 150);
+    }
+
+    #[test]
+    fn a_compaction_summary_keeps_the_threads_spend_and_starts_the_context_afresh() {
+        let reply = |p, c, cost| {
+            let mut m = Message::assistant("a");
+            m.usage = Some(Usage {
+                prompt_tokens: Some(p),
+                completion_tokens: Some(c),
+                ..Usage::default()
+            });
+            m.cost_usd = cost;
+            m
+        };
+        let replaced = [
+            Message::user("q"),
+            reply(100, 10, Some(0.5)),
+            reply(300, 30, None),
+        ];
+        let call = Usage {
+            prompt_tokens: Some(400),
+            completion_tokens: Some(50),
+            ..Usage::default()
+        };
+        let (usage, cost) = summary_spend(&replaced, Some(call), Some(0.25));
+        let mut summary = Message::assistant("summary");
+        summary.usage = Some(usage);
+        summary.cost_usd = cost;
+        let t = ConversationTotals::of(&[summary]);
+        assert_eq!((t.total_input_tokens, t.total_output_tokens), (800, 90));
+        assert_eq!(t.total_cost_usd, Some(0.75));
+        assert_eq!(t.last_context_tokens, Some(50));
+        let (_, none) = summary_spend(&[Message::user("q")], None, None);
+        assert_eq!(none, None);
     }
 }

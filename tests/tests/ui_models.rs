@@ -288,10 +288,26 @@ async fn the_chosen_effort_reaches_the_upstream_and_the_full_gauge_offers_compac
     let compact = reqs.last().unwrap();
     assert!(compact.get("tools").is_none(), "{compact}");
     assert_eq!(compact["reasoning_effort"], "low", "{compact}");
-    // The summary reported no usage of the new context: the gauge waits for the next reply.
-    b.wait_js(
-        "the gauge to go",
-        "return !document.querySelector('.lmck-gauge');",
-    )
-    .await;
+    // The summary keeps what the thread cost, plus its own call (11 in, 5 out: $0.0021), and
+    // the context starts afresh from the summary's 5 tokens.
+    b.wait_text(".lmck-header .lmck-total-cost", "$0.0063")
+        .await;
+    b.wait_text(".lmck-gauge-text", "5 / 20 (25%)").await;
+    assert!(
+        b.js("return !document.querySelector('.lmck-gauge-warn');")
+            .await
+            .as_bool()
+            .unwrap()
+    );
+    let mut stored = first_stored(&env).await.unwrap_or_default();
+    for _ in 0..100 {
+        if stored["last_context_tokens"] == 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        stored = first_stored(&env).await.unwrap_or_default();
+    }
+    assert_eq!(stored["last_context_tokens"], 5, "{stored}");
+    let total = stored["total_cost_usd"].as_f64().unwrap();
+    assert!((total - 0.0063).abs() < 1e-12, "{stored}");
 }

@@ -31,6 +31,7 @@ mod convert;
 mod demo;
 mod http_client;
 mod hub;
+mod outbound;
 mod server;
 mod skills;
 mod ui_meta;
@@ -44,6 +45,7 @@ pub use demo::{
     DEMO_APP_ONLY_TOOL, DEMO_APP_TOOL, DEMO_SERVER_NAME, DEMO_VIEW_URI, demo_server_config,
 };
 pub use hub::{DEFAULT_CALL_TIMEOUT, DEFAULT_RESULT_CAP, DEFAULT_SEPARATOR, McpHub, ServerFilter};
+pub use outbound::{OutboundError, OutboundPolicy, refused_kind};
 
 use crate::access::Scope;
 pub use skills::{SKILL_INDEX_HEADER, append_skill_index, skill_index};
