@@ -16,8 +16,11 @@
 //!   there). A refused redirect fails the request with an error naming both origins.
 //! - **stdio MCP servers** start from a cleared environment: the platform basics, the
 //!   locale, and only what their configuration lists (see `McpTransport::Stdio`).
+//! - **At rest**, credentials users hand over are sealed under the server's key ([`sealing`]).
 
 use std::fmt;
+
+pub mod sealing;
 
 /// What `Debug` output shows in place of a secret.
 pub const REDACTED: &str = "<redacted>";
