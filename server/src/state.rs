@@ -106,13 +106,17 @@ impl State {
     /// reasoning, context window), then the catalog's models of each provider registered as
     /// not configured, disabled with the reason.
     pub(crate) async fn models(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
-        let mut menu: Vec<Model> = self
-            .host
-            .models(cx)
-            .await?
-            .into_iter()
-            .map(|m| self.catalog.describe(m))
-            .collect();
+        let mut menu = self.undescribed_menu(cx).await?;
+        for m in menu.iter_mut() {
+            *m = self.catalog.describe(std::mem::take(m));
+        }
+        Ok(menu)
+    }
+
+    /// The menu with the host's models as it lists them (the catalog's facts not added yet:
+    /// they change no id and no `configured`, so a turn describes only the model it picked).
+    async fn undescribed_menu(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
+        let mut menu = self.host.models(cx).await?;
         for p in self.catalog.providers().iter().filter(|p| !p.configured) {
             for entry in self.catalog.menu() {
                 if entry.provider == p.name && !menu.iter().any(|m| m.id == entry.id) {
@@ -136,7 +140,7 @@ impl State {
         asked: Option<&str>,
     ) -> Result<Model, ApiError> {
         let asked = asked.map(str::trim).filter(|m| !m.is_empty());
-        let menu = match (self.models(cx).await, asked) {
+        let menu = match (self.undescribed_menu(cx).await, asked) {
             (Ok(menu), _) => menu,
             (Err(e), Some(id)) => {
                 tracing::warn!(error = %e, model = id, "listing the models failed; the model is not checked");
@@ -144,9 +148,10 @@ impl State {
             }
             (Err(e), None) => return Err(e.into()),
         };
-        crate::models::pick(&menu, asked)
-            .cloned()
-            .map_err(|e| ApiError::BadRequest(e.to_string()))
+        match crate::models::pick(&menu, asked) {
+            Ok(m) => Ok(self.catalog.describe(m.clone())),
+            Err(e) => Err(ApiError::BadRequest(e.to_string())),
+        }
     }
 
     /// The history store, or 404 when server-side history is off.
