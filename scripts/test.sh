@@ -18,6 +18,6 @@ echo "== clippy (no default features)"
 cargo clippy -p lmchatkit --no-default-features --lib -j"$JOBS" -- -D warnings
 cargo clippy -p lmchatkit --no-default-features --features test-support --lib -j"$JOBS" -- -D warnings
 echo "== docs";    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit -p lmchatkit-protocol \
-  --features lmchatkit/demo-mcp,lmchatkit/test-support -j"$JOBS"
+  --features lmchatkit/demo-mcp,lmchatkit/clap-tools,lmchatkit/test-support -j"$JOBS"
 echo "== tests";   LMCHATKIT_EXPECT_BUNDLE=1 cargo test --workspace -j"$JOBS"
 echo "== all tests passed"

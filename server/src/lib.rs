@@ -39,6 +39,9 @@
 //! - `mcp` (default): the MCP hub (stdio and Streamable HTTP clients) and `StandardHost`'s MCP side.
 //! - `demo-mcp`: the built-in demo MCP server (`mcp::demo_server_config`), an in-process rmcp
 //!   server.
+//! - `clap-tools`: `clap_tools::ClapToolset`, a clap command tree as chat tools (in-process or
+//!   a subprocess), a tool source of `StandardHost` and an MCP server over stdio (turns on
+//!   `mcp`).
 //! - `test-support`: `history::conformance`, the suite a `HistoryStore` of your own should pass.
 //! - `app`: the `lmchatkit` binary (`cargo install lmchatkit --features app`); turns on
 //!   all of the above except `test-support`, plus clap, directories, tracing-subscriber and
@@ -52,6 +55,8 @@ pub(crate) mod aisdk;
 pub(crate) mod apps;
 pub(crate) mod bundle;
 pub mod catalog;
+#[cfg(feature = "clap-tools")]
+pub mod clap_tools;
 pub mod config;
 pub mod events;
 pub mod history;

@@ -2,6 +2,13 @@
 //! backend) for models and completions, plus an optional [`McpHub`] for tools, prompts,
 //! resources, tool sources and the skill index. Every `Host` method is implemented by
 //! delegating: without a hub it behaves like the LLM host alone.
+//!
+//! With feature `clap-tools`, `StandardHost::with_toolset` adds a `clap_tools::ClapToolset` as
+//! a second tool source: its tools are listed
+//! after the hub's (or the LLM host's), a call whose name starts with the toolset's namespace
+//! and `__` goes to it, and its tools' source is the namespace. The toolset is asked first, so
+//! a hub server with the same name as a toolset's namespace loses those names (a warning is
+//! logged when both are set).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,6 +18,8 @@ use lmchatkit_protocol::{Model, Prompt, PromptResult, Resource, ResourceResult, 
 use serde_json::Value;
 
 use crate::access::Scope;
+#[cfg(feature = "clap-tools")]
+use crate::clap_tools::ClapToolset;
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext, ToolSource};
 #[cfg(feature = "mcp")]
 use crate::mcp::McpHub;
@@ -50,6 +59,8 @@ pub struct StandardHost {
     mcp: Option<McpHub>,
     augmenter: Option<Augmenter>,
     skill_index: bool,
+    #[cfg(feature = "clap-tools")]
+    toolsets: Vec<ClapToolset>,
 }
 
 impl StandardHost {
@@ -66,6 +77,8 @@ impl StandardHost {
             mcp: None,
             augmenter: None,
             skill_index: true,
+            #[cfg(feature = "clap-tools")]
+            toolsets: Vec::new(),
         }
     }
 
@@ -73,7 +86,51 @@ impl StandardHost {
     #[cfg(feature = "mcp")]
     pub fn with_mcp(mut self, hub: McpHub) -> Self {
         self.mcp = Some(hub);
+        #[cfg(feature = "clap-tools")]
+        self.warn_on_shadowing();
         self
+    }
+
+    /// Adds a clap command tree's tools beside the hub's (feature `clap-tools`); several
+    /// toolsets need distinct namespaces (a later one with a taken namespace is ignored, with
+    /// a warning).
+    #[cfg(feature = "clap-tools")]
+    pub fn with_toolset(mut self, toolset: ClapToolset) -> Self {
+        if self
+            .toolsets
+            .iter()
+            .any(|t| t.namespace() == toolset.namespace())
+        {
+            tracing::warn!(
+                namespace = toolset.namespace(),
+                "a CLI toolset with this namespace is already added; ignoring the new one"
+            );
+            return self;
+        }
+        self.toolsets.push(toolset);
+        self.warn_on_shadowing();
+        self
+    }
+
+    #[cfg(feature = "clap-tools")]
+    fn warn_on_shadowing(&self) {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            for name in hub.server_names() {
+                if self.toolsets.iter().any(|t| t.namespace() == name) {
+                    tracing::warn!(
+                        server = name,
+                        "an MCP server has the name of a CLI toolset's namespace; the toolset's tools win"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The toolset owning the tool `name`, if any.
+    #[cfg(feature = "clap-tools")]
+    fn toolset(&self, name: &str) -> Option<&ClapToolset> {
+        self.toolsets.iter().find(|t| t.owns(name))
     }
 
     /// The hub, if any.
@@ -99,6 +156,17 @@ impl StandardHost {
     }
 }
 
+impl StandardHost {
+    /// The hub's tools, or the LLM host's without a hub.
+    async fn base_tools(&self, scope: &Scope) -> Result<Vec<Tool>, HostError> {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub.list_tools(scope).await;
+        }
+        self.llm.list_tools(scope).await
+    }
+}
+
 /// Every method passes the request's scope on: to the hub when there is one (which answers
 /// from the servers the scope and the principal may reach), else to the LLM host.
 #[async_trait]
@@ -112,11 +180,15 @@ impl Host for StandardHost {
     }
 
     async fn list_tools(&self, scope: &Scope) -> Result<Vec<Tool>, HostError> {
-        #[cfg(feature = "mcp")]
-        if let Some(hub) = &self.mcp {
-            return hub.list_tools(scope).await;
+        #[allow(unused_mut)]
+        let mut tools = self.base_tools(scope).await?;
+        #[cfg(feature = "clap-tools")]
+        for set in self.toolsets.iter().filter(|t| scope.allows(t.namespace())) {
+            let own = set.tools();
+            tools.retain(|t| !own.iter().any(|o| o.name == t.name));
+            tools.extend(own);
         }
-        self.llm.list_tools(scope).await
+        Ok(tools)
     }
 
     async fn call_tool(
@@ -125,6 +197,10 @@ impl Host for StandardHost {
         name: &str,
         arguments: Value,
     ) -> Result<ToolResult, HostError> {
+        #[cfg(feature = "clap-tools")]
+        if let Some(set) = self.toolset(name) {
+            return Ok(set.call(name, arguments).await);
+        }
         #[cfg(feature = "mcp")]
         if let Some(hub) = &self.mcp {
             return hub.call_tool(scope, name, arguments).await;
@@ -194,6 +270,10 @@ impl Host for StandardHost {
     }
 
     async fn tool_source(&self, cx: &RequestContext, name: &str) -> ToolSource {
+        #[cfg(feature = "clap-tools")]
+        if let Some(set) = self.toolset(name) {
+            return ToolSource::Scoped(set.namespace().to_owned());
+        }
         #[cfg(feature = "mcp")]
         if let Some(hub) = &self.mcp {
             return hub.tool_source(&Scope::user(cx.clone()), name).await;

@@ -8,5 +8,6 @@ pub mod installed;
 pub mod mcp_server;
 pub mod mock_anthropic;
 pub mod mock_upstream;
+pub mod notes;
 pub mod serve;
 pub mod test_host;

@@ -276,7 +276,7 @@ const BASE_ENV: &[&str] = &[
 
 /// The environment of a stdio child, from the hub's environment `parent`: the basics
 /// ([`BASE_ENV`], `LC_*`), the `inherit` names that `parent` sets, then `env`.
-fn child_env(
+pub(crate) fn child_env(
     parent: impl IntoIterator<Item = (OsString, OsString)>,
     inherit: &[String],
     env: &BTreeMap<String, String>,

@@ -40,6 +40,8 @@ pub use config::{
     InProcessConnector, McpConfigError, McpConfigFile, McpServerConfig, McpTransport, expand_env,
 };
 pub use conn::MCP_APP_MIME;
+#[cfg(feature = "clap-tools")]
+pub(crate) use conn::child_env;
 #[cfg(feature = "demo-mcp")]
 pub use demo::{
     DEMO_APP_ONLY_TOOL, DEMO_APP_TOOL, DEMO_SERVER_NAME, DEMO_VIEW_URI, demo_server_config,
