@@ -238,3 +238,24 @@ async fn an_unknown_method_or_bad_params_are_400() {
         r.error()
     );
 }
+
+/// Before, the operator's `deny` governed only the model's calls: a view (hostile content that
+/// can post without the user acting) could still run a denied tool of its own server, through
+/// the proxy or `POST /api/tools/call` with `source: "app"`.
+#[tokio::test]
+async fn a_tool_the_operator_denies_is_refused_to_views_too() {
+    let h = host();
+    let calls = h.calls.clone();
+    let policy = lmchatkit::ApprovalPolicy::new(ToolDecision::Ask).deny("refr*");
+    let svc = service(config(h).approval_policy(policy));
+    let r = post_call(&svc, "show", &AppCall::call_tool("refresh", None)).await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(r.error().contains("refresh"), "{}", r.error());
+    let body = json!({"name": "refresh", "arguments": {}, "source": "app", "via": "show"});
+    let r = send(&svc, support::post("/chat/api/tools/call", &body)).await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(calls.lock().unwrap().is_empty(), "nothing was called");
+    // An `ask` is the model's matter: the view's own tool still runs for the view.
+    let r = post_call(&svc, "show", &AppCall::call_tool("show", None)).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+}

@@ -146,7 +146,7 @@ fn model_call(name: &str) -> Request<Full<Bytes>> {
 }
 
 #[tokio::test]
-async fn a_model_call_of_a_denied_tool_is_refused_while_a_view_may_still_call_it() {
+async fn a_denied_tool_is_refused_to_the_model_and_to_views() {
     let h = host();
     let calls = h.calls.clone();
     let svc = service(config(h).approval_policy(policy()));
@@ -160,7 +160,7 @@ async fn a_model_call_of_a_denied_tool_is_refused_while_a_view_may_still_call_it
     // Allowed and asked tools run (the UI asked the user before posting).
     assert_eq!(send(&svc, model_call("fs__read")).await.status, 200);
     assert_eq!(send(&svc, model_call("web__fetch")).await.status, 200);
-    // A view of `fs` is not subject to the approval policy.
+    // A view of `fs` is not asked about its calls, but a denied tool is refused to it too.
     let r = send(
         &svc,
         post(
@@ -169,9 +169,9 @@ async fn a_model_call_of_a_denied_tool_is_refused_while_a_view_may_still_call_it
         ),
     )
     .await;
-    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.status, 403, "{}", r.text());
     let ran: Vec<String> = calls.lock().unwrap().iter().map(|c| c.0.clone()).collect();
-    assert_eq!(ran, ["fs__read", "web__fetch", "fs__rm"]);
+    assert_eq!(ran, ["fs__read", "web__fetch"]);
 }
 
 #[tokio::test]

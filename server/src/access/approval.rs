@@ -12,10 +12,12 @@
 //!   no effect on that tool while the operator denies it.
 //! - **Fail closed.** A store that fails is logged and counts as "nothing stored": the call
 //!   asks.
-//! - **Model calls only.** The policy governs the model's calls (the chat stream's annotation,
-//!   `POST /api/tools/call` with `source: "model"`, the server-side agent loop). Calls of an MCP
-//!   App view are not subject to it: the user is looking at the view and acted in it, and the
-//!   access layer already limits a view to its own server's app-visible tools.
+//! - **`ask` and `allow` are about the model; `deny` is about everyone.** The policy decides the
+//!   model's calls (the chat stream's annotation, `POST /api/tools/call` with `source: "model"`,
+//!   the server-side agent loop). A view's calls are not asked about (the user is looking at
+//!   the view, and the access layer limits it to its own server's app-visible tools), but a
+//!   tool the operator denies is refused to views too: a view is untrusted content that can post
+//!   without the user acting, and "never run" must mean never.
 //! - **Globs are hand-written**: `*` and `?` over whole tool names are a dozen lines, and a glob
 //!   crate would bring path semantics (`/` separators, classes, alternations) that tool names
 //!   do not have and operators would not expect.
@@ -91,8 +93,9 @@ pub(crate) fn blocked_message(tool: &str) -> String {
     format!("tool {tool:?} is blocked by the operator's policy")
 }
 
-/// Refuses a model's call of a tool the policy denies (403); anything else passes.
-pub(crate) async fn check_model_call(
+/// Refuses a call of a tool the policy denies (403), whoever calls (the model, or a view);
+/// anything else passes.
+pub(crate) async fn check_not_denied(
     approvals: &Approvals,
     scope: &Scope,
     tool: &str,

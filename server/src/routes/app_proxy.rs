@@ -2,7 +2,8 @@
 //! server owning the tool that mounted it (`via`), as the access layer decides. The body is a
 //! typed [`AppCall`]; answers are its [`AppResult`] in MCP's result shapes, so the UI's bridge
 //! passes them to the view unchanged. Other methods and bad params are 400 (the body does not
-//! deserialize); visibility and ownership failures are 403.
+//! deserialize); visibility and ownership failures, and tools the operator's policy denies, are
+//! 403.
 
 use lmchatkit_protocol::{
     AppCall, AppProxyRequest, AppResult, ListPromptsResult, ListResourceTemplatesResult,
@@ -24,6 +25,7 @@ pub(crate) async fn proxy(state: &State, mut req: Req) -> Result<Response, ApiEr
             // Views name their server's tools without the namespace.
             let name = access::view_tool_name(host, &scope, &params.name).await;
             let arguments = params.arguments.map_or(Value::Null, Value::Object);
+            access::approval::check_not_denied(&state.approvals, &scope, &name, &arguments).await?;
             AppResult::CallTool(
                 access::call_tool(host, &scope, &name, &arguments)
                     .await?

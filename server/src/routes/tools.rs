@@ -1,9 +1,8 @@
 //! `POST /api/tools/call`: a tool call of the model (approved in the UI) or of an MCP App view,
-//! checked and run by the access layer. A model's call of a tool the operator's approval policy
-//! denies is refused (403) before anything else; a view's calls are not subject to the policy
-//! (see [`crate::access::approval`]).
+//! checked and run by the access layer. A call of a tool the operator's approval policy denies
+//! is refused (403) before anything else, whoever calls (see [`crate::access::approval`]).
 
-use lmchatkit_protocol::{ToolCallRequest, ToolCallSource};
+use lmchatkit_protocol::ToolCallRequest;
 
 use crate::access;
 use crate::http_util::{ApiError, Response, json};
@@ -14,10 +13,8 @@ pub(crate) async fn call(state: &State, mut req: Req) -> Result<Response, ApiErr
     let body: ToolCallRequest = req.json().await?;
     let host = &*state.host;
     let scope = access::call_scope(host, &req.cx, &body).await?;
-    if body.source == ToolCallSource::Model {
-        let approvals = &state.approvals;
-        access::approval::check_model_call(approvals, &scope, &body.name, &body.arguments).await?;
-    }
+    let approvals = &state.approvals;
+    access::approval::check_not_denied(approvals, &scope, &body.name, &body.arguments).await?;
     let result = access::call_tool(host, &scope, &body.name, &body.arguments).await?;
     Ok(json(http::StatusCode::OK, &result))
 }
