@@ -43,6 +43,9 @@ pub(crate) struct State {
     pub(crate) catalog: Catalog,
     /// The approval policy and the per-principal "always allow" store.
     pub(crate) approvals: Arc<Approvals>,
+    /// Each user's own MCP servers, when on.
+    #[cfg(feature = "mcp")]
+    pub(crate) user_mcp: Option<crate::user_mcp::UserMcp>,
 }
 
 impl State {
@@ -88,6 +91,8 @@ impl State {
             turn_cache: TurnCache::default(),
             approval_key: ApprovalKey::random(),
             catalog: parts.catalog.unwrap_or_else(Catalog::builtin),
+            #[cfg(feature = "mcp")]
+            user_mcp: parts.user_mcp,
         }
     }
 }

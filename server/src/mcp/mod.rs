@@ -29,7 +29,7 @@ mod conn;
 mod convert;
 #[cfg(feature = "demo-mcp")]
 mod demo;
-mod http_client;
+pub(crate) mod http_client;
 mod hub;
 mod outbound;
 mod server;
