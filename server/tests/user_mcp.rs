@@ -413,3 +413,67 @@ async fn the_registry_lives_in_the_history_sqlite_file() {
         .unwrap();
     assert!(rec.credentials.unwrap().starts_with("lmck1.k1."));
 }
+
+/// A store holding alice's server `docs` with the accepted tool `rm` (stored approval
+/// `always`), and a service over it with `policy`.
+async fn with_accepted_rm(policy: lmchatkit::ApprovalPolicy) -> lmchatkit::ChatService {
+    use lmchatkit::protocol::{AcceptedTool, UserToolApproval};
+    use lmchatkit::user_mcp::{UserMcpRecord, snapshot};
+    let store = std::sync::Arc::new(MemoryUserMcpStore::default());
+    let mut rec = UserMcpRecord::new("docs", "Docs", "https://localhost:9/mcp", 0);
+    let reviewed = snapshot::reviewed("rm", "Removes", json!({"type": "object"}), None, None);
+    rec.tools = vec![AcceptedTool::from_review(
+        &reviewed,
+        true,
+        UserToolApproval::Always,
+    )];
+    store.create(&Principal::new("alice"), rec).await.unwrap();
+    let um = UserMcp::new_arc(store, keyring(), OutboundPolicy::new());
+    service(
+        config(FakeHost::default())
+            .user_mcp(um)
+            .approval_policy(policy),
+    )
+}
+
+#[tokio::test]
+async fn the_operators_deny_beats_a_users_stored_always() {
+    use lmchatkit::protocol::ToolDecision;
+    let call_rm = json!({"name": "docs__rm", "arguments": {}});
+    let svc =
+        with_accepted_rm(lmchatkit::ApprovalPolicy::new(ToolDecision::Ask).deny("*__rm")).await;
+    let r = call(
+        &svc,
+        "POST",
+        "/chat/api/tools/call",
+        "alice",
+        Some(call_rm.clone()),
+    )
+    .await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(
+        r.error().contains("blocked by the operator's policy"),
+        "{}",
+        r.error()
+    );
+    // Without the deny, the call passes the policy and goes out (to a refused address here).
+    let svc = with_accepted_rm(lmchatkit::ApprovalPolicy::new(ToolDecision::Ask)).await;
+    let r = call(
+        &svc,
+        "POST",
+        "/chat/api/tools/call",
+        "alice",
+        Some(call_rm.clone()),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["is_error"], true);
+    assert!(
+        r.json()["content"].as_str().unwrap().contains("loopback"),
+        "{}",
+        r.text()
+    );
+    // Bob has no such tool.
+    let r = call(&svc, "POST", "/chat/api/tools/call", "bob", Some(call_rm)).await;
+    assert_eq!(r.status, 403);
+}

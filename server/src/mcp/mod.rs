@@ -26,7 +26,7 @@
 mod catalog;
 mod config;
 mod conn;
-mod convert;
+pub(crate) mod convert;
 #[cfg(feature = "demo-mcp")]
 mod demo;
 pub(crate) mod http_client;

@@ -30,11 +30,19 @@
 //!   hash that no longer matches the pending listing (a refresh came between) is a 409.
 //!   The hash is `sha256:` + hex of the canonical JSON (keys sorted, no spaces) of
 //!   `{name, description, inputSchema}`.
+//! - **Tools reach the model from the store only** (`UserToolsHost`, wrapped around
+//!   the service's host when the feature is on): assembling a turn performs no network I/O.
+//!   Each call connects, re-lists, compares the accepted hash, calls only on a match (else the
+//!   tool is marked stale and the model is told to have the user review it), and disconnects.
+//! - **Approval** of a user's tool is its stored value (`always` → allow, `ask`, `never` →
+//!   deny) in place of the operator's policy, except that the operator's `deny` wins; the
+//!   user's "always allow" list still turns an `ask` into an allow, as for any tool.
 //! - **Writes are checked-and-set** on the record's revision: a write that raced with another
 //!   is a 409, never a silent loss.
 //! - **Limits**: [`MAX_SERVERS`] per principal, [`MAX_HEADERS`] headers of at most
 //!   [`MAX_HEADER_BYTES`] each, [`MAX_TOOLS`] tools per listing.
 
+mod host;
 mod memory;
 pub mod snapshot;
 mod upstream;
@@ -42,6 +50,8 @@ mod upstream;
 #[cfg(any(test, feature = "test-support"))]
 pub mod conformance;
 
+pub(crate) use host::UserToolsHost;
+pub use host::{USER_TOOL_SEPARATOR, exposed_name};
 pub use memory::MemoryUserMcpStore;
 pub use upstream::DEFAULT_UPSTREAM_TIMEOUT;
 
@@ -204,7 +214,7 @@ impl From<UserMcpStoreError> for ApiError {
 }
 
 /// Where each principal's servers live. Every method is scoped to one principal: no call can
-/// reach another principal's servers. Both stores of this crate pass [`conformance`].
+/// reach another principal's servers. Both stores of this crate pass the `conformance` suite (feature `test-support`).
 #[async_trait]
 pub trait UserMcpStore: Send + Sync + 'static {
     /// The principal's servers, by slug.

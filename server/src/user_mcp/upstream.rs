@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use lmchatkit_protocol::ReviewedTool;
-use rmcp::model::{PaginatedRequestParams, ProtocolVersion};
+use rmcp::model::{CallToolRequestParams, PaginatedRequestParams, ProtocolVersion};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
@@ -43,6 +43,66 @@ async fn list(
     headers: &BTreeMap<String, String>,
     timeout: Duration,
 ) -> Result<Vec<ReviewedTool>, String> {
+    let svc = connect(policy, url, headers, timeout).await?;
+    let listed = list_pages(svc.peer(), None).await;
+    close(svc).await;
+    listed
+}
+
+/// What a call found upstream.
+#[derive(Debug)]
+pub(crate) enum CallOutcome {
+    /// The definition matched the accepted hash and the tool ran.
+    Ran(Box<rmcp::model::CallToolResult>),
+    /// The definition upstream is not the accepted one (or the tool is gone): not run.
+    Stale,
+}
+
+/// Connects, re-lists until `tool` is found, compares its hash with `accepted_hash`, calls it
+/// only on a match, and disconnects, within `timeout`.
+pub(crate) async fn call_tool(
+    policy: &OutboundPolicy,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    timeout: Duration,
+    tool: &str,
+    accepted_hash: &str,
+    arguments: serde_json::Map<String, serde_json::Value>,
+) -> Result<CallOutcome, String> {
+    let run = async {
+        let svc = connect(policy, url, headers, timeout).await?;
+        let outcome = async {
+            let found = list_pages(svc.peer(), Some(tool)).await?;
+            match found.iter().find(|t| t.name == tool) {
+                Some(t) if t.hash == accepted_hash => {}
+                _ => return Ok(CallOutcome::Stale),
+            }
+            let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+            let result = svc
+                .peer()
+                .call_tool(params)
+                .await
+                .map_err(|e| format!("calling {tool} failed: {}", chain(&e)))?;
+            Ok(CallOutcome::Ran(Box::new(result)))
+        }
+        .await;
+        close(svc).await;
+        outcome
+    };
+    tokio::time::timeout(timeout, run)
+        .await
+        .map_err(|_| format!("no answer within {timeout:?}"))?
+        .map_err(|e: String| redact_urls(&e))
+}
+
+type Connection = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+
+async fn connect(
+    policy: &OutboundPolicy,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    timeout: Duration,
+) -> Result<Connection, String> {
     precheck(policy, url).await?;
     let client = policy
         .client_builder()
@@ -65,15 +125,15 @@ async fn list(
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         legacy_version: Some(ProtocolVersion::V_2025_11_25),
     };
-    let svc = ()
-        .serve_with_lifecycle(transport, lifecycle)
+    ().serve_with_lifecycle(transport, lifecycle)
         .await
-        .map_err(|e| format!("connecting failed: {}", chain(&e)))?;
-    let listed = list_pages(svc.peer()).await;
+        .map_err(|e| format!("connecting failed: {}", chain(&e)))
+}
+
+async fn close(svc: Connection) {
     if let Err(e) = svc.cancel().await {
         tracing::debug!(error = %e, "closing a user's MCP connection failed");
     }
-    listed
 }
 
 /// Resolves the URL's host and applies the policy once before connecting, for an error that
@@ -99,7 +159,11 @@ async fn precheck(policy: &OutboundPolicy, url: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-async fn list_pages(peer: &rmcp::Peer<rmcp::RoleClient>) -> Result<Vec<ReviewedTool>, String> {
+/// Lists every page, or (with `until`) stops at the page naming that tool.
+async fn list_pages(
+    peer: &rmcp::Peer<rmcp::RoleClient>,
+    until: Option<&str>,
+) -> Result<Vec<ReviewedTool>, String> {
     let mut out = Vec::new();
     let mut cursor = None;
     for _ in 0..MAX_PAGES {
@@ -121,7 +185,8 @@ async fn list_pages(peer: &rmcp::Peer<rmcp::RoleClient>) -> Result<Vec<ReviewedT
             return Err(format!("the server lists more than {MAX_TOOLS} tools"));
         }
         cursor = page.next_cursor;
-        if cursor.is_none() {
+        let found = until.is_some_and(|name| out.iter().any(|t| t.name == name));
+        if cursor.is_none() || found {
             return dedup(out);
         }
     }
