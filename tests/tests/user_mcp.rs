@@ -566,3 +566,71 @@ async fn accepted_tools_reach_the_model_from_the_store_and_a_changed_definition_
     assert_eq!(status, 200, "{result}");
     assert_eq!(up.server.calls.lock().unwrap().len(), 2);
 }
+
+/// Every log line, at every level and from every crate, of what runs on this test's thread.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+#[tokio::test]
+async fn no_log_line_carries_a_credential() {
+    let logs = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(logs.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let up = upstream().await;
+    let svc = service();
+    let url = format!("http://{}/mcp", up.addr);
+    let headers = json!({"X-Api-Key": CANARY, "Authorization": format!("Bearer {CANARY}")});
+    let body = json!({"slug": "docs", "url": url, "headers": headers});
+    assert_eq!(call(&svc, "POST", BASE, Some(body)).await.0, 201);
+    let (_, review) = call(&svc, "POST", &format!("{BASE}/docs/refresh"), None).await;
+    let accept =
+        json!({"tools": [{"name": "search", "hash": hash_of(&review, "added", "search")}]});
+    call(&svc, "POST", &format!("{BASE}/docs/accept"), Some(accept)).await;
+    let tool_call = json!({"name": "docs__search", "arguments": {}});
+    let (status, _) = raw(&svc, "alice", "/chat/api/tools/call", tool_call).await;
+    assert_eq!(status, 200);
+    let patch = json!({"headers": {"X-Api-Key": format!("{CANARY}-2")}});
+    call(&svc, "PATCH", &format!("{BASE}/docs"), Some(patch)).await;
+    // A failing connect logs too.
+    let dead = json!({"slug": "dead", "url": format!("http://127.0.0.1:{}/mcp", lmchatkit_tests::mcp_server::free_port()), "headers": headers});
+    call(&svc, "POST", BASE, Some(dead)).await;
+    call(&svc, "POST", &format!("{BASE}/dead/refresh"), None).await;
+    assert!(
+        up.keys
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|k| k.as_deref() == Some(CANARY)),
+        "the credential was sent"
+    );
+    let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    assert!(text.contains("user MCP server added"), "logs were captured: {text}");
+    let leaks: Vec<&str> = text.lines().filter(|l| l.contains(CANARY)).collect();
+    assert!(
+        leaks.is_empty(),
+        "{} log lines carry the credential:\n{}",
+        leaks.len(),
+        leaks.join("\n")
+    );
+}
