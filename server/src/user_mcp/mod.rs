@@ -51,7 +51,7 @@ mod upstream;
 pub mod conformance;
 
 pub(crate) use host::UserToolsHost;
-pub use host::{USER_TOOL_SEPARATOR, exposed_name};
+pub use host::{UNTRUSTED_TOOL_RULES, USER_TOOL_SEPARATOR, exposed_name};
 pub use memory::MemoryUserMcpStore;
 pub use upstream::DEFAULT_UPSTREAM_TIMEOUT;
 
