@@ -153,6 +153,7 @@ pub(crate) fn accept(record: &mut UserMcpRecord, body: AcceptTools) -> Result<()
                 t.name
             )));
         }
+        check_tool_name(&record.slug, &t.name)?;
         let pending = record.pending.iter().find(|p| p.name == t.name);
         let slot = tools.iter().position(|a| a.name == t.name);
         match (pending, slot) {
@@ -213,6 +214,27 @@ pub(crate) fn accept(record: &mut UserMcpRecord, body: AcceptTools) -> Result<()
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     record.tools = tools;
     Ok(())
+}
+
+/// Longest name the model sees (`{slug}__{tool}`): the common limit of model APIs.
+pub const MAX_EXPOSED_NAME: usize = 64;
+
+/// A tool can be accepted only when the name the model would call it by is one model APIs take:
+/// 1 to [`MAX_EXPOSED_NAME`] of `A-Z a-z 0-9 _ -`.
+fn check_tool_name(slug: &str, tool: &str) -> Result<(), ApiError> {
+    let exposed = super::exposed_name(slug, tool);
+    let ok = !tool.is_empty()
+        && exposed.len() <= MAX_EXPOSED_NAME
+        && exposed
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    match ok {
+        true => Ok(()),
+        false => Err(ApiError::BadRequest(format!(
+            "the tool {tool:?} cannot be accepted: as {exposed:?} its name must be 1 to \
+             {MAX_EXPOSED_NAME} of A-Z, a-z, 0-9, '_' or '-' for models to call it"
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -333,6 +355,25 @@ mod tests {
         .unwrap_err();
         assert!(matches!(e, ApiError::BadRequest(_)), "{e}");
         assert_eq!(rec, before);
+    }
+
+    #[test]
+    fn a_tool_whose_name_models_cannot_call_is_refused() {
+        for name in ["has space", "dots.too", "", &"x".repeat(62)] {
+            let t = listed(name, "d");
+            let mut rec = record_with(vec![t.clone()], vec![]);
+            let e =
+                accept(&mut rec, AcceptTools::new([AcceptTool::new(name, t.hash)])).unwrap_err();
+            assert!(matches!(e, ApiError::BadRequest(_)), "{name}: {e}");
+            assert!(rec.tools.is_empty());
+        }
+        let t = listed(&"x".repeat(64 - 3), "d");
+        let mut rec = record_with(vec![t.clone()], vec![]);
+        accept(
+            &mut rec,
+            AcceptTools::new([AcceptTool::new(t.name.clone(), t.hash)]),
+        )
+        .unwrap();
     }
 
     #[test]
