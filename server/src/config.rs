@@ -156,6 +156,9 @@ pub(crate) struct Parts {
     pub(crate) approval_policy: ApprovalPolicy,
     /// Where "always allow" lists live (else in memory).
     pub(crate) approval_store: Option<Arc<dyn ApprovalStore>>,
+    /// Each user's own MCP servers (off when `None`).
+    #[cfg(feature = "mcp")]
+    pub(crate) user_mcp: Option<crate::user_mcp::UserMcp>,
 }
 
 impl std::fmt::Debug for Config {
@@ -215,6 +218,8 @@ impl Config {
                     mcp_status: None,
                     approval_policy: ApprovalPolicy::default(),
                     approval_store: None,
+                    #[cfg(feature = "mcp")]
+                    user_mcp: None,
                 },
             },
         }
@@ -545,6 +550,15 @@ impl ConfigBuilder {
     /// [`SqliteStore`](crate::history::SqliteStore) keeps them in its database file.
     pub fn approval_store(mut self, store: Arc<dyn ApprovalStore>) -> Self {
         self.config.parts.approval_store = Some(store);
+        self
+    }
+
+    /// Lets each signed-in user register their own MCP servers (`{prefix}/api/mcp/servers`):
+    /// the registry, the keyring that seals their credentials and the operator's outbound
+    /// policy (see [`crate::user_mcp`]). Off by default: the routes are absent (404).
+    #[cfg(feature = "mcp")]
+    pub fn user_mcp(mut self, user_mcp: crate::user_mcp::UserMcp) -> Self {
+        self.config.parts.user_mcp = Some(user_mcp);
         self
     }
 

@@ -75,6 +75,8 @@ mod sse;
 pub mod standard_host;
 mod state;
 mod turn;
+#[cfg(feature = "mcp")]
+pub mod user_mcp;
 
 pub use access::approval::{ApprovalPolicy, ApprovalStore};
 pub use access::{Scope, Sources};

@@ -244,6 +244,21 @@ async fn dispatch(
         Endpoint::AiSdkThreads => aisdk::threads(state, req).await,
         Endpoint::AiSdkThread => aisdk::thread(state, req, param).await,
         Endpoint::AiSdkModels => aisdk::models(state, req).await,
+        #[cfg(feature = "mcp")]
+        Endpoint::UserMcpList
+        | Endpoint::UserMcpCreate
+        | Endpoint::UserMcpGet
+        | Endpoint::UserMcpAction
+        | Endpoint::UserMcpPatch
+        | Endpoint::UserMcpDelete => user_mcp::dispatch(state, endpoint, req, param).await,
+        // The routes are switched off without the feature (`When::UserMcp`).
+        #[cfg(not(feature = "mcp"))]
+        Endpoint::UserMcpList
+        | Endpoint::UserMcpCreate
+        | Endpoint::UserMcpGet
+        | Endpoint::UserMcpAction
+        | Endpoint::UserMcpPatch
+        | Endpoint::UserMcpDelete => Err(ApiError::NotFound("not found".into())),
     }
 }
 

@@ -43,6 +43,9 @@ pub(crate) struct State {
     pub(crate) catalog: Catalog,
     /// The approval policy and the per-principal "always allow" store.
     pub(crate) approvals: Arc<Approvals>,
+    /// Each user's own MCP servers, when on.
+    #[cfg(feature = "mcp")]
+    pub(crate) user_mcp: Option<crate::user_mcp::UserMcp>,
 }
 
 impl State {
@@ -72,14 +75,24 @@ impl State {
             .as_deref()
             .and_then(Base::parse)
             .map(Sandboxes::new);
-        let approvals = Arc::new(Approvals::new(parts.approval_policy, parts.approval_store));
+        #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
+        let mut approvals = Approvals::new(parts.approval_policy, parts.approval_store);
+        #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
+        let mut host = parts.host;
+        // Each user's own tools join the host's (listed from the store, called per call).
+        #[cfg(feature = "mcp")]
+        if let Some(um) = &parts.user_mcp {
+            host = Arc::new(crate::user_mcp::UserToolsHost::new(host, um.clone()));
+            approvals.user_mcp = Some(um.clone());
+        }
+        let approvals = Arc::new(approvals);
         Self {
             approvals,
             views: ViewTokens::new(settings.app_view_ttl),
             streams: Streams::new(settings.streams),
             sandboxes,
             settings,
-            host: parts.host,
+            host,
             personas,
             commands,
             history: parts.history,
@@ -88,6 +101,8 @@ impl State {
             turn_cache: TurnCache::default(),
             approval_key: ApprovalKey::random(),
             catalog: parts.catalog.unwrap_or_else(Catalog::builtin),
+            #[cfg(feature = "mcp")]
+            user_mcp: parts.user_mcp,
         }
     }
 }

@@ -20,6 +20,7 @@ mod history;
 mod mcp;
 mod requests;
 pub mod ui_stream;
+mod user_mcp;
 
 pub use app_rpc::{
     AppCall, AppCallError, AppProxyRequest, AppResult, CallToolParams, CallToolResult,
@@ -45,6 +46,10 @@ pub use requests::{
     AppViewRequest, AppViewResponse, ChatRequest, ConfigResponse, ErrorBody, HistoryMode,
     McpServerStatus, PromptGetRequest, ResourceReadRequest, ToolCallRequest, ToolCallSource,
     UploadResponse, UploadedFile,
+};
+pub use user_mcp::{
+    AcceptTool, AcceptTools, AcceptedTool, ChangedTool, CredentialsState, ReviewedTool, ToolReview,
+    UserMcpServer, UserMcpServerCreate, UserMcpServerPatch, UserMcpTransport, UserToolApproval,
 };
 
 /// Name of the virtual tool the service injects when `skill://` resources exist.

@@ -53,6 +53,9 @@ pub const MAX_TOOL_NAME_CHARS: usize = 256;
 pub(crate) struct Approvals {
     pub(crate) policy: ApprovalPolicy,
     pub(crate) store: Arc<dyn ApprovalStore>,
+    /// Each user's own tools, whose stored approval replaces the policy's unless it denies.
+    #[cfg(feature = "mcp")]
+    pub(crate) user_mcp: Option<crate::user_mcp::UserMcp>,
 }
 
 impl Approvals {
@@ -61,6 +64,8 @@ impl Approvals {
         Self {
             policy,
             store: store.unwrap_or_else(|| Arc::new(MemoryApprovalStore::default())),
+            #[cfg(feature = "mcp")]
+            user_mcp: None,
         }
     }
 }
@@ -74,7 +79,15 @@ pub(crate) async fn decide(
     tool: &str,
     input: &Value,
 ) -> ToolDecision {
-    let decision = approvals.policy.decide(scope, tool, input);
+    #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
+    let mut decision = approvals.policy.decide(scope, tool, input);
+    // A user's own tool: the user's stored approval, unless the operator denies.
+    #[cfg(feature = "mcp")]
+    if decision != ToolDecision::Deny
+        && let Some(stored) = user_tool_approval(approvals, scope, tool).await
+    {
+        decision = stored;
+    }
     if decision != ToolDecision::Ask {
         return decision;
     }
@@ -84,6 +97,27 @@ pub(crate) async fn decide(
         Err(e) => {
             tracing::warn!(error = %e, tool, "reading the always-allow list failed; asking");
             ToolDecision::Ask
+        }
+    }
+}
+
+/// The stored approval of `tool` when it is one of the principal's own tools. A store that
+/// fails is logged and counts as "not a user tool" (the operator's policy decides).
+#[cfg(feature = "mcp")]
+async fn user_tool_approval(
+    approvals: &Approvals,
+    scope: &Scope,
+    tool: &str,
+) -> Option<ToolDecision> {
+    let um = approvals.user_mcp.as_ref()?;
+    if !scope.cx().has_principal() || scope.server().is_some() {
+        return None;
+    }
+    match um.find_tool(&scope.principal(), tool).await {
+        Ok(found) => found.map(|(_, t)| t.approval.decision()),
+        Err(e) => {
+            tracing::warn!(error = %e, tool, "reading a user's tool approval failed");
+            None
         }
     }
 }

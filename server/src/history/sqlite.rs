@@ -15,7 +15,9 @@
 //! conversation through `ON DELETE CASCADE`). A save runs in one `IMMEDIATE` transaction, so the
 //! revision check and the write are atomic, even across processes sharing the file. The store
 //! is also an [`ApprovalStore`](crate::ApprovalStore): `tool_approvals` holds each principal's
-//! "always allow" list in the same file.
+//! "always allow" list in the same file, and (feature `mcp`) a
+//! [`UserMcpStore`](crate::user_mcp::UserMcpStore): `user_mcp_servers` holds each principal's
+//! own MCP servers, so they share the history's file, durability and backups.
 //!
 //! rusqlite is blocking: every operation runs on [`tokio::task::spawn_blocking`] with the single
 //! connection behind a `std::sync::Mutex` (reads share it; SQLite serialises writers anyway).
@@ -299,6 +301,8 @@ mod approvals;
 mod options;
 mod queries;
 mod schema;
+#[cfg(feature = "mcp")]
+mod user_mcp;
 
 pub use options::{SqliteOptions, Synchronous, UnknownSynchronous};
 #[cfg(test)]

@@ -35,6 +35,14 @@ impl Default for SessionAwareClient {
     }
 }
 
+impl SessionAwareClient {
+    /// Wraps `client` (e.g. one built on
+    /// [`OutboundPolicy::client_builder`](super::OutboundPolicy::client_builder)).
+    pub(crate) fn new(client: reqwest::Client) -> Self {
+        Self(client)
+    }
+}
+
 fn session_lost(m: &ServerJsonRpcMessage) -> bool {
     matches!(m, JsonRpcMessage::Error(e)
         if e.id.is_none() && e.error.message.to_ascii_lowercase().contains("session"))

@@ -26,10 +26,10 @@
 mod catalog;
 mod config;
 mod conn;
-mod convert;
+pub(crate) mod convert;
 #[cfg(feature = "demo-mcp")]
 mod demo;
-mod http_client;
+pub(crate) mod http_client;
 mod hub;
 mod outbound;
 mod server;

@@ -24,6 +24,8 @@ pub(crate) mod prompts;
 pub(crate) mod resources;
 pub(crate) mod tools;
 pub(crate) mod upload;
+#[cfg(feature = "mcp")]
+pub(crate) mod user_mcp;
 
 #[cfg(test)]
 mod tests;
@@ -65,6 +67,12 @@ pub(crate) enum Endpoint {
     AiSdkThreads,
     AiSdkThread,
     AiSdkModels,
+    UserMcpList,
+    UserMcpCreate,
+    UserMcpGet,
+    UserMcpAction,
+    UserMcpPatch,
+    UserMcpDelete,
 }
 
 /// A setting that switches a route on.
@@ -79,6 +87,8 @@ pub(crate) enum When {
     Events,
     /// A sandbox origin is configured (MCP App views in proxy mode).
     Sandbox,
+    /// Each user's own MCP servers are on (`ConfigBuilder::user_mcp`).
+    UserMcp,
 }
 
 /// The checks a request passes before its handler.
@@ -121,7 +131,7 @@ const fn open(mut r: Route) -> Route {
 }
 
 /// Every route of the service, relative to the mount point (`""` is the page).
-pub(crate) static ROUTES: [Route; 34] = {
+pub(crate) static ROUTES: [Route; 40] = {
     use Endpoint as E;
     use Method as M;
     [
@@ -160,6 +170,31 @@ pub(crate) static ROUTES: [Route; 34] = {
         route(M::GET, "/api/aisdk/threads", E::AiSdkThreads),
         route(M::GET, "/api/aisdk/threads/{id}", E::AiSdkThread),
         route(M::GET, "/api/aisdk/models", E::AiSdkModels),
+        // `{slug}` for GET, PATCH and DELETE; `{slug}/refresh` and `{slug}/accept` for POST.
+        when(
+            route(M::GET, "/api/mcp/servers", E::UserMcpList),
+            When::UserMcp,
+        ),
+        when(
+            route(M::POST, "/api/mcp/servers", E::UserMcpCreate),
+            When::UserMcp,
+        ),
+        when(
+            route(M::GET, "/api/mcp/servers/{slug}", E::UserMcpGet),
+            When::UserMcp,
+        ),
+        when(
+            route(M::POST, "/api/mcp/servers/{slug}", E::UserMcpAction),
+            When::UserMcp,
+        ),
+        when(
+            route(M::PATCH, "/api/mcp/servers/{slug}", E::UserMcpPatch),
+            When::UserMcp,
+        ),
+        when(
+            route(M::DELETE, "/api/mcp/servers/{slug}", E::UserMcpDelete),
+            When::UserMcp,
+        ),
         // `/` is the page too.
         when(route(M::GET, "/", E::Page), When::Page),
         when(route(M::HEAD, "/", E::Page), When::Page),
@@ -183,6 +218,10 @@ impl Route {
             When::Upload => state.settings.file_upload,
             When::Events => state.events.is_some(),
             When::Sandbox => state.settings.sandbox_origin.is_some(),
+            #[cfg(feature = "mcp")]
+            When::UserMcp => state.user_mcp.is_some(),
+            #[cfg(not(feature = "mcp"))]
+            When::UserMcp => false,
         }
     }
 }

@@ -27,6 +27,17 @@ impl Host for Quiet {
     }
 }
 
+/// Each user's own MCP servers, in memory.
+fn user_mcp() -> crate::user_mcp::UserMcp {
+    use crate::secrets::sealing::{Keyring, SealingKey};
+    let keyring = Keyring::new(SealingKey::generate("k1").expect("key id"));
+    crate::user_mcp::UserMcp::new(
+        crate::user_mcp::MemoryUserMcpStore::default(),
+        keyring,
+        crate::mcp::OutboundPolicy::new(),
+    )
+}
+
 const SANDBOX: &str = "http://localhost:8081";
 const METHODS: [Method; 6] = [
     Method::GET,
@@ -42,6 +53,7 @@ fn everything_on() -> ChatService {
         .history(MemoryStore::new())
         .file_upload(true)
         .sandbox_origin(SANDBOX)
+        .user_mcp(user_mcp())
         .build()
         .expect("valid config");
     ChatService::new(config)
@@ -241,6 +253,7 @@ async fn every_guarded_route_needs_a_principal_when_one_is_required() {
             .history(MemoryStore::new())
             .file_upload(true)
             .require_principal(true)
+            .user_mcp(user_mcp())
             .build()
             .expect("valid config"),
     );

@@ -18,6 +18,7 @@ mod defaults;
 mod providers;
 mod serve;
 mod settings;
+mod user_mcp_settings;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,6 +31,8 @@ use lmchatkit::llm::demo::DEMO_PROVIDER;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::mcp::{DEMO_SERVER_NAME, demo_server_config};
 use lmchatkit::protocol::Model;
+use lmchatkit::secrets::sealing::Keyring;
+use lmchatkit::user_mcp::{MemoryUserMcpStore, UserMcp, UserMcpStore};
 use lmchatkit::{ApprovalStore, ChatService, Config, EventBroadcaster, Host, McpHub, StandardHost};
 use tokio::net::TcpListener;
 
@@ -90,10 +93,25 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .approval_policy(s.approval.clone())
         .model_catalog(catalog(&s, demo))
         .title("lmchatkit");
-    let (history, approvals) = history(s.db.as_deref(), s.db_synchronous)?;
+    let (history, approvals, user_servers) = history(s.db.as_deref(), s.db_synchronous)?;
     builder = builder.history_arc(history);
     if let Some(store) = approvals {
         builder = builder.approval_store(store);
+    }
+    if let Some(um) = &s.user_mcp {
+        let db = s.db.as_deref().filter(|d| *d != "memory:");
+        let path = um.key_path(&db.map(PathBuf::from).unwrap_or_else(default_db));
+        let keyring = Keyring::load_or_create(&path)
+            .map_err(|e| format!("user_mcp key file {}: {e}", path.display()))?;
+        let policy = um.policy();
+        tracing::info!(key_file = %path.display(), %policy, "users may add their own MCP servers");
+        if !matches!(s.access, Access::TrustedHeader { .. }) {
+            tracing::warn!(
+                "[user_mcp] is on, but without --trusted-user-header every request is the \
+                 anonymous user, who has no MCP servers of their own (401)"
+            );
+        }
+        builder = builder.user_mcp(UserMcp::new_arc(user_servers, keyring, policy));
     }
     for name in &s.allowed_hosts {
         builder = builder.allowed_host(name.clone());
@@ -204,18 +222,28 @@ fn default_db() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("lmchatkit-history.db"))
 }
 
-/// The history store, and the approval store (`None`: the service's memory default).
-type Stores = (Arc<dyn HistoryStore>, Option<Arc<dyn ApprovalStore>>);
+/// The history store, the approval store (`None`: the service's memory default) and the
+/// store of users' own MCP servers.
+type Stores = (
+    Arc<dyn HistoryStore>,
+    Option<Arc<dyn ApprovalStore>>,
+    Arc<dyn UserMcpStore>,
+);
 
 /// The history store: in memory for `memory:`, else the SQLite file (default: the platform data
-/// directory) with the given `synchronous` mode, which then keeps the "always allow" lists too
+/// directory) with the given `synchronous` mode, which then keeps the "always allow" lists and
+/// users' own MCP servers too
 /// (`None`: the service's memory default).
 fn history(
     db: Option<&str>,
     synchronous: Synchronous,
 ) -> Result<Stores, Box<dyn std::error::Error>> {
     if db == Some("memory:") {
-        return Ok((Arc::new(MemoryStore::new()), None));
+        return Ok((
+            Arc::new(MemoryStore::new()),
+            None,
+            Arc::new(MemoryUserMcpStore::default()),
+        ));
     }
     let path = db.map(PathBuf::from).unwrap_or_else(default_db);
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -227,7 +255,7 @@ fn history(
     let store = SqliteStore::open_with(&path, options)
         .map_err(|e| format!("history {}: {e}", path.display()))?;
     let store = Arc::new(store);
-    Ok((store.clone(), Some(store)))
+    Ok((store.clone(), Some(store.clone()), store))
 }
 
 /// The LLM host, and whether it is the demo model: a `Providers` over `[[providers]]` (the

@@ -70,6 +70,9 @@ struct FileSettings {
     /// `[[mcp.servers]]`, read by [`McpConfigFile`].
     #[allow(dead_code)]
     mcp: Option<toml::Value>,
+    /// `[user_mcp]`: users' own MCP servers (see `user_mcp_settings.rs`).
+    #[serde(default)]
+    user_mcp: crate::user_mcp_settings::FileUserMcp,
 }
 
 #[derive(Default, Deserialize)]
@@ -152,6 +155,8 @@ pub struct Settings {
     pub catalog: Catalog,
     pub log: String,
     pub log_format: LogFormat,
+    /// Users' own MCP servers (`[user_mcp]`), when enabled.
+    pub user_mcp: Option<crate::user_mcp_settings::UserMcpSettings>,
 }
 
 /// How the app tells who is asking (see `auth.rs`).
@@ -215,6 +220,9 @@ impl Settings {
         {
             *p = dir.join(&*p);
         }
+        if let Some(key) = file.user_mcp.key_file.as_mut() {
+            *key = dir.join(&*key);
+        }
         if let Some(db) = file.db.as_mut().filter(|d| *d != "memory:") {
             *db = dir.join(&*db).to_string_lossy().into_owned();
         }
@@ -248,6 +256,7 @@ impl Settings {
             headers.push((name, value));
         }
         let approval = approval_policy(file.tools.approval)?;
+        let user_mcp = crate::user_mcp_settings::resolve(file.user_mcp)?;
         let base_url = args.openai_base_url.or(file.upstream.base_url);
         let completions_url = args.completions_url.or(file.upstream.completions_url);
         let providers = crate::providers::resolve(file.providers)?;
@@ -340,6 +349,7 @@ impl Settings {
                 .filter(|p| !p.trim().is_empty()),
             max_steps: args.max_steps.or(file.max_steps),
             allowed_origins,
+            user_mcp,
         })
     }
 

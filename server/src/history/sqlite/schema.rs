@@ -51,6 +51,24 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // 4: what each conversation's replies used and cost (`ConversationTotals` as JSON),
     // written by every save; rows of older files are filled in by `backfill_totals`.
     "ALTER TABLE conversations ADD COLUMN totals TEXT NOT NULL DEFAULT '{}';",
+    // 5: each principal's own MCP servers (`user_mcp`): `credentials` is the sealed headers
+    // (never plain text), `tools` the accepted tools and `pending` the last refresh's listing,
+    // both as JSON arrays.
+    "CREATE TABLE user_mcp_servers (
+        principal   TEXT    NOT NULL,
+        slug        TEXT    NOT NULL,
+        name        TEXT    NOT NULL,
+        url         TEXT    NOT NULL,
+        transport   TEXT    NOT NULL,
+        credentials TEXT,
+        enabled     INTEGER NOT NULL,
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL,
+        revision    INTEGER NOT NULL,
+        tools       TEXT    NOT NULL DEFAULT '[]',
+        pending     TEXT    NOT NULL DEFAULT '[]',
+        PRIMARY KEY (principal, slug)
+    );",
 ];
 
 /// The migration that added the `totals` column.

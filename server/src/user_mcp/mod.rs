@@ -1,0 +1,455 @@
+//! Each user's own MCP servers: a registry per principal ([`UserMcpStore`]), credentials
+//! sealed at rest and never shown, the operator's [`OutboundPolicy`] on every URL, and tool
+//! definitions that are a snapshot the user reviewed and accepted, never a live view.
+//!
+//! Switched on with [`ConfigBuilder::user_mcp`](crate::ConfigBuilder::user_mcp) and a
+//! [`UserMcp`]; off (the default), its routes are absent (404). The routes:
+//! `GET/POST {prefix}/api/mcp/servers`, `GET/PATCH/DELETE {prefix}/api/mcp/servers/{slug}`,
+//! `POST {prefix}/api/mcp/servers/{slug}/refresh` and `.../{slug}/accept`.
+//!
+//! Decisions:
+//! - **A signed-in principal only.** The anonymous user gets 401 on these routes even when the
+//!   service does not require a principal: a registry shared by every anonymous visitor would
+//!   let each of them add outbound URLs and use the others' credentials. Another principal's
+//!   server is a 404, never a 403 (its existence is not revealed).
+//! - **Slugs** match `^[a-z0-9][a-z0-9_-]{0,31}$`, are unique per principal, cannot change
+//!   (they are the tool namespace and part of the sealing's associated data), and are the
+//!   server's id in its routes.
+//! - **Credentials** are the headers a create or patch carries (`{name: value}`), sealed as one
+//!   JSON object by the [`Keyring`] with associated data `"{principal id}/{slug}"` (a slug has
+//!   no `/`, so the split is unambiguous): a sealed value copied to another user's row or
+//!   another server does not open. Stores only ever hold the sealed string. Answers say
+//!   `"credentials": "set" | "not set"`; `Debug` of every type holding them redacts. Headers
+//!   that the transport owns (`Accept`, `Mcp-Session-Id`, `Host`, …) are refused with a 400.
+//! - **URLs** pass [`OutboundPolicy::check_url`] on create and on every change (400 naming the
+//!   reason), and every connection goes through the policy's client (resolved addresses and
+//!   redirects are checked at connect time).
+//! - **Snapshots.** A refresh connects, lists tools, disconnects, keeps the listing as the
+//!   server's *pending review* and answers a diff against the accepted tools ([`snapshot`]).
+//!   Nothing is accepted until an accept names each tool with the hash the user reviewed; a
+//!   hash that no longer matches the pending listing (a refresh came between) is a 409.
+//!   The hash is `sha256:` + hex of the canonical JSON (keys sorted, no spaces) of
+//!   `{name, description, inputSchema}`.
+//! - **Tools reach the model from the store only** (`UserToolsHost`, wrapped around
+//!   the service's host when the feature is on): assembling a turn performs no network I/O.
+//!   Each call connects, re-lists, compares the accepted hash, calls only on a match (else the
+//!   tool is marked stale and the model is told to have the user review it), and disconnects.
+//! - **Approval** of a user's tool is its stored value (`always` → allow, `ask`, `never` →
+//!   deny) in place of the operator's policy, except that the operator's `deny` wins; the
+//!   user's "always allow" list still turns an `ask` into an allow, as for any tool.
+//! - **Writes are checked-and-set** on the record's revision: a write that raced with another
+//!   is a 409, never a silent loss.
+//! - **Limits**: [`MAX_SERVERS`] per principal, [`MAX_HEADERS`] headers of at most
+//!   [`MAX_HEADER_BYTES`] each, [`MAX_TOOLS`] tools per listing.
+
+mod host;
+mod memory;
+pub mod snapshot;
+mod upstream;
+
+#[cfg(any(test, feature = "test-support"))]
+pub mod conformance;
+
+pub(crate) use host::UserToolsHost;
+pub use host::{UNTRUSTED_TOOL_RULES, USER_TOOL_SEPARATOR, exposed_name};
+pub use memory::MemoryUserMcpStore;
+pub use upstream::DEFAULT_UPSTREAM_TIMEOUT;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lmchatkit_protocol::{
+    AcceptedTool, CredentialsState, ReviewedTool, UserMcpServer, UserMcpTransport,
+};
+
+use crate::host::Principal;
+use crate::http_util::ApiError;
+use crate::mcp::OutboundPolicy;
+use crate::secrets::Redacted;
+use crate::secrets::sealing::Keyring;
+
+/// Most servers one principal may register.
+pub const MAX_SERVERS: usize = 50;
+/// Most headers one server may carry.
+pub const MAX_HEADERS: usize = 16;
+/// Longest header name plus value, in bytes.
+pub const MAX_HEADER_BYTES: usize = 8 * 1024;
+/// Most tools a refresh takes from one server.
+pub const MAX_TOOLS: usize = 256;
+/// Longest display name, in characters.
+pub const MAX_NAME_CHARS: usize = 100;
+/// Longest URL, in bytes.
+pub const MAX_URL_BYTES: usize = 2048;
+
+/// Headers the transport sets itself; a user may not.
+const RESERVED_HEADERS: &[&str] = &[
+    "accept",
+    "connection",
+    "content-length",
+    "content-type",
+    "host",
+    "last-event-id",
+    "mcp-method",
+    "mcp-name",
+    "mcp-protocol-version",
+    "mcp-session-id",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// One stored server of one principal. `credentials` is the sealed headers (see the module
+/// docs), never plain text; `Debug` does not print it.
+#[derive(Clone, PartialEq)]
+pub struct UserMcpRecord {
+    /// The server's id among its principal's servers.
+    pub slug: String,
+    /// The display name.
+    pub name: String,
+    /// The endpoint.
+    pub url: String,
+    /// The transport.
+    pub transport: UserMcpTransport,
+    /// The sealed headers ([`Keyring::seal`] of their JSON object), if any.
+    pub credentials: Option<String>,
+    /// Offered to the model.
+    pub enabled: bool,
+    /// Creation time, ms since the epoch.
+    pub created_at: i64,
+    /// Last change, ms since the epoch.
+    pub updated_at: i64,
+    /// Bumped by every write; [`UserMcpStore::update`] checks it.
+    pub revision: u64,
+    /// The accepted tools.
+    pub tools: Vec<AcceptedTool>,
+    /// The last refresh's listing, awaiting the user's review (not offered to anyone).
+    pub pending: Vec<ReviewedTool>,
+}
+
+impl fmt::Debug for UserMcpRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UserMcpRecord")
+            .field("slug", &self.slug)
+            .field("name", &self.name)
+            .field("url", &crate::secrets::redact_url(&self.url))
+            .field("credentials", &self.credentials.as_ref().map(|_| Redacted))
+            .field("enabled", &self.enabled)
+            .field("revision", &self.revision)
+            .field("tools", &self.tools.len())
+            .field("pending", &self.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl UserMcpRecord {
+    /// A new record (no credentials, no tools, revision 0) created `now`.
+    pub fn new(
+        slug: impl Into<String>,
+        name: impl Into<String>,
+        url: impl Into<String>,
+        now: i64,
+    ) -> Self {
+        Self {
+            slug: slug.into(),
+            name: name.into(),
+            url: url.into(),
+            transport: UserMcpTransport::StreamableHttp,
+            credentials: None,
+            enabled: true,
+            created_at: now,
+            updated_at: now,
+            revision: 0,
+            tools: Vec::new(),
+            pending: Vec::new(),
+        }
+    }
+
+    /// The answer of the routes: everything but the credentials, which are only "set" or not.
+    pub fn to_wire(&self) -> UserMcpServer {
+        UserMcpServer {
+            name: self.name.clone(),
+            slug: self.slug.clone(),
+            url: self.url.clone(),
+            transport: self.transport,
+            credentials: match self.credentials {
+                Some(_) => CredentialsState::Set,
+                None => CredentialsState::NotSet,
+            },
+            enabled: self.enabled,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            tools: self.tools.clone(),
+        }
+    }
+}
+
+/// What a [`UserMcpStore`] can fail with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UserMcpStoreError {
+    /// The principal already has a server with this slug.
+    #[error("a server with the slug {0:?} exists already")]
+    Duplicate(String),
+    /// The record changed since it was read (its revision moved on).
+    #[error("the server {0:?} was changed meanwhile; reload and retry")]
+    Conflict(String),
+    /// The store failed.
+    #[error("user MCP store: {0}")]
+    Storage(String),
+}
+
+impl From<UserMcpStoreError> for ApiError {
+    fn from(e: UserMcpStoreError) -> Self {
+        match e {
+            UserMcpStoreError::Duplicate(_) | UserMcpStoreError::Conflict(_) => {
+                ApiError::Conflict(e.to_string())
+            }
+            UserMcpStoreError::Storage(_) => ApiError::Internal(e.to_string()),
+        }
+    }
+}
+
+/// Where each principal's servers live. Every method is scoped to one principal: no call can
+/// reach another principal's servers. Both stores of this crate pass the `conformance` suite (feature `test-support`).
+#[async_trait]
+pub trait UserMcpStore: Send + Sync + 'static {
+    /// The principal's servers, by slug.
+    async fn list(&self, principal: &Principal) -> Result<Vec<UserMcpRecord>, UserMcpStoreError>;
+
+    /// One server of the principal.
+    async fn get(
+        &self,
+        principal: &Principal,
+        slug: &str,
+    ) -> Result<Option<UserMcpRecord>, UserMcpStoreError>;
+
+    /// Adds a server (stored with revision 1); [`UserMcpStoreError::Duplicate`] when the slug
+    /// is taken.
+    async fn create(
+        &self,
+        principal: &Principal,
+        record: UserMcpRecord,
+    ) -> Result<(), UserMcpStoreError>;
+
+    /// Replaces the server with `record.slug` when its stored revision is `record.revision`,
+    /// storing revision + 1: `Ok(false)` when there is no such server,
+    /// [`UserMcpStoreError::Conflict`] when the revision moved on.
+    async fn update(
+        &self,
+        principal: &Principal,
+        record: UserMcpRecord,
+    ) -> Result<bool, UserMcpStoreError>;
+
+    /// Removes a server; `false` when there was none.
+    async fn delete(&self, principal: &Principal, slug: &str) -> Result<bool, UserMcpStoreError>;
+}
+
+/// The user MCP feature's parts: the registry, the key that seals credentials, and the
+/// operator's outbound policy. `Debug` shows key ids only.
+///
+/// ```
+/// use lmchatkit::mcp::OutboundPolicy;
+/// use lmchatkit::secrets::sealing::{Keyring, SealingKey};
+/// use lmchatkit::user_mcp::{MemoryUserMcpStore, UserMcp};
+///
+/// let keyring = Keyring::new(SealingKey::generate("k1").unwrap());
+/// let user_mcp = UserMcp::new(MemoryUserMcpStore::default(), keyring, OutboundPolicy::new())
+///     .with_upstream_timeout(std::time::Duration::from_secs(10));
+/// assert!(format!("{user_mcp:?}").contains("k1"));
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct UserMcp {
+    pub(crate) store: Arc<dyn UserMcpStore>,
+    pub(crate) keyring: Keyring,
+    pub(crate) policy: OutboundPolicy,
+    pub(crate) upstream_timeout: Duration,
+}
+
+impl fmt::Debug for UserMcp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UserMcp")
+            .field("keyring", &self.keyring)
+            .field("policy", &self.policy.to_string())
+            .field("upstream_timeout", &self.upstream_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UserMcp {
+    /// The feature with this store, keyring and policy.
+    pub fn new(store: impl UserMcpStore, keyring: Keyring, policy: OutboundPolicy) -> Self {
+        Self::new_arc(Arc::new(store), keyring, policy)
+    }
+
+    /// Like [`UserMcp::new`], for a store already in an `Arc` (e.g. the history's
+    /// [`SqliteStore`](crate::history::SqliteStore), shared).
+    pub fn new_arc(store: Arc<dyn UserMcpStore>, keyring: Keyring, policy: OutboundPolicy) -> Self {
+        Self {
+            store,
+            keyring,
+            policy,
+            upstream_timeout: DEFAULT_UPSTREAM_TIMEOUT,
+        }
+    }
+
+    /// How long one connect-list-disconnect with a user's server may take (default
+    /// [`DEFAULT_UPSTREAM_TIMEOUT`]).
+    pub fn with_upstream_timeout(mut self, t: Duration) -> Self {
+        self.upstream_timeout = t;
+        self
+    }
+
+    /// The associated data binding `principal`'s credentials of `slug`.
+    fn aad(principal: &Principal, slug: &str) -> Vec<u8> {
+        format!("{}/{slug}", principal.id()).into_bytes()
+    }
+
+    /// Seals `headers` for `principal`'s server `slug` (`None` for no headers).
+    pub(crate) fn seal_headers(
+        &self,
+        principal: &Principal,
+        slug: &str,
+        headers: &BTreeMap<String, String>,
+    ) -> Result<Option<String>, ApiError> {
+        if headers.is_empty() {
+            return Ok(None);
+        }
+        let json = serde_json::to_vec(headers)
+            .map_err(|e| ApiError::Internal(format!("encoding headers: {e}")))?;
+        Ok(Some(self.keyring.seal(&json, &Self::aad(principal, slug))))
+    }
+
+    /// Opens the sealed headers of `record`.
+    pub(crate) fn open_headers(
+        &self,
+        principal: &Principal,
+        record: &UserMcpRecord,
+    ) -> Result<BTreeMap<String, String>, ApiError> {
+        let Some(sealed) = &record.credentials else {
+            return Ok(BTreeMap::new());
+        };
+        let plain = self
+            .keyring
+            .open(sealed, &Self::aad(principal, &record.slug))
+            .map_err(|e| {
+                tracing::warn!(slug = %record.slug, error = %e, "a user's MCP credentials do not open");
+                ApiError::Internal(format!(
+                    "the stored credentials of {:?} cannot be opened ({e}); set them again",
+                    record.slug
+                ))
+            })?;
+        serde_json::from_slice(&plain).map_err(|e| {
+            tracing::warn!(slug = %record.slug, error = %e, "a user's MCP credentials are not a header map");
+            ApiError::Internal(format!(
+                "the stored credentials of {:?} are unreadable; set them again",
+                record.slug
+            ))
+        })
+    }
+}
+
+/// Now, in ms since the epoch.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Connects to `url` with `headers` through the policy's client, lists its tools (hashed for
+/// review) and disconnects, within the configured timeout.
+pub(crate) async fn list_upstream(
+    um: &UserMcp,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<Vec<ReviewedTool>, String> {
+    upstream::list_tools(&um.policy, url, headers, um.upstream_timeout).await
+}
+
+/// Checks a slug: `^[a-z0-9][a-z0-9_-]{0,31}$`.
+pub fn check_slug(slug: &str) -> Result<(), ApiError> {
+    let b = slug.as_bytes();
+    let ok = (1..=32).contains(&b.len())
+        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+        && b.iter()
+            .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-');
+    match ok {
+        true => Ok(()),
+        false => Err(ApiError::BadRequest(format!(
+            "invalid slug {slug:?}: use 1 to 32 of a-z, 0-9, '_' or '-', starting with a letter or digit"
+        ))),
+    }
+}
+
+/// Checks a display name (trimmed; not blank; at most [`MAX_NAME_CHARS`]).
+pub(crate) fn check_name(name: &str) -> Result<String, ApiError> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(ApiError::BadRequest("name must not be blank".into()));
+    }
+    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(ApiError::BadRequest(format!(
+            "name must be at most {MAX_NAME_CHARS} characters, without control characters"
+        )));
+    }
+    Ok(name.to_owned())
+}
+
+/// Checks a URL against the length cap and the outbound policy; the normalised URL.
+pub(crate) fn check_url(policy: &OutboundPolicy, url: &str) -> Result<String, ApiError> {
+    let url = url.trim();
+    if url.len() > MAX_URL_BYTES {
+        return Err(ApiError::BadRequest(format!(
+            "url must be at most {MAX_URL_BYTES} bytes"
+        )));
+    }
+    policy
+        .check_url(url)
+        .map(|u| u.to_string())
+        .map_err(|e| ApiError::BadRequest(format!("url refused: {e}")))
+}
+
+/// Checks headers: valid names and values, not reserved, within the caps. The messages name
+/// the header, never its value.
+pub(crate) fn check_headers(headers: &BTreeMap<String, String>) -> Result<(), ApiError> {
+    if headers.len() > MAX_HEADERS {
+        return Err(ApiError::BadRequest(format!(
+            "at most {MAX_HEADERS} headers"
+        )));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (name, value) in headers {
+        let parsed = http::HeaderName::try_from(name.as_str())
+            .map_err(|_| ApiError::BadRequest(format!("{name:?} is not a header name")))?;
+        if RESERVED_HEADERS.contains(&parsed.as_str()) || parsed.as_str().starts_with("mcp-param-")
+        {
+            return Err(ApiError::BadRequest(format!(
+                "the header {name:?} is set by the transport and cannot be given"
+            )));
+        }
+        if !seen.insert(parsed.as_str().to_owned()) {
+            return Err(ApiError::BadRequest(format!(
+                "the header {name:?} is given twice"
+            )));
+        }
+        if http::HeaderValue::try_from(value.as_str()).is_err() || value.trim().is_empty() {
+            return Err(ApiError::BadRequest(format!(
+                "the value of the header {name:?} is empty or has characters a header cannot carry"
+            )));
+        }
+        if name.len() + value.len() > MAX_HEADER_BYTES {
+            return Err(ApiError::BadRequest(format!(
+                "the header {name:?} is longer than {MAX_HEADER_BYTES} bytes"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
