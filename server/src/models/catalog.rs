@@ -165,9 +165,10 @@ impl Catalog {
     /// Resolves `id` (`provider/model`, or a bare model name one provider has) to its entry,
     /// configured or not.
     pub fn lookup(&self, id: &str) -> Result<&ModelEntry, LookupError> {
-        if let Some(entry) = self.get(id) {
+        if let Some(entry) = self.find(id) {
             return Ok(entry);
         }
+        // A miss: the error names the menu (or the candidates) in menu order.
         let menu = self.menu();
         let matches: Vec<&ModelEntry> = menu.iter().copied().filter(|e| e.model() == id).collect();
         match matches.as_slice() {
@@ -195,7 +196,7 @@ impl Catalog {
     /// assert!(!unknown.reasoning && unknown.context_window.is_none());
     /// ```
     pub fn describe(&self, mut model: lmchatkit_protocol::Model) -> lmchatkit_protocol::Model {
-        if let Ok(entry) = self.lookup(&model.id) {
+        if let Some(entry) = self.find(&model.id) {
             model.reasoning |= entry.reasoning;
             model.context_window = model.context_window.or(entry.context_window);
             if model.provider.is_none() {
@@ -207,7 +208,7 @@ impl Catalog {
 
     /// The list price of model `id` (resolved as [`lookup`](Self::lookup) does), when known.
     pub fn price(&self, id: &str) -> Option<Price> {
-        self.lookup(id).ok()?.price
+        self.find(id)?.price
     }
 
     /// [`lookup`](Self::lookup), refusing a model whose provider is not configured.
@@ -263,6 +264,19 @@ impl Catalog {
                     .unwrap_or_else(|| format!("provider {name} has no API key")),
             ),
             None => Some(format!("provider {name} is not set up")),
+        }
+    }
+
+    /// [`lookup`](Self::lookup) without the error: no allocation, for the per-turn callers
+    /// ([`describe`](Self::describe), [`price`](Self::price)) that drop it anyway.
+    fn find(&self, id: &str) -> Option<&ModelEntry> {
+        if let Some(entry) = self.get(id) {
+            return Some(entry);
+        }
+        let mut bare = self.entries.iter().filter(|e| e.model() == id);
+        match (bare.next(), bare.next()) {
+            (Some(entry), None) => Some(entry),
+            _ => None,
         }
     }
 
