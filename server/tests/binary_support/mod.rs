@@ -99,6 +99,16 @@ pub async fn post(url: &str, body: Value) -> (u16, String) {
     (res.status().as_u16(), res.text().await.unwrap())
 }
 
+/// Reads a request's head (request line and headers) byte by byte, lower-cased.
+fn read_head(conn: &mut std::net::TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|n| n == 1) {
+        head.push(byte[0]);
+    }
+    String::from_utf8_lossy(&head).to_lowercase()
+}
+
 /// A fake upstream on loopback: answers every request with an OpenAI `/models` list and
 /// keeps each request's head (request line and headers, lower-cased).
 pub struct FakeUpstream {
@@ -114,14 +124,7 @@ pub fn fake_upstream() -> FakeUpstream {
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut conn) = conn else { continue };
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|n| n == 1) {
-                head.push(byte[0]);
-            }
-            seen.lock()
-                .unwrap()
-                .push(String::from_utf8_lossy(&head).to_lowercase());
+            seen.lock().unwrap().push(read_head(&mut conn));
             let body = r#"{"object":"list","data":[{"id":"upstream-model","object":"model"}]}"#;
             let _ = write!(
                 conn,
@@ -155,12 +158,7 @@ pub fn chat_upstream() -> ChatUpstream {
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut conn) = conn else { continue };
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|n| n == 1) {
-                head.push(byte[0]);
-            }
-            let head = String::from_utf8_lossy(&head).to_lowercase();
+            let head = read_head(&mut conn);
             let length = head
                 .lines()
                 .find_map(|l| l.strip_prefix("content-length:"))
