@@ -120,3 +120,46 @@ async fn without_user_mcp_the_routes_are_absent() {
     .await;
     assert_eq!(status, 404, "{body}");
 }
+
+#[tokio::test]
+async fn presets_reach_every_user_disabled_and_a_refused_one_stops_the_app() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("lmchatkit.toml");
+    let preset = "[[user_mcp.presets]]\nslug = \"docs\"\nname = \"Docs search\"\n";
+    std::fs::write(
+        &config,
+        format!("[user_mcp]\nenabled = true\n\n{preset}url = \"https://mcp.example.com/mcp\"\n"),
+    )
+    .unwrap();
+    let db = dir.path().join("history.db");
+    let (config_path, db) = (config.to_str().unwrap(), db.to_str().unwrap());
+    let app = start(&app_args(config_path, db), &[]);
+    let servers = format!("{}/api/mcp/servers", app.url);
+    for user in ["alice", "bob"] {
+        let (status, list) = as_user(reqwest::Method::GET, &servers, user, None).await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            list,
+            json!([{"name": "Docs search", "slug": "docs", "url": "https://mcp.example.com/mcp",
+                    "transport": "streamable_http", "credentials": "not set", "enabled": false,
+                    "created_at": list[0]["created_at"], "updated_at": list[0]["updated_at"],
+                    "tools": [], "preset": true}])
+        );
+    }
+    drop(app);
+
+    std::fs::write(
+        &config,
+        format!("[user_mcp]\nenabled = true\n\n{preset}url = \"https://169.254.169.254/latest\"\n"),
+    )
+    .unwrap();
+    let out = binary_support::command(&app_args(config_path, db), &[])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("preset \"docs\"") && err.contains("link-local"),
+        "{err}"
+    );
+}

@@ -477,3 +477,147 @@ async fn the_operators_deny_beats_a_users_stored_always() {
     let r = call(&svc, "POST", "/chat/api/tools/call", "bob", Some(call_rm)).await;
     assert_eq!(r.status, 403);
 }
+
+#[tokio::test]
+async fn presets_are_seeded_once_per_user_disabled_and_without_tools() {
+    let store = std::sync::Arc::new(MemoryUserMcpStore::default());
+    let presets = [
+        lmchatkit::user_mcp::UserMcpPreset::new("docs", "https://mcp.example.com/mcp")
+            .with_name("Docs search"),
+        lmchatkit::user_mcp::UserMcpPreset::new("wiki", "https://wiki.example.com/mcp"),
+    ];
+    let um = || {
+        UserMcp::new_arc(store.clone(), keyring(), OutboundPolicy::new())
+            .with_presets(presets.clone())
+            .unwrap()
+    };
+    // Bob had a server called "wiki" of his own before the operator offered one.
+    let own = json!({"slug": "wiki", "url": "https://bob.example.com/mcp"});
+    let plain = svc_with(UserMcp::new_arc(
+        store.clone(),
+        keyring(),
+        OutboundPolicy::new(),
+    ));
+    assert_eq!(
+        call(&plain, "POST", BASE, "bob", Some(own)).await.status,
+        201
+    );
+
+    let svc = svc_with(um());
+    let listed = call(&svc, "GET", BASE, "alice", None).await.json();
+    let presets_seen: Vec<(String, String, bool, bool, usize)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["slug"].as_str().unwrap().to_owned(),
+                s["name"].as_str().unwrap().to_owned(),
+                s["enabled"].as_bool().unwrap(),
+                s["preset"].as_bool().unwrap_or(false),
+                s["tools"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        presets_seen,
+        [
+            ("docs".into(), "Docs search".into(), false, true, 0),
+            ("wiki".into(), "wiki".into(), false, true, 0),
+        ]
+    );
+
+    // Seeding again (this service, a second instance, racing requests) adds nothing.
+    let second = svc_with(um());
+    let docs = format!("{BASE}/docs");
+    let (a, b) = tokio::join!(
+        call(&second, "GET", BASE, "alice", None),
+        call(&svc, "GET", &docs, "alice", None)
+    );
+    assert_eq!((a.status.as_u16(), b.status.as_u16()), (200, 200));
+    assert_eq!(a.json().as_array().unwrap().len(), 2);
+    let stored = store.list(&Principal::new("alice")).await.unwrap();
+    assert_eq!(stored.len(), 2);
+    assert!(stored.iter().all(|r| r.revision == 1 && !r.enabled));
+
+    // Bob keeps his own "wiki" and gets the other preset.
+    let bobs = call(&second, "GET", BASE, "bob", None).await.json();
+    let wiki = bobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["slug"] == "wiki")
+        .unwrap();
+    assert_eq!(wiki["url"], "https://bob.example.com/mcp");
+    assert!(wiki.get("preset").is_none(), "{wiki}");
+    assert_eq!(bobs.as_array().unwrap().len(), 2);
+    let r = call(&second, "DELETE", &format!("{BASE}/wiki"), "bob", None).await;
+    assert_eq!(r.status, 204, "his own server is his to delete");
+
+    // A preset is the user's to enable and name, not to delete or repoint.
+    let r = call(
+        &svc,
+        "PATCH",
+        &docs,
+        "alice",
+        Some(json!({"enabled": true, "name": "D"})),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = call(
+        &svc,
+        "PATCH",
+        &docs,
+        "alice",
+        Some(json!({"url": "https://evil.example.com/mcp"})),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert!(
+        r.json()["error"].as_str().unwrap().contains("preset"),
+        "{}",
+        r.text()
+    );
+    let r = call(&svc, "DELETE", &docs, "alice", None).await;
+    assert_eq!(r.status, 409);
+    assert!(
+        r.json()["error"].as_str().unwrap().contains("disable it"),
+        "{}",
+        r.text()
+    );
+    let kept = store
+        .get(&Principal::new("alice"), "docs")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (kept.url.as_str(), kept.enabled),
+        ("https://mcp.example.com/mcp", true)
+    );
+}
+
+#[tokio::test]
+async fn presets_pass_the_outbound_policy() {
+    let um = UserMcp::new(
+        MemoryUserMcpStore::default(),
+        keyring(),
+        OutboundPolicy::new(),
+    );
+    for (slug, url) in [
+        ("meta", "https://169.254.169.254/latest"),
+        ("local", "https://127.0.0.1/mcp"),
+        ("plain", "http://mcp.example.com/mcp"),
+        ("Bad Slug", "https://mcp.example.com/mcp"),
+    ] {
+        let err = um
+            .clone()
+            .with_presets([lmchatkit::user_mcp::UserMcpPreset::new(slug, url)])
+            .unwrap_err();
+        assert_eq!(err.slug, slug, "{err}");
+    }
+    let twice = [
+        lmchatkit::user_mcp::UserMcpPreset::new("a", "https://a.example.com/"),
+        lmchatkit::user_mcp::UserMcpPreset::new("a", "https://b.example.com/"),
+    ];
+    assert!(um.with_presets(twice).unwrap_err().reason.contains("twice"));
+}

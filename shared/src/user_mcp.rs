@@ -177,6 +177,10 @@ pub struct UserMcpServer {
     /// The accepted tools.
     #[serde(default)]
     pub tools: Vec<AcceptedTool>,
+    /// One of the operator's presets: it cannot be deleted (disable it) and its URL cannot
+    /// change.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preset: bool,
 }
 
 /// The body of `POST {prefix}/api/mcp/servers`.

@@ -28,6 +28,7 @@ fn a_server_answer_says_whether_credentials_are_set_and_lists_accepted_tools() {
         created_at: 1,
         updated_at: 2,
         tools: vec![tool.clone()],
+        preset: false,
     };
     assert_eq!(
         to(&server),
@@ -42,6 +43,11 @@ fn a_server_answer_says_whether_credentials_are_set_and_lists_accepted_tools() {
     assert_eq!(to(&tool)["stale"], true);
     let back: UserMcpServer = serde_json::from_value(to(&server)).unwrap();
     assert_eq!(back, server);
+    let preset = UserMcpServer {
+        preset: true,
+        ..server.clone()
+    };
+    assert_eq!(to(&preset)["preset"], true, "only a preset says so");
     assert_eq!(to(&CredentialsState::NotSet), json!("not set"));
 }
 

@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use lmchatkit::mcp::{McpHub, McpServerConfig};
 use lmchatkit::protocol::ServerEventType;
 use lmchatkit::{EventBroadcaster, Principal, Scope};
-use lmchatkit_tests::mcp_server::{UI_URI, serve_http};
+use lmchatkit_tests::mcp_server::{UI_URI, duplex_connector, serve_http};
 use serde_json::json;
 
 fn stdio_server(name: &str) -> McpServerConfig {
@@ -166,4 +166,111 @@ async fn dropping_the_hub_kills_the_child() {
 /// The scope of an MCP App view of `server`.
 fn view_of(server: &str) -> Scope {
     Scope::view(Default::default(), Some(server.into()))
+}
+
+/// A Streamable HTTP "server" that takes connections and requests and never answers.
+async fn hanging_server() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    (url, task)
+}
+
+#[tokio::test]
+async fn a_hanging_server_holds_up_a_listing_once_by_the_wait_and_then_never() {
+    let (url, _hang) = hanging_server().await;
+    let hub = McpHub::new(vec![
+        McpServerConfig::http("hang", url),
+        McpServerConfig::in_process("test", duplex_connector()),
+    ])
+    .with_listing_wait(Duration::from_secs(3));
+    let scope = Scope::default();
+
+    // Nothing listed yet: the turn waits for the hanging server, but only the listing wait
+    // (connecting alone may take 30 s).
+    let started = std::time::Instant::now();
+    let tools = hub.list_tools(&scope).await.unwrap();
+    let first = started.elapsed();
+    assert!(tools.iter().any(|t| t.name == "test__add"), "{tools:?}");
+    assert!(!tools.iter().any(|t| t.name.starts_with("hang__")));
+    assert!(
+        first < Duration::from_secs(10),
+        "first listing took {first:?}"
+    );
+
+    // Now the hanging server is known to be slow: no request waits for it again.
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        let tools = hub.list_tools(&scope).await.unwrap();
+        let prompts = hub.list_prompts(&scope).await.unwrap();
+        let resources = hub.list_resources(&scope).await.unwrap();
+        let took = started.elapsed();
+        assert!(tools.iter().any(|t| t.name == "test__add"));
+        assert!(prompts.iter().any(|p| p.name == "test__greet"));
+        assert!(!resources.is_empty());
+        assert!(
+            took < Duration::from_secs(2),
+            "a later listing took {took:?}"
+        );
+    }
+    // The hanging server offered nothing: a call naming it is unknown at once.
+    let err = hub
+        .call_tool(&scope, "hang__anything", json!({}))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("unknown tool"), "{err}");
+}
+
+#[tokio::test]
+async fn listings_come_from_the_cache_and_a_change_is_listed_again_in_the_background() {
+    let server = serve_http().await;
+    let events = EventBroadcaster::new();
+    let hub =
+        McpHub::new(vec![McpServerConfig::http("web", server.url())]).with_events(events.clone());
+    let mut sub = Box::pin(events.subscribe(Principal::anonymous(), None));
+    hub.start().await;
+    let lists = |method: &str| {
+        server
+            .methods
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| *m == method)
+            .count()
+    };
+    let requests = || server.headers.lock().unwrap().len();
+    let scope = Scope::default();
+
+    // `start` listed everything: turns make no request at all.
+    assert_eq!(lists("tools/list"), 1);
+    let after_start = requests();
+    for _ in 0..5 {
+        let tools = hub.list_tools(&scope).await.unwrap();
+        assert!(tools.iter().any(|t| t.name == "web__add"));
+        hub.list_prompts(&scope).await.unwrap();
+        hub.list_resources(&scope).await.unwrap();
+        hub.augment_system_prompt(&scope, String::new()).await;
+    }
+    assert_eq!(requests(), after_start, "a listing from the cache went out");
+
+    // A list change is listed again in the background (its event goes out once that ended).
+    hub.call_tool(&scope, "web__poke", json!({"what": "tools"}))
+        .await
+        .unwrap();
+    expect_event(&mut sub, ServerEventType::ToolsChanged).await;
+    assert!(
+        lists("tools/list") >= 2,
+        "the event came before the tools were listed again"
+    );
+    // (The test server may notify twice, through the session and on the listen stream; let a
+    // second refresh end.)
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after_event = requests();
+    hub.list_tools(&scope).await.unwrap();
+    assert_eq!(requests(), after_event, "the refreshed listing is current");
 }

@@ -156,6 +156,18 @@ async fn upstream() -> Upstream {
             any(|| async {
                 axum::response::Redirect::temporary("http://169.254.169.254/latest/meta-data")
             }),
+        )
+        // From `localhost:N` to `127.0.0.1:N`: this very server by its address.
+        .route(
+            "/to-loopback",
+            any(|headers: http::HeaderMap| async move {
+                let host = headers
+                    .get("host")
+                    .and_then(|h| h.to_str().ok())
+                    .unwrap_or_default();
+                let port = host.rsplit(':').next().unwrap_or_default();
+                axum::response::Redirect::temporary(&format!("http://127.0.0.1:{port}/mcp"))
+            }),
         );
     let (addr, task) = serve(router).await;
     Upstream {
@@ -378,6 +390,44 @@ async fn redirects_are_followed_on_the_servers_origin_only() {
         "{msg}"
     );
     assert_eq!(up.sessions.load(Ordering::SeqCst), before);
+}
+
+#[tokio::test]
+async fn a_redirect_to_loopback_is_refused_when_only_the_name_is_allowed() {
+    let up = upstream().await;
+    let keyring = Keyring::new(SealingKey::generate("k1").unwrap());
+    // The operator allows `localhost`, not loopback addresses in general.
+    let policy = OutboundPolicy::new().with_allowed_host("localhost");
+    let user_mcp = UserMcp::new(MemoryUserMcpStore::default(), keyring, policy);
+    let svc = ChatService::new(Config::builder(Quiet).user_mcp(user_mcp).build().unwrap());
+    let port = up.addr.port();
+    for (slug, url) in [
+        ("named", format!("http://localhost:{port}/mcp")),
+        ("hop", format!("http://localhost:{port}/to-loopback")),
+    ] {
+        let (status, body) =
+            call(&svc, "POST", BASE, Some(json!({"slug": slug, "url": url}))).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let (status, direct) = call(
+        &svc,
+        "POST",
+        BASE,
+        Some(json!({"slug": "direct", "url": format!("http://127.0.0.1:{port}/mcp")})),
+    )
+    .await;
+    assert_eq!(status, 400, "{direct}");
+
+    let (status, review) = call(&svc, "POST", &format!("{BASE}/named/refresh"), None).await;
+    assert_eq!(status, 200, "the allowed name works: {review}");
+    let before = up.sessions.load(Ordering::SeqCst);
+    let (status, err) = call(&svc, "POST", &format!("{BASE}/hop/refresh"), None).await;
+    assert_eq!(status, 502, "{err}");
+    assert_eq!(
+        up.sessions.load(Ordering::SeqCst),
+        before,
+        "the redirect to 127.0.0.1 reached the server"
+    );
 }
 
 #[tokio::test]

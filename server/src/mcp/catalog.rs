@@ -4,12 +4,14 @@
 //! limited to the servers the [`Scope`] reaches (one server for an MCP App view).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use futures_util::future::join_all;
 use lmchatkit_protocol::{Prompt, PromptResult, Resource, ResourceResult};
 
 use super::convert;
 use super::hub::McpHub;
+use super::listing::Wait;
 use super::server::{CallError, Server};
 use crate::access::{Scope, matches_template};
 use crate::host::HostError;
@@ -21,17 +23,16 @@ impl McpHub {
         Ok(lists.into_iter().flatten().collect())
     }
 
-    async fn prompts_of(&self, s: &Server) -> Vec<Prompt> {
-        match s.prompts(self.inner.call_timeout).await {
-            Ok(ps) => ps
-                .iter()
-                .map(|p| convert::prompt(p, &self.exposed(s, &p.name)))
-                .collect(),
-            Err(e) => {
-                tracing::warn!(server = %s.name(), "skipping MCP server's prompts: {e}");
-                Vec::new()
-            }
-        }
+    async fn prompts_of(&self, s: &Arc<Server>) -> Vec<Prompt> {
+        // A server with no listing yet is left out; its refresh logged why.
+        s.prompts(self.briefly())
+            .await
+            .map(|ps| {
+                ps.iter()
+                    .map(|p| convert::prompt(p, &self.exposed(s, &p.name)))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Expands a prompt (every message; non-text content summarised).
@@ -50,7 +51,7 @@ impl McpHub {
             } else {
                 name.to_owned()
             };
-            let Ok(prompts) = s.prompts(self.inner.call_timeout).await else {
+            let Some(prompts) = s.prompts(Wait::ForCall).await else {
                 continue;
             };
             if !prompts.iter().any(|p| p.name == original) {
@@ -82,19 +83,17 @@ impl McpHub {
         Ok(lists.into_iter().flatten().collect())
     }
 
-    async fn resources_of(&self, s: &Server) -> Vec<Resource> {
-        match s.resources(self.inner.call_timeout).await {
-            Ok(l) => l
-                .resources
-                .iter()
-                .map(convert::resource)
-                .chain(l.templates.iter().map(convert::template))
-                .collect(),
-            Err(e) => {
-                tracing::warn!(server = %s.name(), "skipping MCP server's resources: {e}");
-                Vec::new()
-            }
-        }
+    async fn resources_of(&self, s: &Arc<Server>) -> Vec<Resource> {
+        s.resources(self.briefly())
+            .await
+            .map(|l| {
+                l.resources
+                    .iter()
+                    .map(convert::resource)
+                    .chain(l.templates.iter().map(convert::template))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Reads a resource from the first server in `scope` that lists it, as a resource or as
@@ -105,9 +104,8 @@ impl McpHub {
         scope: &Scope,
         uri: &str,
     ) -> Result<ResourceResult, HostError> {
-        let t = self.inner.call_timeout;
         for s in self.servers_in(scope) {
-            let Ok(l) = s.resources(t).await else {
+            let Some(l) = s.resources(Wait::ForCall).await else {
                 continue;
             };
             let listed = l.resources.iter().any(|r| r.uri == uri)
@@ -130,7 +128,7 @@ impl McpHub {
         )))
     }
 
-    async fn read_from(&self, s: &Server, uri: &str) -> Result<ResourceResult, HostError> {
+    async fn read_from(&self, s: &Arc<Server>, uri: &str) -> Result<ResourceResult, HostError> {
         let r = s
             .read_resource(uri, self.inner.call_timeout)
             .await
@@ -138,14 +136,10 @@ impl McpHub {
                 CallError::Mcp(m) => HostError::NotFound(format!("{uri}: {m}")),
                 other => HostError::Upstream(other.to_string()),
             })?;
-        let listing_ui = s
-            .resources(self.inner.call_timeout)
-            .await
-            .ok()
-            .and_then(|l| {
-                let r = l.resources.iter().find(|r| r.uri == uri)?;
-                super::ui_meta::ui_resource_meta(convert::wire(r).get("_meta"))
-            });
+        let listing_ui = s.resources(Wait::ForCall).await.and_then(|l| {
+            let r = l.resources.iter().find(|r| r.uri == uri)?;
+            super::ui_meta::ui_resource_meta(convert::wire(r).get("_meta"))
+        });
         convert::read_result(uri, &r, listing_ui)
             .ok_or_else(|| HostError::NotFound(format!("resource {uri:?} has no contents")))
     }

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use lmchatkit_protocol::{McpServerStatus, ServerEvent, ServerEventType};
@@ -33,6 +33,8 @@ use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
 use tokio::io::AsyncBufReadExt;
 
 use super::config::{McpServerConfig, McpTransport};
+use super::listing::{Cache, Refreshes};
+use super::server::Server;
 use crate::events::EventBroadcaster;
 use crate::secrets::redact_urls;
 
@@ -48,18 +50,13 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Which listing a `list_changed` notification invalidates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ListKind {
-    Tools,
-    Prompts,
-    Resources,
+    Tools = 0,
+    Prompts = 1,
+    Resources = 2,
 }
 
-/// Cached listings of one server, each with a generation so a listing that raced with a
-/// `list_changed` notification is not stored.
-#[derive(Default)]
-pub(crate) struct Cache {
-    pub tools: Option<Arc<Vec<rmcp::model::Tool>>>,
-    pub prompts: Option<Arc<Vec<rmcp::model::Prompt>>>,
-    pub resources: Option<Arc<super::server::ResourceListing>>,
+impl ListKind {
+    pub const ALL: [ListKind; 3] = [Self::Tools, Self::Prompts, Self::Resources];
 }
 
 /// What the notification handler and the listen task share with the server.
@@ -68,21 +65,31 @@ pub(crate) struct Shared {
     pub cache: Mutex<Cache>,
     pub generation: AtomicU64,
     pub events: Option<EventBroadcaster>,
+    pub refreshes: Refreshes,
+    /// The server, to refresh a listing when a notification outdates it.
+    pub server: Weak<Server>,
 }
 
 impl Shared {
-    /// A list changed: drop the cached listing and tell `/api/events` subscribers.
+    /// A list changed: mark the cached listing outdated and refresh it in the background;
+    /// `/api/events` subscribers hear of it when the refresh has ended.
     pub fn changed(&self, kind: ListKind) {
         self.generation.fetch_add(1, Ordering::SeqCst);
-        {
-            let mut c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            match kind {
-                ListKind::Tools => c.tools = None,
-                ListKind::Prompts => c.prompts = None,
-                ListKind::Resources => c.resources = None,
-            }
-        }
+        self.cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .outdate(kind);
         tracing::debug!(server = %self.name, ?kind, "MCP list changed");
+        self.refreshes.announce_after(kind);
+        match self.server.upgrade() {
+            Some(server) => server.spawn_refresh(kind),
+            // The hub is going away: nobody will list again.
+            None => self.announce(kind),
+        }
+    }
+
+    /// Tells `/api/events` subscribers that a listing changed.
+    pub fn announce(&self, kind: ListKind) {
         if let Some(ev) = &self.events {
             ev.broadcast(ServerEvent::new(match kind {
                 ListKind::Tools => ServerEventType::ToolsChanged,
@@ -92,10 +99,13 @@ impl Shared {
         }
     }
 
-    /// Drops every cached listing (after a reconnect the server may have changed).
+    /// Marks every cached listing outdated (after a reconnect the server may have changed).
     pub fn clear(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
-        *self.cache.lock().unwrap_or_else(|p| p.into_inner()) = Cache::default();
+        self.cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .outdate_all();
     }
 }
 

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::config::McpServerConfig;
 use super::convert;
+use super::listing::Wait;
 use super::server::{CallError, Server};
 use crate::access::Scope;
 use crate::events::EventBroadcaster;
@@ -23,12 +24,34 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_RESULT_CAP: usize = 128 << 10;
 /// Default namespace separator (`server__tool`).
 pub const DEFAULT_SEPARATOR: &str = "__";
+/// Default longest wait of a turn for a server's listing (see [`McpHub::with_listing_wait`]).
+pub const DEFAULT_LISTING_WAIT: Duration = Duration::from_secs(2);
+
+/// The hub's settings (what the `with_*` methods change).
+#[derive(Clone)]
+struct Knobs {
+    call_timeout: Duration,
+    result_cap: usize,
+    separator: String,
+    listing_wait: Duration,
+    events: Option<EventBroadcaster>,
+}
 
 pub(super) struct Inner {
-    pub(super) servers: Vec<Server>,
+    pub(super) servers: Vec<Arc<Server>>,
     pub(super) call_timeout: Duration,
     pub(super) result_cap: usize,
     pub(super) separator: String,
+    pub(super) listing_wait: Duration,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // A refresh task holds its server; let the server (and its child process) go.
+        for s in &self.servers {
+            s.abort_refreshes();
+        }
+    }
 }
 
 /// A client of any number of MCP servers (stdio, Streamable HTTP or in-process), cheap to
@@ -38,6 +61,10 @@ pub(super) struct Inner {
 /// [`McpHub::start`] is awaited; either way a server that fails is retried on a later use with
 /// backoff (0.5 s doubling to 30 s), and a stdio server that died is restarted on its next use.
 /// Child processes are killed when the last clone of the hub is dropped.
+///
+/// **Listings** are served from a cache refreshed in the background: a turn waits for a
+/// server's listing at most [`McpHub::with_listing_wait`], and a dead or hanging server never
+/// holds up the others or a warm cache.
 ///
 /// **Names.** A namespaced server `fs` exposes tool `read` as `fs__read` (see
 /// [`McpHub::with_separator`]); an un-namespaced one exposes `read`. Resources keep their URIs.
@@ -58,7 +85,7 @@ pub(super) struct Inner {
 pub struct McpHub {
     pub(super) inner: Arc<Inner>,
     configs: Arc<Vec<McpServerConfig>>,
-    events: Option<EventBroadcaster>,
+    knobs: Knobs,
     server_filter: Option<ServerFilter>,
 }
 
@@ -74,7 +101,7 @@ impl std::fmt::Debug for McpHub {
                     .inner
                     .servers
                     .iter()
-                    .map(Server::name)
+                    .map(|s| s.name())
                     .collect::<Vec<_>>(),
             )
             .finish_non_exhaustive()
@@ -86,49 +113,39 @@ impl McpHub {
     pub fn new(servers: Vec<McpServerConfig>) -> Self {
         Self::build(
             Arc::new(servers),
-            None,
-            DEFAULT_CALL_TIMEOUT,
-            DEFAULT_RESULT_CAP,
-            DEFAULT_SEPARATOR.into(),
+            Knobs {
+                call_timeout: DEFAULT_CALL_TIMEOUT,
+                result_cap: DEFAULT_RESULT_CAP,
+                separator: DEFAULT_SEPARATOR.into(),
+                listing_wait: DEFAULT_LISTING_WAIT,
+                events: None,
+            },
         )
     }
 
-    fn build(
-        configs: Arc<Vec<McpServerConfig>>,
-        events: Option<EventBroadcaster>,
-        call_timeout: Duration,
-        result_cap: usize,
-        separator: String,
-    ) -> Self {
+    fn build(configs: Arc<Vec<McpServerConfig>>, knobs: Knobs) -> Self {
         let servers = configs
             .iter()
-            .map(|c| Server::new(c.clone(), events.clone()))
+            .map(|c| Server::new(c.clone(), knobs.events.clone(), knobs.call_timeout))
             .collect();
         Self {
             inner: Arc::new(Inner {
                 servers,
-                call_timeout,
-                result_cap,
-                separator,
+                call_timeout: knobs.call_timeout,
+                result_cap: knobs.result_cap,
+                separator: knobs.separator.clone(),
+                listing_wait: knobs.listing_wait,
             }),
             configs,
-            events,
+            knobs,
             server_filter: None,
         }
     }
 
-    fn rebuild(
-        self,
-        f: impl FnOnce(&mut Duration, &mut usize, &mut String, &mut Option<EventBroadcaster>),
-    ) -> Self {
-        let (mut t, mut cap, mut sep, mut ev) = (
-            self.inner.call_timeout,
-            self.inner.result_cap,
-            self.inner.separator.clone(),
-            self.events.clone(),
-        );
-        f(&mut t, &mut cap, &mut sep, &mut ev);
-        let mut hub = Self::build(self.configs.clone(), ev, t, cap, sep);
+    fn rebuild(self, f: impl FnOnce(&mut Knobs)) -> Self {
+        let mut knobs = self.knobs.clone();
+        f(&mut knobs);
+        let mut hub = Self::build(self.configs.clone(), knobs);
         hub.server_filter = self.server_filter;
         hub
     }
@@ -155,7 +172,10 @@ impl McpHub {
 
     /// The servers `scope` reaches: its one server when it is limited to one, else every
     /// server; less those the principal may not use.
-    pub(super) fn servers_in<'a>(&'a self, scope: &'a Scope) -> impl Iterator<Item = &'a Server> {
+    pub(super) fn servers_in<'a>(
+        &'a self,
+        scope: &'a Scope,
+    ) -> impl Iterator<Item = &'a Arc<Server>> {
         let principal = scope.principal();
         self.inner.servers.iter().filter(move |s| {
             scope.allows(s.name())
@@ -170,33 +190,46 @@ impl McpHub {
     /// reports a list change (share it with [`ConfigBuilder::event_broadcaster`](crate::ConfigBuilder::event_broadcaster)).
     /// Call the `with_*` methods before [`McpHub::start`]: each returns a fresh hub.
     pub fn with_events(self, events: EventBroadcaster) -> Self {
-        self.rebuild(|_, _, _, ev| *ev = Some(events))
+        self.rebuild(|k| k.events = Some(events))
     }
 
     /// Per-call timeout (default 60 s); a call that takes longer gets an `is_error` result.
+    /// Listing requests have the same timeout.
     pub fn with_call_timeout(self, timeout: Duration) -> Self {
-        self.rebuild(|t, _, _, _| *t = timeout)
+        self.rebuild(|k| k.call_timeout = timeout)
     }
 
     /// Cap on the model-facing text of one tool result (default 128 KiB); longer results
     /// keep their head and tail around a marker.
     pub fn with_result_cap(self, bytes: usize) -> Self {
-        self.rebuild(|_, c, _, _| *c = bytes.max(64))
+        self.rebuild(|k| k.result_cap = bytes.max(64))
     }
 
     /// The namespace separator (default `__`).
     pub fn with_separator(self, separator: impl Into<String>) -> Self {
         let separator = separator.into();
-        self.rebuild(|_, _, s, _| *s = separator)
+        self.rebuild(|k| k.separator = separator)
     }
 
-    /// Connects every server now, in parallel. Failures are logged and kept for
-    /// [`McpHub::status`]; they do not fail the hub.
+    /// How long assembling a turn (or a listing route) waits for a server whose listing is
+    /// missing or outdated (default [`DEFAULT_LISTING_WAIT`]). A server that made a request
+    /// wait this long is not waited for again until it has answered a listing; its listing
+    /// goes on in the background meanwhile, and the turn goes on with the last listing it
+    /// gave (or none). `Duration::ZERO` never waits: only what [`McpHub::start`] or earlier
+    /// refreshes listed is offered.
+    pub fn with_listing_wait(self, wait: Duration) -> Self {
+        self.rebuild(|k| k.listing_wait = wait)
+    }
+
+    /// Connects every server now and lists its tools, prompts and resources, in parallel.
+    /// Failures are logged and kept for [`McpHub::status`]; they do not fail the hub.
     pub async fn start(&self) {
-        join_all(self.inner.servers.iter().map(|s| async move {
-            let _ = s.client().await;
-        }))
-        .await;
+        join_all(self.inner.servers.iter().map(|s| s.refresh_all())).await;
+    }
+
+    /// How long a turn's listing may wait.
+    pub(super) fn briefly(&self) -> Wait {
+        Wait::Briefly(self.inner.listing_wait)
     }
 
     /// Each server's state for `/api/config` (`pending`, `connecting`, `connected`, `error`).
@@ -222,7 +255,7 @@ impl McpHub {
     /// Closes every connection and stops the child processes (dropping the hub does the
     /// same without waiting).
     pub async fn shutdown(&self) {
-        join_all(self.inner.servers.iter().map(Server::shutdown)).await;
+        join_all(self.inner.servers.iter().map(|s| s.shutdown())).await;
     }
 
     /// The configured server names, in order.
@@ -234,7 +267,7 @@ impl McpHub {
             .collect()
     }
 
-    pub(super) fn server(&self, name: &str) -> Option<&Server> {
+    pub(super) fn server(&self, name: &str) -> Option<&Arc<Server>> {
         self.inner.servers.iter().find(|s| s.name() == name)
     }
 
@@ -251,7 +284,7 @@ impl McpHub {
         &'a self,
         scope: &'a Scope,
         exposed: &str,
-    ) -> Option<(&'a Server, String)> {
+    ) -> Option<(&'a Arc<Server>, String)> {
         for s in self.servers_in(scope) {
             let original = if s.cfg.namespaced {
                 match exposed.strip_prefix(&format!("{}{}", s.name(), self.inner.separator)) {
@@ -261,7 +294,7 @@ impl McpHub {
             } else {
                 exposed
             };
-            if let Ok(tools) = s.tools(self.inner.call_timeout).await
+            if let Some(tools) = s.tools(Wait::ForCall).await
                 && tools.iter().any(|t| t.name == original)
             {
                 return Some((s, original.to_owned()));
@@ -273,21 +306,21 @@ impl McpHub {
     /// Every tool of every reachable server in `scope`, including app-only ones (with
     /// visibility).
     pub async fn list_tools(&self, scope: &Scope) -> Result<Vec<Tool>, HostError> {
-        let t = self.inner.call_timeout;
+        let wait = self.briefly();
         let lists = join_all(
             self.servers_in(scope)
-                .map(|s| async move { (s, s.tools(t).await) }),
+                .map(|s| async move { (s, s.tools(wait).await) }),
         )
         .await;
         let mut out = Vec::new();
-        for (s, r) in lists {
-            match r {
-                Ok(tools) => out.extend(
+        // A server with no listing yet is left out; its refresh logged why.
+        for (s, tools) in lists {
+            if let Some(tools) = tools {
+                out.extend(
                     tools
                         .iter()
                         .map(|t| convert::tool(t, &self.exposed(s, &t.name))),
-                ),
-                Err(e) => tracing::warn!(server = %s.name(), "skipping MCP server's tools: {e}"),
+                );
             }
         }
         Ok(out)
@@ -342,9 +375,8 @@ impl McpHub {
             return Err(HostError::NotFound(format!("unknown tool {name:?}")));
         };
         let ui = s
-            .tools(self.inner.call_timeout)
+            .tools(Wait::ForCall)
             .await
-            .ok()
             .and_then(|ts| {
                 ts.iter()
                     .find(|t| t.name == original)

@@ -9,9 +9,13 @@
 //!   the 2026-07-28 `server/discover` lifecycle and falls back to `initialize` (2025-11-25),
 //!   so both new and older servers work. The client advertises the MCP Apps extension
 //!   (`io.modelcontextprotocol/ui`, `mimeTypes: ["text/html;profile=mcp-app"]`).
-//! - **Listings** are cached per server and dropped on `list_changed` (which also reaches
-//!   `/api/events` as `tools_changed` / `prompts_changed` / `resources_changed`) and on
-//!   reconnect. On 2026-07-28 connections the notifications come on a `subscriptions/listen`
+//! - **Listings** are cached per server and served from the cache; `list_changed` and a
+//!   reconnect mark them outdated and a background refresh replaces them (the notification
+//!   reaches `/api/events` as `tools_changed` / `prompts_changed` / `resources_changed` once
+//!   the new listing is in). A turn waits for a missing or outdated listing at most
+//!   [`McpHub::with_listing_wait`] (2 s by default), and never again for a server that made it
+//!   wait that long until it lists again: a dead or hanging server does not hold up the first
+//!   token. On 2026-07-28 connections the notifications come on a `subscriptions/listen`
 //!   stream the hub opens for what the server advertises; on older ones, via the handler.
 //! - **Failures**: a tool's own error, a timeout (default 60 s) and a server that died during
 //!   the call are all `is_error` results (naming the server), never transport errors to the
@@ -31,6 +35,7 @@ pub(crate) mod convert;
 mod demo;
 pub(crate) mod http_client;
 mod hub;
+mod listing;
 mod outbound;
 mod server;
 mod skills;
@@ -46,7 +51,10 @@ pub(crate) use conn::child_env;
 pub use demo::{
     DEMO_APP_ONLY_TOOL, DEMO_APP_TOOL, DEMO_SERVER_NAME, DEMO_VIEW_URI, demo_server_config,
 };
-pub use hub::{DEFAULT_CALL_TIMEOUT, DEFAULT_RESULT_CAP, DEFAULT_SEPARATOR, McpHub, ServerFilter};
+pub use hub::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_LISTING_WAIT, DEFAULT_RESULT_CAP, DEFAULT_SEPARATOR, McpHub,
+    ServerFilter,
+};
 pub use outbound::{OutboundError, OutboundPolicy, refused_kind};
 
 use crate::access::Scope;

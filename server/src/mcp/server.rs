@@ -7,12 +7,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures_util::future::join_all;
 use rmcp::ServiceError;
 use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
 use serde_json::{Map, Value};
+use tokio::task::AbortHandle;
 
 use super::config::{McpServerConfig, McpTransport};
-use super::conn::{Cache, Client, ConnState, Shared, StatusCell, backoff, connect};
+use super::conn::{Client, ConnState, ListKind, Shared, StatusCell, backoff, connect};
+use super::listing::{Cache, Refreshes, Slot, Wait};
 use crate::events::EventBroadcaster;
 use crate::secrets::redact_urls;
 
@@ -47,22 +50,33 @@ pub(crate) struct Server {
     pub shared: Arc<Shared>,
     conn: tokio::sync::Mutex<ConnState>,
     status: Mutex<StatusCell>,
+    /// How long one listing request (after connecting) may take.
+    list_timeout: Duration,
+    /// Background refreshes still running, aborted when the hub goes away.
+    tasks: Mutex<Vec<AbortHandle>>,
 }
 
 impl Server {
-    pub fn new(cfg: McpServerConfig, events: Option<EventBroadcaster>) -> Self {
-        let shared = Arc::new(Shared {
-            name: cfg.name.clone(),
-            cache: Mutex::new(Cache::default()),
-            generation: AtomicU64::new(0),
-            events,
-        });
-        Self {
+    pub fn new(
+        cfg: McpServerConfig,
+        events: Option<EventBroadcaster>,
+        list_timeout: Duration,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
+            shared: Arc::new(Shared {
+                name: cfg.name.clone(),
+                cache: Mutex::new(Cache::default()),
+                generation: AtomicU64::new(0),
+                events,
+                refreshes: Refreshes::default(),
+                server: me.clone(),
+            }),
             cfg,
-            shared,
             conn: tokio::sync::Mutex::new(ConnState::default()),
             status: Mutex::new(StatusCell::default()),
-        }
+            list_timeout,
+            tasks: Mutex::new(Vec::new()),
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -222,82 +236,178 @@ impl Server {
         unreachable!("the loop returns on its second attempt")
     }
 
-    pub async fn tools(&self, timeout: Duration) -> Result<Arc<Vec<rmcp::model::Tool>>, CallError> {
-        if let Some(t) = self.cache().tools.clone() {
-            return Ok(t);
-        }
-        let generation = self.shared.generation.load(Ordering::SeqCst);
-        let c = self.client().await?;
-        let tools = if c.capabilities().tools.is_some() {
-            Arc::new(
-                self.run(timeout, |c| async move { c.svc.list_all_tools().await })
-                    .await?,
-            )
-        } else {
-            Arc::new(Vec::new())
-        };
-        self.store(generation, |cache| cache.tools = Some(tools.clone()));
-        Ok(tools)
+    /// The tools, from the cache (see [`super::listing`] for how long this waits).
+    pub async fn tools(self: &Arc<Self>, wait: Wait) -> Option<Arc<Vec<rmcp::model::Tool>>> {
+        self.listed(ListKind::Tools, wait, |c| &c.tools).await
     }
 
-    pub async fn prompts(
-        &self,
-        timeout: Duration,
-    ) -> Result<Arc<Vec<rmcp::model::Prompt>>, CallError> {
-        if let Some(p) = self.cache().prompts.clone() {
-            return Ok(p);
-        }
-        let generation = self.shared.generation.load(Ordering::SeqCst);
-        let c = self.client().await?;
-        let prompts = if c.capabilities().prompts.is_some() {
-            Arc::new(
-                self.run(timeout, |c| async move { c.svc.list_all_prompts().await })
-                    .await?,
-            )
-        } else {
-            Arc::new(Vec::new())
-        };
-        self.store(generation, |cache| cache.prompts = Some(prompts.clone()));
-        Ok(prompts)
+    /// The prompts, from the cache.
+    pub async fn prompts(self: &Arc<Self>, wait: Wait) -> Option<Arc<Vec<rmcp::model::Prompt>>> {
+        self.listed(ListKind::Prompts, wait, |c| &c.prompts).await
     }
 
-    pub async fn resources(&self, timeout: Duration) -> Result<Arc<ResourceListing>, CallError> {
-        if let Some(r) = self.cache().resources.clone() {
-            return Ok(r);
-        }
-        let generation = self.shared.generation.load(Ordering::SeqCst);
-        let c = self.client().await?;
-        let listing = if c.capabilities().resources.is_some() {
-            let resources = self
-                .run(timeout, |c| async move { c.svc.list_all_resources().await })
-                .await?;
-            // Templates are optional even for servers with resources.
-            let templates = self
-                .run(timeout, |c| async move {
-                    c.svc.list_all_resource_templates().await
-                })
-                .await
-                .unwrap_or_default();
-            ResourceListing {
-                resources,
-                templates,
+    /// The resources and templates, from the cache.
+    pub async fn resources(self: &Arc<Self>, wait: Wait) -> Option<Arc<ResourceListing>> {
+        self.listed(ListKind::Resources, wait, |c| &c.resources)
+            .await
+    }
+
+    async fn listed<T>(
+        self: &Arc<Self>,
+        kind: ListKind,
+        wait: Wait,
+        slot: fn(&Cache) -> &Slot<T>,
+    ) -> Option<Arc<T>> {
+        let mut ended = self.shared.refreshes.watch(kind);
+        let last = {
+            let cache = self.cache();
+            if let Some(current) = slot(&cache).current() {
+                return Some(current);
             }
-        } else {
-            ResourceListing::default()
+            slot(&cache).value()
         };
-        let listing = Arc::new(listing);
-        self.store(generation, |cache| cache.resources = Some(listing.clone()));
-        Ok(listing)
+        self.spawn_refresh(kind);
+        let limit = match wait {
+            // A slow server that never listed offered nothing to call.
+            Wait::ForCall if last.is_some() || self.shared.refreshes.is_slow() => return last,
+            Wait::ForCall => None,
+            Wait::Briefly(d) if d.is_zero() || self.shared.refreshes.is_slow() => return last,
+            Wait::Briefly(d) => Some(d),
+        };
+        match limit {
+            None => {
+                let _ = ended.changed().await;
+            }
+            Some(d) => {
+                if tokio::time::timeout(d, ended.changed()).await.is_err() {
+                    self.shared.refreshes.mark_slow();
+                    tracing::warn!(
+                        server = %self.name(),
+                        ?kind,
+                        "MCP server did not list within {d:?}; going on without waiting for it \
+                         (the listing goes on in the background)"
+                    );
+                    return last;
+                }
+            }
+        }
+        slot(&self.cache()).value()
+    }
+
+    /// Starts a background refresh of `kind` unless one is running.
+    pub fn spawn_refresh(self: &Arc<Self>, kind: ListKind) {
+        if !self.shared.refreshes.claim(kind) {
+            return;
+        }
+        let me = self.clone();
+        let task = tokio::spawn(async move { me.refresh(kind).await });
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task.abort_handle());
+    }
+
+    /// Fetches `kind` now (the caller claimed the refresh), then ends the refresh.
+    async fn refresh(&self, kind: ListKind) {
+        let r = self.fetch(kind).await;
+        if let Err(e) = &r {
+            tracing::warn!(server = %self.name(), ?kind, "listing the MCP server failed: {e}");
+        }
+        if self.shared.refreshes.end(kind, r.is_ok()) {
+            self.shared.announce(kind);
+        }
+    }
+
+    /// Refreshes every listing now and waits for them (for [`McpHub::start`](super::McpHub::start)).
+    pub async fn refresh_all(&self) {
+        join_all(ListKind::ALL.into_iter().map(|kind| async move {
+            if self.shared.refreshes.claim(kind) {
+                self.refresh(kind).await;
+            }
+        }))
+        .await;
+    }
+
+    /// Lists `kind` from the server and stores it; listed again when a change raced with it.
+    async fn fetch(&self, kind: ListKind) -> Result<(), CallError> {
+        const ATTEMPTS: usize = 3;
+        for _ in 0..ATTEMPTS {
+            // Connecting (which outdates every listing) comes before the generation is read.
+            let c = self.client().await?;
+            let generation = self.shared.generation.load(Ordering::SeqCst);
+            let caps = c.capabilities();
+            let t = self.list_timeout;
+            let stored = match kind {
+                ListKind::Tools => {
+                    let tools = if caps.tools.is_some() {
+                        self.run(t, |c| async move { c.svc.list_all_tools().await })
+                            .await?
+                    } else {
+                        Vec::new()
+                    };
+                    self.store(generation, |c| &mut c.tools, tools)
+                }
+                ListKind::Prompts => {
+                    let prompts = if caps.prompts.is_some() {
+                        self.run(t, |c| async move { c.svc.list_all_prompts().await })
+                            .await?
+                    } else {
+                        Vec::new()
+                    };
+                    self.store(generation, |c| &mut c.prompts, prompts)
+                }
+                ListKind::Resources => {
+                    let listing = if caps.resources.is_some() {
+                        let resources = self
+                            .run(t, |c| async move { c.svc.list_all_resources().await })
+                            .await?;
+                        // Templates are optional even for servers with resources.
+                        let templates = self
+                            .run(
+                                t,
+                                |c| async move { c.svc.list_all_resource_templates().await },
+                            )
+                            .await
+                            .unwrap_or_default();
+                        ResourceListing {
+                            resources,
+                            templates,
+                        }
+                    } else {
+                        ResourceListing::default()
+                    };
+                    self.store(generation, |c| &mut c.resources, listing)
+                }
+            };
+            if stored {
+                return Ok(());
+            }
+        }
+        // It kept changing while we listed: what we have is outdated and is listed again
+        // on its next use.
+        Ok(())
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
         self.shared.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn store(&self, generation: u64, f: impl FnOnce(&mut Cache)) {
+    /// Stores a fetched listing, current when no change came since `generation`.
+    fn store<T>(&self, generation: u64, slot: fn(&mut Cache) -> &mut Slot<T>, value: T) -> bool {
         let mut cache = self.cache();
-        if self.shared.generation.load(Ordering::SeqCst) == generation {
-            f(&mut cache);
+        let current = self.shared.generation.load(Ordering::SeqCst) == generation;
+        slot(&mut cache).set(Arc::new(value), current);
+        current
+    }
+
+    /// Aborts the background refreshes (the hub is going away).
+    pub fn abort_refreshes(&self) {
+        for t in self
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            t.abort();
         }
     }
 

@@ -31,12 +31,13 @@ pub(crate) async fn dispatch(
         ));
     }
     let principal = req.cx.principal();
+    um.seed_presets(&principal).await?;
     match endpoint {
         Endpoint::UserMcpList => list(um, &principal).await,
         Endpoint::UserMcpCreate => create(um, &principal, req).await,
         Endpoint::UserMcpGet => Ok(json(
             StatusCode::OK,
-            &wire(&find(um, &principal, param).await?),
+            &wire(um, &find(um, &principal, param).await?),
         )),
         Endpoint::UserMcpPatch => patch(um, &principal, req, param).await,
         Endpoint::UserMcpDelete => delete(um, &principal, param).await,
@@ -51,8 +52,10 @@ pub(crate) async fn dispatch(
     }
 }
 
-fn wire(r: &UserMcpRecord) -> UserMcpServer {
-    r.to_wire()
+fn wire(um: &UserMcp, r: &UserMcpRecord) -> UserMcpServer {
+    let mut w = r.to_wire();
+    w.preset = um.is_preset(r);
+    w
 }
 
 /// The principal's server `slug`; 404 for any other (including another principal's).
@@ -65,7 +68,13 @@ async fn find(um: &UserMcp, principal: &Principal, slug: &str) -> Result<UserMcp
 }
 
 async fn list(um: &UserMcp, principal: &Principal) -> Result<Response, ApiError> {
-    let list: Vec<UserMcpServer> = um.store.list(principal).await?.iter().map(wire).collect();
+    let list: Vec<UserMcpServer> = um
+        .store
+        .list(principal)
+        .await?
+        .iter()
+        .map(|r| wire(um, r))
+        .collect();
     Ok(json(StatusCode::OK, &list))
 }
 
@@ -90,7 +99,7 @@ async fn create(um: &UserMcp, principal: &Principal, mut req: Req) -> Result<Res
     record.credentials = um.seal_headers(principal, slug, &body.headers)?;
     um.store.create(principal, record.clone()).await?;
     tracing::info!(principal = principal.id(), slug, "user MCP server added");
-    Ok(json(StatusCode::CREATED, &wire(&record)))
+    Ok(json(StatusCode::CREATED, &wire(um, &record)))
 }
 
 async fn patch(
@@ -106,6 +115,11 @@ async fn patch(
     }
     if let Some(url) = &body.url {
         let url = check_url(&um.policy, url)?;
+        if url != record.url && um.is_preset(&record) {
+            return Err(ApiError::BadRequest(format!(
+                "{slug:?} is the operator's preset: its URL cannot change"
+            )));
+        }
         if url != record.url {
             // The last review came from the old endpoint.
             record.pending.clear();
@@ -121,12 +135,17 @@ async fn patch(
     }
     record.updated_at = now_ms();
     save(um, principal, &record).await?;
-    Ok(json(StatusCode::OK, &wire(&record)))
+    Ok(json(StatusCode::OK, &wire(um, &record)))
 }
 
 async fn delete(um: &UserMcp, principal: &Principal, slug: &str) -> Result<Response, ApiError> {
-    let found = check_slug(slug).is_ok() && um.store.delete(principal, slug).await?;
-    if !found {
+    let record = find(um, principal, slug).await?;
+    if um.is_preset(&record) {
+        return Err(ApiError::Conflict(format!(
+            "{slug:?} is the operator's preset and would come back; disable it instead"
+        )));
+    }
+    if !um.store.delete(principal, slug).await? {
         return Err(ApiError::NotFound(format!("no MCP server {slug:?}")));
     }
     tracing::info!(principal = principal.id(), slug, "user MCP server deleted");
@@ -162,7 +181,7 @@ async fn accept(
     snapshot::accept(&mut record, body)?;
     record.updated_at = now_ms();
     save(um, principal, &record).await?;
-    Ok(json(StatusCode::OK, &wire(&record)))
+    Ok(json(StatusCode::OK, &wire(um, &record)))
 }
 
 /// Writes `record` back; 404 when it was deleted meanwhile, 409 when it changed.

@@ -39,11 +39,16 @@
 //!   user's "always allow" list still turns an `ask` into an allow, as for any tool.
 //! - **Writes are checked-and-set** on the record's revision: a write that raced with another
 //!   is a 409, never a silent loss.
+//! - **Presets** ([`UserMcpPreset`], [`UserMcp::with_presets`]): the operator's servers are
+//!   seeded into each user's registry, disabled and without tools, the first time the user
+//!   uses these routes; the user reviews and accepts them like their own. A preset cannot be
+//!   deleted (409: disable it) and its URL cannot change.
 //! - **Limits**: [`MAX_SERVERS`] per principal, [`MAX_HEADERS`] headers of at most
 //!   [`MAX_HEADER_BYTES`] each, [`MAX_TOOLS`] tools per listing.
 
 mod host;
 mod memory;
+mod presets;
 pub mod snapshot;
 mod upstream;
 
@@ -53,6 +58,7 @@ pub mod conformance;
 pub(crate) use host::UserToolsHost;
 pub use host::{UNTRUSTED_TOOL_RULES, USER_TOOL_SEPARATOR, exposed_name};
 pub use memory::MemoryUserMcpStore;
+pub use presets::{PresetError, UserMcpPreset};
 pub use upstream::DEFAULT_UPSTREAM_TIMEOUT;
 
 use std::collections::BTreeMap;
@@ -183,6 +189,7 @@ impl UserMcpRecord {
             created_at: self.created_at,
             updated_at: self.updated_at,
             tools: self.tools.clone(),
+            preset: false,
         }
     }
 }
@@ -268,6 +275,7 @@ pub struct UserMcp {
     pub(crate) keyring: Keyring,
     pub(crate) policy: OutboundPolicy,
     pub(crate) upstream_timeout: Duration,
+    pub(crate) presets: Arc<presets::Presets>,
 }
 
 impl fmt::Debug for UserMcp {
@@ -294,6 +302,7 @@ impl UserMcp {
             keyring,
             policy,
             upstream_timeout: DEFAULT_UPSTREAM_TIMEOUT,
+            presets: Arc::default(),
         }
     }
 

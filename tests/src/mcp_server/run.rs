@@ -47,6 +47,8 @@ pub struct HttpTestServer {
     pub addr: SocketAddr,
     /// `(authorization, x-test)` headers of every request received.
     pub headers: SeenHeaders,
+    /// The `Mcp-Method` header of every request that had one (`tools/list`, …).
+    pub methods: Arc<Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -76,7 +78,8 @@ pub async fn serve_http() -> HttpTestServer {
         StreamableHttpServerConfig::default(),
     );
     let headers = SeenHeaders::default();
-    let seen = headers.clone();
+    let methods = Arc::<Mutex<Vec<String>>>::default();
+    let (seen, seen_methods) = (headers.clone(), methods.clone());
     let svc = tower::ServiceBuilder::new()
         .map_request(move |req: http::Request<hyper::body::Incoming>| {
             let h = |n: &str| {
@@ -86,6 +89,9 @@ pub async fn serve_http() -> HttpTestServer {
                     .map(str::to_owned)
             };
             seen.lock().unwrap().push((h("authorization"), h("x-test")));
+            if let Some(m) = h("mcp-method") {
+                seen_methods.lock().unwrap().push(m);
+            }
             req
         })
         .service(svc);
@@ -105,6 +111,7 @@ pub async fn serve_http() -> HttpTestServer {
     HttpTestServer {
         addr,
         headers,
+        methods,
         task,
     }
 }

@@ -111,7 +111,10 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
                  anonymous user, who has no MCP servers of their own (401)"
             );
         }
-        builder = builder.user_mcp(UserMcp::new_arc(user_servers, keyring, policy));
+        let user_mcp = UserMcp::new_arc(user_servers, keyring, policy)
+            .with_presets(um.presets.iter().cloned())
+            .map_err(|e| e.to_string())?;
+        builder = builder.user_mcp(user_mcp);
     }
     for name in &s.allowed_hosts {
         builder = builder.allowed_host(name.clone());

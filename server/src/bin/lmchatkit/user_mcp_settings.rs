@@ -1,7 +1,9 @@
 //! `[user_mcp]` of the TOML file: whether signed-in users may add their own MCP servers, the
 //! hosts the operator allows them to reach over http and at private addresses (`allow_hosts`),
 //! and the key file that seals their credentials (`key_file`, default `user-mcp.key` next to
-//! the history database, created 0600 on first run).
+//! the history database, created 0600 on first run), and the presets every user is offered
+//! (`[[user_mcp.presets]]` with `slug`, `url` and an optional `name`; see
+//! `lmchatkit::user_mcp::UserMcpPreset`).
 //!
 //! Users' servers live in the history's SQLite file (in memory with `db = "memory:"`). Only
 //! signed-in principals have a registry: behind `--trusted-user-header`; with a token, every
@@ -10,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use lmchatkit::mcp::OutboundPolicy;
+use lmchatkit::user_mcp::UserMcpPreset;
 use serde::Deserialize;
 
 /// The file's `[user_mcp]` table.
@@ -20,6 +23,17 @@ pub struct FileUserMcp {
     #[serde(default)]
     allow_hosts: Vec<String>,
     pub key_file: Option<PathBuf>,
+    #[serde(default)]
+    presets: Vec<FilePreset>,
+}
+
+/// One `[[user_mcp.presets]]` entry.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilePreset {
+    slug: String,
+    url: String,
+    name: Option<String>,
 }
 
 /// `[user_mcp]`, resolved (present only when enabled).
@@ -29,6 +43,8 @@ pub struct UserMcpSettings {
     pub allow_hosts: Vec<String>,
     /// Where the sealing key lives (`None`: next to the history file).
     pub key_file: Option<PathBuf>,
+    /// Servers offered to every user (checked against the policy when the service is built).
+    pub presets: Vec<UserMcpPreset>,
 }
 
 impl UserMcpSettings {
@@ -68,10 +84,24 @@ pub fn resolve(file: FileUserMcp) -> Result<Option<UserMcpSettings>, String> {
             "user_mcp.allow_hosts: {bad:?} is not a host name or IP address"
         ));
     }
-    Ok(Some(UserMcpSettings {
+    let mut settings = UserMcpSettings {
         allow_hosts,
         key_file: file.key_file,
-    }))
+        presets: Vec::new(),
+    };
+    // Checked here too, so that a bad preset is a configuration error (exit 2).
+    let policy = settings.policy();
+    for p in file.presets {
+        let preset = UserMcpPreset::new(p.slug, p.url);
+        let preset = match p.name {
+            Some(name) => preset.with_name(name),
+            None => preset,
+        };
+        settings
+            .presets
+            .push(preset.check(&policy).map_err(|e| e.to_string())?);
+    }
+    Ok(Some(settings))
 }
 
 #[cfg(test)]
@@ -116,5 +146,29 @@ mod tests {
             Path::new("/k/key")
         );
         assert!(resolve(file("enabled = true\nallow_hosts = [\"http://x/\"]")).is_err());
+    }
+
+    #[test]
+    fn presets_are_read_with_their_optional_name() {
+        let s = resolve(file(
+            "enabled = true\n[[presets]]\nslug = \"docs\"\nurl = \"https://mcp.example.com/mcp\"\n\
+             [[presets]]\nslug = \"wiki\"\nurl = \"https://wiki.example.com/mcp\"\nname = \"Wiki\"",
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            s.presets,
+            [
+                UserMcpPreset::new("docs", "https://mcp.example.com/mcp"),
+                UserMcpPreset::new("wiki", "https://wiki.example.com/mcp").with_name("Wiki"),
+            ]
+        );
+        assert!(
+            toml::from_str::<FileUserMcp>(
+                "[[presets]]\nslug = \"x\"\nurl = \"https://x/\"\nheaders = {}"
+            )
+            .is_err(),
+            "a preset has no headers: credentials are each user's"
+        );
     }
 }
