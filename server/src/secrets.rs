@@ -8,6 +8,9 @@
 //!   lose their userinfo, query and fragment ([`redact_url`], [`redact_urls`]). Scheme, host,
 //!   port and path stay, so an operator can still tell which endpoint failed; a secret in the
 //!   *path* (rare) is not caught.
+//! - **Log lines of other crates** (rmcp logs a failed connection's URL, query and all) are
+//!   caught at the writer: [`RedactingWriter`] runs [`redact_urls`] over each whole line before
+//!   it reaches its output. The app writes its logs through it; a library user can do the same.
 //! - **Redirects** of the OpenAI-compatible upstream and of Streamable HTTP MCP servers are
 //!   followed only within the origin (scheme, host and port) of the first request
 //!   ([`same_origin_redirects`]). reqwest drops `Authorization` and cookies on a cross-host
@@ -121,6 +124,63 @@ pub fn redact_urls(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// A writer that holds what is written until it is dropped, then writes it with every URL's
+/// userinfo, query and fragment removed ([`redact_urls`]). A `tracing` formatter writes one
+/// event per writer, so each log line is redacted whole, whatever crate logged it:
+///
+/// ```
+/// use std::io::Write;
+/// use lmchatkit::secrets::RedactingWriter;
+///
+/// let mut out = Vec::new();
+/// {
+///     let mut w = RedactingWriter::new(&mut out);
+///     write!(w, "connecting to http://h.example/mcp").unwrap();
+///     writeln!(w, "?token=secret failed").unwrap();
+/// }
+/// assert_eq!(String::from_utf8(out).unwrap(), "connecting to http://h.example/mcp failed\n");
+/// // With tracing-subscriber:
+/// // fmt().with_writer(|| RedactingWriter::new(std::io::stderr())).init();
+/// ```
+pub struct RedactingWriter<W: std::io::Write> {
+    inner: W,
+    held: Vec<u8>,
+}
+
+impl<W: std::io::Write> RedactingWriter<W> {
+    /// Redacts into `inner`.
+    pub fn new(inner: W) -> Self {
+        Self {
+            inner,
+            held: Vec::new(),
+        }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for RedactingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.held.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        // Held until the end: a URL may be split across writes.
+        Ok(())
+    }
+}
+
+impl<W: std::io::Write> Drop for RedactingWriter<W> {
+    fn drop(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        let text = String::from_utf8_lossy(&self.held);
+        // Nowhere to report a failed log write.
+        let _ = self.inner.write_all(redact_urls(&text).as_bytes());
+        let _ = self.inner.flush();
+    }
 }
 
 /// The redirect policy of lmchatkit's HTTP clients: follow at most 10 redirects, and only

@@ -325,3 +325,39 @@ async fn the_approval_table_blocks_denied_tools_and_the_history_file_keeps_alway
         json!({"always": ["demo__clock_now"]})
     );
 }
+
+#[test]
+fn a_secret_in_an_mcp_servers_url_query_never_reaches_the_log() {
+    const CANARY: &str = "canary-query-token-5e1d";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lmchatkit.toml");
+    // Nothing listens there: connecting fails, and both rmcp and the hub log why.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        &path,
+        format!(
+            "log = \"debug\"\n[[mcp.servers]]\nname = \"leaky\"\n\
+             url = \"http://127.0.0.1:{port}/mcp?token={CANARY}\"\n"
+        ),
+    )
+    .unwrap();
+    let mut app = binary_support::start_logged(&["--config", path.to_str().unwrap()], &[]);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let _ = app.child.kill();
+    let mut logs = String::new();
+    std::io::Read::read_to_string(&mut app.stderr.take().unwrap(), &mut logs).unwrap();
+    assert!(
+        logs.contains("leaky"),
+        "the failed connect was not logged: {logs}"
+    );
+    assert!(
+        logs.contains(&format!("127.0.0.1:{port}/mcp")),
+        "the URL itself stays in the log: {logs}"
+    );
+    let leaked: Vec<&str> = logs.lines().filter(|l| l.contains(CANARY)).collect();
+    assert!(leaked.is_empty(), "log lines with the token: {leaked:#?}");
+}

@@ -68,8 +68,10 @@ fn init_logging(s: &Settings) {
         );
         tracing_subscriber::EnvFilter::new("info")
     });
+    // Every line loses URL queries and user info, whichever crate logged it (rmcp logs the
+    // URL of a failed connection whole).
     let logs = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| lmchatkit::secrets::RedactingWriter::new(std::io::stderr()))
         .with_env_filter(filter);
     match s.log_format {
         LogFormat::Text => logs.init(),
