@@ -257,3 +257,60 @@ async fn skills_visibility_and_views_through_the_routes() {
         "{resources}"
     );
 }
+
+/// A Streamable HTTP "server" that takes connections and never answers.
+async fn hanging_server() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    (url, task)
+}
+
+#[tokio::test]
+async fn a_hanging_operator_server_delays_a_turn_once_by_the_listing_wait_at_most() {
+    let (url, _hang) = hanging_server().await;
+    let hub = McpHub::new(vec![
+        McpServerConfig::http("hang", url),
+        McpServerConfig::in_process("test", duplex_connector()),
+    ])
+    .with_listing_wait(Duration::from_secs(5));
+    let (mock, server) = setup(hub).await;
+    let messages = json!([{"role": "user", "content": "hi"}]);
+    let offered = || {
+        let requests = mock.observed.requests.lock().unwrap();
+        let tools = requests.last().unwrap()["tools"].as_array().cloned();
+        tools
+            .unwrap_or_default()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+
+    // Connecting alone may take 30 s; the turn waits for the listing 5 s at most.
+    let started = std::time::Instant::now();
+    let events = chat(&server, &messages).await;
+    let first = started.elapsed();
+    assert_eq!(events.last().unwrap()["type"], "done", "{events:?}");
+    assert!(
+        first < Duration::from_secs(15),
+        "the first turn took {first:?}"
+    );
+    let tools = offered();
+    assert!(tools.contains(&"test__add".to_owned()), "{tools:?}");
+    assert!(!tools.iter().any(|t| t.starts_with("hang__")), "{tools:?}");
+
+    // The server made a turn wait: later turns do not wait for it at all.
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        let events = chat(&server, &messages).await;
+        let took = started.elapsed();
+        assert_eq!(events.last().unwrap()["type"], "done");
+        assert!(took < Duration::from_secs(3), "a later turn took {took:?}");
+        assert!(offered().contains(&"test__add".to_owned()));
+    }
+}

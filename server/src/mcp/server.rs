@@ -258,6 +258,11 @@ impl Server {
         wait: Wait,
         slot: fn(&Cache) -> &Slot<T>,
     ) -> Option<Arc<T>> {
+        // The common case, a current listing, takes one lock and no subscription.
+        if let Some(current) = slot(&self.cache()).current() {
+            return Some(current);
+        }
+        // Subscribed before looking again, so a refresh ending in between is not missed.
         let mut ended = self.shared.refreshes.watch(kind);
         let last = {
             let cache = self.cache();
