@@ -9,7 +9,9 @@ use std::time::Duration;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::mcp::{McpHub, McpServerConfig};
 use lmchatkit::{ChatService, Config, StandardHost};
-use lmchatkit_tests::mcp_server::{APP_MIME, SKILL_URI, UI_URI, duplex_connector, npm_bin};
+use lmchatkit_tests::mcp_server::{
+    APP_MIME, SKILL_URI, UI_URI, duplex_connector, npm_bin, serve_hanging,
+};
 use lmchatkit_tests::mock_upstream::MockUpstream;
 use lmchatkit_tests::serve::{Served, serve};
 use serde_json::{Value, json};
@@ -258,22 +260,9 @@ async fn skills_visibility_and_views_through_the_routes() {
     );
 }
 
-/// A Streamable HTTP "server" that takes connections and never answers.
-async fn hanging_server() -> (String, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((stream, _)) = listener.accept().await {
-            held.push(stream);
-        }
-    });
-    (url, task)
-}
-
 #[tokio::test]
 async fn a_hanging_operator_server_delays_a_turn_once_by_the_listing_wait_at_most() {
-    let (url, _hang) = hanging_server().await;
+    let (url, _hang) = serve_hanging().await;
     let hub = McpHub::new(vec![
         McpServerConfig::http("hang", url),
         McpServerConfig::in_process("test", duplex_connector()),

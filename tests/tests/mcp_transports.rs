@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use lmchatkit::mcp::{McpHub, McpServerConfig};
 use lmchatkit::protocol::ServerEventType;
 use lmchatkit::{EventBroadcaster, Principal, Scope};
-use lmchatkit_tests::mcp_server::{UI_URI, duplex_connector, serve_http};
+use lmchatkit_tests::mcp_server::{UI_URI, duplex_connector, serve_hanging, serve_http};
 use serde_json::json;
 
 fn stdio_server(name: &str) -> McpServerConfig {
@@ -168,22 +168,9 @@ fn view_of(server: &str) -> Scope {
     Scope::view(Default::default(), Some(server.into()))
 }
 
-/// A Streamable HTTP "server" that takes connections and requests and never answers.
-async fn hanging_server() -> (String, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((stream, _)) = listener.accept().await {
-            held.push(stream);
-        }
-    });
-    (url, task)
-}
-
 #[tokio::test]
 async fn a_hanging_server_holds_up_a_listing_once_by_the_wait_and_then_never() {
-    let (url, _hang) = hanging_server().await;
+    let (url, _hang) = serve_hanging().await;
     let hub = McpHub::new(vec![
         McpServerConfig::http("hang", url),
         McpServerConfig::in_process("test", duplex_connector()),

@@ -116,6 +116,22 @@ pub async fn serve_http() -> HttpTestServer {
     }
 }
 
+/// A Streamable HTTP "server" on 127.0.0.1 that takes connections and requests and never
+/// answers: its URL and the task holding them (abort it, or let the runtime end, to close).
+pub async fn serve_hanging() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    (url, task)
+}
+
 /// A binary of the npm MCP servers installed by `scripts/setup-test.sh` (in
 /// `.tools/mcp/node_modules/.bin/`, or `$LMCHATKIT_MCP_TOOLS/node_modules/.bin/`), or `None`
 /// with a note on stderr when it is missing (`cargo test` alone never downloads anything; see
