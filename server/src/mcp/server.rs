@@ -325,8 +325,12 @@ impl Server {
     /// Refreshes every listing now and waits for them (for [`McpHub::start`](super::McpHub::start)).
     pub async fn refresh_all(&self) {
         join_all(ListKind::ALL.into_iter().map(|kind| async move {
+            let mut ended = self.shared.refreshes.watch(kind);
             if self.shared.refreshes.claim(kind) {
                 self.refresh(kind).await;
+            } else {
+                // One is running already (a turn started it): wait for that one.
+                let _ = ended.changed().await;
             }
         }))
         .await;
