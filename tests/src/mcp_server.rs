@@ -365,5 +365,6 @@ impl ServerHandler for TestServer {
 
 mod run;
 pub use run::{
-    HttpTestServer, SeenHeaders, duplex_connector, free_port, npm_bin, serve_http, serve_stdio,
+    HttpTestServer, SeenHeaders, duplex_connector, free_port, npm_bin, npm_file, serve_http,
+    serve_stdio,
 };
