@@ -23,8 +23,9 @@ PKGS=(
   "@modelcontextprotocol/sdk@1.32.2"
 )
 
-installed_version() { # name -> version installed in $DIR, or empty
-  sed -n 's/^  "version": "\(.*\)",\{0,1\}$/\1/p' "$DIR/node_modules/$1/package.json" 2>/dev/null | head -n1 || true
+installed_version() { # name -> version installed in $DIR, or empty (the first "version" line,
+  # whatever its indentation: the SDK's package.json indents by four)
+  sed -n 's/^ *"version": "\(.*\)",\{0,1\}$/\1/p' "$DIR/node_modules/$1/package.json" 2>/dev/null | head -n1 || true
 }
 
 ensure_npm() {
