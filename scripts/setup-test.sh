@@ -6,6 +6,8 @@
 #   .tools/mcp/:
 #   - npm @modelcontextprotocol/server-everything@2026.8.31   (stdio + streamableHttp)
 #   - npm @modelcontextprotocol/server-basic-vanillajs@2.0.3  (an MCP Apps example, stdio)
+#   - npm @modelcontextprotocol/sdk@1.32.2  (its example Streamable HTTP server with the demo
+#     OAuth authorization server, `simpleStreamableHttp.js --oauth`: tests/user_mcp_oauth.rs)
 #   .tools/aisdk/: tests/aisdk/package.json (ai@6.0.0 and ai@6.0.326 side by side, npm aliases)
 #
 # The MCP tests find them in .tools/mcp/node_modules/.bin/ (or in $LMCHATKIT_MCP_TOOLS), the
@@ -18,10 +20,12 @@ DIR=.tools/mcp
 PKGS=(
   "@modelcontextprotocol/server-everything@2026.8.31"
   "@modelcontextprotocol/server-basic-vanillajs@2.0.3"
+  "@modelcontextprotocol/sdk@1.32.2"
 )
 
-installed_version() { # name -> version installed in $DIR, or empty
-  sed -n 's/^  "version": "\(.*\)",\{0,1\}$/\1/p' "$DIR/node_modules/$1/package.json" 2>/dev/null | head -n1 || true
+installed_version() { # name -> version installed in $DIR, or empty (the first "version" line,
+  # whatever its indentation: the SDK's package.json indents by four)
+  sed -n 's/^ *"version": "\(.*\)",\{0,1\}$/\1/p' "$DIR/node_modules/$1/package.json" 2>/dev/null | head -n1 || true
 }
 
 ensure_npm() {

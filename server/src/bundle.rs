@@ -123,7 +123,7 @@ pub(crate) fn page_html(prefix: &str, title: &str) -> String {
 }
 
 /// Escapes text for HTML element content and quoted attribute values.
-fn escape_html(s: &str) -> String {
+pub(crate) fn escape_html(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

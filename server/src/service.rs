@@ -251,6 +251,8 @@ async fn dispatch(
         | Endpoint::UserMcpAction
         | Endpoint::UserMcpPatch
         | Endpoint::UserMcpDelete => user_mcp::dispatch(state, endpoint, req, param).await,
+        #[cfg(feature = "mcp")]
+        Endpoint::UserMcpOAuthCallback => user_mcp_oauth::callback(state, req).await,
         // The routes are switched off without the feature (`When::UserMcp`).
         #[cfg(not(feature = "mcp"))]
         Endpoint::UserMcpList
@@ -258,7 +260,8 @@ async fn dispatch(
         | Endpoint::UserMcpGet
         | Endpoint::UserMcpAction
         | Endpoint::UserMcpPatch
-        | Endpoint::UserMcpDelete => Err(ApiError::NotFound("not found".into())),
+        | Endpoint::UserMcpDelete
+        | Endpoint::UserMcpOAuthCallback => Err(ApiError::NotFound("not found".into())),
     }
 }
 

@@ -129,6 +129,7 @@ async fn another_principals_server_is_a_404_for_every_route() {
         ("DELETE", one.clone(), None),
         ("POST", format!("{one}/refresh"), None),
         ("POST", format!("{one}/accept"), Some(json!({"tools": []}))),
+        ("POST", format!("{one}/oauth"), None),
     ] {
         let r = call(&svc, method, &uri, "bob", body).await;
         assert_eq!(r.status, 404, "{method} {uri}: {}", r.text());
@@ -151,11 +152,15 @@ async fn the_anonymous_user_and_a_service_without_the_feature_get_no_registry() 
     let r = send(&svc, req("GET", BASE, None, None)).await;
     assert_eq!(r.status, 401);
     assert_eq!(r.error(), "your own MCP servers need a signed-in user");
+    let r = send(&svc, req("POST", &format!("{BASE}/docs/oauth"), None, None)).await;
+    assert_eq!(r.status, 401, "starting a sign-in needs a user");
     let off = service(config(FakeHost::default()));
     for (m, uri) in [
         ("GET", BASE.to_string()),
         ("POST", BASE.into()),
         ("GET", format!("{BASE}/docs")),
+        ("POST", format!("{BASE}/docs/oauth")),
+        ("GET", "/chat/api/mcp/oauth/callback?code=c&state=s".into()),
     ] {
         let r = call(&off, m, &uri, "alice", Some(json!({}))).await;
         assert_eq!(

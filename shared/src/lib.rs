@@ -48,8 +48,9 @@ pub use requests::{
     UploadResponse, UploadedFile,
 };
 pub use user_mcp::{
-    AcceptTool, AcceptTools, AcceptedTool, ChangedTool, CredentialsState, ReviewedTool, ToolReview,
-    UserMcpServer, UserMcpServerCreate, UserMcpServerPatch, UserMcpTransport, UserToolApproval,
+    AcceptTool, AcceptTools, AcceptedTool, ChangedTool, CredentialsState, OAuthStart, OAuthStatus,
+    ReviewedTool, ToolReview, UserMcpServer, UserMcpServerCreate, UserMcpServerPatch,
+    UserMcpTransport, UserToolApproval,
 };
 
 /// Name of the virtual tool the service injects when `skill://` resources exist.

@@ -1,10 +1,12 @@
 //! Each user's own MCP servers on the wire: the server as `{prefix}/api/mcp/servers` answers it
 //! ([`UserMcpServer`]), the bodies that create and change one ([`UserMcpServerCreate`],
-//! [`UserMcpServerPatch`]), the review of a refresh ([`ToolReview`]) and what the user accepts
-//! ([`AcceptTools`]).
+//! [`UserMcpServerPatch`]), the review of a refresh ([`ToolReview`]), what the user accepts
+//! ([`AcceptTools`]), and OAuth sign-in: the server's [`OAuthStatus`] and the answer of
+//! `POST .../servers/{slug}/oauth` ([`OAuthStart`]).
 //!
 //! Credentials are write-only: requests may carry `headers`, answers only say whether some
-//! are set ([`CredentialsState`]). `Debug` of a request prints header names, never values.
+//! are set ([`CredentialsState`]), and OAuth tokens never leave the server (answers only say
+//! whether the user is signed in). `Debug` of a request prints header names, never values.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -43,6 +45,53 @@ pub enum CredentialsState {
     /// None.
     #[serde(rename = "not set")]
     NotSet,
+}
+
+/// Whether a server signs its users in with OAuth, and whether this user is signed in. The
+/// tokens themselves are never shown.
+///
+/// ```
+/// use lmchatkit_protocol::OAuthStatus;
+/// assert_eq!(serde_json::to_string(&OAuthStatus::SignInRequired).unwrap(), r#""sign_in_required""#);
+/// assert_eq!(OAuthStatus::default(), OAuthStatus::NotUsed);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthStatus {
+    /// The server has not asked for a sign-in.
+    #[default]
+    NotUsed,
+    /// The server answered that it needs a sign-in (HTTP 401), or its tokens expired and could
+    /// not be refreshed: `POST .../servers/{slug}/oauth` starts one.
+    SignInRequired,
+    /// Tokens are stored (sealed) and sent with every request to the server.
+    SignedIn,
+}
+
+/// The answer of `POST {prefix}/api/mcp/servers/{slug}/oauth`: the authorization server's page
+/// to open (in a new tab). It ends on `{prefix}/api/mcp/oauth/callback`, which stores the
+/// tokens; the sign-in it starts expires after ten minutes and works once, for the user who
+/// started it.
+///
+/// ```
+/// use lmchatkit_protocol::OAuthStart;
+/// let start: OAuthStart = serde_json::from_str(r#"{"authorization_url": "https://as.example/authorize?x=1"}"#).unwrap();
+/// assert_eq!(start, OAuthStart::new("https://as.example/authorize?x=1"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OAuthStart {
+    /// The authorization server's page, with this sign-in's `state` and PKCE challenge.
+    pub authorization_url: String,
+}
+
+impl OAuthStart {
+    /// The answer for `authorization_url`.
+    pub fn new(authorization_url: impl Into<String>) -> Self {
+        Self {
+            authorization_url: authorization_url.into(),
+        }
+    }
 }
 
 /// The user's approval setting of one accepted tool. `always` runs it without asking, `ask`
@@ -168,6 +217,10 @@ pub struct UserMcpServer {
     pub transport: UserMcpTransport,
     /// Whether headers are stored.
     pub credentials: CredentialsState,
+    /// Whether the server uses OAuth and whether the user is signed in (absent in answers of
+    /// older servers: not used).
+    #[serde(default)]
+    pub oauth: OAuthStatus,
     /// Offered to the model.
     pub enabled: bool,
     /// Creation time, ms since the epoch.

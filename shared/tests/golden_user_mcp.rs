@@ -24,6 +24,7 @@ fn a_server_answer_says_whether_credentials_are_set_and_lists_accepted_tools() {
         url: "https://mcp.example.com/mcp".into(),
         transport: UserMcpTransport::StreamableHttp,
         credentials: CredentialsState::Set,
+        oauth: OAuthStatus::SignedIn,
         enabled: true,
         created_at: 1,
         updated_at: 2,
@@ -33,7 +34,8 @@ fn a_server_answer_says_whether_credentials_are_set_and_lists_accepted_tools() {
     assert_eq!(
         to(&server),
         json!({"name": "Docs", "slug": "docs", "url": "https://mcp.example.com/mcp",
-               "transport": "streamable_http", "credentials": "set", "enabled": true,
+               "transport": "streamable_http", "credentials": "set", "oauth": "signed_in",
+               "enabled": true,
                "created_at": 1, "updated_at": 2,
                "tools": [{"name": "search", "description": "Searches",
                           "input_schema": {"type": "object"}, "hash": "sha256:ab",
@@ -49,6 +51,22 @@ fn a_server_answer_says_whether_credentials_are_set_and_lists_accepted_tools() {
     };
     assert_eq!(to(&preset)["preset"], true, "only a preset says so");
     assert_eq!(to(&CredentialsState::NotSet), json!("not set"));
+    // An answer without `oauth` (an older server) reads as not used.
+    let mut old = to(&server);
+    old.as_object_mut().unwrap().remove("oauth");
+    let back: UserMcpServer = serde_json::from_value(old).unwrap();
+    assert_eq!(back.oauth, OAuthStatus::NotUsed);
+}
+
+#[test]
+fn the_oauth_status_and_the_sign_in_answer_have_fixed_shapes() {
+    assert_eq!(to(&OAuthStatus::NotUsed), json!("not_used"));
+    assert_eq!(to(&OAuthStatus::SignInRequired), json!("sign_in_required"));
+    assert_eq!(to(&OAuthStatus::SignedIn), json!("signed_in"));
+    assert_eq!(
+        to(&OAuthStart::new("https://as.example/authorize?state=s")),
+        json!({"authorization_url": "https://as.example/authorize?state=s"})
+    );
 }
 
 #[test]

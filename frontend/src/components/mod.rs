@@ -8,6 +8,7 @@ pub mod composer;
 pub mod menus;
 pub mod message;
 pub mod model_fields;
+pub mod oauth_sign_in;
 pub mod picker;
 pub mod settings;
 pub mod sidebar;

@@ -26,6 +26,8 @@ pub(crate) mod tools;
 pub(crate) mod upload;
 #[cfg(feature = "mcp")]
 pub(crate) mod user_mcp;
+#[cfg(feature = "mcp")]
+pub(crate) mod user_mcp_oauth;
 
 #[cfg(test)]
 mod tests;
@@ -73,6 +75,7 @@ pub(crate) enum Endpoint {
     UserMcpAction,
     UserMcpPatch,
     UserMcpDelete,
+    UserMcpOAuthCallback,
 }
 
 /// A setting that switches a route on.
@@ -131,7 +134,7 @@ const fn open(mut r: Route) -> Route {
 }
 
 /// Every route of the service, relative to the mount point (`""` is the page).
-pub(crate) static ROUTES: [Route; 40] = {
+pub(crate) static ROUTES: [Route; 41] = {
     use Endpoint as E;
     use Method as M;
     [
@@ -170,7 +173,8 @@ pub(crate) static ROUTES: [Route; 40] = {
         route(M::GET, "/api/aisdk/threads", E::AiSdkThreads),
         route(M::GET, "/api/aisdk/threads/{id}", E::AiSdkThread),
         route(M::GET, "/api/aisdk/models", E::AiSdkModels),
-        // `{slug}` for GET, PATCH and DELETE; `{slug}/refresh` and `{slug}/accept` for POST.
+        // `{slug}` for GET, PATCH and DELETE; `{slug}/refresh`, `{slug}/accept` and
+        // `{slug}/oauth` for POST.
         when(
             route(M::GET, "/api/mcp/servers", E::UserMcpList),
             When::UserMcp,
@@ -193,6 +197,12 @@ pub(crate) static ROUTES: [Route; 40] = {
         ),
         when(
             route(M::DELETE, "/api/mcp/servers/{slug}", E::UserMcpDelete),
+            When::UserMcp,
+        ),
+        // The end of an OAuth sign-in: a top-level navigation from the authorization server
+        // (guarded like every route; see `user_mcp::oauth`).
+        when(
+            route(M::GET, "/api/mcp/oauth/callback", E::UserMcpOAuthCallback),
             When::UserMcp,
         ),
         // `/` is the page too.

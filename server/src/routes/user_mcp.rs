@@ -1,18 +1,22 @@
 //! `{prefix}/api/mcp/servers` (GET list, POST create) and `{prefix}/api/mcp/servers/{slug}`
-//! (GET, PATCH, DELETE; POST `{slug}/refresh` and `{slug}/accept`): each signed-in user's own
-//! MCP servers. The rules are [`crate::user_mcp`]'s; this file maps them to requests.
+//! (GET, PATCH, DELETE; POST `{slug}/refresh`, `{slug}/accept` and `{slug}/oauth`): each
+//! signed-in user's own MCP servers. The rules are [`crate::user_mcp`]'s (and OAuth's,
+//! [`crate::user_mcp::oauth`]); this file maps them to requests.
 
 use http::StatusCode;
-use lmchatkit_protocol::{AcceptTools, UserMcpServer, UserMcpServerCreate, UserMcpServerPatch};
+use lmchatkit_protocol::{
+    AcceptTools, OAuthStart, OAuthStatus, UserMcpServer, UserMcpServerCreate, UserMcpServerPatch,
+};
 
 use crate::host::Principal;
 use crate::http_util::{ApiError, Response, empty, json};
 use crate::routes::Endpoint;
 use crate::service::Req;
 use crate::state::State;
+use crate::user_mcp::oauth::{self, OAuthError};
 use crate::user_mcp::{
-    MAX_SERVERS, UserMcp, UserMcpRecord, check_headers, check_name, check_slug, check_url, now_ms,
-    snapshot,
+    MAX_SERVERS, UpstreamError, UserMcp, UserMcpRecord, check_headers, check_name, check_slug,
+    check_url, now_ms, snapshot,
 };
 
 /// Answers one of the user MCP endpoints.
@@ -44,8 +48,12 @@ pub(crate) async fn dispatch(
         Endpoint::UserMcpAction => match param.split_once('/') {
             Some((slug, "refresh")) => refresh(um, &principal, slug).await,
             Some((slug, "accept")) => accept(um, &principal, req, slug).await,
+            Some((slug, "oauth")) => {
+                sign_in(um, &principal, &req.parts, slug, &state.settings.prefix).await
+            }
             _ => Err(ApiError::NotFound(
-                "POST .../api/mcp/servers/{slug}/refresh or .../{slug}/accept".into(),
+                "POST .../api/mcp/servers/{slug}/refresh, .../{slug}/accept or .../{slug}/oauth"
+                    .into(),
             )),
         },
         _ => Err(ApiError::NotFound("not found".into())),
@@ -121,9 +129,12 @@ async fn patch(
             )));
         }
         if url != record.url {
-            // The last review came from the old endpoint.
+            // The last review came from the old endpoint, and its tokens are for it only.
             record.pending.clear();
             record.url = url;
+            record.oauth = None;
+            record.oauth_pending = None;
+            record.oauth_status = OAuthStatus::NotUsed;
         }
     }
     if let Some(headers) = &body.headers {
@@ -155,19 +166,46 @@ async fn delete(um: &UserMcp, principal: &Principal, slug: &str) -> Result<Respo
 }
 
 /// Connects, lists, disconnects; keeps the listing as the pending review and answers the diff
-/// against the accepted tools.
+/// against the accepted tools. A server that asks for a sign-in is a 403 saying so.
 async fn refresh(um: &UserMcp, principal: &Principal, slug: &str) -> Result<Response, ApiError> {
-    let mut record = find(um, principal, slug).await?;
+    let record = find(um, principal, slug).await?;
     // The operator's policy may have changed since the URL was stored.
     check_url(&um.policy, &record.url)?;
-    let headers = um.open_headers(principal, &record)?;
-    let listed = crate::user_mcp::list_upstream(um, &record.url, &headers)
-        .await
-        .map_err(|e| ApiError::BadGateway(format!("MCP server {slug:?}: {e}")))?;
-    let review = snapshot::review(&record.tools, &listed);
-    record.pending = listed;
-    save(um, principal, &record).await?;
+    let listed = match um.list_upstream(principal, &record).await {
+        Ok(listed) => listed,
+        Err(UpstreamError::SignInRequired) => {
+            return Err(OAuthError::SignInRequired(slug.to_owned()).into());
+        }
+        Err(UpstreamError::Failed(e)) => {
+            return Err(ApiError::BadGateway(format!("MCP server {slug:?}: {e}")));
+        }
+    };
+    // Read again: the connection may have stored a refreshed token.
+    let mut now = find(um, principal, slug).await?;
+    if now.url != record.url {
+        return Err(ApiError::Conflict(format!(
+            "the MCP server {slug:?} was changed meanwhile; refresh again"
+        )));
+    }
+    let review = snapshot::review(&now.tools, &listed);
+    now.pending = listed;
+    save(um, principal, &now).await?;
     Ok(json(StatusCode::OK, &review))
+}
+
+/// Starts an OAuth sign-in: answers the authorization page to open.
+async fn sign_in(
+    um: &UserMcp,
+    principal: &Principal,
+    parts: &http::request::Parts,
+    slug: &str,
+    prefix: &str,
+) -> Result<Response, ApiError> {
+    let record = find(um, principal, slug).await?;
+    check_url(&um.policy, &record.url)?;
+    let redirect_uri = oauth::redirect_uri(parts, prefix)?;
+    let url = um.start_sign_in(principal, &record, &redirect_uri).await?;
+    Ok(json(StatusCode::OK, &OAuthStart::new(url)))
 }
 
 async fn accept(

@@ -38,6 +38,9 @@ pub async fn run(store: &dyn UserMcpStore) {
     accepted.stale = true;
     docs.tools = vec![accepted];
     docs.pending = vec![reviewed];
+    docs.oauth_status = lmchatkit_protocol::OAuthStatus::SignedIn;
+    docs.oauth = Some("lmck1.k1.grant".into());
+    docs.oauth_pending = Some("lmck1.k1.pending".into());
     store.create(&alice, docs.clone()).await.unwrap();
     let got = store.get(&alice, "docs").await.unwrap().expect("created");
     assert_eq!(got.revision, 1, "a new record is revision 1");
@@ -89,6 +92,9 @@ pub async fn run(store: &dyn UserMcpStore) {
     let mut second = first.clone();
     first.name = "First".into();
     first.credentials = None;
+    first.oauth = None;
+    first.oauth_pending = None;
+    first.oauth_status = lmchatkit_protocol::OAuthStatus::SignInRequired;
     first.updated_at = 20;
     assert!(store.update(&alice, first).await.unwrap());
     let now = store.get(&alice, "docs").await.unwrap().unwrap();
@@ -97,6 +103,15 @@ pub async fn run(store: &dyn UserMcpStore) {
         ("First", 2, 20)
     );
     assert_eq!(now.credentials, None, "credentials can be removed");
+    assert_eq!(
+        (
+            now.oauth.as_deref(),
+            now.oauth_pending.as_deref(),
+            now.oauth_status
+        ),
+        (None, None, lmchatkit_protocol::OAuthStatus::SignInRequired),
+        "a grant can be removed"
+    );
     assert_eq!(now.created_at, 10, "created_at stays");
     second.name = "Second".into();
     assert_eq!(

@@ -25,7 +25,7 @@ use lmchatkit_protocol::{
 };
 use serde_json::Value;
 
-use super::upstream::{self, CallOutcome};
+use super::upstream::{Call, CallOutcome, UpstreamError};
 use super::{UserMcp, UserMcpRecord};
 use crate::access::{Role, Scope};
 use crate::host::ToolSource;
@@ -169,11 +169,6 @@ impl UserToolsHost {
                 "The tool {name} is switched off or awaits the user's review; it was not run."
             )));
         }
-        let headers: BTreeMap<String, String> = match self.user_mcp.open_headers(principal, &record)
-        {
-            Ok(h) => h,
-            Err(e) => return Ok(ToolResult::error(e.to_string())),
-        };
         let arguments = match arguments {
             Value::Object(m) => m,
             Value::Null => serde_json::Map::new(),
@@ -183,17 +178,24 @@ impl UserToolsHost {
                 ));
             }
         };
-        let outcome = upstream::call_tool(
-            &self.user_mcp.policy,
-            &record.url,
-            &headers,
-            self.user_mcp.upstream_timeout,
-            &tool.name,
-            &tool.hash,
+        let call = Call {
+            tool: &tool.name,
+            accepted_hash: &tool.hash,
             arguments,
-        )
-        .await
-        .map_err(|e| HostError::Upstream(format!("MCP server {slug:?}: {e}")))?;
+        };
+        let outcome = match self.user_mcp.call_upstream(principal, &record, call).await {
+            Ok(o) => o,
+            Err(UpstreamError::SignInRequired) => {
+                return Ok(ToolResult::error(format!(
+                    "The tool {name} was not run: the MCP server {slug:?} needs the user to sign \
+                     in (OAuth). Tell the user to sign in to it (in their MCP servers), then try \
+                     again."
+                )));
+            }
+            Err(UpstreamError::Failed(e)) => {
+                return Err(HostError::Upstream(format!("MCP server {slug:?}: {e}")));
+            }
+        };
         match outcome {
             CallOutcome::Ran(r) => Ok(crate::mcp::convert::call_result(
                 &r,

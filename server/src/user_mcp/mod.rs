@@ -5,7 +5,8 @@
 //! Switched on with [`ConfigBuilder::user_mcp`](crate::ConfigBuilder::user_mcp) and a
 //! [`UserMcp`]; off (the default), its routes are absent (404). The routes:
 //! `GET/POST {prefix}/api/mcp/servers`, `GET/PATCH/DELETE {prefix}/api/mcp/servers/{slug}`,
-//! `POST {prefix}/api/mcp/servers/{slug}/refresh` and `.../{slug}/accept`.
+//! `POST {prefix}/api/mcp/servers/{slug}/refresh`, `.../{slug}/accept` and `.../{slug}/oauth`,
+//! and `GET {prefix}/api/mcp/oauth/callback` (OAuth sign-in: see `user_mcp::oauth`).
 //!
 //! Decisions:
 //! - **A signed-in principal only.** The anonymous user gets 401 on these routes even when the
@@ -43,11 +44,14 @@
 //!   seeded into each user's registry, disabled and without tools, the first time the user
 //!   uses these routes; the user reviews and accepts them like their own. A preset cannot be
 //!   deleted (409: disable it) and its URL cannot change.
+//! - **OAuth** tokens are credentials too: sealed, never shown, sent only to the URL they were
+//!   issued for (a new URL drops them), refreshed before they expire (`user_mcp::oauth`).
 //! - **Limits**: [`MAX_SERVERS`] per principal, [`MAX_HEADERS`] headers of at most
 //!   [`MAX_HEADER_BYTES`] each, [`MAX_TOOLS`] tools per listing.
 
 mod host;
 mod memory;
+pub(crate) mod oauth;
 mod presets;
 pub mod snapshot;
 mod upstream;
@@ -58,8 +62,10 @@ pub mod conformance;
 pub(crate) use host::UserToolsHost;
 pub use host::{UNTRUSTED_TOOL_RULES, USER_TOOL_SEPARATOR, exposed_name};
 pub use memory::MemoryUserMcpStore;
+pub use oauth::SIGN_IN_TTL;
 pub use presets::{PresetError, UserMcpPreset};
 pub use upstream::DEFAULT_UPSTREAM_TIMEOUT;
+pub(crate) use upstream::UpstreamError;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -68,7 +74,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lmchatkit_protocol::{
-    AcceptedTool, CredentialsState, ReviewedTool, UserMcpServer, UserMcpTransport,
+    AcceptedTool, CredentialsState, OAuthStatus, ReviewedTool, UserMcpServer, UserMcpTransport,
 };
 
 use crate::host::Principal;
@@ -134,6 +140,13 @@ pub struct UserMcpRecord {
     pub tools: Vec<AcceptedTool>,
     /// The last refresh's listing, awaiting the user's review (not offered to anyone).
     pub pending: Vec<ReviewedTool>,
+    /// Whether the server uses OAuth and whether the user is signed in.
+    pub oauth_status: OAuthStatus,
+    /// The sealed OAuth grant (tokens, registered client, authorization server metadata),
+    /// when signed in (see `user_mcp::oauth`).
+    pub oauth: Option<String>,
+    /// The sealed sign-in in progress (PKCE verifier, the state's nonce), if any.
+    pub oauth_pending: Option<String>,
 }
 
 impl fmt::Debug for UserMcpRecord {
@@ -147,6 +160,12 @@ impl fmt::Debug for UserMcpRecord {
             .field("revision", &self.revision)
             .field("tools", &self.tools.len())
             .field("pending", &self.pending.len())
+            .field("oauth_status", &self.oauth_status)
+            .field("oauth", &self.oauth.as_ref().map(|_| Redacted))
+            .field(
+                "oauth_pending",
+                &self.oauth_pending.as_ref().map(|_| Redacted),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -171,6 +190,9 @@ impl UserMcpRecord {
             revision: 0,
             tools: Vec::new(),
             pending: Vec::new(),
+            oauth_status: OAuthStatus::NotUsed,
+            oauth: None,
+            oauth_pending: None,
         }
     }
 
@@ -185,6 +207,7 @@ impl UserMcpRecord {
                 Some(_) => CredentialsState::Set,
                 None => CredentialsState::NotSet,
             },
+            oauth: self.oauth_status,
             enabled: self.enabled,
             created_at: self.created_at,
             updated_at: self.updated_at,
@@ -276,6 +299,8 @@ pub struct UserMcp {
     pub(crate) policy: OutboundPolicy,
     pub(crate) upstream_timeout: Duration,
     pub(crate) presets: Arc<presets::Presets>,
+    /// Serialise token refreshes per server (hashed into these).
+    oauth_locks: Arc<[tokio::sync::Mutex<()>]>,
 }
 
 impl fmt::Debug for UserMcp {
@@ -303,6 +328,7 @@ impl UserMcp {
             policy,
             upstream_timeout: DEFAULT_UPSTREAM_TIMEOUT,
             presets: Arc::default(),
+            oauth_locks: (0..16).map(|_| tokio::sync::Mutex::new(())).collect(),
         }
     }
 
@@ -368,16 +394,6 @@ pub(crate) fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
-}
-
-/// Connects to `url` with `headers` through the policy's client, lists its tools (hashed for
-/// review) and disconnects, within the configured timeout.
-pub(crate) async fn list_upstream(
-    um: &UserMcp,
-    url: &str,
-    headers: &BTreeMap<String, String>,
-) -> Result<Vec<ReviewedTool>, String> {
-    upstream::list_tools(&um.policy, url, headers, um.upstream_timeout).await
 }
 
 /// Checks a slug: `^[a-z0-9][a-z0-9_-]{0,31}$`.

@@ -137,11 +137,18 @@ pub async fn serve_hanging() -> (String, tokio::task::JoinHandle<()>) {
 /// with a note on stderr when it is missing (`cargo test` alone never downloads anything; see
 /// [`crate::installed::installed`], which fails instead under `LMCHATKIT_EXPECT_MCP=1`).
 pub fn npm_bin(name: &str) -> Option<std::path::PathBuf> {
+    npm_file(&format!(".bin/{name}"))
+}
+
+/// A file of the npm packages installed by `scripts/setup-test.sh`, by its path below
+/// `node_modules/` (e.g. an example script of a package), or `None` with a note like
+/// [`npm_bin`].
+pub fn npm_file(path: &str) -> Option<std::path::PathBuf> {
     let root = std::env::var_os("LMCHATKIT_MCP_TOOLS")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/mcp"));
-    let bin = root.join("node_modules/.bin").join(name);
-    crate::installed::installed(&bin).then_some(bin)
+    let file = root.join("node_modules").join(path);
+    crate::installed::installed(&file).then_some(file)
 }
 
 /// A TCP port that was free a moment ago on 127.0.0.1.

@@ -69,6 +69,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
         pending     TEXT    NOT NULL DEFAULT '[]',
         PRIMARY KEY (principal, slug)
     );",
+    // 6: OAuth sign-in to users' servers (`user_mcp::oauth`): the status, and the sealed grant
+    // and sign-in in progress (never plain text).
+    "ALTER TABLE user_mcp_servers ADD COLUMN oauth_status TEXT NOT NULL DEFAULT 'not_used';
+    ALTER TABLE user_mcp_servers ADD COLUMN oauth TEXT;
+    ALTER TABLE user_mcp_servers ADD COLUMN oauth_pending TEXT;",
 ];
 
 /// The migration that added the `totals` column.

@@ -13,14 +13,14 @@ use crate::host::Principal;
 use crate::user_mcp::{UserMcpRecord, UserMcpStore, UserMcpStoreError};
 
 const COLUMNS: &str = "slug, name, url, transport, credentials, enabled, created_at, updated_at, \
-                       revision, tools, pending";
+                       revision, tools, pending, oauth_status, oauth, oauth_pending";
 
 fn store_error(e: HistoryError) -> UserMcpStoreError {
     UserMcpStoreError::Storage(e.to_string())
 }
 
-/// The row's columns, JSON still encoded.
-type RawRow = (UserMcpRecord, String, String, String);
+/// The row's columns, JSON (and the OAuth status) still encoded.
+type RawRow = (UserMcpRecord, String, String, String, String);
 
 fn raw(r: &Row<'_>) -> rusqlite::Result<RawRow> {
     let mut rec = UserMcpRecord::new(
@@ -33,29 +33,47 @@ fn raw(r: &Row<'_>) -> rusqlite::Result<RawRow> {
     rec.enabled = r.get(5)?;
     rec.updated_at = r.get(7)?;
     rec.revision = r.get::<_, i64>(8)?.try_into().unwrap_or(0);
-    Ok((rec, r.get(3)?, r.get(9)?, r.get(10)?))
+    rec.oauth = r.get(12)?;
+    rec.oauth_pending = r.get(13)?;
+    Ok((rec, r.get(3)?, r.get(9)?, r.get(10)?, r.get(11)?))
 }
 
-fn decode((mut rec, transport, tools, pending): RawRow) -> Result<UserMcpRecord, HistoryError> {
+fn decode(
+    (mut rec, transport, tools, pending, oauth_status): RawRow,
+) -> Result<UserMcpRecord, HistoryError> {
     rec.transport =
         serde_json::from_value(serde_json::Value::String(transport)).map_err(storage)?;
+    rec.oauth_status =
+        serde_json::from_value(serde_json::Value::String(oauth_status)).map_err(storage)?;
     rec.tools = serde_json::from_str(&tools).map_err(storage)?;
     rec.pending = serde_json::from_str(&pending).map_err(storage)?;
     Ok(rec)
 }
 
-/// The JSON columns of `rec`: transport, tools, pending.
-fn encode(rec: &UserMcpRecord) -> Result<(String, String, String), UserMcpStoreError> {
+/// The encoded columns of `rec`: transport, tools, pending, OAuth status.
+struct Encoded {
+    transport: String,
+    tools: String,
+    pending: String,
+    oauth_status: String,
+}
+
+/// `value` as the string serde makes of it (an enum's name).
+fn word(value: impl serde::Serialize) -> Result<String, UserMcpStoreError> {
+    match serde_json::to_value(value).map_err(|e| UserMcpStoreError::Storage(e.to_string()))? {
+        serde_json::Value::String(s) => Ok(s),
+        other => Ok(other.to_string()),
+    }
+}
+
+fn encode(rec: &UserMcpRecord) -> Result<Encoded, UserMcpStoreError> {
     let e = |e: serde_json::Error| UserMcpStoreError::Storage(e.to_string());
-    let transport = match serde_json::to_value(rec.transport).map_err(e)? {
-        serde_json::Value::String(s) => s,
-        other => other.to_string(),
-    };
-    Ok((
-        transport,
-        serde_json::to_string(&rec.tools).map_err(e)?,
-        serde_json::to_string(&rec.pending).map_err(e)?,
-    ))
+    Ok(Encoded {
+        transport: word(rec.transport)?,
+        tools: serde_json::to_string(&rec.tools).map_err(e)?,
+        pending: serde_json::to_string(&rec.pending).map_err(e)?,
+        oauth_status: word(rec.oauth_status)?,
+    })
 }
 
 #[async_trait]
@@ -105,15 +123,16 @@ impl UserMcpStore for SqliteStore {
         record: UserMcpRecord,
     ) -> Result<(), UserMcpStoreError> {
         let principal = principal.id().to_owned();
-        let (transport, tools, pending) = encode(&record)?;
+        let enc = encode(&record)?;
         let slug = record.slug.clone();
         let inserted = self
             .run(move |conn, _| {
                 let n = conn
                     .prepare_cached(
                         "INSERT INTO user_mcp_servers (principal, slug, name, url, transport,
-                            credentials, enabled, created_at, updated_at, revision, tools, pending)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10, ?11)
+                            credentials, enabled, created_at, updated_at, revision, tools, pending,
+                            oauth_status, oauth, oauth_pending)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10, ?11, ?12, ?13, ?14)
                          ON CONFLICT (principal, slug) DO NOTHING",
                     )
                     .db()?
@@ -122,13 +141,16 @@ impl UserMcpStore for SqliteStore {
                         record.slug,
                         record.name,
                         record.url,
-                        transport,
+                        enc.transport,
                         record.credentials,
                         record.enabled,
                         record.created_at,
                         record.updated_at,
-                        tools,
-                        pending
+                        enc.tools,
+                        enc.pending,
+                        enc.oauth_status,
+                        record.oauth,
+                        record.oauth_pending
                     ])
                     .db()?;
                 Ok(n > 0)
@@ -147,7 +169,7 @@ impl UserMcpStore for SqliteStore {
         record: UserMcpRecord,
     ) -> Result<bool, UserMcpStoreError> {
         let principal = principal.id().to_owned();
-        let (transport, tools, pending) = encode(&record)?;
+        let enc = encode(&record)?;
         let slug = record.slug.clone();
         let revision = i64::try_from(record.revision).unwrap_or(i64::MAX);
         // (updated, exists)
@@ -157,7 +179,8 @@ impl UserMcpStore for SqliteStore {
                     .prepare_cached(
                         "UPDATE user_mcp_servers SET name = ?3, url = ?4, transport = ?5,
                             credentials = ?6, enabled = ?7, updated_at = ?8,
-                            revision = revision + 1, tools = ?9, pending = ?10
+                            revision = revision + 1, tools = ?9, pending = ?10,
+                            oauth_status = ?12, oauth = ?13, oauth_pending = ?14
                          WHERE principal = ?1 AND slug = ?2 AND revision = ?11",
                     )
                     .db()?
@@ -166,13 +189,16 @@ impl UserMcpStore for SqliteStore {
                         record.slug,
                         record.name,
                         record.url,
-                        transport,
+                        enc.transport,
                         record.credentials,
                         record.enabled,
                         record.updated_at,
-                        tools,
-                        pending,
-                        revision
+                        enc.tools,
+                        enc.pending,
+                        revision,
+                        enc.oauth_status,
+                        record.oauth,
+                        record.oauth_pending
                     ])
                     .db()?;
                 if n > 0 {

@@ -1,0 +1,379 @@
+//! A sign-in from start to callback: discovery, registration and the authorization URL
+//! ([`UserMcp::start_sign_in`]), then the code exchange ([`UserMcp::finish_sign_in`]). The
+//! rules are the module's ([`super`]).
+
+use std::sync::Arc;
+
+use lmchatkit_protocol::OAuthStatus;
+use rmcp::transport::auth::{
+    AuthorizationManager, InMemoryCredentialStore, InMemoryStateStore, OAuthClientConfig,
+};
+use rmcp::transport::{CredentialStore, StateStore};
+
+use super::http::PolicyHttp;
+use super::{
+    CLIENT_NAME, Client, Grant, OAuthError, Pending, SIGN_IN_TTL, STATE_AAD, StateToken, aad,
+    describe, now_ms, quiet,
+};
+use crate::host::Principal;
+use crate::http_util::ApiError;
+use crate::user_mcp::{UserMcp, UserMcpRecord};
+
+/// The callback's path below the prefix.
+pub(crate) const CALLBACK_PATH: &str = "/api/mcp/oauth/callback";
+
+/// What the authorization server's redirect carries.
+#[derive(Default)]
+pub(crate) struct Callback {
+    code: Option<String>,
+    state: Option<String>,
+    iss: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+impl Callback {
+    /// The callback's query string, parsed.
+    pub(crate) fn parse(query: &str) -> Self {
+        let mut out = Self::default();
+        let Ok(url) = reqwest::Url::parse(&format!("http://callback.invalid/?{query}")) else {
+            return out;
+        };
+        for (k, v) in url.query_pairs() {
+            let slot = match k.as_ref() {
+                "code" => &mut out.code,
+                "state" => &mut out.state,
+                "iss" => &mut out.iss,
+                "error" => &mut out.error,
+                "error_description" => &mut out.error_description,
+                _ => continue,
+            };
+            slot.get_or_insert_with(|| v.into_owned());
+        }
+        out
+    }
+}
+
+/// The redirect URI sign-ins started by this request use (see the module docs).
+pub(crate) fn redirect_uri(parts: &http::request::Parts, prefix: &str) -> Result<String, ApiError> {
+    let host = parts
+        .headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| parts.uri.authority().map(|a| a.as_str()))
+        .ok_or_else(|| ApiError::BadRequest("the request names no host".into()))?;
+    let origin = parts
+        .headers
+        .get(http::header::ORIGIN)
+        .and_then(|o| o.to_str().ok())
+        .filter(|o| {
+            o.split_once("://")
+                .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host))
+        });
+    let base = match origin {
+        Some(o) => o.to_owned(),
+        None => {
+            let bare = host.rsplit_once(':').map_or(host, |(h, port)| {
+                if port.bytes().all(|b| b.is_ascii_digit()) {
+                    h
+                } else {
+                    host
+                }
+            });
+            let bare = bare.trim_matches(['[', ']']);
+            let loopback = bare.eq_ignore_ascii_case("localhost")
+                || bare
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback());
+            format!("{}://{host}", if loopback { "http" } else { "https" })
+        }
+    };
+    let uri = format!("{base}{prefix}{CALLBACK_PATH}");
+    match reqwest::Url::parse(&uri) {
+        Ok(u) if u.host_str().is_some() && u.query().is_none() => Ok(u.to_string()),
+        _ => Err(ApiError::BadRequest(format!(
+            "{host:?} does not make a callback URL"
+        ))),
+    }
+}
+
+impl UserMcp {
+    /// An rmcp manager for `url` whose every request goes through the policy.
+    pub(super) async fn manager(&self, url: &str) -> Result<AuthorizationManager, OAuthError> {
+        let http =
+            PolicyHttp::new(&self.policy, self.upstream_timeout).map_err(OAuthError::Internal)?;
+        AuthorizationManager::new_with_oauth_http_client(url, Arc::new(http))
+            .await
+            .map_err(|e| OAuthError::Internal(describe(&e, None)))
+    }
+
+    /// Starts a sign-in to `record`'s server: discovers its authorization server, registers a
+    /// client for `redirect_uri`, keeps the PKCE verifier as the server's pending sign-in and
+    /// answers the authorization page's URL.
+    pub(crate) async fn start_sign_in(
+        &self,
+        principal: &Principal,
+        record: &UserMcpRecord,
+        redirect_uri: &str,
+    ) -> Result<String, OAuthError> {
+        let slug = record.slug.as_str();
+        let upstream = |reason: String| OAuthError::Upstream {
+            slug: slug.to_owned(),
+            reason,
+        };
+        let started = async {
+            let mut manager = self.manager(&record.url).await?;
+            let states = InMemoryStateStore::new();
+            manager.set_state_store(states.clone());
+            let resolution = manager
+                .resolve_metadata()
+                .await
+                .map_err(|e| upstream(describe(&e, None)))?;
+            if !resolution.source.is_discovered() {
+                return Err(OAuthError::NotOAuth(slug.to_owned()));
+            }
+            let issuer = resolution.metadata.issuer.clone();
+            manager.set_metadata(resolution.metadata);
+            if redirect_uri.starts_with("https://") {
+                // SEP-837: a service on the web registers as a "web" client (rmcp's default is
+                // "native", right for a loopback redirect). rmcp has no setter for it besides
+                // the client configuration, which the registration below replaces.
+                manager
+                    .configure_client(
+                        OAuthClientConfig::new("unregistered", redirect_uri)
+                            .with_application_type("web"),
+                    )
+                    .map_err(|e| upstream(describe(&e, None)))?;
+            }
+            let scopes = manager.select_initial_scopes(&[]).await;
+            let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+            let config = manager
+                .register_client(CLIENT_NAME, redirect_uri, &refs)
+                .await
+                .map_err(|e| upstream(describe(&e, None)))?;
+            let url = manager
+                .get_authorization_url(&refs)
+                .await
+                .map_err(|e| upstream(describe(&e, None)))?;
+            let client = Client {
+                client_id: config.client_id,
+                client_secret: config.client_secret,
+                redirect_uri: redirect_uri.to_owned(),
+                scopes,
+                issuer,
+            };
+            Ok::<_, OAuthError>((url, client, states))
+        };
+        let (url, client, states) = tokio::time::timeout(self.upstream_timeout, started)
+            .await
+            .map_err(|_| upstream(format!("no answer within {:?}", self.upstream_timeout)))??;
+        // The browser opens it: an http(s) page under the same rules as the server's URL (no
+        // `javascript:` from a hostile authorization server's metadata).
+        let mut url = self
+            .policy
+            .check_url(&url)
+            .map_err(|e| upstream(format!("its authorization page is refused: {e}")))?;
+        let rmcp_state = url
+            .query_pairs()
+            .find(|(k, _)| k == "state")
+            .map(|(_, v)| v.into_owned())
+            .ok_or_else(|| upstream("the authorization URL has no state".into()))?;
+        let state = states
+            .load(&rmcp_state)
+            .await
+            .ok()
+            .flatten()
+            .ok_or_else(|| OAuthError::Internal("the sign-in's PKCE verifier is missing".into()))?;
+        let nonce = hex::encode(rand::random::<[u8; 16]>());
+        let ttl = i64::try_from(SIGN_IN_TTL.as_millis()).unwrap_or(i64::MAX);
+        let expires_at = now_ms().saturating_add(ttl);
+        let token = self.seal_json(
+            &StateToken {
+                principal: principal.id().to_owned(),
+                slug: slug.to_owned(),
+                nonce: nonce.clone(),
+                expires_at,
+            },
+            STATE_AAD,
+        )?;
+        // Our state in place of rmcp's: the callback finds the sign-in from it.
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(k, v)| match k.as_ref() {
+                "state" => (k.into_owned(), token.clone()),
+                _ => (k.into_owned(), v.into_owned()),
+            })
+            .collect();
+        url.query_pairs_mut().clear().extend_pairs(pairs);
+        let pending = Pending {
+            nonce,
+            expires_at,
+            client,
+            state,
+        };
+        let sealed = self.seal_json(&pending, &aad(principal, slug, "oauth-pending"))?;
+        let at = record.url.clone();
+        self.modify(principal, slug, |r| {
+            if r.url != at {
+                return Err(OAuthError::Changed(slug.to_owned()));
+            }
+            r.oauth_pending = Some(sealed.clone());
+            Ok(true)
+        })
+        .await?
+        .ok_or_else(|| OAuthError::Gone(slug.to_owned()))?;
+        tracing::info!(
+            principal = principal.id(),
+            slug,
+            "a sign-in to a user's MCP server started"
+        );
+        Ok(url.to_string())
+    }
+
+    /// Ends a sign-in: checks the state (the request's principal's, not expired, the server's
+    /// pending one), consumes it, exchanges the code and stores the grant. Answers the server's
+    /// display name.
+    pub(crate) async fn finish_sign_in(
+        &self,
+        principal: Option<&Principal>,
+        callback: Callback,
+    ) -> Result<String, OAuthError> {
+        let sealed_state = callback
+            .state
+            .ok_or_else(|| OAuthError::BadCallback("the callback carries no state".into()))?;
+        let token: StateToken = self
+            .open_json(&sealed_state, STATE_AAD)
+            .map_err(|_| OAuthError::UnknownState)?;
+        let principal = principal.ok_or(OAuthError::NoPrincipal)?;
+        if principal.id() != token.principal {
+            tracing::warn!(
+                principal = principal.id(),
+                slug = %token.slug,
+                "a sign-in callback carried another user's state; refused"
+            );
+            return Err(OAuthError::OtherPrincipal);
+        }
+        if token.expires_at < now_ms() {
+            return Err(OAuthError::Expired);
+        }
+        let slug = token.slug.as_str();
+        // Single use: the pending sign-in is cleared before the code is exchanged.
+        let mut taken: Option<Pending> = None;
+        let record = self
+            .modify(principal, slug, |r| {
+                taken = None;
+                let sealed = r.oauth_pending.as_deref().ok_or(OAuthError::UnknownState)?;
+                let pending: Pending = self
+                    .open_json(sealed, &aad(principal, slug, "oauth-pending"))
+                    .map_err(|_| OAuthError::UnknownState)?;
+                if pending.nonce != token.nonce {
+                    return Err(OAuthError::UnknownState);
+                }
+                r.oauth_pending = None;
+                taken = Some(pending);
+                Ok(true)
+            })
+            .await?
+            .ok_or(OAuthError::UnknownState)?;
+        let pending = taken.ok_or(OAuthError::UnknownState)?;
+        if pending.expires_at < now_ms() {
+            return Err(OAuthError::Expired);
+        }
+        if let Some(error) = callback.error {
+            let said = match callback.error_description {
+                Some(d) => format!("{error} ({d})"),
+                None => error,
+            };
+            let said: String = said.chars().filter(|c| !c.is_control()).take(300).collect();
+            return Err(OAuthError::Refused(crate::secrets::redact_urls(&said)));
+        }
+        let code = callback
+            .code
+            .ok_or_else(|| OAuthError::BadCallback("the callback carries no code".into()))?;
+        let exchanged = tokio::time::timeout(
+            self.upstream_timeout,
+            self.exchange(
+                &record,
+                pending,
+                &token.nonce,
+                &code,
+                callback.iss.as_deref(),
+            ),
+        )
+        .await
+        .map_err(|_| OAuthError::Upstream {
+            slug: slug.to_owned(),
+            reason: format!("no answer within {:?}", self.upstream_timeout),
+        })??;
+        let sealed = self.seal_grant(principal, slug, &exchanged)?;
+        let at = record.url.clone();
+        let stored = self
+            .modify(principal, slug, |r| {
+                if r.url != at {
+                    return Err(OAuthError::Changed(slug.to_owned()));
+                }
+                r.oauth = Some(sealed.clone());
+                r.oauth_status = OAuthStatus::SignedIn;
+                r.updated_at = now_ms();
+                Ok(true)
+            })
+            .await?
+            .ok_or_else(|| OAuthError::Gone(slug.to_owned()))?;
+        tracing::info!(
+            principal = principal.id(),
+            slug,
+            "signed in to a user's MCP server"
+        );
+        Ok(stored.name)
+    }
+
+    /// Exchanges `code` with rmcp (logging off: rmcp logs the code).
+    async fn exchange(
+        &self,
+        record: &UserMcpRecord,
+        pending: Pending,
+        key: &str,
+        code: &str,
+        iss: Option<&str>,
+    ) -> Result<Grant, OAuthError> {
+        let upstream = |reason: String| OAuthError::Upstream {
+            slug: record.slug.clone(),
+            reason,
+        };
+        let mut manager = self.manager(&record.url).await?;
+        let resolution = manager
+            .resolve_metadata()
+            .await
+            .map_err(|e| upstream(describe(&e, None)))?;
+        if !resolution.source.is_discovered() || resolution.metadata.issuer != pending.client.issuer
+        {
+            return Err(upstream(
+                "the server names another authorization server than when the sign-in started"
+                    .into(),
+            ));
+        }
+        manager.set_metadata(resolution.metadata.clone());
+        manager
+            .configure_client(pending.client.config())
+            .map_err(|e| upstream(describe(&e, None)))?;
+        let states = InMemoryStateStore::new();
+        let credentials = InMemoryCredentialStore::new();
+        let internal = |e: rmcp::transport::AuthError| OAuthError::Internal(describe(&e, None));
+        states.save(key, pending.state).await.map_err(internal)?;
+        manager.set_state_store(states);
+        manager.set_credential_store(credentials.clone());
+        quiet(manager.exchange_code_for_token_with_issuer(code, key, iss))
+            .await
+            .map_err(|e| upstream(describe(&e, Some(code))))?;
+        let credentials = credentials
+            .load()
+            .await
+            .map_err(internal)?
+            .ok_or_else(|| OAuthError::Internal("the exchange stored no tokens".into()))?;
+        Ok(Grant {
+            client: pending.client,
+            metadata: resolution.metadata,
+            credentials,
+        })
+    }
+}
