@@ -734,6 +734,43 @@ async fn an_expired_token_without_a_refresh_token_asks_for_a_sign_in_and_a_new_u
     );
 }
 
+#[tokio::test]
+async fn a_token_the_server_stops_taking_is_refreshed_during_the_connection_and_kept() {
+    let up = OAuthServer::start(Opts::default()).await;
+    let svc = service();
+    add(&svc, "alice", &up.url()).await;
+    let back = approve(&start(&svc, "alice").await).await;
+    assert_eq!(call(&svc, "alice", "GET", &back, None).await.0, 200);
+    accept_greet(&svc).await;
+    // The server forgets every token (revoked) though it has an hour to live: the connection
+    // meets a 401, rmcp refreshes once and retries, and the new token is stored.
+    up.seen.access.lock().unwrap().clear();
+    assert_eq!(greet(&svc).await["content"], "Hello, Ada!");
+    assert_eq!(up.seen.grants("refresh_token"), 1);
+    let fresh = up
+        .seen
+        .bearers_at("/mcp")
+        .last()
+        .cloned()
+        .flatten()
+        .unwrap();
+    assert_eq!(greet(&svc).await["content"], "Hello, Ada!");
+    assert_eq!(
+        up.seen.grants("refresh_token"),
+        1,
+        "the refreshed token was kept"
+    );
+    let sent = up.seen.bearers_at("/mcp").last().cloned().flatten();
+    assert_eq!(sent, Some(fresh));
+    assert_eq!(status_of(&svc, "alice").await, "signed_in");
+    // Revoked with its refresh token too: the server needs a sign-in again.
+    up.seen.access.lock().unwrap().clear();
+    up.seen.refresh.lock().unwrap().clear();
+    let result = greet(&svc).await;
+    assert_eq!(result["is_error"], true, "{result}");
+    assert_eq!(status_of(&svc, "alice").await, "sign_in_required");
+}
+
 /// Every log line, at every level and from every crate, of what runs on this test's thread.
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);
