@@ -1,0 +1,351 @@
+//! The local OAuth server of `user_mcp_oauth_local.rs`: an authorization server (metadata,
+//! dynamic registration, an authorization endpoint that approves at once, a token endpoint that
+//! checks PKCE and issues short-lived tokens with refresh tokens) in front of a real rmcp MCP
+//! server that wants a live bearer token (`/mcp`), plus the same MCP server open (`/open`), on
+//! one loopback port. Every code and token carries [`CANARY`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Form, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use base64::Engine;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::service::TowerToHyperService;
+use rmcp::model::*;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// In every code and token the server issues: never in an answer or a log line.
+pub const CANARY: &str = "oauth-canary-51c2";
+
+/// What the OAuth server does.
+#[derive(Clone)]
+pub struct Opts {
+    /// Access token lifetime (seconds).
+    pub lifetime: u64,
+    /// Whether tokens come with a refresh token.
+    pub refresh: bool,
+    /// The authorization server the protected resource metadata names (default: itself).
+    pub authorization_server: Option<String>,
+    /// The registration endpoint its metadata names (default: its own).
+    pub registration_endpoint: Option<String>,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Self {
+            lifetime: 3600,
+            refresh: true,
+            authorization_server: None,
+            registration_endpoint: None,
+        }
+    }
+}
+
+struct Issued {
+    challenge: String,
+    redirect_uri: String,
+    client_id: String,
+}
+
+/// What the OAuth server saw and issued.
+#[derive(Default)]
+pub struct Seen {
+    n: AtomicUsize,
+    pub metadata: AtomicUsize,
+    codes: Mutex<HashMap<String, Issued>>,
+    pub access: Mutex<HashMap<String, Instant>>,
+    pub refresh: Mutex<HashSet<String>>,
+    /// Every form the token endpoint got.
+    pub token_forms: Mutex<Vec<HashMap<String, String>>>,
+    /// Every authorization request's query.
+    pub authorize: Mutex<Vec<HashMap<String, String>>>,
+    /// The `Authorization` header of every MCP request, per path.
+    pub bearers: Mutex<Vec<(String, Option<String>)>>,
+    /// Tool calls that ran.
+    pub calls: Mutex<Vec<String>>,
+}
+
+impl Seen {
+    fn next(&self) -> usize {
+        self.n.fetch_add(1, Ordering::SeqCst) + 1
+    }
+    pub fn grants(&self, kind: &str) -> usize {
+        let forms = self.token_forms.lock().unwrap();
+        forms
+            .iter()
+            .filter(|f| f.get("grant_type").map(String::as_str) == Some(kind))
+            .count()
+    }
+    pub fn bearers_at(&self, path: &str) -> Vec<Option<String>> {
+        let all = self.bearers.lock().unwrap();
+        all.iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, b)| b.clone())
+            .collect()
+    }
+}
+
+#[derive(Clone)]
+struct Greeter(Arc<Seen>);
+
+impl ServerHandler for Greeter {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("greeter", "0.1.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: rmcp::service::RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+            "greet",
+            "Greets someone",
+            Arc::new(schema.as_object().unwrap().clone()),
+        )]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _: rmcp::service::RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = request.arguments.clone().unwrap_or_default();
+        let name = args.get("name").and_then(Value::as_str).unwrap_or("you");
+        let text = format!("Hello, {name}!");
+        self.0.calls.lock().unwrap().push(text.clone());
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+    }
+}
+
+type Ctx = (Arc<Seen>, Opts);
+
+/// `http://{Host}`: the server answers as whatever name it was reached by.
+fn origin(headers: &HeaderMap) -> String {
+    let host = headers
+        .get("host")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    format!("http://{host}")
+}
+
+async fn resource_metadata(State((_, opts)): State<Ctx>, headers: HeaderMap) -> Response {
+    let me = origin(&headers);
+    let server = opts.authorization_server.clone().unwrap_or(me.clone());
+    axum::Json(
+        json!({"resource": format!("{me}/mcp"), "authorization_servers": [server],
+                      "scopes_supported": ["mcp:tools"]}),
+    )
+    .into_response()
+}
+
+async fn server_metadata(State((seen, opts)): State<Ctx>, headers: HeaderMap) -> Response {
+    seen.metadata.fetch_add(1, Ordering::SeqCst);
+    let me = origin(&headers);
+    let register = opts
+        .registration_endpoint
+        .clone()
+        .unwrap_or(format!("{me}/register"));
+    axum::Json(json!({
+        "issuer": me, "authorization_endpoint": format!("{me}/authorize"),
+        "token_endpoint": format!("{me}/token"), "registration_endpoint": register,
+        "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_methods_supported": ["none"], "scopes_supported": ["mcp:tools"],
+    }))
+    .into_response()
+}
+
+async fn register(State((seen, _)): State<Ctx>, axum::Json(body): axum::Json<Value>) -> Response {
+    let id = format!("client-{}", seen.next());
+    let reply = json!({"client_id": id, "redirect_uris": body["redirect_uris"],
+                       "client_name": body["client_name"], "token_endpoint_auth_method": "none"});
+    (StatusCode::CREATED, axum::Json(reply)).into_response()
+}
+
+async fn authorize(
+    State((seen, _)): State<Ctx>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    seen.authorize.lock().unwrap().push(q.clone());
+    let field = |k: &str| q.get(k).cloned().unwrap_or_default();
+    if field("response_type") != "code" || field("code_challenge_method") != "S256" {
+        return (StatusCode::BAD_REQUEST, "code flow with S256 only").into_response();
+    }
+    let code = format!("code-{CANARY}-{}", seen.next());
+    let issued = Issued {
+        challenge: field("code_challenge"),
+        redirect_uri: field("redirect_uri"),
+        client_id: field("client_id"),
+    };
+    seen.codes.lock().unwrap().insert(code.clone(), issued);
+    let mut back = reqwest::Url::parse(&field("redirect_uri")).unwrap();
+    back.query_pairs_mut()
+        .append_pair("code", &code)
+        .append_pair("state", &field("state"));
+    Redirect::to(back.as_str()).into_response()
+}
+
+fn tokens(seen: &Seen, opts: &Opts) -> Response {
+    let n = seen.next();
+    let access = format!("at-{CANARY}-{n}");
+    let expires = Instant::now() + Duration::from_secs(opts.lifetime);
+    seen.access.lock().unwrap().insert(access.clone(), expires);
+    let mut reply = json!({"access_token": access, "token_type": "Bearer",
+                           "expires_in": opts.lifetime, "scope": "mcp:tools"});
+    if opts.refresh {
+        let refresh = format!("rt-{CANARY}-{n}");
+        seen.refresh.lock().unwrap().insert(refresh.clone());
+        reply["refresh_token"] = refresh.into();
+    }
+    axum::Json(reply).into_response()
+}
+
+fn invalid_grant() -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(json!({"error": "invalid_grant"})),
+    )
+        .into_response()
+}
+
+async fn token(
+    State((seen, opts)): State<Ctx>,
+    Form(f): Form<HashMap<String, String>>,
+) -> Response {
+    seen.token_forms.lock().unwrap().push(f.clone());
+    let field = |k: &str| f.get(k).cloned().unwrap_or_default();
+    match field("grant_type").as_str() {
+        "authorization_code" => {
+            let Some(issued) = seen.codes.lock().unwrap().remove(&field("code")) else {
+                return invalid_grant();
+            };
+            let digest = Sha256::digest(field("code_verifier").as_bytes());
+            let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest);
+            let client_ok = f.get("client_id").is_none_or(|c| *c == issued.client_id);
+            if challenge != issued.challenge
+                || field("redirect_uri") != issued.redirect_uri
+                || !client_ok
+            {
+                return invalid_grant();
+            }
+            tokens(&seen, &opts)
+        }
+        "refresh_token" => {
+            if !seen.refresh.lock().unwrap().remove(&field("refresh_token")) {
+                return invalid_grant();
+            }
+            tokens(&seen, &opts)
+        }
+        _ => invalid_grant(),
+    }
+}
+
+/// Lets a request through to the MCP server only with a live bearer token.
+async fn guard(
+    State((seen, _)): State<Ctx>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = req.uri().path().to_owned();
+    let auth = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    seen.bearers
+        .lock()
+        .unwrap()
+        .push((path.clone(), auth.clone()));
+    if path == "/open" {
+        return next.run(req).await;
+    }
+    let live = auth
+        .as_deref()
+        .and_then(|a| a.strip_prefix("Bearer "))
+        .and_then(|t| seen.access.lock().unwrap().get(t).copied())
+        .is_some_and(|until| until > Instant::now());
+    if live {
+        return next.run(req).await;
+    }
+    let challenge = format!(
+        "Bearer error=\"invalid_token\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+        origin(req.headers())
+    );
+    (StatusCode::UNAUTHORIZED, [("www-authenticate", challenge)]).into_response()
+}
+
+/// The OAuth-protected MCP server (`/mcp`), an open one (`/open`) and the authorization
+/// server, on one loopback port.
+pub struct OAuthServer {
+    pub port: u16,
+    pub seen: Arc<Seen>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for OAuthServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl OAuthServer {
+    pub async fn start(opts: Opts) -> Self {
+        let seen = Arc::new(Seen::default());
+        let s = seen.clone();
+        let mcp: StreamableHttpService<Greeter, LocalSessionManager> = StreamableHttpService::new(
+            move || Ok(Greeter(s.clone())),
+            Default::default(),
+            StreamableHttpServerConfig::default(),
+        );
+        let ctx: Ctx = (seen.clone(), opts);
+        let router = axum::Router::new()
+            .route_service("/mcp", mcp.clone())
+            .route_service("/open", mcp)
+            .layer(axum::middleware::from_fn_with_state(ctx.clone(), guard))
+            .route(
+                "/.well-known/oauth-protected-resource/mcp",
+                get(resource_metadata),
+            )
+            .route(
+                "/.well-known/oauth-authorization-server",
+                get(server_metadata),
+            )
+            .route("/register", post(register))
+            .route("/authorize", get(authorize))
+            .route("/token", post(token))
+            .with_state(ctx);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let svc = TowerToHyperService::new(router.clone());
+                tokio::spawn(async move {
+                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        });
+        Self { port, seen, task }
+    }
+
+    /// The protected MCP server's URL, by the name `localhost`.
+    pub fn url(&self) -> String {
+        format!("http://localhost:{}/mcp", self.port)
+    }
+}
