@@ -141,7 +141,8 @@ async fn presets_reach_every_user_disabled_and_a_refused_one_stops_the_app() {
         assert_eq!(
             list,
             json!([{"name": "Docs search", "slug": "docs", "url": "https://mcp.example.com/mcp",
-                    "transport": "streamable_http", "credentials": "not set", "enabled": false,
+                    "transport": "streamable_http", "credentials": "not set", "oauth": "not_used",
+                    "enabled": false,
                     "created_at": list[0]["created_at"], "updated_at": list[0]["updated_at"],
                     "tools": [], "preset": true}])
         );
