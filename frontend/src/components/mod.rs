@@ -9,6 +9,7 @@ pub mod menus;
 pub mod message;
 pub mod model_fields;
 pub mod picker;
+pub mod servers;
 pub mod settings;
 pub mod sidebar;
 pub mod spend_bar;
