@@ -197,21 +197,35 @@ impl Api {
         stream(&self.url("events"), None, last_event_id, signal, on_frame).await
     }
 
-    async fn get_json<T: DeserializeOwned>(&self, route: &str) -> Result<T, ApiError> {
+    pub(crate) async fn get_json<T: DeserializeOwned>(&self, route: &str) -> Result<T, ApiError> {
         let builder = Request::get(&self.url(route)).header("Accept", "application/json");
         from_json(&ok_body(fetch_text(builder, None).await?)?)
     }
 
-    async fn send_json<T: DeserializeOwned>(
+    pub(crate) async fn send_json<T: DeserializeOwned>(
         &self,
         builder: RequestBuilder,
         body: &impl Serialize,
     ) -> Result<T, ApiError> {
         from_json(&ok_body(fetch_text(builder, Some(to_json(body)?)).await?)?)
     }
+
+    /// Sends a request without a body and reads its JSON answer.
+    pub(crate) async fn send_for_json<T: DeserializeOwned>(
+        &self,
+        builder: RequestBuilder,
+    ) -> Result<T, ApiError> {
+        from_json(&ok_body(fetch_text(builder, None).await?)?)
+    }
+
+    /// Sends a request without a body; any 2xx answer (e.g. a 204) is success.
+    pub(crate) async fn send_empty(&self, builder: RequestBuilder) -> Result<(), ApiError> {
+        ok_body(fetch_text(builder, None).await?).map(drop)
+    }
 }
 
-fn encode(id: &str) -> String {
+/// `id` as one path segment.
+pub(crate) fn encode(id: &str) -> String {
     String::from(js_sys::encode_uri_component(id))
 }
 
@@ -384,6 +398,21 @@ impl ApiError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, Self::Status { status: 404, .. })
     }
+
+    /// Whether the service answered 409: what was sent no longer matches what it has (e.g. a
+    /// review that another refresh replaced).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Self::Status { status: 409, .. })
+    }
+
+    /// What to show the user: the service's own message for a 4xx/5xx it explained, else the
+    /// whole error.
+    pub fn message(&self) -> String {
+        match self {
+            Self::Status { message, .. } if !message.is_empty() => message.clone(),
+            e => e.to_string(),
+        }
+    }
 }
 
 impl fmt::Display for ApiError {
@@ -423,6 +452,21 @@ mod tests {
         assert!(!status(403).is_not_found());
         assert!(!ApiError::Network("reset".into()).is_not_found());
         assert!(!ApiError::Aborted.is_not_found());
+        assert!(status(409).is_conflict() && !status(404).is_conflict());
+    }
+
+    #[test]
+    fn a_message_is_the_services_own_words_when_it_gave_some() {
+        let e = ApiError::Status {
+            status: 400,
+            message: "invalid slug".into(),
+        };
+        assert_eq!(e.message(), "invalid slug");
+        let e = ApiError::Status {
+            status: 502,
+            message: String::new(),
+        };
+        assert_eq!(e.message(), "HTTP 502");
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod input_history;
 pub mod markdown;
 pub mod params;
 pub mod results;
+pub mod servers;
 pub mod spend;
 pub mod sse;
 pub mod state;
@@ -41,6 +42,7 @@ use wasm_bindgen::JsCast;
 use crate::api::ApiError;
 use crate::components::composer::Composer;
 use crate::components::picker::{Picker, choose_persona};
+use crate::components::servers::ServersDialog;
 use crate::components::settings::ThemeToggle;
 use crate::components::sidebar::Sidebar;
 use crate::components::spend_bar::SpendBar;
@@ -297,6 +299,7 @@ pub fn App(
                 }}
                 <Composer />
             </main>
+            {move || store.servers_screen.get().map(|s| view! { <ServersDialog focus=s.focus /> })}
         </div>
     }
 }

@@ -335,6 +335,8 @@ pub struct Store {
     pub focus_composer: RwSignal<u32>,
     /// The draft in the composer.
     pub draft: RwSignal<String>,
+    /// The "Tools & servers" screen, when open (see [`crate::servers`]).
+    pub servers_screen: RwSignal<Option<crate::servers::ServersScreen>>,
 }
 
 impl Store {
@@ -361,6 +363,7 @@ impl Store {
             theme: RwSignal::new(Theme::System),
             focus_composer: RwSignal::new(0),
             draft: RwSignal::new(String::new()),
+            servers_screen: RwSignal::new(None),
         }
     }
 
@@ -389,6 +392,11 @@ impl Store {
     pub fn history_mode(&self) -> Option<HistoryMode> {
         self.config
             .with(|c| c.as_ref().and_then(|r| r.as_ref().ok()).map(|c| c.history))
+    }
+
+    /// Whether this user may add their own MCP servers (`/api/config`'s `user_mcp`).
+    pub fn user_mcp_on(&self) -> bool {
+        self.config.with(|c| matches!(c, Some(Ok(c)) if c.user_mcp))
     }
 
     /// The model list (empty while loading or on error).

@@ -98,7 +98,7 @@ async fn config_reports_capabilities_without_secrets() {
     );
     assert_eq!(
         send(&svc, get("/chat/api/config")).await.json(),
-        json!({"file_upload": true, "max_upload_bytes": 1234, "history": "browser", "events": false, "demo": false, "mcp": []})
+        json!({"file_upload": true, "max_upload_bytes": 1234, "history": "browser", "events": false, "demo": false, "mcp": [], "user_mcp": false})
     );
 }
 

@@ -172,6 +172,24 @@ async fn the_anonymous_user_and_a_service_without_the_feature_get_no_registry() 
 }
 
 #[tokio::test]
+async fn config_offers_the_feature_to_signed_in_users_of_a_service_that_has_it_only() {
+    let user_mcp = |svc: &lmchatkit::ChatService, who: Option<&str>| {
+        let r = req("GET", "/chat/api/config", who, None);
+        let svc = svc.clone();
+        async move { send(&svc, r).await.json()["user_mcp"].clone() }
+    };
+    let svc = svc();
+    assert_eq!(user_mcp(&svc, Some("alice")).await, json!(true));
+    assert_eq!(
+        user_mcp(&svc, None).await,
+        json!(false),
+        "anonymous: 401 there"
+    );
+    let off = service(config(FakeHost::default()));
+    assert_eq!(user_mcp(&off, Some("alice")).await, json!(false));
+}
+
+#[tokio::test]
 async fn bad_slugs_urls_headers_and_duplicates_are_4xx_json_naming_the_problem() {
     let svc = svc();
     let create = |body: Value| {

@@ -19,6 +19,7 @@ mod chat;
 mod history;
 mod mcp;
 mod requests;
+mod stale_tool;
 pub mod ui_stream;
 mod user_mcp;
 
@@ -47,6 +48,7 @@ pub use requests::{
     McpServerStatus, PromptGetRequest, ResourceReadRequest, ToolCallRequest, ToolCallSource,
     UploadResponse, UploadedFile,
 };
+pub use stale_tool::{STALE_TOOL_MARKER, stale_tool_server, stale_tool_text};
 pub use user_mcp::{
     AcceptTool, AcceptTools, AcceptedTool, ChangedTool, CredentialsState, OAuthStart, OAuthStatus,
     ReviewedTool, ToolReview, UserMcpServer, UserMcpServerCreate, UserMcpServerPatch,

@@ -232,6 +232,10 @@ pub struct ConfigResponse {
     /// State of each configured MCP server; `[]` when absent.
     #[serde(default)]
     pub mcp: Vec<McpServerStatus>,
+    /// Whether this user may add their own MCP servers (`{prefix}/api/mcp/servers`): the
+    /// service has them on and the request is signed in (the anonymous user gets 401 there).
+    #[serde(default)]
+    pub user_mcp: bool,
 }
 
 impl McpServerStatus {
@@ -282,6 +286,12 @@ impl ConfigResponse {
     /// The MCP servers' states.
     pub fn with_mcp(mut self, mcp: Vec<McpServerStatus>) -> Self {
         self.mcp = mcp;
+        self
+    }
+
+    /// Users' own MCP servers available to this user or not.
+    pub fn with_user_mcp(mut self, on: bool) -> Self {
+        self.user_mcp = on;
         self
     }
 }

@@ -522,8 +522,18 @@ fn requests() {
             .with_upload(true, 10)
             .with_events(true)
             .with_mcp(vec![McpServerStatus::new("fs", "connected", None)])),
-        json!({"file_upload": true, "max_upload_bytes": 10, "history": "server", "events": true, "demo": false, "mcp": [{"name": "fs", "status": "connected"}]})
+        json!({"file_upload": true, "max_upload_bytes": 10, "history": "server", "events": true, "demo": false, "mcp": [{"name": "fs", "status": "connected"}], "user_mcp": false})
     );
+    assert_eq!(
+        to(&ConfigResponse::new(HistoryMode::Browser).with_user_mcp(true))["user_mcp"],
+        json!(true)
+    );
+    // An older service sends no `user_mcp`: the feature is off.
+    let old: ConfigResponse = serde_json::from_value(
+        json!({"file_upload": false, "max_upload_bytes": 0, "history": "browser", "events": false, "demo": false}),
+    )
+    .unwrap();
+    assert!(!old.user_mcp);
     assert_eq!(
         to(&UploadResponse {
             files: vec![UploadedFile {

@@ -8,6 +8,7 @@ pub mod installed;
 pub mod mcp_server;
 pub mod mock_anthropic;
 pub mod mock_upstream;
+pub mod mutable_mcp;
 pub mod notes;
 pub mod serve;
 pub mod test_host;

@@ -2,9 +2,10 @@
 
 use std::net::SocketAddr;
 
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
-use lmchatkit::ChatService;
+use lmchatkit::{ChatService, Principal};
 use tokio::net::TcpListener;
 
 /// A running server; aborted when dropped.
@@ -32,8 +33,33 @@ pub async fn serve(svc: ChatService) -> Served {
     serve_on(listener, svc)
 }
 
+/// Serves `svc` on 127.0.0.1 with every request signed in as `principal`, as a host's auth
+/// layer would put it into the request's extensions.
+pub async fn serve_as(svc: ChatService, principal: Principal) -> Served {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let svc = tower::ServiceBuilder::new()
+        .map_request(move |mut req: http::Request<Incoming>| {
+            req.extensions_mut().insert(principal.clone());
+            req
+        })
+        .service(svc);
+    serve_service(listener, svc)
+}
+
 /// Serves `svc` on a listener bound beforehand (e.g. when its port must be known first).
 pub fn serve_on(listener: TcpListener, svc: ChatService) -> Served {
+    serve_service(listener, svc)
+}
+
+fn serve_service<S>(listener: TcpListener, svc: S) -> Served
+where
+    S: tower::Service<http::Request<Incoming>, Response = http::Response<lmchatkit::ResponseBody>>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: std::error::Error + Send + Sync + 'static,
+{
     let addr = listener.local_addr().unwrap();
     let task = tokio::spawn(async move {
         loop {

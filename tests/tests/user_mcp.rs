@@ -4,16 +4,12 @@
 //! acceptance shows as a change on the next refresh, a rename as a removal plus an addition;
 //! a redirect off the server's origin is refused.
 
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use axum::routing::any;
 use bytes::Bytes;
 use http::Request;
 use http_body_util::{BodyExt, Full};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::service::TowerToHyperService;
 use lmchatkit::mcp::OutboundPolicy;
 use lmchatkit::secrets::sealing::{Keyring, SealingKey};
 use lmchatkit::user_mcp::{MemoryUserMcpStore, UserMcp};
@@ -21,163 +17,13 @@ use lmchatkit::{
     ChatService, CompleteRequest, Config, EventStream, Host, HostError, Principal, RequestContext,
     async_trait,
 };
-use rmcp::model::*;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use lmchatkit_tests::mutable_mcp::{tool, upstream};
+use rmcp::model::ToolAnnotations;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
 const CANARY: &str = "canary-user-mcp-e2e-5d1c";
 const BASE: &str = "/chat/api/mcp/servers";
-
-/// An MCP server whose tool list the test changes between refreshes.
-#[derive(Clone, Default)]
-struct Mutable {
-    tools: Arc<Mutex<Vec<Tool>>>,
-    /// `name arguments` of every call it ran.
-    calls: Arc<Mutex<Vec<String>>>,
-}
-
-impl ServerHandler for Mutable {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("mutable", "0.1.0"))
-    }
-
-    async fn list_tools(
-        &self,
-        _: Option<PaginatedRequestParams>,
-        _: rmcp::service::RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(
-            self.tools.lock().unwrap().clone(),
-        ))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _: rmcp::service::RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let args = Value::Object(request.arguments.clone().unwrap_or_default());
-        let ran = format!("ran {} {args}", request.name);
-        self.calls.lock().unwrap().push(ran.clone());
-        Ok(CallToolResult::success(vec![ContentBlock::text(ran)]).into())
-    }
-}
-
-fn schema(v: Value) -> Arc<JsonObject> {
-    Arc::new(v.as_object().unwrap().clone())
-}
-
-fn tool(name: &'static str, description: &'static str) -> Tool {
-    Tool::new(
-        name,
-        description,
-        schema(json!({"type": "object", "properties": {"q": {"type": "string"}}})),
-    )
-}
-
-struct Upstream {
-    addr: SocketAddr,
-    server: Mutable,
-    /// Server instances made (one per request on a stateless 2026-07-28 connection).
-    sessions: Arc<AtomicUsize>,
-    /// The `x-api-key` of every request.
-    keys: Arc<Mutex<Vec<Option<String>>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Upstream {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// Serves `router` on 127.0.0.1.
-async fn serve(router: axum::Router) -> (SocketAddr, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let task = tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
-            let svc = TowerToHyperService::new(router.clone());
-            tokio::spawn(async move {
-                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    (addr, task)
-}
-
-async fn upstream() -> Upstream {
-    let server = Mutable::default();
-    *server.tools.lock().unwrap() = vec![
-        tool("search", "Searches the docs").annotate(ToolAnnotations::new().read_only(true)),
-        tool("delete_page", "Deletes a page"),
-    ];
-    let sessions = Arc::new(AtomicUsize::new(0));
-    let (s, count) = (server.clone(), sessions.clone());
-    let mcp: StreamableHttpService<Mutable, LocalSessionManager> = StreamableHttpService::new(
-        move || {
-            count.fetch_add(1, Ordering::SeqCst);
-            Ok(s.clone())
-        },
-        Default::default(),
-        StreamableHttpServerConfig::default(),
-    );
-    let keys = Arc::new(Mutex::new(Vec::new()));
-    let seen = keys.clone();
-    let mcp = tower::ServiceBuilder::new()
-        .map_request(move |req: http::Request<axum::body::Body>| {
-            let key = req
-                .headers()
-                .get("x-api-key")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            seen.lock().unwrap().push(key);
-            req
-        })
-        .service(mcp);
-    let router = axum::Router::new()
-        .route_service("/mcp", mcp)
-        // Same origin: followed. Another origin (the metadata address): refused.
-        .route(
-            "/moved",
-            any(|| async { axum::response::Redirect::temporary("/mcp") }),
-        )
-        .route(
-            "/metadata",
-            any(|| async {
-                axum::response::Redirect::temporary("http://169.254.169.254/latest/meta-data")
-            }),
-        )
-        // From `localhost:N` to `127.0.0.1:N`: this very server by its address.
-        .route(
-            "/to-loopback",
-            any(|headers: http::HeaderMap| async move {
-                let host = headers
-                    .get("host")
-                    .and_then(|h| h.to_str().ok())
-                    .unwrap_or_default();
-                let port = host.rsplit(':').next().unwrap_or_default();
-                axum::response::Redirect::temporary(&format!("http://127.0.0.1:{port}/mcp"))
-            }),
-        );
-    let (addr, task) = serve(router).await;
-    Upstream {
-        addr,
-        server,
-        sessions,
-        keys,
-        task,
-    }
-}
 
 /// A host with no models: these routes never reach it.
 struct Quiet;
@@ -596,6 +442,11 @@ async fn accepted_tools_reach_the_model_from_the_store_and_a_changed_definition_
     assert!(
         text.contains("was not run") && text.contains("review"),
         "{text}"
+    );
+    assert_eq!(
+        lmchatkit::protocol::stale_tool_server(text),
+        Some("docs"),
+        "the UI can tell which server to review: {text}"
     );
     assert_eq!(
         up.server.calls.lock().unwrap().len(),

@@ -10,6 +10,7 @@ pub mod message;
 pub mod model_fields;
 pub mod oauth_sign_in;
 pub mod picker;
+pub mod servers;
 pub mod settings;
 pub mod sidebar;
 pub mod spend_bar;

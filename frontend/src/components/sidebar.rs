@@ -1,6 +1,7 @@
 //! The sidebar (a drawer on narrow screens): New chat, search, the conversation list with unread
 //! dots, edit and delete (with confirmation) per entry, export of the open chat (JSON and
-//! Markdown) and import (JSON).
+//! Markdown) and import (JSON), and the "Tools & servers" button when the user may add their own
+//! MCP servers.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -10,6 +11,7 @@ use wasm_bindgen::JsCast;
 use crate::components::settings::{ConfirmDelete, EditModal};
 use crate::components::store;
 use crate::history;
+use crate::servers::ServersScreen;
 
 /// A conversation as Markdown.
 pub fn to_markdown(c: &StoredConversation) -> String {
@@ -141,6 +143,13 @@ pub fn Sidebar() -> impl IntoView {
                     <button class="lmck-btn" on:click=move |_| export(true)>"Export MD"</button>
                 </Show>
                 <label class="lmck-btn">"Import" <input type="file" accept=".json,application/json" class="lmck-hidden" on:change=on_import /></label>
+                <Show when=move || store.user_mcp_on()>
+                    <button class="lmck-btn lmck-servers-btn" aria-haspopup="dialog"
+                        on:click=move |_| {
+                            store.sidebar_open.set(false);
+                            store.servers_screen.set(Some(ServersScreen::default()));
+                        }>"Tools & servers"</button>
+                </Show>
             </div>
         </nav>
         {move || editing.get().map(|id| view! { <EditModal id on_close=Callback::new(move |_| editing.set(None)) /> })}

@@ -1,11 +1,13 @@
 //! A tool-call card: name, status badge (running/ok/pending/denied/error), pretty arguments and
-//! the result (red for errors and denials). The result and the view are those of the tool
+//! the result (red for errors and denials), flagged when the call was refused because the
+//! user's own tool changed on its server ([`StaleNote`]). The result and the view are those of the tool
 //! messages answering the card's own assistant message (call ids repeat across replies).
 
 use leptos::prelude::*;
 use lmchatkit_protocol::{Approval, ToolCall};
 
 use crate::apps::frame::{AppFrame, ViewCall, call_tool_result};
+use crate::components::servers::stale::{StaleNote, stale_server};
 use crate::results::{CallKey, ends_answers};
 use crate::state::Chat;
 
@@ -87,9 +89,13 @@ pub fn ToolCard(call: ToolCall, owner: String, chat: Chat) -> impl IntoView {
             </summary>
             <div class="lmck-tool-label">"Arguments"</div>
             <pre class="lmck-tool-args">{args}</pre>
-            {move || result().map(|(text, err)| view! {
-                <div class="lmck-tool-label">"Result"</div>
-                <pre class="lmck-tool-result" class:lmck-error=err>{text}</pre>
+            {move || result().map(|(text, err)| {
+                let stale = stale_server(&text, err);
+                view! {
+                    <div class="lmck-tool-label">"Result"</div>
+                    <pre class="lmck-tool-result" class:lmck-error=err>{text}</pre>
+                    {stale.map(|slug| view! { <StaleNote slug /> })}
+                }
             })}
         </details>
         {move || view_call.get().map(|vc| view! { <AppFrame call=vc chat=frame_chat.clone() /> })}

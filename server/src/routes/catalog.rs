@@ -53,6 +53,19 @@ pub(crate) fn config(state: &State, req: Req) -> Result<Response, ApiError> {
         .with_mcp(match &settings.operator {
             Some(op) if op.as_str() != req.cx.principal().id() => Vec::new(),
             _ => state.mcp_status.as_ref().map(|f| f()).unwrap_or_default(),
-        });
+        })
+        .with_user_mcp(user_mcp_on(state, &req));
     Ok(json_etag(&req.parts.headers, &body))
+}
+
+/// Users' own MCP servers are on for this request: the routes answer the anonymous user 401,
+/// so they are offered to signed-in users only.
+#[cfg(feature = "mcp")]
+fn user_mcp_on(state: &State, req: &Req) -> bool {
+    state.user_mcp.is_some() && req.cx.has_principal()
+}
+
+#[cfg(not(feature = "mcp"))]
+fn user_mcp_on(_: &State, _: &Req) -> bool {
+    false
 }

@@ -13,7 +13,8 @@
 //!   [`UNTRUSTED_TOOL_RULES`] (from the store too).
 //! - **A call** connects, re-lists until it finds the tool, compares its hash with the accepted
 //!   one, calls only on a match, and disconnects. A mismatch (or a tool gone) marks the tool
-//!   stale, is not run, and answers an error telling the user to review the server.
+//!   stale, is not run, and answers an error telling the user to review the server
+//!   ([`stale_tool_text`], which the UI recognises to flag the call and open the review).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use lmchatkit_protocol::{
     AcceptedTool, Model, Prompt, PromptResult, Resource, ResourceResult, Tool, ToolResult,
-    Visibility,
+    Visibility, stale_tool_text,
 };
 use serde_json::Value;
 
@@ -164,9 +165,12 @@ impl UserToolsHost {
         arguments: Value,
     ) -> Result<ToolResult, HostError> {
         let slug = record.slug.as_str();
-        if !record.enabled || !tool.enabled || tool.stale {
+        if tool.stale {
+            return Ok(ToolResult::error(stale_tool_text(name, slug)));
+        }
+        if !record.enabled || !tool.enabled {
             return Ok(ToolResult::error(format!(
-                "The tool {name} is switched off or awaits the user's review; it was not run."
+                "The tool {name} is switched off by the user; it was not run."
             )));
         }
         let arguments = match arguments {
@@ -212,12 +216,7 @@ impl UserToolsHost {
                 self.user_mcp
                     .mark_stale(principal, slug, &tool.name, &tool.hash)
                     .await;
-                Ok(ToolResult::error(format!(
-                    "The tool {name} was not run: the MCP server {slug:?} now describes it \
-                     differently from what the user accepted (or no longer lists it). Tell the \
-                     user to review the server (refresh it and accept the tool again) before \
-                     using it."
-                )))
+                Ok(ToolResult::error(stale_tool_text(name, slug)))
             }
         }
     }

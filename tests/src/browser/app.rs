@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use lmchatkit::history::MemoryStore;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
-use lmchatkit::{ChatService, Config};
+use lmchatkit::{ChatService, Config, Principal};
 use serde_json::Value;
 
 use crate::browser::{Browser, browser_expected, launch};
 use crate::mock_upstream::MockUpstream;
-use crate::serve::{Served, serve};
+use crate::serve::{Served, serve, serve_as};
 use crate::test_host::TestHost;
 
 /// Browser tests run one at a time (2 cores; one Chromium is plenty).
@@ -67,11 +67,28 @@ pub async fn setup_configured(
     setup_hosted(|host| host, configure).await
 }
 
-/// Like [`setup_configured`], serving the host `wrap` makes of the [`TestHost`] (e.g. one
+/// Like [`setup_hosted`], serving the host `wrap` makes of the [`TestHost`] (e.g. one
 /// that lists other models).
 pub async fn setup_hosted<H: lmchatkit::Host>(
     wrap: impl FnOnce(TestHost) -> H,
     configure: impl FnOnce(lmchatkit::ConfigBuilder) -> lmchatkit::ConfigBuilder,
+) -> Option<Env> {
+    setup_full(wrap, configure, None).await
+}
+
+/// Like [`setup_configured`], with every request signed in as `principal` (as a host's auth
+/// layer would do; e.g. users' own MCP servers answer the anonymous user 401).
+pub async fn setup_signed_in(
+    principal: &str,
+    configure: impl FnOnce(lmchatkit::ConfigBuilder) -> lmchatkit::ConfigBuilder,
+) -> Option<Env> {
+    setup_full(|host| host, configure, Some(Principal::new(principal))).await
+}
+
+async fn setup_full<H: lmchatkit::Host>(
+    wrap: impl FnOnce(TestHost) -> H,
+    configure: impl FnOnce(lmchatkit::ConfigBuilder) -> lmchatkit::ConfigBuilder,
+    principal: Option<Principal>,
 ) -> Option<Env> {
     let mock = MockUpstream::start().await;
     let backend = OpenAiBackend::new(OpenAiConfig::new(mock.base_url()).with_api_key("sk-test"));
@@ -81,7 +98,10 @@ pub async fn setup_hosted<H: lmchatkit::Host>(
     let config = configure(builder).build().unwrap();
     let svc = ChatService::new(config);
     let events = svc.events().cloned().unwrap_or_default();
-    let server = serve(svc).await;
+    let server = match principal {
+        Some(p) => serve_as(svc, p).await,
+        None => serve(svc).await,
+    };
     if !bundle_built(&server.url("/chat/assets/lmchatkit.js")).await {
         return None;
     }
