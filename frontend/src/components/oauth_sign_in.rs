@@ -5,7 +5,8 @@
 //! is a pop-up browsers block), without an opener, and pointed at the page once the service
 //! answered; it is closed again on an error, which the button shows. The authorization server
 //! ends on the service's callback page ("Signed in to …"); the screen that shows the server
-//! reads it again to see the new status. Not wired into a screen yet.
+//! reads it again to see the new status (the Tools & servers list shows it on each server that
+//! needs a sign-in).
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;

@@ -7,8 +7,9 @@
 use leptos::html;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lmchatkit_protocol::{CredentialsState, UserMcpServer, UserMcpServerPatch};
+use lmchatkit_protocol::{CredentialsState, OAuthStatus, UserMcpServer, UserMcpServerPatch};
 
+use crate::components::oauth_sign_in::OAuthSignIn;
 use crate::components::servers::header_fields::{HeaderFields, HeaderRow, header_map};
 use crate::components::servers::screen;
 use crate::components::servers::tool_row::ToolRow;
@@ -103,6 +104,7 @@ pub fn ServerRow(slug: String) -> impl IntoView {
         })
     });
     let (s_refresh, s_busy, s_label) = (slug.clone(), slug.clone(), slug.clone());
+    let s_oauth = slug.clone();
     let busy = move || {
         screen
             .refreshing
@@ -127,6 +129,18 @@ pub fn ServerRow(slug: String) -> impl IntoView {
                 }))}</span>
                 " · "
                 <span class="lmck-tool-counts">{field(tools_summary)}</span>
+                {move || match server.with(|s| s.as_ref().map(|s| s.oauth)) {
+                    Some(OAuthStatus::SignInRequired) => view! {
+                        " · "
+                        <span class="lmck-oauth-status">"sign-in required"</span>
+                        <OAuthSignIn api=store.api() slug=s_oauth.clone() />
+                    }.into_any(),
+                    Some(OAuthStatus::SignedIn) => view! {
+                        " · "
+                        <span class="lmck-oauth-status">"signed in"</span>
+                    }.into_any(),
+                    _ => ().into_any(),
+                }}
             </div>
             <div class="lmck-row">
                 <label class="lmck-check">
