@@ -248,6 +248,8 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             tools,
+            oauth: Default::default(),
+            preset: false,
         }
     }
 
