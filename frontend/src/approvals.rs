@@ -16,20 +16,9 @@ use std::collections::HashSet;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lmchatkit_protocol::{Approval, ToolApprovals, ToolDecision};
+use lmchatkit_protocol::ToolApprovals;
 
 use crate::state::Store;
-
-/// The approval a new call starts with: the policy's decision first (a deny is final), then
-/// the tools this chat or session allows.
-pub fn initial_approval(decision: Option<ToolDecision>, allowed_here: bool) -> Approval {
-    match decision {
-        Some(ToolDecision::Deny) => Approval::Error,
-        Some(ToolDecision::Allow) => Approval::Approved,
-        Some(ToolDecision::Ask) | None if allowed_here => Approval::Approved,
-        Some(ToolDecision::Ask) | None => Approval::Pending,
-    }
-}
 
 /// `list` with `name` added (once), in a stable order.
 pub fn with_tool(list: &HashSet<String>, name: &str) -> Vec<String> {
@@ -73,16 +62,18 @@ pub fn allow_always(store: Store, name: String) {
 
 #[cfg(test)]
 mod tests {
+    use lmchatkit_protocol::{Approval, ToolDecision};
+
     use super::*;
 
     #[test]
     fn a_deny_is_blocked_even_when_the_chat_allows_the_tool() {
         assert_eq!(
-            initial_approval(Some(ToolDecision::Deny), true),
+            Approval::initial(Some(ToolDecision::Deny), true),
             Approval::Error
         );
         assert_eq!(
-            initial_approval(Some(ToolDecision::Deny), false),
+            Approval::initial(Some(ToolDecision::Deny), false),
             Approval::Error
         );
     }
@@ -90,7 +81,7 @@ mod tests {
     #[test]
     fn an_allow_runs_without_asking() {
         assert_eq!(
-            initial_approval(Some(ToolDecision::Allow), false),
+            Approval::initial(Some(ToolDecision::Allow), false),
             Approval::Approved
         );
     }
@@ -98,8 +89,8 @@ mod tests {
     #[test]
     fn an_ask_or_no_decision_asks_unless_allowed_here() {
         for d in [Some(ToolDecision::Ask), None] {
-            assert_eq!(initial_approval(d, false), Approval::Pending);
-            assert_eq!(initial_approval(d, true), Approval::Approved);
+            assert_eq!(Approval::initial(d, false), Approval::Pending);
+            assert_eq!(Approval::initial(d, true), Approval::Approved);
         }
     }
 

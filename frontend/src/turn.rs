@@ -15,7 +15,6 @@ use lmchatkit_protocol::{
 };
 
 use crate::api::ApiError;
-use crate::approvals::initial_approval;
 use crate::bench;
 use crate::history::persist;
 use crate::markdown::Incremental;
@@ -210,7 +209,7 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
                         arguments,
                         ..
                     } = tool_call;
-                    let approval = initial_approval(decision, auto_allowed(store, chat, &name));
+                    let approval = Approval::initial(decision, auto_allowed(store, chat, &name));
                     let mut call = ToolCall::new(id, name, arguments);
                     call.approval = Some(approval);
                     ui.data.update(|d| d.tool_calls.push(call));
@@ -223,6 +222,7 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
                     d.cost_usd = cost_usd;
                 }),
                 Event::Error { error } => failed = Some(error),
+                Event::Saved { .. } => {}
             }
             bench::record("delta", bench::now() - t0);
         })

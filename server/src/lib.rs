@@ -69,6 +69,7 @@ pub mod mcp;
 pub mod models;
 pub(crate) mod page_policy;
 mod routes;
+pub(crate) mod runs;
 pub mod secrets;
 mod service;
 mod sse;

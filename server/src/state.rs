@@ -1,7 +1,7 @@
 //! The service's live state, built once by [`ChatService::new`](crate::ChatService::new) from a
 //! [`Config`]: the host and stores it was handed, the catalogs (directories are opened and
 //! watched here, not in the config builder), the event broadcaster, the approvals (policy and
-//! "always allow" store), the MCP App view tokens and the turn cache. Routes see this and the settings; nothing here is a setting.
+//! "always allow" store), the MCP App view tokens, the turn cache and the runs. Routes see this and the settings; nothing here is a setting.
 
 use std::sync::Arc;
 
@@ -19,6 +19,7 @@ use crate::host::{Host, HostError, Principal, RequestContext};
 use crate::http_util::ApiError;
 use crate::limits::Streams;
 use crate::models::Catalog;
+use crate::runs::Runs;
 use crate::turn::TurnCache;
 
 /// Everything a request handler may use.
@@ -35,6 +36,8 @@ pub(crate) struct State {
     /// Proxy mode's sandbox origins (`None` in default mode).
     pub(crate) sandboxes: Option<Sandboxes>,
     pub(crate) turn_cache: TurnCache,
+    /// Turns running as server tasks, and the logs their responses tail.
+    pub(crate) runs: Runs,
     /// Open chat streams, per principal and in total.
     pub(crate) streams: Streams,
     /// Signs the approval ids of the AI SDK route.
@@ -99,6 +102,7 @@ impl State {
             events,
             mcp_status: parts.mcp_status,
             turn_cache: TurnCache::default(),
+            runs: Runs::default(),
             approval_key: ApprovalKey::random(),
             catalog: parts.catalog.unwrap_or_else(Catalog::builtin),
             #[cfg(feature = "mcp")]

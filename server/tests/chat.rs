@@ -55,7 +55,15 @@ async fn streams_events_as_sse_data_lines() {
             json!({"type": "done", "finish_reason": "stop"})
         ]
     );
-    assert!(r.text().starts_with("data: {\"type\":\"delta\""));
+    // Each event is numbered, so a tab that reconnects (`GET /api/runs/{id}/stream` with
+    // `Last-Event-ID`) resumes where it was; the header names the run.
+    assert!(r.text().starts_with("id: 1\ndata: {\"type\":\"delta\""));
+    assert!(
+        r.headers[RUN_ID_HEADER]
+            .to_str()
+            .unwrap()
+            .starts_with("run-")
+    );
 }
 
 #[tokio::test]

@@ -250,6 +250,28 @@ pub enum Approval {
     Error,
 }
 
+impl Approval {
+    /// The approval a new call starts with: the policy's decision first (a deny is final and
+    /// shows as `Error`, a call that never ran), then whether the user allows the tool here
+    /// (this chat or always).
+    ///
+    /// ```
+    /// use lmchatkit_protocol::{Approval, ToolDecision};
+    /// assert_eq!(Approval::initial(Some(ToolDecision::Deny), true), Approval::Error);
+    /// assert_eq!(Approval::initial(Some(ToolDecision::Ask), true), Approval::Approved);
+    /// assert_eq!(Approval::initial(None, false), Approval::Pending);
+    /// ```
+    pub fn initial(decision: Option<crate::ToolDecision>, allowed_here: bool) -> Approval {
+        use crate::ToolDecision;
+        match decision {
+            Some(ToolDecision::Deny) => Approval::Error,
+            Some(ToolDecision::Allow) => Approval::Approved,
+            Some(ToolDecision::Ask) | None if allowed_here => Approval::Approved,
+            Some(ToolDecision::Ask) | None => Approval::Pending,
+        }
+    }
+}
+
 /// A tool call requested by the model. `arguments` is a JSON value (normally an object), not a
 /// string; arguments a provider sent as invalid JSON are kept as a JSON string.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -439,6 +461,10 @@ pub struct Message {
     /// bundle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aisdk: Option<Value>,
+    /// On an assistant message: its run was stopped before the model finished, so it holds what
+    /// was written until then. Omitted when `false`.
+    #[serde(default, skip_serializing_if = "crate::is_false")]
+    pub stopped: bool,
 }
 
 impl Message {
@@ -461,6 +487,7 @@ impl Message {
             cost_usd: None,
             from_app: None,
             aisdk: None,
+            stopped: false,
         }
     }
 
@@ -516,6 +543,9 @@ pub enum FinishReason {
     Length,
     /// The provider's content filter stopped the answer (`"content_filter"`).
     ContentFilter,
+    /// The run was stopped (`POST {prefix}/api/runs/{id}/stop`) before the model finished; what
+    /// came before is kept (`"stopped"`). Sent by the service, never read from a provider.
+    Stopped,
 }
 
 /// One event of the chat stream, sent as an SSE `data:` line.
@@ -561,6 +591,14 @@ pub enum Event {
         /// What went wrong, for display.
         error: String,
     },
+    /// The service saved the reply into the request's conversation (after `done` or `error`,
+    /// before the stream ends): the conversation's revision now. A tab that saves the
+    /// conversation itself takes it as its base, so its next save is not a conflict. Sent by
+    /// the service; a host's own `saved` events are dropped.
+    Saved {
+        /// The conversation's revision after the save.
+        revision: u64,
+    },
 }
 
 /// The kind of an [`Event`], without its payload.
@@ -577,6 +615,8 @@ pub enum EventType {
     Done,
     /// [`Event::Error`].
     Error,
+    /// [`Event::Saved`].
+    Saved,
 }
 
 impl Event {
@@ -622,6 +662,7 @@ impl Event {
             Event::ToolCall { .. } => EventType::ToolCall,
             Event::Done { .. } => EventType::Done,
             Event::Error { .. } => EventType::Error,
+            Event::Saved { .. } => EventType::Saved,
         }
     }
 }

@@ -50,6 +50,15 @@ pub struct ChatRequest {
     /// `false`, the default, is omitted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_tools: bool,
+    /// The conversation this turn belongs to. With server-side history the service saves the
+    /// reply into it as the turn runs (so it is kept when the tab goes away) and answers the
+    /// revision in a `saved` event; omitted when unset (nothing is saved by the service).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    /// The id the reply gets in the conversation (the client's id of the bubble it streams
+    /// into); the service makes one when unset. Omitted when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_id: Option<String>,
 }
 
 impl ChatRequest {
@@ -60,6 +69,13 @@ impl ChatRequest {
             messages,
             ..Self::default()
         }
+    }
+
+    /// Saved by the service into conversation `id`, the reply as message `reply_id`.
+    pub fn with_conversation(mut self, id: impl Into<String>, reply_id: impl Into<String>) -> Self {
+        self.conversation_id = Some(id.into());
+        self.reply_id = Some(reply_id.into());
+        self
     }
 
     /// With this persona (`""` for none).

@@ -78,7 +78,12 @@ fn events() {
         to(&Event::error("boom")),
         json!({"type": "error", "error": "boom"})
     );
-    for r in ["stop", "tool_calls", "length", "content_filter"] {
+    assert_eq!(
+        to(&Event::Saved { revision: 7 }),
+        json!({"type": "saved", "revision": 7})
+    );
+    assert_eq!(Event::Saved { revision: 7 }.kind(), EventType::Saved);
+    for r in ["stop", "tool_calls", "length", "content_filter", "stopped"] {
         let ev: Event =
             serde_json::from_value(json!({"type": "done", "finish_reason": r})).unwrap();
         assert_eq!(to(&ev)["finish_reason"], r);
@@ -460,6 +465,13 @@ fn requests() {
                "model_context_app": "budget"})
     );
     assert!(serde_json::from_value::<ChatRequest>(json!({"messages": []})).is_err());
+    // A turn of a saved conversation names it and the reply's id; both are omitted when unset.
+    assert_eq!(
+        to(&ChatRequest::new("m", vec![]).with_conversation("c-1", "m-9")),
+        json!({"model": "m", "persona_id": "", "messages": [], "conversation_id": "c-1",
+               "reply_id": "m-9"})
+    );
+    assert_eq!(to(&r).get("conversation_id"), None);
     // A request may offer the model no tools (`/compact`); `false` is the default and omitted.
     assert_eq!(to(&r).get("no_tools"), None);
     let r: ChatRequest =
@@ -786,6 +798,19 @@ fn a_resource_without_text_or_blob_reads_as_empty_text() {
             .is_err(),
         "a result is read as its call's type"
     );
+}
+
+#[test]
+fn a_stopped_reply_says_so_and_an_unstopped_one_omits_it() {
+    let mut m = Message::assistant("par");
+    assert_eq!(to(&m), json!({"role": "assistant", "content": "par"}));
+    m.stopped = true;
+    assert_eq!(
+        to(&m),
+        json!({"role": "assistant", "content": "par", "stopped": true})
+    );
+    let back: Message = serde_json::from_value(to(&m)).unwrap();
+    assert!(back.stopped);
 }
 
 #[test]

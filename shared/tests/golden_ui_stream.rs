@@ -500,6 +500,8 @@ fn usage_metadata_threads_and_models_have_the_seed_shapes() {
         },
         cost_usd: None,
         created_at: 1_764_590_000_000,
+        run_id: None,
+        stopped: false,
     };
     assert_eq!(
         to(&meta),
@@ -520,6 +522,16 @@ fn usage_metadata_threads_and_models_have_the_seed_shapes() {
         json!({"model": "openai/gpt-5",
                "usage": {"inputTokens": 10, "outputTokens": 4, "reasoningTokens": 2, "cachedInputTokens": 8},
                "costUsd": 0.0125, "createdAt": 1_764_590_000_000_i64})
+    );
+    let stopped = UiMessageMetadata {
+        run_id: Some("run-1".into()),
+        stopped: true,
+        ..meta.clone()
+    };
+    assert_eq!(
+        to(&stopped),
+        json!({"model": "openai/gpt-5", "usage": {"inputTokens": 10, "outputTokens": 4},
+               "createdAt": 1_764_590_000_000_i64, "runId": "run-1", "stopped": true})
     );
 
     let summary = ThreadSummary {

@@ -6,7 +6,10 @@
 // Scenario (stdin): {api, headers?, body?, chatId?, autoSendApprovals?, stepTimeoutMs?, steps: [...]},
 // a step is
 //   {"send": "text", "stopAfterMs"?: n}  sendMessage({text}); with stopAfterMs, chat.stop() after n ms;
-//                                        with "stopAfterText": s, once the reply's text contains s
+//                                        with "stopAfterText": s, once the reply's text contains s;
+//                                        with "stopRun": true, the stop is POST {runs}/{runId}/stop
+//                                        (runId from the reply's metadata) instead of chat.stop(),
+//                                        its answer in `stopAnswer`
 //   {"submit": true}                     sendMessage() without a message (re-post the conversation)
 //   {"approve": bool, "reason"?: s}      addToolApprovalResponse for every approval-requested part
 //                                        of the last message (with autoSendApprovals, the chat re-posts)
@@ -176,6 +179,14 @@ async function main() {
   const approvalParts = () =>
     (chat.lastMessage?.parts ?? []).filter((p) => isToolUIPart(p) && p.state === 'approval-requested');
 
+  // Stops the reply's server-side run (the way an app stops a run it can resume).
+  const stopRun = async (out) => {
+    const runId = chat.lastMessage?.metadata?.runId;
+    const url = String(scenario.api).replace(/\/aisdk\/chat$/, `/runs/${runId}/stop`);
+    const res = await fetch(url, { method: 'POST', headers });
+    out.stopAnswer = { status: res.status, body: await res.json().catch(() => null) };
+  };
+
   async function run(step, out) {
     if ('send' in step) {
       let done = false;
@@ -190,7 +201,8 @@ async function main() {
           chat.lastMessage?.role === 'assistant' &&
           chat.lastMessage.parts.some((p) => p.type === 'text' && p.text.includes(step.stopAfterText));
         while (!seen() && !done) await sleep(5);
-        await chat.stop();
+        if (step.stopRun) await stopRun(out);
+        else await chat.stop();
       }
       await sent;
     } else if ('submit' in step) {

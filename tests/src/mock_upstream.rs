@@ -13,6 +13,7 @@
 //! | `truncated` | two deltas, then the body just ends: no finish reason, no `[DONE]` |
 //! | `stall` | one delta, then silence |
 //! | `slow` | a delta every 20 ms for 30 s (for disconnect tests) |
+//! | `paced` | 100 deltas `p0 ` … `p99 `, one every 20 ms (2 s: a reply to leave and resume) |
 //! | `xss-payload` | Markdown/HTML with script, `onerror`, `javascript:` and `data:` payloads (UI tests) |
 //! | `inline-think` | `<think>…</think>` inline in the content, tags split across chunks |
 //! | `bench-48k` | a 48 KB Markdown reply (paragraphs, lists, code, tables) in 8-byte deltas (UI benchmark) |
@@ -297,14 +298,9 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
         steps.push(Step::Send(chunk(json!({"content": "waiting"}), None)));
         steps.push(Step::Wait(Duration::from_secs(3600)));
     } else if text.contains("slow") {
-        for i in 0..1500 {
-            steps.push(Step::Send(chunk(
-                json!({"content": format!("t{i} ")}),
-                None,
-            )));
-            steps.push(Step::Wait(Duration::from_millis(20)));
-        }
-        steps.push(Step::Send(chunk(json!({}), Some("stop"))));
+        paced(&mut steps, "t", 1500);
+    } else if text.contains("paced") {
+        paced(&mut steps, "p", 100);
     } else {
         let reply = if has_tool_result {
             "The weather in Oslo is sunny."
@@ -356,6 +352,18 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
         .header("cache-control", "no-cache")
         .body(BodyExt::boxed(StreamBody::new(stream)))
         .unwrap()
+}
+
+/// `n` deltas `{prefix}0 ` … one every 20 ms, then `stop`.
+fn paced(steps: &mut Vec<Step>, prefix: &str, n: usize) {
+    for i in 0..n {
+        steps.push(Step::Send(chunk(
+            json!({"content": format!("{prefix}{i} ")}),
+            None,
+        )));
+        steps.push(Step::Wait(Duration::from_millis(20)));
+    }
+    steps.push(Step::Send(chunk(json!({}), Some("stop"))));
 }
 
 struct DropGuard {

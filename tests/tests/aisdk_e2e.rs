@@ -2,7 +2,8 @@
 //! an `AbstractChat` with `DefaultChatTransport` in node, against our `/api/aisdk/chat` on a real
 //! hyper server, over the OpenAI backend and the mock upstream: text, reasoning, a tool the
 //! policy allows, the approval round trip, a denial, a deny rule, a tampered approval, an
-//! upstream failure mid-reply, a stop, and a reload that reads the thread back and validates it.
+//! upstream failure mid-reply, a stop of the run, a client that leaves and resumes the run, and a
+//! reload that reads the thread back and validates it.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -288,42 +289,77 @@ async fn an_upstream_failure_mid_reply_sets_the_error_and_keeps_the_partial_text
 }
 
 #[tokio::test]
-async fn a_stop_drops_the_upstream_request_and_the_partial_reply_is_kept() {
+async fn a_stop_of_the_run_drops_the_upstream_request_and_the_partial_reply_is_kept_stopped() {
     let s = setup(ApprovalPolicy::default()).await;
-    let steps = json!([{"send": "slow", "stopAfterText": "t2 "}]);
+    let steps = json!([{"send": "slow", "stopAfterText": "t2 ", "stopRun": true}]);
     let Some(outs) = each_version(&s, json!({"steps": steps})).await else {
         return;
     };
     for (version, out) in outs {
         let stopped = &out["steps"][0];
         ok(version, stopped);
-        assert!(
-            text_of(&stopped["messages"][1]).starts_with("t0 t1 t2 "),
+        assert_eq!(stopped["stopAnswer"]["status"], 200, "{version}: {stopped}");
+        assert_eq!(
+            stopped["stopAnswer"]["body"]["status"], "stopped",
             "{version}"
         );
-        // The server saw the client leave, dropped the upstream stream and kept the partial
-        // reply in the thread.
+        let reply = &stopped["messages"][1];
+        assert!(text_of(reply).starts_with("t0 t1 t2 "), "{version}");
+        assert_eq!(reply["metadata"]["stopped"], true, "{version}: {reply}");
+        // The stop is answered once the run has ended, so the thread already holds the
+        // partial reply, marked stopped, exactly as the client built it.
         let url = s
             .server
             .url(&format!("/chat/api/aisdk/threads/thread-{version}"));
-        let mut kept = String::new();
-        for _ in 0..300 {
-            let thread: Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
-            kept = thread["messages"].get(1).map(text_of).unwrap_or_default();
-            if kept.starts_with("t0 t1 t2 ") {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(
-            kept.starts_with("t0 t1 t2 "),
-            "{version}: the thread kept {kept:?}"
-        );
+        let thread: Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
+        assert_eq!(thread["messages"][1], *reply, "{version}");
     }
     assert_eq!(
         s.mock.observed.dropped_early.load(Ordering::SeqCst),
         AI_VERSIONS.len()
     );
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_and_reloads_resumes_the_reply_where_it_runs() {
+    let s = setup(ApprovalPolicy::default()).await;
+    // The client leaves mid-reply (its fetch aborted, as a closed tab's is); the reloaded page
+    // reads the thread and resumes the run.
+    let steps = json!([
+        {"send": "paced", "stopAfterText": "p2 "},
+        {"loadThread": "{threads}/{chat}", "adopt": true},
+        {"resume": true},
+    ]);
+    let Some(outs) = each_version(&s, json!({"steps": steps})).await else {
+        return;
+    };
+    let whole: String = (0..100).map(|i| format!("p{i} ")).collect();
+    for (version, out) in outs {
+        let loaded = &out["steps"][1];
+        assert_eq!(loaded["validation"]["ok"], true, "{version}: {loaded}");
+        let roles: Vec<&Value> = loaded["thread"]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| &m["role"])
+            .collect();
+        assert_eq!(
+            roles,
+            [&json!("user")],
+            "{version}: the reply in progress is left out"
+        );
+        let resumed = &out["steps"][2];
+        ok(version, resumed);
+        let messages = resumed["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 2, "{version}: {resumed}");
+        assert_eq!(text_of(&messages[1]), whole, "{version}: every token once");
+        let url = s
+            .server
+            .url(&format!("/chat/api/aisdk/threads/thread-{version}"));
+        let thread: Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
+        assert_eq!(thread["messages"][1], messages[1], "{version}");
+    }
+    assert_eq!(s.mock.observed.dropped_early.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test]

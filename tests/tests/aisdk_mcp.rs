@@ -1,7 +1,7 @@
 //! The AI SDK route's tool loop against a real MCP server (rmcp, in process): an image a tool
-//! returns reaches the real AI SDK client as a file part, and a client that leaves while the
-//! server runs a tool call cancels that call on the MCP server (`notifications/cancelled`), not
-//! only the model's request.
+//! returns reaches the real AI SDK client as a file part, and a stop of a run while the server
+//! runs a tool call cancels that call on the MCP server (`notifications/cancelled`), not only
+//! the model's request (a client that merely leaves cancels nothing).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -74,7 +74,7 @@ async fn an_image_a_tool_returns_reaches_both_client_versions_as_a_file_part() {
 }
 
 #[tokio::test]
-async fn a_client_that_leaves_mid_tool_call_cancels_the_mcp_call() {
+async fn a_client_that_leaves_mid_tool_call_leaves_it_running_and_a_stop_cancels_it() {
     let (_mock, server) = setup().await;
 
     let body = json!({"id": "t1", "trigger": "submit-message", "model": "mock-small", "messages": [
@@ -88,6 +88,10 @@ async fn a_client_that_leaves_mid_tool_call_cancels_the_mcp_call() {
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
+    let run = res.headers()[lmchatkit::protocol::RUN_ID_HEADER]
+        .to_str()
+        .unwrap()
+        .to_owned();
     // Read until the server is running the call, then leave.
     let mut stream = res.bytes_stream();
     let mut seen = String::new();
@@ -99,10 +103,20 @@ async fn a_client_that_leaves_mid_tool_call_cancels_the_mcp_call() {
             .unwrap();
         seen.push_str(&String::from_utf8_lossy(&chunk));
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(SLOW_CANCELLED.load(Ordering::SeqCst), 0, "still running");
     drop(stream);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        SLOW_CANCELLED.load(Ordering::SeqCst),
+        0,
+        "a client leaving stops nothing: the run goes on"
+    );
 
+    let stop = reqwest::Client::new()
+        .post(server.url(&format!("/chat/api/runs/{run}/stop")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stop.status(), 200);
     for _ in 0..500 {
         if SLOW_CANCELLED.load(Ordering::SeqCst) > 0 {
             break;

@@ -1,6 +1,6 @@
 //! The chat route over a real hyper server on loopback, against the mock OpenAI-compatible
 //! upstream: tool-call round trip, reasoning, usage, upstream failures (a reply cut off ends in
-//! `error`, not `done`), and a client disconnect cancelling the upstream request.
+//! `error`, not `done`), and a stop (not a client disconnect) cancelling the upstream request.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -199,7 +199,7 @@ async fn refused_upstream_is_an_error_event() {
 }
 
 #[tokio::test]
-async fn client_disconnect_cancels_the_upstream_request() {
+async fn a_client_that_leaves_stops_nothing_and_a_stop_cancels_the_upstream_request() {
     let (mock, server) = setup().await;
     let res = reqwest::Client::new()
         .post(server.url("/chat/api/chat"))
@@ -207,18 +207,36 @@ async fn client_disconnect_cancels_the_upstream_request() {
         .send()
         .await
         .unwrap();
+    let run = res.headers()[lmchatkit::protocol::RUN_ID_HEADER]
+        .to_str()
+        .unwrap()
+        .to_owned();
     let mut body = res.bytes_stream();
     let first = body.next().await.unwrap().unwrap();
-    assert!(first.starts_with(b"data: {\"type\":\"delta\""));
+    assert!(first.starts_with(b"id: 1\ndata: {\"type\":\"delta\""));
     drop(body);
     let observed = Arc::clone(&mock.observed);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        observed.dropped_early.load(Ordering::SeqCst),
+        0,
+        "the run goes on without its client"
+    );
+
+    let asked = tokio::time::Instant::now();
+    let stop = reqwest::Client::new()
+        .post(server.url(&format!("/chat/api/runs/{run}/stop")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stop.status(), 200);
     while observed.dropped_early.load(Ordering::SeqCst) == 0 {
         assert!(
-            tokio::time::Instant::now() < deadline,
-            "the upstream never saw the connection close"
+            asked.elapsed() < Duration::from_secs(5),
+            "the upstream never saw the request cancelled"
         );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
+    println!("stop → upstream stream dropped: {:?}", asked.elapsed());
     assert_eq!(observed.completed.load(Ordering::SeqCst), 0);
 }

@@ -240,6 +240,8 @@ impl Agent {
                     step.error = Some(error);
                     break;
                 }
+                // The service's own event; a host has no business sending it.
+                Event::Saved { .. } => {}
             }
         }
         Ok(step)

@@ -12,8 +12,11 @@
 //!   returned follow as `file` parts (`data:` URLs).
 //! - The end is `message-metadata` (model, usage, time) then `finish`; an upstream failure is
 //!   `error` before them, so the client sets `chat.error` and keeps the partial text.
-//! - `abort` is never sent: the server cuts a reply only when its client has left (nobody
-//!   would read it), and the 6.0 clients ignore the chunk anyway.
+//! - The message's metadata names the run that writes it (`runId`), first in `start`, so a
+//!   client can stop the run while it streams.
+//! - A stopped run ([`Translator::stop`]) closes what is open (the part, the step), sends the
+//!   metadata marked `stopped` (usage: what earlier requests reported; the cut call's usage is
+//!   unknown) and `abort`, as the AI SDK's own server ends an aborted stream: no `finish`.
 
 use lmchatkit_protocol::ui_stream::{UiChunk, UiFinishReason, UiMessageMetadata, UiUsage};
 use lmchatkit_protocol::{FinishReason, ToolCall, Usage};
@@ -40,6 +43,10 @@ pub(crate) struct Translator {
     parts: usize,
     /// Usage the message had before this request (a continued message), added to this one's.
     earlier: Option<UiUsage>,
+    /// The run writing the message.
+    run_id: Option<String>,
+    /// A step is open (`start-step` sent, `finish-step` not yet).
+    in_step: bool,
     now_ms: fn() -> i64,
 }
 
@@ -59,19 +66,46 @@ impl Translator {
             open: None,
             parts: 0,
             earlier,
+            run_id: None,
+            in_step: false,
             now_ms: crate::history::now_ms,
         }
     }
 
-    /// The chunk that opens the message.
+    /// The same, naming the run that writes the message.
+    pub(crate) fn with_run(mut self, run_id: impl Into<String>) -> Self {
+        self.run_id = Some(run_id.into());
+        self
+    }
+
+    /// The chunk that opens the message (with the run's id as metadata).
     pub(crate) fn start(&self, message_id: &str) -> UiChunk {
-        UiChunk::start(message_id)
+        UiChunk::Start {
+            message_id: Some(message_id.to_owned()),
+            message_metadata: self
+                .run_id
+                .as_ref()
+                .map(|id| serde_json::json!({ "runId": id })),
+        }
+    }
+
+    /// The chunks that end a message whose run was stopped, appended to `out`.
+    pub(crate) fn stop(&mut self, out: &mut Vec<UiChunk>) {
+        self.close(out);
+        if std::mem::take(&mut self.in_step) {
+            out.push(UiChunk::finish_step());
+        }
+        out.push(UiChunk::message_metadata(self.metadata(None, true)));
+        out.push(UiChunk::abort());
     }
 
     /// The chunks for one event, appended to `out`.
     pub(crate) fn push(&mut self, ev: AgentEvent, out: &mut Vec<UiChunk>) {
         match ev {
-            AgentEvent::StepStart => out.push(UiChunk::start_step()),
+            AgentEvent::StepStart => {
+                self.in_step = true;
+                out.push(UiChunk::start_step());
+            }
             AgentEvent::Text(delta) => {
                 let id = self.open_text(out);
                 out.push(UiChunk::text_delta(id, delta));
@@ -121,6 +155,7 @@ impl Translator {
             AgentEvent::ToolDenied { call_id } => out.push(UiChunk::tool_output_denied(call_id)),
             AgentEvent::StepEnd { .. } => {
                 self.close(out);
+                self.in_step = false;
                 out.push(UiChunk::finish_step());
             }
             AgentEvent::Error(error) => {
@@ -129,15 +164,16 @@ impl Translator {
             }
             AgentEvent::Finish { reason, usage } => {
                 self.close(out);
-                out.push(UiChunk::message_metadata(self.metadata(usage)));
+                out.push(UiChunk::message_metadata(self.metadata(usage, false)));
                 out.push(UiChunk::finish(finish_reason(reason)));
             }
         }
     }
 
     /// The message's metadata at its end: the model, the usage so far (this request's added to
-    /// what the continued message had), its cost at the model's price, and the time.
-    fn metadata(&self, usage: Option<Usage>) -> Value {
+    /// what the continued message had), its cost at the model's price, the time, the run and
+    /// whether it was `stopped`.
+    fn metadata(&self, usage: Option<Usage>, stopped: bool) -> Value {
         let mut total = self.earlier.as_ref().map(Usage::from).unwrap_or_default();
         if let Some(now) = usage {
             total.add(&now);
@@ -148,6 +184,8 @@ impl Translator {
             usage: u,
             cost_usd: self.price.map(|p| p.cost(&TokenUsage::from(&total))),
             created_at: (self.now_ms)(),
+            run_id: self.run_id.clone(),
+            stopped,
         };
         serde_json::to_value(meta).unwrap_or(Value::Null)
     }
@@ -193,6 +231,7 @@ fn finish_reason(f: Finish) -> UiFinishReason {
         Finish::Model(Some(FinishReason::Stop) | None) => UiFinishReason::Stop,
         Finish::Model(Some(FinishReason::Length)) => UiFinishReason::Length,
         Finish::Model(Some(FinishReason::ContentFilter)) => UiFinishReason::ContentFilter,
+        Finish::Model(Some(FinishReason::Stopped)) => UiFinishReason::Other,
         Finish::Model(Some(FinishReason::ToolCalls))
         | Finish::AwaitingApproval
         | Finish::MaxSteps => UiFinishReason::ToolCalls,
@@ -378,5 +417,45 @@ mod tests {
                 json!({"type": "finish", "finishReason": "tool-calls"}),
             ]
         );
+    }
+
+    #[test]
+    fn a_stopped_run_closes_its_part_and_step_and_ends_with_stopped_metadata_and_abort() {
+        let mut t = translator().with_run("run-1");
+        let mut out = vec![t.start("msg-1")];
+        t.push(AgentEvent::StepStart, &mut out);
+        t.push(AgentEvent::Text("par".into()), &mut out);
+        t.stop(&mut out);
+        let values: Vec<Value> = out
+            .iter()
+            .map(|c| serde_json::to_value(c).unwrap())
+            .collect();
+        assert_eq!(
+            values,
+            vec![
+                json!({"type": "start", "messageId": "msg-1", "messageMetadata": {"runId": "run-1"}}),
+                json!({"type": "start-step"}),
+                json!({"type": "text-start", "id": "text-1"}),
+                json!({"type": "text-delta", "id": "text-1", "delta": "par"}),
+                json!({"type": "text-end", "id": "text-1"}),
+                json!({"type": "finish-step"}),
+                json!({"type": "message-metadata", "messageMetadata": {"model": "m",
+                       "usage": {"inputTokens": 0, "outputTokens": 0}, "createdAt": 42,
+                       "runId": "run-1", "stopped": true}}),
+                json!({"type": "abort"}),
+            ]
+        );
+        // Between steps nothing is open: no second `finish-step`.
+        let mut t = translator();
+        let mut out = Vec::new();
+        t.push(AgentEvent::StepStart, &mut out);
+        t.push(AgentEvent::StepEnd { usage: None }, &mut out);
+        out.clear();
+        t.stop(&mut out);
+        let types: Vec<_> = out
+            .iter()
+            .map(|c| serde_json::to_value(c).unwrap()["type"].clone())
+            .collect();
+        assert_eq!(types, [json!("message-metadata"), json!("abort")]);
     }
 }

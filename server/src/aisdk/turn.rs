@@ -14,13 +14,17 @@
 //!   reasoning effort is sent (`reasoning_effort`) only to models that declare reasoning;
 //!   others ignore it. The message metadata's `costUsd` is the model's list price applied to
 //!   the message's usage (absent when the price is unknown).
-//! - **Cancellation**: the task watches the response; when the client leaves, the loop is
-//!   dropped (upstream request and running tool calls with it) and the partial reply is saved.
+//! - **The turn is a run** ([`crate::runs`]): its chunks go to the run's log, which every
+//!   response about it tails. A client that leaves stops nothing; a stop request drops the loop
+//!   (the upstream request and the running tool calls with it), and the reply so far is saved
+//!   and marked stopped. Each run saves the thread itself (see [`crate::history::writer`]), so the reply
+//!   is kept even when every tab closed.
 
-use bytes::Bytes;
+use std::sync::Arc;
+
 use lmchatkit_protocol::ui_stream::{
-    AiSdkChatRequest, DONE_FRAME, UiMessage, UiMessageBuilder, UiMessageMetadata, UiPart, UiRole,
-    UiToolState, sse_frame, to_messages,
+    AiSdkChatRequest, DONE_DATA, UiChunk, UiMessage, UiMessageBuilder, UiMessageMetadata, UiPart,
+    UiRole, UiToolState, to_messages,
 };
 use lmchatkit_protocol::{
     ChatRequest, Message, Params, REASONING_EFFORT_PARAM, Role, StoredConversation, ToolCall,
@@ -29,13 +33,14 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::approval_id::Subject;
-use super::thread::{Saver, Target};
 use super::translate::Translator;
 use crate::agent::{Agent, AgentEvent, Answer, Turn};
 use crate::history::validate_id;
+use crate::history::writer::{Saver, Snapshot, Target};
 use crate::host::RequestContext;
 use crate::http_util::ApiError;
 use crate::models::Price;
+use crate::runs::{Run, RunStatus, RunWriter};
 use crate::state::State;
 
 /// A checked request, ready to run.
@@ -197,15 +202,15 @@ fn new_message_id() -> String {
     format!("msg-{:016x}", rand::random::<u64>())
 }
 
-/// Runs `plan` in a task; the returned receiver yields the response's frames, then ends.
-/// Dropping it (the client left) cancels the loop; the reply so far is still saved.
+/// Starts `plan` as a run (a 409 while another one writes the thread) and runs it in a task
+/// that holds `hold` until the run ends. The run goes on when its client leaves; only a stop
+/// ends it early, and the reply so far is saved either way.
 pub(crate) fn run(
     state: &State,
     plan: Plan,
     agent: Agent,
     hold: impl Send + 'static,
-) -> mpsc::Receiver<Bytes> {
-    let (frames, rx) = mpsc::channel::<Bytes>(64);
+) -> Result<Arc<Run>, ApiError> {
     let Plan {
         turn,
         thread,
@@ -217,6 +222,13 @@ pub(crate) fn run(
         continued,
     } = plan;
     let principal = turn.cx.principal();
+    let resume_base = continued
+        .as_ref()
+        .and_then(|m| serde_json::to_value(m).ok());
+    let writer = state
+        .runs
+        .start(&principal, Some(&thread), &message_id, resume_base)?;
+    let run = writer.run().clone();
     let saver = state.history.clone().map(|store| {
         Saver::start(Target {
             store,
@@ -225,6 +237,7 @@ pub(crate) fn run(
             thread: thread.clone(),
             model: model.clone(),
             persona_id,
+            params: Params::new(),
         })
     });
     let earlier = continued
@@ -245,7 +258,7 @@ pub(crate) fn run(
             })
         })
     };
-    let mut translator = Translator::new(model, price, earlier, sign);
+    let mut translator = Translator::new(model, price, earlier, sign).with_run(run.id());
     let mut acc = UiMessageBuilder::new(&message_id, continued);
     tokio::spawn(async move {
         let _hold = hold;
@@ -254,18 +267,14 @@ pub(crate) fn run(
             if let Some(s) = &saver {
                 let mut all = base.clone();
                 all.extend(to_messages(std::slice::from_ref(acc.message())));
-                s.save(all);
+                s.save(Snapshot::Whole(all));
             }
         };
         // The thread exists (with the user's message) before the first token.
         save(&acc);
         let (events, mut rx_events) = mpsc::channel(64);
         let work = async {
-            let start = translator.start(&message_id);
-            acc.apply(&start);
-            if frames.send(Bytes::from(sse_frame(&start))).await.is_err() {
-                return;
-            }
+            emit(&writer, &mut acc, &translator.start(&message_id));
             let pump = async {
                 let mut chunks = Vec::new();
                 // Saved at the end of a step that ran tools (more steps follow) and at the end.
@@ -283,29 +292,42 @@ pub(crate) fn run(
                     };
                     translator.push(ev, &mut chunks);
                     for c in chunks.drain(..) {
-                        acc.apply(&c);
-                        if frames.send(Bytes::from(sse_frame(&c))).await.is_err() {
-                            return;
-                        }
+                        emit(&writer, &mut acc, &c);
                     }
                     if settle {
                         save(&acc);
                     }
                 }
-                // A reload right after the reply must find it: the body ends after the write.
-                if let Some(s) = &saver {
-                    s.flush().await;
-                }
-                let _ = frames.send(Bytes::from_static(DONE_FRAME.as_bytes())).await;
             };
             futures_util::future::join(agent.run(turn, events), pump).await;
         };
-        tokio::select! {
-            _ = work => {}
-            _ = frames.closed() => tracing::debug!(thread = %thread, "the client left; the reply is cut"),
+        // A stop drops the loop: the upstream request and the running tool calls with it.
+        let status = tokio::select! {
+            _ = work => RunStatus::Finished,
+            _ = writer.stopped() => RunStatus::Stopped,
+        };
+        if status == RunStatus::Stopped {
+            tracing::debug!(thread = %thread, run = %writer.run().id(), "the run was stopped");
+            let mut chunks = Vec::new();
+            translator.stop(&mut chunks);
+            for c in &chunks {
+                emit(&writer, &mut acc, c);
+            }
         }
-        // Done or cut: the reply as far as it got.
+        // Done or stopped: the reply as far as it got. A reload right after the reply must
+        // find it: the log ends after the write.
         save(&acc);
+        if let Some(s) = &saver {
+            s.flush().await;
+        }
+        writer.append(DONE_DATA);
+        writer.finish(status);
     });
-    rx
+    Ok(run)
+}
+
+/// Applies `chunk` to the reply and appends it to the run's log.
+fn emit(writer: &RunWriter, acc: &mut UiMessageBuilder, chunk: &UiChunk) {
+    acc.apply(chunk);
+    writer.append_json(chunk);
 }

@@ -29,6 +29,7 @@ use crate::host::Principal;
 pub mod conformance;
 pub mod memory;
 mod rows;
+pub(crate) mod writer;
 pub(crate) use rows::now_ms;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

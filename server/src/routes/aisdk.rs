@@ -3,20 +3,31 @@
 //! `GET /api/aisdk/models`.
 //!
 //! Decisions:
-//! - Resume answers 204 while no run is resumable (runs that outlive their request come with
-//!   the scale-out work); ids `.` and `..` are refused as the AI SDK's client refuses them.
+//! - A chat request starts a run ([`crate::runs`]) and tails its log; the response names it in
+//!   the `lmchatkit-run-id` header and the message's metadata (`runId`).
+//! - Resume replays the thread's running run from its start and follows it, as
+//!   `useChat({ resume: true })` expects, and answers 204 when none runs; ids `.` and `..` are
+//!   refused as the AI SDK's client refuses them.
 //! - Threads are the principal's conversations; without server-side history they are 404, as
-//!   `/api/conversations` is.
+//!   `/api/conversations` is. While a run writes a thread, the thread is read with the reply
+//!   as it was when the run started (without it, for a new reply): the resumed stream carries
+//!   the rest, and a client that appends it to what it read gets each part once.
 
 use http::StatusCode;
 use http::header::HeaderValue;
+use lmchatkit_protocol::RUN_ID_HEADER;
 use lmchatkit_protocol::ui_stream::{
     AiSdkChatRequest, AiSdkModelInfo, KEEP_ALIVE_FRAME, Thread, ThreadSummary,
-    UI_MESSAGE_STREAM_HEADER, to_ui_messages,
+    UI_MESSAGE_STREAM_HEADER, UiMessage, to_ui_messages,
 };
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
 
 use crate::aisdk::turn;
 use crate::http_util::{ApiError, Response, empty, json, json_etag};
+use crate::runs::Run;
 use crate::service::Req;
 use crate::sse;
 use crate::state::State;
@@ -26,20 +37,33 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
     let permit = state.streams.open(req.cx.principal().id())?;
     let body: AiSdkChatRequest = req.json().await?;
     let plan = turn::plan(state, &req.cx, body).await?;
-    let frames = turn::run(state, plan, state.agent(), permit);
+    let run = turn::run(state, plan, state.agent(), permit)?;
+    let mut res = ui_stream(state, &run, ());
+    if let Ok(v) = HeaderValue::from_str(run.id()) {
+        res.headers_mut().insert(RUN_ID_HEADER, v);
+    }
+    Ok(res)
+}
+
+/// A UI Message Stream response tailing `run` from its start, holding `hold` while open.
+fn ui_stream(state: &State, run: &Arc<Run>, hold: impl Send + Sync + 'static) -> Response {
+    let frames = run.follow(0).map(move |f| {
+        let _held = &hold;
+        f
+    });
     let mut res = sse::response_with(
-        tokio_stream::wrappers::ReceiverStream::new(frames),
+        frames,
         state.settings.heartbeat,
         KEEP_ALIVE_FRAME.as_bytes(),
     );
     let (name, value) = UI_MESSAGE_STREAM_HEADER;
     res.headers_mut()
         .insert(name, HeaderValue::from_static(value));
-    Ok(res)
+    res
 }
 
-/// `GET /api/aisdk/chat/{id}/stream`.
-pub(crate) fn resume(param: &str) -> Result<Response, ApiError> {
+/// `GET /api/aisdk/chat/{id}/stream`: the thread's running run, from its start.
+pub(crate) fn resume(state: &State, req: &Req, param: &str) -> Result<Response, ApiError> {
     let Some(raw) = param.strip_suffix("/stream") else {
         return Err(ApiError::NotFound(
             "no such AI SDK route: a chat's stream is GET .../api/aisdk/chat/{id}/stream".into(),
@@ -50,9 +74,14 @@ pub(crate) fn resume(param: &str) -> Result<Response, ApiError> {
     if id == "." || id == ".." {
         return Err(ApiError::BadRequest(format!("invalid chat id {id:?}")));
     }
-    let mut res = http::Response::new(empty());
-    *res.status_mut() = StatusCode::NO_CONTENT;
-    Ok(res)
+    let principal = req.cx.principal();
+    let Some(run) = state.runs.active(&principal, &id) else {
+        let mut res = http::Response::new(empty());
+        *res.status_mut() = StatusCode::NO_CONTENT;
+        return Ok(res);
+    };
+    let permit = state.streams.open(principal.id())?;
+    Ok(ui_stream(state, &run, permit))
 }
 
 /// `GET /api/aisdk/threads`: the principal's threads, newest first, with the usage totals the
@@ -67,14 +96,36 @@ pub(crate) async fn threads(state: &State, req: Req) -> Result<Response, ApiErro
 pub(crate) async fn thread(state: &State, req: Req, raw: &str) -> Result<Response, ApiError> {
     let id = crate::history::decode_id(raw)?;
     match state.history_store()?.get(&req.cx.principal(), &id).await? {
-        Some(c) => Ok(json(
-            StatusCode::OK,
-            &Thread {
-                summary: ThreadSummary::from_summary(&c.summary()),
-                messages: to_ui_messages(&c.messages),
-            },
-        )),
+        Some(c) => {
+            let mut messages = to_ui_messages(&c.messages);
+            if let Some(run) = state.runs.active(&req.cx.principal(), &id) {
+                as_before(&mut messages, &run);
+            }
+            Ok(json(
+                StatusCode::OK,
+                &Thread {
+                    summary: ThreadSummary::from_summary(&c.summary()),
+                    messages,
+                },
+            ))
+        }
         None => Err(ApiError::NotFound("thread not found".into())),
+    }
+}
+
+/// Puts back the message `run` writes as it was when the run started (drops it when new).
+fn as_before(messages: &mut Vec<UiMessage>, run: &Run) {
+    let Some(i) = messages.iter().position(|m| m.id == run.message_id()) else {
+        return;
+    };
+    let before = run
+        .resume_base()
+        .and_then(|v| serde_json::from_value::<UiMessage>(v.clone()).ok());
+    match before {
+        Some(m) => messages[i] = m,
+        None => {
+            messages.remove(i);
+        }
     }
 }
 

@@ -1,10 +1,10 @@
 //! `POST /api/chat`: validates the request (the model must be a configured one of the caller's
-//! menu, the reasoning effort `low|medium|high`; a 400 otherwise), prepares the turn (see
-//! [`crate::turn`]) and
-//! streams the host's events as SSE `data:` frames with a `: ping` heartbeat. The client
-//! closing the connection drops the body, which drops the host's stream and so cancels the
-//! upstream request. A stream that ends without `done` or `error` gets a `done`, so clients
-//! always see the end of a turn. Each `tool_call` event carries the approval policy's decision
+//! menu, the reasoning effort `low|medium|high`, the conversation id a valid one; a 400
+//! otherwise), prepares the turn (see [`crate::turn`]), starts it as a run
+//! ([`crate::turn::run`]) and streams the run's events as SSE frames (`id:` and `data:`) with a
+//! `: ping` heartbeat; the `lmchatkit-run-id` header names the run. The client leaving does not
+//! stop the run (`POST /api/runs/{id}/stop` does). A stream that ends without `done` or
+//! `error` gets a `done`, so clients always see the end of a turn. Each `tool_call` event carries the approval policy's decision
 //! for the caller (computed here, per call, in the model's scope), so the UI skips the prompt for
 //! `allow` and never runs a `deny`. `done` carries `cost_usd`, the model's list price applied
 //! to the reported usage, when both are known; the UI stores it on the reply.
@@ -12,15 +12,18 @@
 use std::sync::Arc;
 
 use futures_util::StreamExt;
-use lmchatkit_protocol::{ChatRequest, Event};
+use lmchatkit_protocol::{ChatRequest, Event, RUN_ID_HEADER};
 use tracing::Instrument;
 
 use crate::access::Scope;
 use crate::access::approval::{self, Approvals};
+use crate::history::validate_id;
+use crate::history::writer::Target;
 use crate::http_util::{ApiError, Response};
 use crate::models::{Price, TokenUsage};
 use crate::service::Req;
 use crate::state::State;
+use crate::turn::run::Keep;
 use crate::{sse, turn};
 
 pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiError> {
@@ -34,8 +37,34 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
         return Err(ApiError::BadRequest("messages is required".into()));
     }
     turn::check_effort(body.params.as_ref())?;
+    let conversation = body.conversation_id.clone().filter(|c| !c.is_empty());
+    if let Some(c) = &conversation {
+        validate_id(c)
+            .map_err(|_| ApiError::BadRequest(format!("invalid conversation id {c:?}")))?;
+    }
     let model = state.resolve_model(&req.cx, Some(&body.model)).await?;
     let price = state.catalog.price(&model.id);
+    let reply_id = body
+        .reply_id
+        .clone()
+        .filter(|r| !r.is_empty())
+        .unwrap_or_else(|| format!("m-{:016x}", rand::random::<u64>()));
+    let principal = req.cx.principal();
+    let keep = match (&state.history, &conversation) {
+        (Some(store), Some(thread)) => Some(Keep {
+            target: Target {
+                store: store.clone(),
+                events: state.events.clone(),
+                principal: principal.clone(),
+                thread: thread.clone(),
+                model: model.id.clone(),
+                persona_id: body.persona_id.clone(),
+                params: body.params.clone().unwrap_or_default(),
+            },
+            request: Arc::new(body.messages.clone()),
+        }),
+        _ => None,
+    };
     let span = tracing::info_span!("chat", model = %model.id, messages = body.messages.len());
     let prepared = turn::prepare(state, &req.cx, body, &model)
         .instrument(span.clone())
@@ -45,15 +74,22 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
         state.approvals.clone(),
         Scope::model(req.cx.clone()),
     );
-    // The permit lives as long as the stream: it ends, or the client leaves and drops it.
-    let frames = with_terminal(events).map(move |ev| {
-        let _held = &permit;
-        sse::frame(None, &with_cost(ev, price))
-    });
-    Ok(sse::response(
-        tracing_futures_stream(frames, span),
-        state.settings.heartbeat,
-    ))
+    let events = with_terminal(events).map(move |ev| with_cost(ev, price));
+    // The permit lives as long as the run.
+    let run = turn::run::start(
+        &state.runs,
+        &principal,
+        conversation.as_deref(),
+        &reply_id,
+        tracing_futures_stream(events, span),
+        keep,
+        permit,
+    )?;
+    let mut res = sse::response(run.follow(0), state.settings.heartbeat);
+    if let Ok(v) = http::HeaderValue::from_str(run.id()) {
+        res.headers_mut().insert(RUN_ID_HEADER, v);
+    }
+    Ok(res)
 }
 
 /// Annotates each tool call with the approval policy's decision in `scope`.

@@ -1,10 +1,13 @@
 //! `/api/conversations` (list) and `/api/conversations/{id}` (GET, PUT, PATCH, DELETE), with
 //! the revision write model (a stale PUT gets 409 and the current copy) and the
-//! `conversation_*` events for the caller's other tabs.
+//! `conversation_*` events for the caller's other tabs. A conversation a run is writing is
+//! answered with the `lmchatkit-run-id` header naming the run, so a tab that opens it (after a
+//! reload, say) follows the reply with `GET /api/runs/{id}/stream`.
 
 use http::StatusCode;
 use lmchatkit_protocol::{
-    ConflictResponse, ConversationPatch, SaveResponse, ServerEventType, StoredConversation,
+    ConflictResponse, ConversationPatch, RUN_ID_HEADER, SaveResponse, ServerEventType,
+    StoredConversation,
 };
 
 use crate::history::SaveOutcome;
@@ -19,8 +22,17 @@ pub(crate) async fn list(state: &State, req: Req) -> Result<Response, ApiError> 
 
 pub(crate) async fn get(state: &State, req: Req, raw: &str) -> Result<Response, ApiError> {
     let id = crate::history::decode_id(raw)?;
-    match state.history_store()?.get(&req.cx.principal(), &id).await? {
-        Some(c) => Ok(json(StatusCode::OK, &c)),
+    let principal = req.cx.principal();
+    match state.history_store()?.get(&principal, &id).await? {
+        Some(c) => {
+            let mut res = json(StatusCode::OK, &c);
+            if let Some(run) = state.runs.active(&principal, &id)
+                && let Ok(v) = http::HeaderValue::from_str(run.id())
+            {
+                res.headers_mut().insert(RUN_ID_HEADER, v);
+            }
+            Ok(res)
+        }
         None => Err(ApiError::NotFound("conversation not found".into())),
     }
 }

@@ -22,6 +22,7 @@ pub(crate) mod csrf;
 pub(crate) mod events;
 pub(crate) mod prompts;
 pub(crate) mod resources;
+pub(crate) mod runs;
 pub(crate) mod tools;
 pub(crate) mod upload;
 #[cfg(feature = "mcp")]
@@ -69,6 +70,8 @@ pub(crate) enum Endpoint {
     AiSdkThreads,
     AiSdkThread,
     AiSdkModels,
+    RunStream,
+    RunStop,
     UserMcpList,
     UserMcpCreate,
     UserMcpGet,
@@ -134,7 +137,7 @@ const fn open(mut r: Route) -> Route {
 }
 
 /// Every route of the service, relative to the mount point (`""` is the page).
-pub(crate) static ROUTES: [Route; 41] = {
+pub(crate) static ROUTES: [Route; 43] = {
     use Endpoint as E;
     use Method as M;
     [
@@ -173,6 +176,9 @@ pub(crate) static ROUTES: [Route; 41] = {
         route(M::GET, "/api/aisdk/threads", E::AiSdkThreads),
         route(M::GET, "/api/aisdk/threads/{id}", E::AiSdkThread),
         route(M::GET, "/api/aisdk/models", E::AiSdkModels),
+        // `{id}/stream` for GET, `{id}/stop` for POST.
+        route(M::GET, "/api/runs/{id}", E::RunStream),
+        route(M::POST, "/api/runs/{id}", E::RunStop),
         // `{slug}` for GET, PATCH and DELETE; `{slug}/refresh`, `{slug}/accept` and
         // `{slug}/oauth` for POST.
         when(

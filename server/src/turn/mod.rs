@@ -12,6 +12,7 @@
 
 mod cache;
 mod refs;
+pub(crate) mod run;
 mod slash;
 
 pub(crate) use cache::TurnCache;

@@ -30,6 +30,9 @@ pub const UI_MESSAGE_STREAM_HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stre
 /// The SSE frame that ends a UI Message Stream.
 pub const DONE_FRAME: &str = "data: [DONE]\n\n";
 
+/// The `data:` of [`DONE_FRAME`], for writers that frame events themselves (with an `id:`).
+pub const DONE_DATA: &str = "[DONE]";
+
 /// The SSE comment a server may send to keep an idle stream open (ignored by clients).
 pub const KEEP_ALIVE_FRAME: &str = ": keep-alive\n\n";
 
@@ -40,9 +43,16 @@ pub const KEEP_ALIVE_FRAME: &str = ": keep-alive\n\n";
 /// assert_eq!(sse_frame(&UiChunk::text_delta("t1", "Hi")), "data: {\"type\":\"text-delta\",\"id\":\"t1\",\"delta\":\"Hi\"}\n\n");
 /// ```
 pub fn sse_frame(chunk: &UiChunk) -> String {
-    // Serializing these types cannot fail: every map key is a string and `Value` is valid JSON.
-    let json = serde_json::to_string(chunk).unwrap_or_else(|_| "{}".to_owned());
-    format!("data: {json}\n\n")
+    format!("data: {}\n\n", chunk.to_json())
+}
+
+impl UiChunk {
+    /// The chunk as one line of JSON (an SSE frame's `data:`).
+    pub fn to_json(&self) -> String {
+        // Serializing these types cannot fail: every map key is a string and `Value` is valid
+        // JSON.
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned())
+    }
 }
 
 /// Why the model stopped, as the `finish` chunk reports it.

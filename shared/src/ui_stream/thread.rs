@@ -44,6 +44,15 @@ pub struct UiMessageMetadata {
     pub cost_usd: Option<f64>,
     /// When the message was written, in milliseconds since the Unix epoch.
     pub created_at: i64,
+    /// The server-side run that wrote the message (`POST {prefix}/api/runs/{id}/stop` stops
+    /// it); omitted when unknown. The `start` chunk carries it first, so a client can stop the
+    /// run before the reply ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The reply was stopped before its end (`POST …/stop`); what it holds is what was written
+    /// until then. Omitted when `false`.
+    #[serde(default, skip_serializing_if = "crate::is_false")]
+    pub stopped: bool,
 }
 
 /// A thread in the list of `GET {prefix}/api/aisdk/threads`.

@@ -1,0 +1,103 @@
+//! `GET {prefix}/api/runs/{id}/stream` and `POST {prefix}/api/runs/{id}/stop` (see
+//! [`crate::runs`]).
+//!
+//! Decisions:
+//! - The stream replays the run's log after `Last-Event-ID` (or `?after=`; the header wins,
+//!   as a browser's `EventSource` sends it on reconnecting) and follows it to the end; each
+//!   event keeps the id it was logged with, so a client that reconnects again misses nothing
+//!   and sees nothing twice. A finished run stays readable for a while after its end.
+//! - A stop answers once the run has ended (at most a couple of seconds; a run that has not
+//!   ended by then answers `running` with 202), so the client knows the partial reply is saved
+//!   when the answer comes. Stopping a run that already ended is not an error: it answers the
+//!   run as it is.
+//! - Another principal's run, or an unknown id, is a 404.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use http::StatusCode;
+use lmchatkit_protocol::{RunInfo, RunStatus};
+
+use crate::http_util::{ApiError, Response, json};
+use crate::runs::Run;
+use crate::service::Req;
+use crate::sse;
+use crate::state::State;
+
+/// How long a stop request waits for the run to end.
+const STOP_WAIT: Duration = Duration::from_secs(2);
+
+/// The run's id in `param`, which must end with `/{action}`.
+fn run_id<'a>(param: &'a str, action: &str) -> Result<&'a str, ApiError> {
+    param
+        .strip_suffix(action)
+        .and_then(|p| p.strip_suffix('/'))
+        .filter(|id| !id.is_empty() && !id.contains('/'))
+        .ok_or_else(|| {
+            ApiError::NotFound(format!(
+                "no such run route: a run's {action} is .../api/runs/{{id}}/{action}"
+            ))
+        })
+}
+
+/// The caller's run named in `param` (`{id}/{action}`); a 404 for anyone else's.
+fn owned_run(state: &State, req: &Req, param: &str, action: &str) -> Result<Arc<Run>, ApiError> {
+    let id = run_id(param, action)?;
+    state
+        .runs
+        .get(&req.cx.principal(), id)
+        .ok_or_else(|| ApiError::NotFound("no such run".into()))
+}
+
+/// `GET /api/runs/{id}/stream`.
+pub(crate) fn stream(state: &State, req: &Req, param: &str) -> Result<Response, ApiError> {
+    let run = owned_run(state, req, param, "stream")?;
+    let after = after(req)?;
+    let permit = state.streams.open(req.cx.principal().id())?;
+    let frames = run.follow(after).map(move |f| {
+        let _held = &permit;
+        f
+    });
+    Ok(sse::response(frames, state.settings.heartbeat))
+}
+
+/// Where a stream resumes: `Last-Event-ID`, else `?after=`, else the start.
+fn after(req: &Req) -> Result<u64, ApiError> {
+    let header = req
+        .parts
+        .headers
+        .get("last-event-id")
+        .map(|v| v.to_str().unwrap_or_default().trim().to_owned());
+    let query = req
+        .parts
+        .uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("after="))
+        .map(str::to_owned);
+    match header.or(query) {
+        None => Ok(0),
+        Some(v) if v.is_empty() => Ok(0),
+        Some(v) => v.parse().map_err(|_| {
+            ApiError::BadRequest(format!("invalid event id {v:?}: ids are whole numbers"))
+        }),
+    }
+}
+
+/// `POST /api/runs/{id}/stop`.
+pub(crate) async fn stop(state: &State, req: Req, param: &str) -> Result<Response, ApiError> {
+    let run = owned_run(state, &req, param, "stop")?;
+    run.stop();
+    let status = run.settle(STOP_WAIT).await;
+    let code = match status {
+        RunStatus::Running => StatusCode::ACCEPTED,
+        _ => StatusCode::OK,
+    };
+    let info = RunInfo {
+        id: run.id().to_owned(),
+        status,
+    };
+    Ok(json(code, &info))
+}

@@ -1,0 +1,191 @@
+use std::time::Duration;
+
+use futures_util::StreamExt;
+
+use super::*;
+
+fn alice() -> Principal {
+    Principal::new("alice")
+}
+
+async fn collect(s: impl Stream<Item = Bytes>) -> Vec<String> {
+    let frames: Vec<Bytes> = tokio::time::timeout(Duration::from_secs(5), s.collect())
+        .await
+        .expect("the stream ends");
+    frames
+        .iter()
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_follower_gets_every_event_with_its_id_and_ends_with_the_run() {
+    let runs = Runs::default();
+    let w = runs.start(&alice(), Some("t1"), "m1", None).unwrap();
+    let run = w.run().clone();
+    w.append("{\"n\":1}");
+    let follower = tokio::spawn(collect(run.follow(0)));
+    tokio::task::yield_now().await;
+    w.append("{\"n\":2}");
+    w.append("[DONE]");
+    w.finish(RunStatus::Finished);
+    assert_eq!(
+        follower.await.unwrap(),
+        [
+            "id: 1\ndata: {\"n\":1}\n\n",
+            "id: 2\ndata: {\"n\":2}\n\n",
+            "id: 3\ndata: [DONE]\n\n"
+        ]
+    );
+    assert_eq!(run.status(), RunStatus::Finished);
+}
+
+#[tokio::test]
+async fn a_follower_after_an_id_gets_only_what_came_later() {
+    let runs = Runs::default();
+    let w = runs.start(&alice(), Some("t1"), "m1", None).unwrap();
+    for n in 1..=4 {
+        w.append(&n.to_string());
+    }
+    let run = w.run().clone();
+    w.finish(RunStatus::Finished);
+    assert_eq!(
+        collect(run.follow(2)).await,
+        ["id: 3\ndata: 3\n\n", "id: 4\ndata: 4\n\n"]
+    );
+    assert!(collect(run.follow(9)).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_second_run_in_a_conversation_is_a_conflict_until_the_first_ends() {
+    let runs = Runs::default();
+    let first = runs.start(&alice(), Some("t1"), "m1", None).unwrap();
+    let err = runs
+        .start(&alice(), Some("t1"), "m2", None)
+        .err()
+        .expect("409");
+    assert!(matches!(err, ApiError::Conflict(ref m) if m.contains(first.run().id())));
+    // Another conversation, or another principal's conversation of the same id, is free.
+    assert!(runs.start(&alice(), Some("t2"), "m3", None).is_ok());
+    assert!(
+        runs.start(&Principal::new("bob"), Some("t1"), "m4", None)
+            .is_ok()
+    );
+    // Runs of no conversation conflict with nothing.
+    let a = runs.start(&alice(), None, "m6", None).unwrap();
+    let b = runs.start(&alice(), None, "m7", None).unwrap();
+    assert_ne!(a.run().id(), b.run().id());
+    assert_eq!(
+        runs.active(&alice(), "t1").map(|r| r.id().to_owned()),
+        Some(first.run().id().to_owned())
+    );
+    first.finish(RunStatus::Finished);
+    assert!(runs.active(&alice(), "t1").is_none());
+    assert!(runs.start(&alice(), Some("t1"), "m5", None).is_ok());
+}
+
+#[tokio::test]
+async fn another_principal_cannot_find_a_run() {
+    let runs = Runs::default();
+    let w = runs.start(&alice(), Some("t1"), "m1", None).unwrap();
+    let id = w.run().id().to_owned();
+    assert!(id.starts_with("run-") && id.len() == 36, "{id}");
+    assert!(runs.get(&alice(), &id).is_some());
+    assert!(runs.get(&Principal::new("bob"), &id).is_none());
+    assert!(runs.active(&Principal::new("bob"), "t1").is_none());
+}
+
+#[tokio::test]
+async fn a_stop_wakes_the_writer_and_a_finished_run_ignores_it() {
+    let runs = Runs::default();
+    let w = runs.start(&alice(), Some("t1"), "m1", None).unwrap();
+    let run = w.run().clone();
+    let stopped = w.stopped();
+    run.stop();
+    tokio::time::timeout(Duration::from_secs(1), stopped)
+        .await
+        .expect("the writer learns of the stop");
+    w.finish(RunStatus::Stopped);
+    assert_eq!(
+        run.settle(Duration::from_millis(10)).await,
+        RunStatus::Stopped
+    );
+
+    let w = runs.start(&alice(), Some("t1"), "m2", None).unwrap();
+    let run = w.run().clone();
+    w.finish(RunStatus::Finished);
+    run.stop();
+    assert_eq!(run.status(), RunStatus::Finished);
+}
+
+#[tokio::test]
+async fn settle_waits_for_the_end_and_gives_up_after_the_wait() {
+    let runs = Runs::default();
+    let w = runs.start(&alice(), Some("t1"), "m1", None).unwrap();
+    let run = w.run().clone();
+    assert_eq!(
+        run.settle(Duration::from_millis(20)).await,
+        RunStatus::Running
+    );
+    let ender = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        w.finish(RunStatus::Stopped);
+    });
+    assert_eq!(run.settle(Duration::from_secs(5)).await, RunStatus::Stopped);
+    ender.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_writer_dropped_without_finishing_fails_the_run_and_frees_the_conversation() {
+    let runs = Runs::default();
+    let w = runs.start(&alice(), Some("t1"), "m1", None).unwrap();
+    w.append("1");
+    let run = w.run().clone();
+    let follower = tokio::spawn(collect(run.follow(0)));
+    tokio::task::yield_now().await;
+    drop(w);
+    assert_eq!(follower.await.unwrap(), ["id: 1\ndata: 1\n\n"]);
+    assert_eq!(run.status(), RunStatus::Failed);
+    assert!(runs.active(&alice(), "t1").is_none());
+}
+
+#[tokio::test]
+async fn finished_runs_are_dropped_oldest_first_past_the_byte_limit() {
+    // Each run logs one 100-byte event (plus its framing); the limit holds two.
+    let runs = Runs::with_limits(RETENTION, 250);
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let w = runs
+            .start(&alice(), Some(&format!("t{n}")), "m", None)
+            .unwrap();
+        w.append(&"x".repeat(100));
+        ids.push(w.run().id().to_owned());
+        w.finish(RunStatus::Finished);
+    }
+    assert!(
+        runs.get(&alice(), &ids[0]).is_none(),
+        "the oldest is dropped"
+    );
+    assert!(runs.get(&alice(), &ids[1]).is_some());
+    assert!(runs.get(&alice(), &ids[2]).is_some());
+}
+
+#[tokio::test]
+async fn finished_runs_are_dropped_after_the_retention() {
+    let runs = Runs::with_limits(Duration::from_millis(30), RETAINED_BYTES);
+    let w = runs.start(&alice(), Some("t1"), "m", None).unwrap();
+    let old = w.run().id().to_owned();
+    w.finish(RunStatus::Finished);
+    // A running run is never dropped, however old.
+    let running = runs.start(&alice(), Some("t2"), "m", None).unwrap();
+    tokio::time::sleep(Duration::from_millis(40)).await;
+    assert!(
+        runs.get(&alice(), &old).is_some(),
+        "dropped when the next run ends"
+    );
+    runs.start(&alice(), Some("t3"), "m", None)
+        .unwrap()
+        .finish(RunStatus::Finished);
+    assert!(runs.get(&alice(), &old).is_none());
+    assert!(runs.get(&alice(), running.run().id()).is_some());
+}

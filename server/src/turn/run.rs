@@ -1,0 +1,175 @@
+//! A native turn (`POST {prefix}/api/chat`) as a run ([`crate::runs`]): the events the route
+//! annotated go to the run's log, and, when the request names its conversation and
+//! server-side history is on, the reply is saved into that conversation by the service.
+//!
+//! Decisions:
+//! - **One model call per run.** The native protocol runs tools in the browser, so a run ends
+//!   with the model's `done` or `error`; the tab posts the next turn as a new run.
+//! - **The reply is saved when the run ends** (done, error or stopped), before the log ends,
+//!   and the log's last event is `saved` with the conversation's revision: the tab's own save
+//!   after the stream takes it as its base and is no conflict. The service puts only the reply
+//!   in its place ([`Snapshot::Reply`]); the rest of the conversation is the tab's to save. A
+//!   reply with nothing in it (no text, reasoning or call) is not saved.
+//! - **Tool calls are saved with the policy's approval** ([`Approval::initial`], nothing
+//!   allowed in the chat yet): a tab that reloads asks for the pending ones.
+//! - **Stop** drops the host's stream (the upstream request with it), ends the log with `done`
+//!   whose finish reason is `stopped`, and saves the reply marked [`Message::stopped`].
+//! - `<think>` tags inline in the text are saved as streamed: the UI splits them when it shows
+//!   (and saves) the reply.
+
+use std::sync::Arc;
+
+use futures_util::{Stream, StreamExt};
+use lmchatkit_protocol::{Approval, Event, FinishReason, Message};
+
+use crate::history::writer::{Saver, Snapshot, Target};
+use crate::host::Principal;
+use crate::http_util::ApiError;
+use crate::runs::{Run, RunStatus, Runs};
+
+/// Where and how a run's reply is saved.
+pub(crate) struct Keep {
+    pub(crate) target: Target,
+    /// The messages the turn was asked with.
+    pub(crate) request: Arc<Vec<Message>>,
+}
+
+/// Starts a run streaming `events` (ended by `done` or `error`) for `owner`, writing reply
+/// `reply_id` of `conversation`, and runs it in a task that holds `hold` until it ends.
+pub(crate) fn start(
+    runs: &Runs,
+    owner: &Principal,
+    conversation: Option<&str>,
+    reply_id: &str,
+    events: impl Stream<Item = Event> + Send + 'static,
+    keep: Option<Keep>,
+    hold: impl Send + 'static,
+) -> Result<Arc<Run>, ApiError> {
+    let writer = runs.start(owner, conversation, reply_id, None)?;
+    let run = writer.run().clone();
+    let mut reply = Message::assistant("");
+    reply.id = Some(reply_id.to_owned());
+    reply.created_at = Some(crate::history::now_ms());
+    tokio::spawn(async move {
+        let _hold = hold;
+        let mut events = std::pin::pin!(events);
+        let relay = async {
+            while let Some(ev) = events.next().await {
+                if matches!(ev, Event::Saved { .. }) {
+                    continue; // the service's own event
+                }
+                apply(&mut reply, &ev);
+                writer.append_json(&ev);
+                // The turn ends here, whether or not the host's stream does.
+                if matches!(ev, Event::Done { .. } | Event::Error { .. }) {
+                    break;
+                }
+            }
+        };
+        let status = tokio::select! {
+            _ = relay => RunStatus::Finished,
+            _ = writer.stopped() => RunStatus::Stopped,
+        };
+        if status == RunStatus::Stopped {
+            reply.stopped = true;
+            writer.append_json(&Event::Done {
+                finish_reason: Some(FinishReason::Stopped),
+                usage: None,
+                cost_usd: None,
+            });
+        }
+        if let Some(keep) = keep.filter(|_| has_content(&reply)) {
+            let saver = Saver::start(keep.target);
+            saver.save(Snapshot::Reply {
+                request: keep.request,
+                reply: Box::new(reply),
+            });
+            if let Some(revision) = saver.flush().await {
+                writer.append_json(&Event::Saved { revision });
+            }
+        }
+        writer.finish(status);
+    });
+    Ok(run)
+}
+
+/// Adds one event to the reply.
+fn apply(reply: &mut Message, ev: &Event) {
+    match ev {
+        Event::Delta { delta } => {
+            if let lmchatkit_protocol::Content::Text(t) = &mut reply.content {
+                t.push_str(delta);
+            }
+        }
+        Event::Reasoning { reasoning } => {
+            reply.thinking.get_or_insert_default().push_str(reasoning);
+        }
+        Event::ToolCall {
+            tool_call,
+            decision,
+        } => {
+            let mut call = tool_call.clone();
+            call.approval = Some(Approval::initial(*decision, false));
+            reply.tool_calls.push(call);
+        }
+        Event::Done {
+            usage, cost_usd, ..
+        } => {
+            reply.usage = *usage;
+            reply.cost_usd = *cost_usd;
+        }
+        Event::Error { .. } | Event::Saved { .. } => {}
+    }
+}
+
+/// Whether the reply holds anything worth keeping.
+fn has_content(reply: &Message) -> bool {
+    !reply.content.joined_text("").is_empty()
+        || reply.thinking.as_ref().is_some_and(|t| !t.is_empty())
+        || !reply.tool_calls.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use lmchatkit_protocol::{ToolCall, ToolDecision, Usage};
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_reply_collects_text_reasoning_calls_with_their_approval_and_usage() {
+        let mut r = Message::assistant("");
+        let usage = Usage {
+            prompt_tokens: Some(3),
+            ..Default::default()
+        };
+        for ev in [
+            Event::reasoning("hm"),
+            Event::delta("Hel"),
+            Event::delta("lo"),
+            Event::ToolCall {
+                tool_call: ToolCall::new("c1", "rm", json!({})),
+                decision: Some(ToolDecision::Deny),
+            },
+            Event::ToolCall {
+                tool_call: ToolCall::new("c2", "ls", json!({})),
+                decision: Some(ToolDecision::Ask),
+            },
+            Event::Done {
+                finish_reason: None,
+                usage: Some(usage),
+                cost_usd: Some(0.5),
+            },
+        ] {
+            apply(&mut r, &ev);
+        }
+        assert_eq!(r.content.joined_text(""), "Hello");
+        assert_eq!(r.thinking.as_deref(), Some("hm"));
+        let approvals: Vec<_> = r.tool_calls.iter().map(|c| c.approval).collect();
+        assert_eq!(approvals, [Some(Approval::Error), Some(Approval::Pending)]);
+        assert_eq!(r.usage, Some(usage));
+        assert_eq!(r.cost_usd, Some(0.5));
+        assert!(has_content(&r));
+        assert!(!has_content(&Message::assistant("")));
+    }
+}
