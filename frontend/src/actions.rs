@@ -186,16 +186,19 @@ async fn compact(store: Store, chat: Chat) {
     let (mut call_usage, mut call_cost) = (None, None);
     let res = store
         .api()
-        .chat_stream(&req, None, |f| {
-            match serde_json::from_str::<Event>(&f.data) {
+        .chat_stream(
+            &req,
+            None,
+            |_| {},
+            |f| match serde_json::from_str::<Event>(&f.data) {
                 Ok(Event::Delta { delta }) => summary.push_str(&delta),
                 Ok(Event::Error { .. }) => failed = true,
                 Ok(Event::Done {
                     usage, cost_usd, ..
                 }) => (call_usage, call_cost) = (usage, cost_usd),
                 _ => {}
-            }
-        })
+            },
+        )
         .await;
     store.busy.set(false);
     if res.is_err() || failed || summary.trim().is_empty() {

@@ -9,8 +9,8 @@ use gloo_net::http::{Request, RequestBuilder, Response};
 use lmchatkit_protocol::{
     AppProxyRequest, AppResult, AppViewRequest, AppViewResponse, ChatRequest, ConfigResponse,
     ConflictResponse, ConversationPatch, ConversationSummary, ErrorBody, Model, Persona, Prompt,
-    Resource, ResourceReadRequest, ResourceResult, SaveResponse, SlashCommand, StoredConversation,
-    ToolApprovals, ToolCallRequest, ToolResult, UploadResponse,
+    RUN_ID_HEADER, Resource, ResourceReadRequest, ResourceResult, RunInfo, SaveResponse,
+    SlashCommand, StoredConversation, ToolApprovals, ToolCallRequest, ToolResult, UploadResponse,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -176,15 +176,36 @@ impl Api {
         from_json(&ok_body(read_text(res).await?)?)
     }
 
-    /// `POST {prefix}/api/chat`: calls `on_frame` for each SSE frame until the stream ends.
+    /// `POST {prefix}/api/chat`: calls `on_run` with the id of the run the turn started (when
+    /// the service names one), then `on_frame` for each SSE frame until the stream ends.
     pub async fn chat_stream(
         &self,
         req: &ChatRequest,
         signal: Option<&web_sys::AbortSignal>,
+        on_run: impl FnOnce(String),
         on_frame: impl FnMut(SseFrame),
     ) -> Result<(), ApiError> {
         let body = serde_json::to_string(req).map_err(|e| ApiError::Decode(e.to_string()))?;
-        stream(&self.url("chat"), Some(&body), None, signal, on_frame).await
+        let on_open = |res: &web_sys::Response| {
+            if let Ok(Some(id)) = res.headers().get(RUN_ID_HEADER) {
+                on_run(id);
+            }
+        };
+        stream(
+            &self.url("chat"),
+            Some(&body),
+            None,
+            signal,
+            on_open,
+            on_frame,
+        )
+        .await
+    }
+
+    /// `POST {prefix}/api/runs/{id}/stop`: stops a run; answers it once it has ended.
+    pub async fn stop_run(&self, id: &str) -> Result<RunInfo, ApiError> {
+        let route = format!("runs/{}/stop", encode(id));
+        self.send_for_json(Request::post(&self.url(&route))).await
     }
 
     /// `GET {prefix}/api/events` (with `Last-Event-ID` when given) until it ends.
@@ -194,7 +215,15 @@ impl Api {
         signal: Option<&web_sys::AbortSignal>,
         on_frame: impl FnMut(SseFrame),
     ) -> Result<(), ApiError> {
-        stream(&self.url("events"), None, last_event_id, signal, on_frame).await
+        stream(
+            &self.url("events"),
+            None,
+            last_event_id,
+            signal,
+            |_| {},
+            on_frame,
+        )
+        .await
     }
 
     pub(crate) async fn get_json<T: DeserializeOwned>(&self, route: &str) -> Result<T, ApiError> {
@@ -314,6 +343,7 @@ async fn stream(
     body: Option<&str>,
     last_event_id: Option<&str>,
     signal: Option<&web_sys::AbortSignal>,
+    on_open: impl FnOnce(&web_sys::Response),
     mut on_frame: impl FnMut(SseFrame),
 ) -> Result<(), ApiError> {
     let window = web_sys::window().ok_or_else(|| ApiError::Network("no window".into()))?;
@@ -354,6 +384,7 @@ async fn stream(
             .unwrap_or_else(|_| res.status_text());
         return Err(ApiError::Status { status, message });
     }
+    on_open(&res);
     let Some(body) = res.body() else {
         return Ok(());
     };

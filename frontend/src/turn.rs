@@ -14,7 +14,7 @@ use lmchatkit_protocol::{
     Approval, ChatRequest, Content, Event, Message, ToolCall, ToolCallRequest, ToolCallSource,
 };
 
-use crate::api::ApiError;
+use crate::api::{Api, ApiError};
 use crate::bench;
 use crate::history::persist;
 use crate::markdown::Incremental;
@@ -23,10 +23,20 @@ use crate::think::{Piece, ThinkSplitter};
 
 thread_local! {
     static ABORT: RefCell<Option<web_sys::AbortController>> = const { RefCell::new(None) };
+    /// The streaming turn's run on the server, and the API to stop it with.
+    static RUN: RefCell<Option<(Api, String)>> = const { RefCell::new(None) };
 }
 
-/// Stops the streaming turn (the partial reply is kept).
+/// Stops the streaming turn: the server stops its run (the model call with it; closing the
+/// connection alone would not), and this tab stops reading at once. The partial reply is kept.
 pub fn stop() {
+    if let Some((api, id)) = RUN.with(|r| r.borrow_mut().take()) {
+        spawn_local(async move {
+            if let Err(e) = api.stop_run(&id).await {
+                leptos::logging::warn!("stopping run {id} failed: {e}");
+            }
+        });
+    }
     ABORT.with(|a| {
         if let Some(c) = a.borrow_mut().take() {
             c.abort();
@@ -189,48 +199,55 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
     };
     let res = store
         .api()
-        .chat_stream(&req, signal.as_ref(), |frame| {
-            let t0 = bench::now();
-            let Ok(ev) = serde_json::from_str::<Event>(&frame.data) else {
-                return;
-            };
-            match ev {
-                Event::Delta { delta } => apply(splitter.push(&delta)),
-                Event::Reasoning { reasoning } => ui
-                    .data
-                    .update(|d| d.thinking.get_or_insert_default().push_str(&reasoning)),
-                Event::ToolCall {
-                    tool_call,
-                    decision,
-                } => {
-                    let ToolCall {
-                        id,
-                        name,
-                        arguments,
-                        ..
-                    } = tool_call;
-                    let approval = Approval::initial(decision, auto_allowed(store, chat, &name));
-                    let mut call = ToolCall::new(id, name, arguments);
-                    call.approval = Some(approval);
-                    ui.data.update(|d| d.tool_calls.push(call));
+        .chat_stream(
+            &req,
+            signal.as_ref(),
+            |id| RUN.with(|r| *r.borrow_mut() = Some((store.api(), id))),
+            |frame| {
+                let t0 = bench::now();
+                let Ok(ev) = serde_json::from_str::<Event>(&frame.data) else {
+                    return;
+                };
+                match ev {
+                    Event::Delta { delta } => apply(splitter.push(&delta)),
+                    Event::Reasoning { reasoning } => ui
+                        .data
+                        .update(|d| d.thinking.get_or_insert_default().push_str(&reasoning)),
+                    Event::ToolCall {
+                        tool_call,
+                        decision,
+                    } => {
+                        let ToolCall {
+                            id,
+                            name,
+                            arguments,
+                            ..
+                        } = tool_call;
+                        let approval =
+                            Approval::initial(decision, auto_allowed(store, chat, &name));
+                        let mut call = ToolCall::new(id, name, arguments);
+                        call.approval = Some(approval);
+                        ui.data.update(|d| d.tool_calls.push(call));
+                    }
+                    // The cost is absent when the model's price is unknown: it stays unknown.
+                    Event::Done {
+                        usage, cost_usd, ..
+                    } => ui.data.update(|d| {
+                        d.usage = usage;
+                        d.cost_usd = cost_usd;
+                    }),
+                    Event::Error { error } => failed = Some(error),
+                    Event::Saved { .. } => {}
                 }
-                // The cost is absent when the model's price is unknown: it stays unknown.
-                Event::Done {
-                    usage, cost_usd, ..
-                } => ui.data.update(|d| {
-                    d.usage = usage;
-                    d.cost_usd = cost_usd;
-                }),
-                Event::Error { error } => failed = Some(error),
-                Event::Saved { .. } => {}
-            }
-            bench::record("delta", bench::now() - t0);
-        })
+                bench::record("delta", bench::now() - t0);
+            },
+        )
         .await;
     apply(splitter.finish());
     scheduled.set(false);
     ui.html.set(inc.borrow().html());
     ABORT.with(|a| a.borrow_mut().take());
+    RUN.with(|r| r.borrow_mut().take());
     ui.streaming.set(false);
     match res {
         Err(ApiError::Aborted) => None,
