@@ -19,6 +19,7 @@ mod chat;
 mod history;
 mod mcp;
 mod requests;
+mod sign_in_signal;
 mod stale_tool;
 pub mod ui_stream;
 mod user_mcp;
@@ -48,6 +49,7 @@ pub use requests::{
     McpServerStatus, PromptGetRequest, ResourceReadRequest, ToolCallRequest, ToolCallSource,
     UploadResponse, UploadedFile,
 };
+pub use sign_in_signal::{SIGN_IN_CHANNEL, SignInSignal};
 pub use stale_tool::{STALE_TOOL_MARKER, stale_tool_server, stale_tool_text};
 pub use user_mcp::{
     AcceptTool, AcceptTools, AcceptedTool, ChangedTool, CredentialsState, OAuthStart, OAuthStatus,
