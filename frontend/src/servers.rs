@@ -34,6 +34,12 @@ impl Api {
         self.get_json("mcp/servers").await
     }
 
+    /// `GET {prefix}/api/mcp/servers/{slug}`.
+    pub async fn user_mcp_server(&self, slug: &str) -> Result<UserMcpServer, ApiError> {
+        self.get_json(&format!("mcp/servers/{}", encode(slug)))
+            .await
+    }
+
     /// `POST {prefix}/api/mcp/servers`.
     pub async fn add_user_mcp_server(
         &self,

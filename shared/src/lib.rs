@@ -20,6 +20,7 @@ mod history;
 mod mcp;
 mod requests;
 mod runs;
+mod sign_in_signal;
 mod stale_tool;
 pub mod ui_stream;
 mod user_mcp;
@@ -50,6 +51,7 @@ pub use requests::{
     UploadResponse, UploadedFile,
 };
 pub use runs::{RUN_ID_HEADER, RunInfo, RunStatus};
+pub use sign_in_signal::{SIGN_IN_CHANNEL, SignInSignal};
 pub use stale_tool::{STALE_TOOL_MARKER, stale_tool_server, stale_tool_text};
 pub use user_mcp::{
     AcceptTool, AcceptTools, AcceptedTool, ChangedTool, CredentialsState, OAuthStart, OAuthStatus,

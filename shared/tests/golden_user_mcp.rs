@@ -175,3 +175,13 @@ fn an_accept_body_names_tools_with_their_reviewed_hash() {
     assert_eq!(UserToolApproval::Never.decision(), ToolDecision::Deny);
     assert_eq!(UserToolApproval::default(), UserToolApproval::Ask);
 }
+
+#[test]
+fn a_sign_in_signal_names_only_the_server_and_its_status() {
+    let signal = SignInSignal::new("docs", OAuthStatus::SignedIn);
+    assert_eq!(to(&signal), json!({"slug": "docs", "oauth": "signed_in"}));
+    let back: SignInSignal =
+        serde_json::from_str(r#"{"slug": "docs", "oauth": "signed_in"}"#).unwrap();
+    assert_eq!(back, signal);
+    assert_eq!(SIGN_IN_CHANNEL, "lmchatkit-mcp-sign-in");
+}

@@ -303,6 +303,20 @@ impl Browser {
             .collect()
     }
 
+    /// Sets the value of the field (input or select) matching `css` (waiting for it) and fires
+    /// its `input` and `change` events, as typing or picking would.
+    pub async fn fill(&self, css: &str, value: &str) {
+        self.wait_for(css).await;
+        let script = format!(
+            "const e = document.querySelector({}); e.value = {}; \
+             e.dispatchEvent(new Event('input', {{bubbles: true}})); \
+             e.dispatchEvent(new Event('change', {{bubbles: true}})); return true;",
+            serde_json::to_string(css).unwrap(),
+            serde_json::to_string(value).unwrap()
+        );
+        self.js(&script).await;
+    }
+
     /// Puts `text` (may hold newlines) into the composer at once and presses Enter.
     pub async fn send_text(&self, text: &str) {
         let input = self.wait_for(".lmck-input").await;

@@ -51,19 +51,6 @@ async fn wait_stored(env: &Env, path: &str, what: &str, ok: impl Fn(&Value) -> b
     panic!("never stored: {what}: {}", get(env, path).await);
 }
 
-/// Sets the value of the field (input or select) matching `css` and fires its events.
-async fn fill(b: &Browser, css: &str, value: &str) {
-    b.wait_for(css).await;
-    let script = format!(
-        "const e = document.querySelector({}); e.value = {}; \
-         e.dispatchEvent(new Event('input', {{bubbles: true}})); \
-         e.dispatchEvent(new Event('change', {{bubbles: true}})); return true;",
-        serde_json::to_string(css).unwrap(),
-        serde_json::to_string(value).unwrap()
-    );
-    b.js(&script).await;
-}
-
 /// The value of the first element matching `css` (a select's or input's).
 async fn value_of(b: &Browser, css: &str) -> String {
     let script = format!(
@@ -123,8 +110,8 @@ async fn a_user_adds_reviews_and_re_reviews_their_own_server_and_its_tools_run_a
         "docs",
         "the slug follows the name"
     );
-    fill(b, "input[name=url]", "http://10.1.2.3/mcp").await;
-    fill(b, ".lmck-header-name", "X-Api-Key").await;
+    b.fill("input[name=url]", "http://10.1.2.3/mcp").await;
+    b.fill(".lmck-header-name", "X-Api-Key").await;
     b.wait_for(".lmck-header-value")
         .await
         .send_keys(CANARY)
@@ -132,7 +119,7 @@ async fn a_user_adds_reviews_and_re_reviews_their_own_server_and_its_tools_run_a
         .unwrap();
     b.click(".lmck-save-server").await;
     b.wait_text(".lmck-form-error", "url refused").await;
-    fill(b, "input[name=url]", &up.url()).await;
+    b.fill("input[name=url]", &up.url()).await;
     b.click(".lmck-save-server").await;
     b.wait_text(&format!("{ROW} .lmck-credentials"), "credentials: set")
         .await;
@@ -302,8 +289,7 @@ async fn a_user_adds_reviews_and_re_reviews_their_own_server_and_its_tools_run_a
 
     // A tool's settings and the server's switch, kept by the service.
     b.click(".lmck-servers-btn").await;
-    fill(
-        b,
+    b.fill(
         &format!("{ROW} [data-tool=delete_page] .lmck-approval-select"),
         "never",
     )
@@ -333,13 +319,10 @@ async fn a_user_adds_reviews_and_re_reviews_their_own_server_and_its_tools_run_a
     // Replacing the headers: the next connection carries the new value; none removes them.
     let before = get(&env, "/chat/api/mcp/servers/docs").await["updated_at"].clone();
     b.click(&format!("{ROW} .lmck-edit-headers")).await;
-    fill(b, &format!("{ROW} .lmck-header-name"), "X-Api-Key").await;
-    fill(
-        b,
-        &format!("{ROW} .lmck-header-value"),
-        &format!("{CANARY}-2"),
-    )
-    .await;
+    b.fill(&format!("{ROW} .lmck-header-name"), "X-Api-Key")
+        .await;
+    b.fill(&format!("{ROW} .lmck-header-value"), &format!("{CANARY}-2"))
+        .await;
     b.click(&format!("{ROW} .lmck-save-headers")).await;
     wait_stored(&env, "/chat/api/mcp/servers/docs", "headers saved", |v| {
         v["updated_at"] != before && v["credentials"] == "set"

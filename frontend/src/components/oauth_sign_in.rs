@@ -4,9 +4,10 @@
 //! a new tab. The tab is opened at once, within the click (a tab opened after the answer arrives
 //! is a pop-up browsers block), without an opener, and pointed at the page once the service
 //! answered; it is closed again on an error, which the button shows. The authorization server
-//! ends on the service's callback page ("Signed in to …"); the screen that shows the server
-//! reads it again to see the new status (the Tools & servers list shows it on each server that
-//! needs a sign-in).
+//! ends on the service's callback page ("Signed in to …"), which posts the slug and new status
+//! on a `BroadcastChannel`; the Tools & servers screen, which shows this button on each server
+//! that needs a sign-in, then reads that server again, and also re-reads its list when the
+//! window gets focus back ([`crate::components::servers::sign_in_watch`] states how).
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;

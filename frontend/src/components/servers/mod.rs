@@ -1,9 +1,10 @@
 //! The "Tools & servers" screen: the user's own MCP servers in a dialog (the rules are
-//! [`crate::servers`]'s). It shows one pane at a time ([`screen`] holds the state they share):
+//! [`crate::servers`]'s). It shows one pane at a time ([`screen`](mod@screen) holds the state they share):
 //! the list ([`list`]: a [`server_row`] per server, each accepted tool's settings in
 //! [`tool_row`]), adding a server ([`add_form`], headers in [`header_fields`]) or reviewing a
 //! refresh ([`review`]). [`stale`] is the flag a tool card shows when a call was refused because
-//! its tool changed upstream.
+//! its tool changed upstream. While it is open, [`sign_in_watch`] re-reads a server whose
+//! sign-in ended in another tab.
 //!
 //! Keyboard: the dialog takes focus (the close button, or the Refresh button of the server it
 //! was opened on); Escape leaves a form or review for the list, and closes from the list;
@@ -16,6 +17,7 @@ pub mod list;
 pub mod review;
 pub mod screen;
 pub mod server_row;
+pub mod sign_in_watch;
 pub mod stale;
 pub mod tool_row;
 
@@ -41,6 +43,7 @@ pub fn ServersDialog(focus: Option<String>) -> impl IntoView {
     let screen = Screen::new(store, focus);
     provide_context(screen);
     screen.reload();
+    sign_in_watch::watch_sign_ins(screen);
     let close_ref = NodeRef::<html::Button>::new();
     Effect::new(move |_| {
         if let Some(b) = close_ref.get().filter(|_| start_on_close) {

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lmchatkit_protocol::{ToolReview, UserMcpServer};
+use lmchatkit_protocol::{OAuthStatus, ToolReview, UserMcpServer};
 
 use crate::state::Store;
 
@@ -62,6 +62,50 @@ impl Screen {
         });
     }
 
+    /// Reads the list again quietly (the window got focus back): a failure is logged and
+    /// leaves the list as it was.
+    pub fn reread_list(self) {
+        spawn_local(async move {
+            match self.store.api().user_mcp_servers().await {
+                Ok(list) => {
+                    self.forget_sign_in_failure(&list);
+                    self.servers.set(Some(list));
+                }
+                Err(e) => warn(&format!("re-reading your servers failed: {}", e.message())),
+            }
+        });
+    }
+
+    /// Reads the server `slug` again (a sign-in ended, a refresh failed), so its row shows what
+    /// the service says now; a failure is logged and leaves the row as it was.
+    pub fn reread(self, slug: String) {
+        spawn_local(async move {
+            match self.store.api().user_mcp_server(&slug).await {
+                Ok(s) => {
+                    self.forget_sign_in_failure(std::slice::from_ref(&s));
+                    self.put(s);
+                }
+                Err(e) => warn(&format!("re-reading {slug} failed: {}", e.message())),
+            }
+        });
+    }
+
+    /// Drops the failure shown when a server that needed a sign-in is signed in in `fresh`
+    /// (that failure was the refresh that found the sign-in missing).
+    fn forget_sign_in_failure(self, fresh: &[UserMcpServer]) {
+        let ended = self.servers.with_untracked(|l| {
+            l.iter().flatten().any(|old| {
+                old.oauth == OAuthStatus::SignInRequired
+                    && fresh
+                        .iter()
+                        .any(|s| s.slug == old.slug && s.oauth == OAuthStatus::SignedIn)
+            })
+        });
+        if ended {
+            self.error.set(None);
+        }
+    }
+
     /// Puts a server as the service answered it into the list (replacing its old copy).
     pub fn put(self, s: UserMcpServer) {
         self.servers.update(|l| {
@@ -100,6 +144,8 @@ impl Screen {
                     self.focus.set(Some(slug.clone()));
                     self.pane.set(Pane::List);
                     self.fail(format!("Refreshing {slug} failed: {}", e.message()));
+                    // The failure may have changed the server (a sign-in is now required).
+                    self.reread(slug);
                 }
             }
         });
@@ -112,7 +158,12 @@ impl Screen {
     }
 }
 
-/// The screen's state, provided by [`ServersDialog`].
+/// Logs `message` to the browser's console (what the screen does not show).
+pub(super) fn warn(message: &str) {
+    web_sys::console::warn_1(&message.into());
+}
+
+/// The screen's state, provided by [`ServersDialog`](super::ServersDialog).
 pub fn screen() -> Screen {
     expect_context::<Screen>()
 }

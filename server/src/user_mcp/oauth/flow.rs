@@ -231,13 +231,13 @@ impl UserMcp {
     }
 
     /// Ends a sign-in: checks the state (the request's principal's, not expired, the server's
-    /// pending one), consumes it, exchanges the code and stores the grant. Answers the server's
-    /// display name.
+    /// pending one), consumes it, exchanges the code and stores the grant. Answers the server
+    /// as stored (signed in).
     pub(crate) async fn finish_sign_in(
         &self,
         principal: Option<&Principal>,
         callback: Callback,
-    ) -> Result<String, OAuthError> {
+    ) -> Result<UserMcpRecord, OAuthError> {
         let sealed_state = callback
             .state
             .ok_or_else(|| OAuthError::BadCallback("the callback carries no state".into()))?;
@@ -324,7 +324,7 @@ impl UserMcp {
             slug,
             "signed in to a user's MCP server"
         );
-        Ok(stored.name)
+        Ok(stored)
     }
 
     /// Exchanges `code` with rmcp (logging off: rmcp logs the code).

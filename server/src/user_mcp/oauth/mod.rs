@@ -35,8 +35,9 @@
 //!   must be present. A host whose session cookie is `SameSite=Lax` (or an authenticating proxy
 //!   header) sends it on that navigation; a `SameSite=Strict`-only session does not, and the
 //!   callback then answers 401 (the page says to sign in to the app and start again). It answers
-//!   a small HTML page without scripts (`default-src 'none'`, `no-referrer`, `no-store`); the UI
-//!   learns of the sign-in by reading the server again.
+//!   a small HTML page (`default-src 'none'`, `no-referrer`, `no-store`) whose one script,
+//!   allowed by its hash, posts the slug and new status on a `BroadcastChannel`; the UI then
+//!   reads the server again (the route's module states the rules).
 //! - **The redirect URI** is `{origin}{prefix}/api/mcp/oauth/callback`, the origin being the
 //!   request's `Origin` when it names the request's `Host` (the UI's fetch), else `Host` with
 //!   `http` for loopback names and `https` otherwise.
