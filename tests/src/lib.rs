@@ -2,8 +2,10 @@
 //! upstream that speaks the real wire format, and helpers to serve a `ChatService` on loopback.
 
 pub mod aisdk;
+pub mod app_binary;
 pub mod bench;
 pub mod browser;
+pub mod engines;
 pub mod installed;
 pub mod mcp_server;
 pub mod mock_anthropic;

@@ -27,7 +27,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -46,6 +46,8 @@ pub struct Observed {
     pub auth: Mutex<Vec<Option<String>>>,
     /// Streams whose body was dropped before it finished (the client disconnected).
     pub dropped_early: AtomicUsize,
+    /// When each of those was dropped (how a test measures how soon a stop reached the model).
+    pub dropped_at: Mutex<Vec<Instant>>,
     /// Streams that finished.
     pub completed: AtomicUsize,
 }
@@ -375,6 +377,9 @@ impl Drop for DropGuard {
     fn drop(&mut self) {
         if !self.finished {
             self.obs.dropped_early.fetch_add(1, Ordering::SeqCst);
+            if let Ok(mut at) = self.obs.dropped_at.lock() {
+                at.push(Instant::now());
+            }
         }
     }
 }

@@ -84,7 +84,16 @@ async fn check(ex: &Example, user: Option<&str>, model: &str) {
     );
     let mut body = res.bytes_stream();
     let first = body.next().await.unwrap().unwrap();
-    assert!(first.starts_with(b"data: {\"type\""), "{first:?}");
+    // A run's events carry their sequence id (for resume) before the data line.
+    let data = match first.strip_prefix(b"id: ") {
+        Some(rest) => {
+            let line_end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+            assert!(rest[..line_end].iter().all(u8::is_ascii_digit), "{first:?}");
+            &rest[(line_end + 1).min(rest.len())..]
+        }
+        None => &first[..],
+    };
+    assert!(data.starts_with(b"data: {\"type\""), "{first:?}");
     let mut all = String::from_utf8_lossy(&first).into_owned();
     while let Some(chunk) = body.next().await {
         all.push_str(&String::from_utf8_lossy(&chunk.unwrap()));

@@ -7,27 +7,11 @@
 //! Needs the binary (`cargo test --workspace` builds it) and the UI bundle; skipped with a
 //! message only when Chromium is absent and `LMCHATKIT_EXPECT_BROWSER` is unset.
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 
+use lmchatkit_tests::app_binary::{self, App, binary};
 use lmchatkit_tests::browser::app::{ONE_AT_A_TIME, idle, start_chat};
 use lmchatkit_tests::browser::{browser_expected, launch};
-
-struct App(Child);
-
-impl Drop for App {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `target/<profile>/lmchatkit`, next to this test's `deps/` directory.
-fn binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().join("lmchatkit")
-}
 
 /// Starts the binary with `args` on a fresh data directory; `None` when it is not built.
 fn start(args: &[&str]) -> Option<(App, String, tempfile::TempDir)> {
@@ -42,30 +26,15 @@ fn start(args: &[&str]) -> Option<(App, String, tempfile::TempDir)> {
         return None;
     }
     let data = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(&bin);
+    let mut cmd = app_binary::command();
     cmd.args(["--listen", "127.0.0.1:0"])
         .args(args)
         .env("XDG_DATA_HOME", data.path())
         .env("HOME", data.path())
-        .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    for (key, _) in std::env::vars() {
-        if key.starts_with("LMCHATKIT_") || key.starts_with("OPENAI_") {
-            cmd.env_remove(key);
-        }
-    }
-    let mut child = App(cmd.spawn().unwrap());
-    let mut line = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split("open ")
-        .nth(1)
-        .expect("the URL to open")
-        .trim()
-        .to_owned();
-    Some((child, url, data))
+    let app = app_binary::spawn(cmd);
+    let url = app.url.clone();
+    Some((app, url, data))
 }
 
 /// "hello", then the clock tool's view, whose own button calls back through the bridge.
