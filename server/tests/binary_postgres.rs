@@ -70,6 +70,14 @@ async fn a_conversation_saved_through_the_app_on_postgres_survives_a_restart() {
         .await
         .unwrap();
     assert_eq!(res.status(), 409);
+    // A NUL in a title (PostgreSQL refuses it in text) is the client's mistake: 400, not 500.
+    let res = client
+        .put(format!("{}/api/conversations/c-nul", app.url))
+        .json(&json!({"id": "c-nul", "title": "bad\u{0}title", "revision": 0, "messages": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
     // The rows are in the test's schema, where the app put them.
     let stored = db.execute("SELECT count(*) FROM messages").await.unwrap();
     let count = stored.iter().find_map(|m| match m {
