@@ -5,7 +5,10 @@
 //! Decisions: the server is `LMCHATKIT_TEST_POSTGRES_URL`, by default
 //! `postgres://postgres@127.0.0.1:5432/test`. When it cannot be reached, [`TestSchema::new`]
 //! panics if the environment variable `CI` is set and otherwise prints why and returns `None`,
-//! so the caller skips.
+//! so the caller skips. Stores of [`TestSchema::connect`] name their connections after the
+//! schema (`application_name`), so the drop can end any connection a failed test left in a
+//! transaction (its tasks run on the test's runtime, which the drop blocks) instead of waiting
+//! for its locks forever; the drop also gives up after a lock timeout, saying so.
 
 use std::time::Duration;
 
@@ -64,6 +67,13 @@ impl TestSchema {
         &self.schema
     }
 
+    /// The server's URL with the schema's name as `application_name`, so the drop can find
+    /// connections a failed test left open.
+    pub fn store_url(&self) -> String {
+        let sep = if self.url.contains('?') { '&' } else { '?' };
+        format!("{}{sep}application_name={}", self.url, self.schema)
+    }
+
     /// Options selecting the schema.
     pub fn options(&self) -> PostgresOptions {
         PostgresOptions::default().with_schema(self.schema.clone())
@@ -71,7 +81,7 @@ impl TestSchema {
 
     /// A store on the schema (migrated at connect).
     pub async fn connect(&self) -> Result<PostgresStore, HistoryError> {
-        PostgresStore::connect(&self.url, self.options()).await
+        PostgresStore::connect(&self.store_url(), self.options()).await
     }
 
     /// Runs `sql` (one or more statements) in the schema on a connection of its own.
@@ -108,8 +118,15 @@ impl Drop for TestSchema {
                     .await
                     .map_err(|e| e.to_string())?;
                 let task = tokio::spawn(conn);
+                // Connections named after the schema (or with it in their name) are this
+                // test's: end them, so none holds a lock the drop would wait for.
                 let out = client
-                    .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                    .batch_execute(&format!(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                         WHERE application_name LIKE '%{schema}%' AND pid <> pg_backend_pid();
+                         SET lock_timeout = '10s';
+                         DROP SCHEMA IF EXISTS {schema} CASCADE"
+                    ))
                     .await
                     .map_err(|e| e.to_string());
                 drop(client);
