@@ -380,3 +380,51 @@ async fn the_password_never_shows_in_debug_or_errors() {
         assert!(!text.contains(secret), "{text}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exhausted_pool_fails_after_the_acquire_timeout_instead_of_hanging() {
+    let Some(db) = TestSchema::new().await else {
+        return;
+    };
+    let timeout = std::time::Duration::from_millis(300);
+    let options = db
+        .options()
+        .with_max_connections(1)
+        .with_acquire_timeout(timeout);
+    let store = Arc::new(
+        PostgresStore::connect(&db.store_url(), options)
+            .await
+            .unwrap(),
+    );
+    // Another session locks the table, so the first save holds the pool's only connection.
+    let (locker, conn) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    locker
+        .batch_execute(&format!(
+            "SET search_path = {}; BEGIN; LOCK TABLE conversations IN ACCESS EXCLUSIVE MODE",
+            db.schema()
+        ))
+        .await
+        .unwrap();
+    let me = Principal::new("p");
+    let first = {
+        let (store, me) = (store.clone(), me.clone());
+        tokio::spawn(async move { store.save(&me, conversation("a", 0, vec![])).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let started = std::time::Instant::now();
+    let err = store.list(&me).await.unwrap_err();
+    let waited = started.elapsed();
+    assert!(matches!(err, HistoryError::Storage(_)), "{err:?}");
+    assert!(err.to_string().contains("PostgreSQL connection"), "{err}");
+    assert!(
+        waited >= timeout && waited < timeout * 10,
+        "failed after {waited:?}"
+    );
+    // Once the lock goes, the held save completes.
+    locker.batch_execute("COMMIT").await.unwrap();
+    let outcome = first.await.unwrap().unwrap();
+    assert_eq!(outcome, SaveOutcome::Saved { revision: 1 });
+}
