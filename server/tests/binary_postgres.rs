@@ -138,3 +138,36 @@ fn users_mcp_servers_on_postgres_need_an_explicit_key_file() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("key_file"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_apps_on_one_postgres_share_conversations_and_their_revisions() {
+    let Some(db) = TestSchema::new().await else {
+        return;
+    };
+    let url = url_for(&db).await;
+    let args = ["--db", url.as_str(), "--no-demo-mcp"];
+    let (a, b) = (start(&args, &[]), start(&args, &[]));
+    let client = http_client();
+    let put = |app: &str, revision: u64, text: &str| {
+        client
+            .put(format!("{app}/api/conversations/shared"))
+            .json(&json!({
+                "id": "shared", "title": "Shared", "revision": revision,
+                "messages": [{"id": "u", "role": "user", "content": text}],
+            }))
+            .send()
+    };
+    assert_eq!(put(&a.url, 0, "from a").await.unwrap().status(), 200);
+    let got = get_json(&format!("{}/api/conversations/shared", b.url)).await;
+    assert_eq!(got["messages"][0]["content"], "from a", "{got}");
+    assert_eq!(put(&b.url, 1, "from b").await.unwrap().status(), 200);
+    // A's base is stale now: 409 with B's copy.
+    let res = put(&a.url, 1, "from a again").await.unwrap();
+    assert_eq!(res.status(), 409);
+    let body: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(body["revision"], 2, "{body}");
+    assert_eq!(
+        body["conversation"]["messages"][0]["content"], "from b",
+        "{body}"
+    );
+}
