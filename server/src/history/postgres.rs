@@ -25,9 +25,13 @@
 //!   and locks its row until the message rows are changed in the same transaction; a stale base
 //!   returns no row, and the save answers [`SaveOutcome::Conflict`] with the current copy,
 //!   which the competing save has committed by then.
-//! - PostgreSQL refuses a NUL character in `text`; a title, model, persona or principal holding
-//!   one is [`HistoryError::InvalidInput`] (a 400), checked before any SQL runs. Inside message
-//!   bodies and JSON columns NUL is escaped by JSON (`\u0000`) and stored as sent.
+//! - PostgreSQL refuses a NUL character in `text`; a conversation's title, model or persona
+//!   holding one is [`HistoryError::InvalidInput`] (a 400), checked before any SQL runs (and a
+//!   server refusal of a character maps there too). Inside message bodies and JSON columns NUL
+//!   is escaped by JSON (`\u0000`) and stored as sent. The approvals and user MCP stores refuse
+//!   NUL the same way, but their error types have no bad-input case, so it is a storage error
+//!   there; the routes already refuse control characters in what users send them (names,
+//!   tool names), which leaves a host's principal id as the only way in.
 //! - Nothing prints the URL's password: `Debug` of the store and of [`PostgresOptions`] shows
 //!   the target without it, and every error text leaving the store is scrubbed of it.
 
