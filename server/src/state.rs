@@ -49,6 +49,10 @@ pub(crate) struct State {
     /// Each user's own MCP servers, when on.
     #[cfg(feature = "mcp")]
     pub(crate) user_mcp: Option<crate::user_mcp::UserMcp>,
+    /// The engine shared with other instances, when given.
+    #[cfg(feature = "redis")]
+    #[allow(dead_code)] // read by the Redis backends of runs and events
+    pub(crate) redis: Option<crate::engine::Redis>,
 }
 
 impl State {
@@ -107,6 +111,8 @@ impl State {
             catalog: parts.catalog.unwrap_or_else(Catalog::builtin),
             #[cfg(feature = "mcp")]
             user_mcp: parts.user_mcp,
+            #[cfg(feature = "redis")]
+            redis: parts.redis,
         }
     }
 }
