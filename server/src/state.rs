@@ -51,7 +51,7 @@ pub(crate) struct State {
     pub(crate) user_mcp: Option<crate::user_mcp::UserMcp>,
     /// The engine shared with other instances, when given.
     #[cfg(feature = "redis")]
-    #[allow(dead_code)] // read by the Redis backends of runs and events
+    #[allow(dead_code)] // read by the Redis backend of events
     pub(crate) redis: Option<crate::engine::Redis>,
 }
 
@@ -106,6 +106,9 @@ impl State {
             events,
             mcp_status: parts.mcp_status,
             turn_cache: TurnCache::default(),
+            #[cfg(feature = "redis")]
+            runs: Runs::new(parts.redis.clone()),
+            #[cfg(not(feature = "redis"))]
             runs: Runs::default(),
             approval_key: ApprovalKey::random(),
             catalog: parts.catalog.unwrap_or_else(Catalog::builtin),
