@@ -242,8 +242,13 @@ async fn a_run_started_on_a_is_followed_from_b_with_nothing_lost_or_repeated() {
     let resumed = open(&b, get("/chat/api/aisdk/chat/t1/stream")).await;
     assert_eq!(resumed.status, 200);
 
+    let sent = Instant::now();
     feed.send(Event::delta("c")).unwrap();
     on_b.until("\"c\"").await;
+    eprintln!(
+        "a delta reached B's follower {:?} after A's host sent it",
+        sent.elapsed()
+    );
     feed.send(Event::delta("d")).unwrap();
     feed.send(Event::done(FinishReason::Stop, None)).unwrap();
     let rest = events(&on_b.rest().await);

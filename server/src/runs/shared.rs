@@ -77,6 +77,8 @@ const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 const BLOCK: Duration = Duration::from_secs(1);
 /// How many entries one read takes at most.
 const READ_COUNT: usize = 512;
+/// How many times a batch of frames is sent before it is given up.
+const APPEND_TRIES: u32 = 4;
 /// How often a stop on another instance looks whether the run has ended.
 const SETTLE_POLL: Duration = Duration::from_millis(20);
 
@@ -96,11 +98,17 @@ return false
 ";
 
 /// `KEYS` meta, log; `ARGV` max entries, max age s, then id and frame pairs. 0 when the run
-/// is no longer running (nothing appended).
+/// is no longer running (nothing appended). Ids already in the log are skipped, so a batch
+/// whose answer was lost can be sent again.
 const APPEND: &str = r"
 if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
+local seq = 0
+local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+if last[1] then seq = tonumber(string.match(last[1][1], '-(%d+)$')) end
 for i = 3, #ARGV, 2 do
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '0-' .. ARGV[i], 'f', ARGV[i + 1])
+  if tonumber(ARGV[i]) > seq then
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '0-' .. ARGV[i], 'f', ARGV[i + 1])
+  end
 end
 redis.call('EXPIRE', KEYS[2], ARGV[2])
 return 1
@@ -670,16 +678,10 @@ async fn copy(redis: Redis, run: Arc<local::Run>, mut rx: mpsc::UnboundedReceive
                         }
                     }
                 }
-                if !batch.is_empty() && !taken_over {
-                    match append(&redis, &keys, &batch).await {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            tracing::warn!(run = %run.id(), "the run was marked failed elsewhere (its lease lapsed); stopping it");
-                            taken_over = true;
-                            run.stop();
-                        }
-                        Err(e) => tracing::warn!(run = %run.id(), error = %e, "copying the run's frames to Redis failed"),
-                    }
+                if !batch.is_empty() && !taken_over && !append_retrying(&redis, &keys, &batch).await {
+                    tracing::warn!(run = %run.id(), "the run was marked failed elsewhere (its lease lapsed); stopping it");
+                    taken_over = true;
+                    run.stop();
                 }
                 if let Some(s) = finish {
                     break s;
@@ -697,6 +699,24 @@ async fn copy(redis: Redis, run: Arc<local::Run>, mut rx: mpsc::UnboundedReceive
     if !taken_over && let Err(e) = end(&redis, run.id(), status, false).await {
         tracing::warn!(run = %run.id(), error = %e, "ending the run in Redis failed");
     }
+}
+
+/// Appends `batch`, trying again a few times when Redis fails (a follower elsewhere would
+/// otherwise miss frames); false when the run no longer runs there.
+async fn append_retrying(redis: &Redis, keys: &Keys, batch: &[(u64, Bytes)]) -> bool {
+    for attempt in 1..=APPEND_TRIES {
+        match append(redis, keys, batch).await {
+            Ok(running) => return running,
+            Err(e) if attempt == APPEND_TRIES => {
+                tracing::warn!(error = %e, "copying a run's frames to Redis failed; followers on other instances miss them");
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, attempt, "copying a run's frames to Redis failed; trying again");
+                tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+            }
+        }
+    }
+    true
 }
 
 /// Appends `batch`; false when the run no longer runs there.
