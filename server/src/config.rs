@@ -159,6 +159,9 @@ pub(crate) struct Parts {
     /// Each user's own MCP servers (off when `None`).
     #[cfg(feature = "mcp")]
     pub(crate) user_mcp: Option<crate::user_mcp::UserMcp>,
+    /// The engine several instances share (runs, stops, events); in-process when `None`.
+    #[cfg(feature = "redis")]
+    pub(crate) redis: Option<crate::engine::Redis>,
 }
 
 impl std::fmt::Debug for Config {
@@ -220,6 +223,8 @@ impl Config {
                     approval_store: None,
                     #[cfg(feature = "mcp")]
                     user_mcp: None,
+                    #[cfg(feature = "redis")]
+                    redis: None,
                 },
             },
         }
@@ -559,6 +564,16 @@ impl ConfigBuilder {
     #[cfg(feature = "mcp")]
     pub fn user_mcp(mut self, user_mcp: crate::user_mcp::UserMcp) -> Self {
         self.config.parts.user_mcp = Some(user_mcp);
+        self
+    }
+
+    /// Shares runs (their logs, stops and the running run of each conversation) and events
+    /// with the other instances using this Redis, so any instance behind a load balancer can
+    /// resume or stop a reply another one runs (see [`crate::engine`]). Default: in-process,
+    /// as one instance needs. Give every instance the same history store too.
+    #[cfg(feature = "redis")]
+    pub fn redis(mut self, redis: crate::engine::Redis) -> Self {
+        self.config.parts.redis = Some(redis);
         self
     }
 

@@ -44,6 +44,8 @@
 //! - `clap-tools`: `clap_tools::ClapToolset`, a clap command tree as chat tools (in-process or
 //!   a subprocess), a tool source of `StandardHost` and an MCP server over stdio (turns on
 //!   `mcp`).
+//! - `redis`: `engine::Redis`, the shared engine of several instances (runs, stops and events
+//!   across instances through one Redis).
 //! - `test-support`: `history::conformance`, the suite a `HistoryStore` of your own should pass.
 //! - `app`: the `lmchatkit` binary (`cargo install lmchatkit --features app`); turns on
 //!   all of the above except `test-support`, plus clap, directories, tracing-subscriber and
@@ -60,6 +62,7 @@ pub mod catalog;
 #[cfg(feature = "clap-tools")]
 pub mod clap_tools;
 pub mod config;
+pub mod engine;
 pub mod events;
 pub mod history;
 pub mod host;

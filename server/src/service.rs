@@ -240,11 +240,11 @@ async fn dispatch(
         Endpoint::ConversationPatch => conversations::patch(state, req, param).await,
         Endpoint::ConversationDelete => conversations::delete(state, req, param).await,
         Endpoint::AiSdkChat => aisdk::chat(state, req).await,
-        Endpoint::AiSdkResume => aisdk::resume(state, &req, param),
+        Endpoint::AiSdkResume => aisdk::resume(state, req, param).await,
         Endpoint::AiSdkThreads => aisdk::threads(state, req).await,
         Endpoint::AiSdkThread => aisdk::thread(state, req, param).await,
         Endpoint::AiSdkModels => aisdk::models(state, req).await,
-        Endpoint::RunStream => runs::stream(state, &req, param),
+        Endpoint::RunStream => runs::stream(state, req, param).await,
         Endpoint::RunStop => runs::stop(state, req, param).await,
         #[cfg(feature = "mcp")]
         Endpoint::UserMcpList

@@ -49,6 +49,10 @@ pub(crate) struct State {
     /// Each user's own MCP servers, when on.
     #[cfg(feature = "mcp")]
     pub(crate) user_mcp: Option<crate::user_mcp::UserMcp>,
+    /// The engine shared with other instances, when given.
+    #[cfg(feature = "redis")]
+    #[allow(dead_code)] // read by the Redis backend of events
+    pub(crate) redis: Option<crate::engine::Redis>,
 }
 
 impl State {
@@ -102,11 +106,16 @@ impl State {
             events,
             mcp_status: parts.mcp_status,
             turn_cache: TurnCache::default(),
+            #[cfg(feature = "redis")]
+            runs: Runs::new(parts.redis.clone()),
+            #[cfg(not(feature = "redis"))]
             runs: Runs::default(),
             approval_key: ApprovalKey::random(),
             catalog: parts.catalog.unwrap_or_else(Catalog::builtin),
             #[cfg(feature = "mcp")]
             user_mcp: parts.user_mcp,
+            #[cfg(feature = "redis")]
+            redis: parts.redis,
         }
     }
 }

@@ -361,3 +361,26 @@ fn a_secret_in_an_mcp_servers_url_query_never_reaches_the_log() {
     let leaked: Vec<&str> = logs.lines().filter(|l| l.contains(CANARY)).collect();
     assert!(leaked.is_empty(), "log lines with the token: {leaked:#?}");
 }
+
+#[test]
+fn an_unreachable_redis_exits_2_without_showing_its_password() {
+    // Port 1 on loopback: nothing listens there.
+    let out = command(
+        &[
+            "--redis",
+            "redis://:s3cret-pass@127.0.0.1:1/0",
+            "--db",
+            "memory:",
+        ],
+        &[],
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot connect to Redis at redis://127.0.0.1:1/0"),
+        "{err}"
+    );
+    assert!(!err.contains("s3cret-pass"), "{err}");
+}

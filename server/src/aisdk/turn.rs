@@ -20,8 +20,6 @@
 //!   and marked stopped. Each run saves the thread itself (see [`crate::history::writer`]), so the reply
 //!   is kept even when every tab closed.
 
-use std::sync::Arc;
-
 use lmchatkit_protocol::ui_stream::{
     AiSdkChatRequest, DONE_DATA, UiChunk, UiMessage, UiMessageBuilder, UiMessageMetadata, UiPart,
     UiRole, UiToolState, to_messages,
@@ -205,12 +203,12 @@ fn new_message_id() -> String {
 /// Starts `plan` as a run (a 409 while another one writes the thread) and runs it in a task
 /// that holds `hold` until the run ends. The run goes on when its client leaves; only a stop
 /// ends it early, and the reply so far is saved either way.
-pub(crate) fn run(
+pub(crate) async fn run(
     state: &State,
     plan: Plan,
     agent: Agent,
     hold: impl Send + 'static,
-) -> Result<Arc<Run>, ApiError> {
+) -> Result<Run, ApiError> {
     let Plan {
         turn,
         thread,
@@ -225,10 +223,16 @@ pub(crate) fn run(
     let resume_base = continued
         .as_ref()
         .and_then(|m| serde_json::to_value(m).ok());
+    let lost = [
+        serde_json::to_string(&UiChunk::error(crate::turn::run::LOST)).unwrap_or_default(),
+        DONE_DATA.to_owned(),
+    ];
     let writer = state
         .runs
-        .start(&principal, Some(&thread), &message_id, resume_base)?;
-    let run = writer.run().clone();
+        .start(&principal, Some(&thread), &message_id, resume_base, &lost)
+        .await?;
+    let run = writer.run();
+    let checkpoint_every = state.runs.checkpoint_every();
     let saver = state.history.clone().map(|store| {
         Saver::start(Target {
             store,
@@ -258,7 +262,7 @@ pub(crate) fn run(
             })
         })
     };
-    let mut translator = Translator::new(model, price, earlier, sign).with_run(run.id());
+    let mut translator = Translator::new(model, price, earlier, sign).with_run(writer.id());
     let mut acc = UiMessageBuilder::new(&message_id, continued);
     tokio::spawn(async move {
         let _hold = hold;
@@ -277,8 +281,10 @@ pub(crate) fn run(
             emit(&writer, &mut acc, &translator.start(&message_id));
             let pump = async {
                 let mut chunks = Vec::new();
-                // Saved at the end of a step that ran tools (more steps follow) and at the end.
+                // Saved at the end of a step that ran tools (more steps follow) and at the end
+                // (and now and then with a shared engine, see `Runs::checkpoint_every`).
                 let mut step_ran_tools = false;
+                let mut checkpoint = crate::turn::run::Checkpoint::new(checkpoint_every);
                 while let Some(ev) = rx_events.recv().await {
                     match &ev {
                         AgentEvent::StepStart => step_ran_tools = false,
@@ -294,7 +300,7 @@ pub(crate) fn run(
                     for c in chunks.drain(..) {
                         emit(&writer, &mut acc, &c);
                     }
-                    if settle {
+                    if settle || checkpoint.due() {
                         save(&acc);
                     }
                 }
@@ -307,7 +313,7 @@ pub(crate) fn run(
             _ = writer.stopped() => RunStatus::Stopped,
         };
         if status == RunStatus::Stopped {
-            tracing::debug!(thread = %thread, run = %writer.run().id(), "the run was stopped");
+            tracing::debug!(thread = %thread, run = %writer.id(), "the run was stopped");
             let mut chunks = Vec::new();
             translator.stop(&mut chunks);
             for c in &chunks {

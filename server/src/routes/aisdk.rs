@@ -21,8 +21,6 @@ use lmchatkit_protocol::ui_stream::{
     UI_MESSAGE_STREAM_HEADER, UiMessage, to_ui_messages,
 };
 
-use std::sync::Arc;
-
 use futures_util::StreamExt;
 
 use crate::aisdk::turn;
@@ -37,7 +35,7 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
     let permit = state.streams.open(req.cx.principal().id())?;
     let body: AiSdkChatRequest = req.json().await?;
     let plan = turn::plan(state, &req.cx, body).await?;
-    let run = turn::run(state, plan, state.agent(), permit)?;
+    let run = turn::run(state, plan, state.agent(), permit).await?;
     let mut res = ui_stream(state, &run, ());
     if let Ok(v) = HeaderValue::from_str(run.id()) {
         res.headers_mut().insert(RUN_ID_HEADER, v);
@@ -46,7 +44,7 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
 }
 
 /// A UI Message Stream response tailing `run` from its start, holding `hold` while open.
-fn ui_stream(state: &State, run: &Arc<Run>, hold: impl Send + Sync + 'static) -> Response {
+fn ui_stream(state: &State, run: &Run, hold: impl Send + Sync + 'static) -> Response {
     let frames = run.follow(0).map(move |f| {
         let _held = &hold;
         f
@@ -63,7 +61,7 @@ fn ui_stream(state: &State, run: &Arc<Run>, hold: impl Send + Sync + 'static) ->
 }
 
 /// `GET /api/aisdk/chat/{id}/stream`: the thread's running run, from its start.
-pub(crate) fn resume(state: &State, req: &Req, param: &str) -> Result<Response, ApiError> {
+pub(crate) async fn resume(state: &State, req: Req, param: &str) -> Result<Response, ApiError> {
     let Some(raw) = param.strip_suffix("/stream") else {
         return Err(ApiError::NotFound(
             "no such AI SDK route: a chat's stream is GET .../api/aisdk/chat/{id}/stream".into(),
@@ -75,7 +73,7 @@ pub(crate) fn resume(state: &State, req: &Req, param: &str) -> Result<Response, 
         return Err(ApiError::BadRequest(format!("invalid chat id {id:?}")));
     }
     let principal = req.cx.principal();
-    let Some(run) = state.runs.active(&principal, &id) else {
+    let Some(run) = state.runs.active(&principal, &id).await else {
         let mut res = http::Response::new(empty());
         *res.status_mut() = StatusCode::NO_CONTENT;
         return Ok(res);
@@ -98,7 +96,7 @@ pub(crate) async fn thread(state: &State, req: Req, raw: &str) -> Result<Respons
     match state.history_store()?.get(&req.cx.principal(), &id).await? {
         Some(c) => {
             let mut messages = to_ui_messages(&c.messages);
-            if let Some(run) = state.runs.active(&req.cx.principal(), &id) {
+            if let Some(run) = state.runs.active(&req.cx.principal(), &id).await {
                 as_before(&mut messages, &run);
             }
             Ok(json(

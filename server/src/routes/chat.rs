@@ -84,7 +84,8 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
         tracing_futures_stream(events, span),
         keep,
         permit,
-    )?;
+    )
+    .await?;
     let mut res = sse::response(run.follow(0), state.settings.heartbeat);
     if let Ok(v) = http::HeaderValue::from_str(run.id()) {
         res.headers_mut().insert(RUN_ID_HEADER, v);

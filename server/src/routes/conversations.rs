@@ -26,7 +26,7 @@ pub(crate) async fn get(state: &State, req: Req, raw: &str) -> Result<Response, 
     match state.history_store()?.get(&principal, &id).await? {
         Some(c) => {
             let mut res = json(StatusCode::OK, &c);
-            if let Some(run) = state.runs.active(&principal, &id)
+            if let Some(run) = state.runs.active(&principal, &id).await
                 && let Ok(v) = http::HeaderValue::from_str(run.id())
             {
                 res.headers_mut().insert(RUN_ID_HEADER, v);

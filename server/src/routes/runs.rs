@@ -12,13 +12,13 @@
 //!   run as it is.
 //! - Another principal's run, or an unknown id, is a 404.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use http::StatusCode;
 use lmchatkit_protocol::{RunInfo, RunStatus};
 
+use crate::host::Principal;
 use crate::http_util::{ApiError, Response, json};
 use crate::runs::Run;
 use crate::service::Req;
@@ -42,18 +42,24 @@ fn run_id<'a>(param: &'a str, action: &str) -> Result<&'a str, ApiError> {
 }
 
 /// The caller's run named in `param` (`{id}/{action}`); a 404 for anyone else's.
-fn owned_run(state: &State, req: &Req, param: &str, action: &str) -> Result<Arc<Run>, ApiError> {
+async fn owned_run(
+    state: &State,
+    principal: &Principal,
+    param: &str,
+    action: &str,
+) -> Result<Run, ApiError> {
     let id = run_id(param, action)?;
     state
         .runs
-        .get(&req.cx.principal(), id)
+        .get(principal, id)
+        .await?
         .ok_or_else(|| ApiError::NotFound("no such run".into()))
 }
 
 /// `GET /api/runs/{id}/stream`.
-pub(crate) fn stream(state: &State, req: &Req, param: &str) -> Result<Response, ApiError> {
-    let run = owned_run(state, req, param, "stream")?;
-    let after = after(req)?;
+pub(crate) async fn stream(state: &State, req: Req, param: &str) -> Result<Response, ApiError> {
+    let after = after(&req)?;
+    let run = owned_run(state, &req.cx.principal(), param, "stream").await?;
     let permit = state.streams.open(req.cx.principal().id())?;
     let frames = run.follow(after).map(move |f| {
         let _held = &permit;
@@ -88,8 +94,8 @@ fn after(req: &Req) -> Result<u64, ApiError> {
 
 /// `POST /api/runs/{id}/stop`.
 pub(crate) async fn stop(state: &State, req: Req, param: &str) -> Result<Response, ApiError> {
-    let run = owned_run(state, &req, param, "stop")?;
-    run.stop();
+    let run = owned_run(state, &req.cx.principal(), param, "stop").await?;
+    run.stop().await?;
     let status = run.settle(STOP_WAIT).await;
     let code = match status {
         RunStatus::Running => StatusCode::ACCEPTED,

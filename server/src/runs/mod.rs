@@ -19,353 +19,250 @@
 //! - **The log holds framed events** (`id:` and `data:` lines, encoded once when appended):
 //!   every follower shares the same bytes, and a follower that falls behind only reads further
 //!   back in the log (a follower never holds up the run).
-//! - **Retention**: a finished run stays readable for [`RETENTION`] (a tab that lost its
+//! - **Retention**: a finished run stays readable for [`local::RETENTION`] (a tab that lost its
 //!   connection near the end still gets the end), and finished logs hold at most
-//!   [`RETAINED_BYTES`] in all, the oldest dropped first. A running run is never dropped.
+//!   [`local::RETAINED_BYTES`] in all, the oldest dropped first. A running run is never dropped.
 //! - **A run whose task ended without saying how** (it panicked) is marked failed, so its
 //!   followers end instead of waiting for ever.
 //!
-//! The registry is in-process: runs are shared by the tabs of one instance.
+//! Two backends behind this one interface ([`Runs`], [`Run`], [`RunWriter`]); the routes and
+//! the turn modules never know which one runs:
+//! - **In-process** (the default, [`local`]): runs are shared by the tabs of one instance.
+//! - **Redis** (`ConfigBuilder::redis`, `shared`): runs are shared by every instance using
+//!   that Redis. The instance running a run still keeps its log in memory (its own tabs tail
+//!   that, as in-process) and copies every frame, in order, to a Redis Stream with the SSE id
+//!   as the entry id (`0-{id}`), so a follower on any other instance reads the same bytes with
+//!   the same ids. The decisions of that backend are in its module docs.
 
-use std::collections::{HashMap, VecDeque};
-use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::Stream;
-use tokio::sync::watch;
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
 
 pub(crate) use lmchatkit_protocol::RunStatus;
 
 use crate::host::Principal;
 use crate::http_util::ApiError;
 
-#[cfg(test)]
-mod tests;
+pub(crate) mod local;
+#[cfg(feature = "redis")]
+mod shared;
 
-/// How long a finished run stays readable.
-pub(crate) const RETENTION: Duration = Duration::from_secs(300);
-/// How many bytes the logs of finished runs keep in all.
-pub(crate) const RETAINED_BYTES: usize = 64 << 20;
-
-/// One run: who owns it, which conversation it writes, its log.
-pub(crate) struct Run {
-    id: String,
-    owner: Principal,
-    /// The conversation it writes, when it writes one.
-    thread: Option<String>,
-    /// The id of the message the run writes.
-    message_id: String,
-    /// What a resuming client needs besides the log: the message the run continues, as it was
-    /// when the run started (`None` for a new message).
-    resume_base: Option<serde_json::Value>,
-    log: Mutex<Log>,
-    /// Bumped on every append and at the end: followers wait on it.
-    tick: watch::Sender<()>,
-    /// Set by a stop request.
-    stop: watch::Sender<bool>,
+/// The registry of runs, with the backend it was built with. Cheap to clone; clones share it.
+#[derive(Clone, Default)]
+pub(crate) struct Runs {
+    local: local::Runs,
+    #[cfg(feature = "redis")]
+    shared: Option<shared::Shared>,
 }
 
-struct Log {
-    frames: Vec<Bytes>,
-    bytes: usize,
-    status: RunStatus,
+/// A run, wherever it runs. Cheap to clone.
+#[derive(Clone, Debug)]
+pub(crate) enum Run {
+    /// A run of this instance (or any run, in-process).
+    Local(Arc<local::Run>),
+    /// A run another instance runs (or ran), read through the shared engine.
+    #[cfg(feature = "redis")]
+    Shared(Arc<shared::SharedRun>),
 }
 
-impl fmt::Debug for Run {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Run")
-            .field("id", &self.id)
-            .field("thread", &self.thread)
-            .field("status", &self.status())
-            .finish_non_exhaustive()
+impl Runs {
+    /// Runs shared through `redis` (in-process when `None`).
+    #[cfg(feature = "redis")]
+    pub(crate) fn new(redis: Option<crate::engine::Redis>) -> Self {
+        let local = local::Runs::default();
+        Self {
+            shared: redis.map(|r| shared::Shared::new(r, local.clone())),
+            local,
+        }
+    }
+
+    /// How often a run saves its reply while text keeps coming (besides each step end and
+    /// the finish): with a shared engine, once a second, so an instance that dies mid-reply
+    /// loses at most about a second of it; in-process, never (the run ends with its process).
+    pub(crate) fn checkpoint_every(&self) -> Option<Duration> {
+        #[cfg(feature = "redis")]
+        if self.shared.is_some() {
+            return Some(shared::CHECKPOINT_EVERY);
+        }
+        None
+    }
+
+    /// Starts a run writing message `message_id` of `owner`'s conversation `thread` (continuing
+    /// `resume_base`, when given); a 409 while another run writes that conversation (on any
+    /// instance). A run of no conversation (`None`) conflicts with nothing. `lost` are the
+    /// events (`data:` lines, the protocol's error) that end the log should the instance
+    /// running it be lost.
+    pub(crate) async fn start(
+        &self,
+        owner: &Principal,
+        thread: Option<&str>,
+        message_id: &str,
+        resume_base: Option<serde_json::Value>,
+        #[cfg_attr(not(feature = "redis"), allow(unused_variables))] lost: &[String],
+    ) -> Result<RunWriter, ApiError> {
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            let (local, mirror) = shared
+                .start(owner, thread, message_id, resume_base, lost)
+                .await?;
+            return Ok(RunWriter {
+                local,
+                mirror: Some(mirror),
+            });
+        }
+        Ok(RunWriter {
+            local: self.local.start(owner, thread, message_id, resume_base)?,
+            #[cfg(feature = "redis")]
+            mirror: None,
+        })
+    }
+
+    /// `principal`'s run `id` (running or retained), on any instance.
+    pub(crate) async fn get(
+        &self,
+        principal: &Principal,
+        id: &str,
+    ) -> Result<Option<Run>, ApiError> {
+        if let Some(run) = self.local.get(principal, id) {
+            return Ok(Some(Run::Local(run)));
+        }
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            return Ok(shared.get(principal, id).await?.map(Run::Shared));
+        }
+        Ok(None)
+    }
+
+    /// The run now running in `principal`'s conversation `thread`, on any instance (`None`
+    /// when the engine cannot be asked; logged).
+    pub(crate) async fn active(&self, principal: &Principal, thread: &str) -> Option<Run> {
+        if let Some(run) = self.local.active(principal, thread) {
+            return Some(Run::Local(run));
+        }
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            match shared.active(principal, thread).await {
+                Ok(run) => return run.map(Run::Shared),
+                Err(e) => {
+                    tracing::warn!(error = %e, "finding the conversation's running run failed");
+                }
+            }
+        }
+        None
     }
 }
 
 impl Run {
     /// The run's id.
     pub(crate) fn id(&self) -> &str {
-        &self.id
+        match self {
+            Self::Local(r) => r.id(),
+            #[cfg(feature = "redis")]
+            Self::Shared(r) => r.id(),
+        }
     }
 
     /// The id of the message the run writes.
     pub(crate) fn message_id(&self) -> &str {
-        &self.message_id
+        match self {
+            Self::Local(r) => r.message_id(),
+            #[cfg(feature = "redis")]
+            Self::Shared(r) => r.message_id(),
+        }
     }
 
     /// The message the run continues, as it was when the run started.
     pub(crate) fn resume_base(&self) -> Option<&serde_json::Value> {
-        self.resume_base.as_ref()
+        match self {
+            Self::Local(r) => r.resume_base(),
+            #[cfg(feature = "redis")]
+            Self::Shared(r) => r.resume_base(),
+        }
     }
 
-    /// Where the run is.
-    pub(crate) fn status(&self) -> RunStatus {
-        self.lock().status
-    }
-
-    /// Asks the run to stop (nothing when it has ended).
-    pub(crate) fn stop(&self) {
-        if self.status() == RunStatus::Running {
-            self.stop.send_replace(true);
+    /// Asks the run to stop, wherever it runs (nothing when it has ended).
+    pub(crate) async fn stop(&self) -> Result<(), ApiError> {
+        match self {
+            Self::Local(r) => {
+                r.stop();
+                Ok(())
+            }
+            #[cfg(feature = "redis")]
+            Self::Shared(r) => Ok(r.stop().await?),
         }
     }
 
     /// Waits at most `wait` for the run to end; its status then.
     pub(crate) async fn settle(&self, wait: Duration) -> RunStatus {
-        let mut rx = self.tick.subscribe();
-        let ended = async {
-            loop {
-                rx.borrow_and_update();
-                if self.status() != RunStatus::Running || rx.changed().await.is_err() {
-                    return;
-                }
-            }
-        };
-        if tokio::time::timeout(wait, ended).await.is_err() {
-            tracing::debug!(run = %self.id, "the run did not end within {wait:?}");
+        match self {
+            Self::Local(r) => r.settle(wait).await,
+            #[cfg(feature = "redis")]
+            Self::Shared(r) => r.settle(wait).await,
         }
-        self.status()
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Log> {
-        // A panic while holding this lock leaves a log that is still whole: keep using it.
-        self.log.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The log from event `after + 1` on, following it until the run ends.
-    pub(crate) fn follow(self: &Arc<Self>, after: u64) -> impl Stream<Item = Bytes> + Send + use<> {
-        let rx = self.tick.subscribe();
-        let next = usize::try_from(after).unwrap_or(usize::MAX);
-        let state = (self.clone(), next, rx, VecDeque::<Bytes>::new());
-        futures_util::stream::unfold(state, |(run, mut next, mut rx, mut ready)| async move {
-            loop {
-                if let Some(frame) = ready.pop_front() {
-                    return Some((frame, (run, next, rx, ready)));
-                }
-                // Marked seen before reading, so an append after the read wakes us.
-                rx.borrow_and_update();
-                {
-                    let log = run.lock();
-                    if next < log.frames.len() {
-                        ready.extend(log.frames[next..].iter().cloned());
-                        next = log.frames.len();
-                        continue;
-                    }
-                    if log.status != RunStatus::Running {
-                        return None;
-                    }
-                }
-                if rx.changed().await.is_err() {
-                    return None;
-                }
-            }
-        })
+    pub(crate) fn follow(&self, after: u64) -> BoxStream<'static, Bytes> {
+        match self {
+            Self::Local(r) => r.follow(after).boxed(),
+            #[cfg(feature = "redis")]
+            Self::Shared(r) => r.clone().follow(after).boxed(),
+        }
     }
 }
 
 /// The running side of a run: appends to its log, learns of a stop, finishes it. Dropping it
 /// without [`RunWriter::finish`] marks the run failed.
 pub(crate) struct RunWriter {
-    run: Arc<Run>,
-    runs: Runs,
-    done: bool,
+    local: local::RunWriter,
+    /// The copy to the shared engine, when there is one.
+    #[cfg(feature = "redis")]
+    mirror: Option<shared::Mirror>,
 }
 
 impl RunWriter {
     /// The run being written.
-    pub(crate) fn run(&self) -> &Arc<Run> {
-        &self.run
+    pub(crate) fn run(&self) -> Run {
+        Run::Local(self.local.run().clone())
+    }
+
+    /// The run's id.
+    pub(crate) fn id(&self) -> &str {
+        self.local.run().id()
     }
 
     /// Appends one event whose `data:` is `data` (one line).
     pub(crate) fn append(&self, data: &str) {
-        self.push(|buf| buf.extend_from_slice(data.as_bytes()));
+        let _frame = self.local.append(data);
+        #[cfg(feature = "redis")]
+        if let Some(m) = &self.mirror {
+            m.frame(_frame);
+        }
     }
 
     /// Appends one event whose `data:` is `value` as JSON, encoded straight into the frame.
     pub(crate) fn append_json<T: serde::Serialize>(&self, value: &T) {
-        self.push(|buf| {
-            // serde_json never writes a raw newline, so one data line is always enough.
-            if let Err(e) = serde_json::to_writer(&mut *buf, value) {
-                tracing::warn!(error = %e, "encoding a run event failed");
-                buf.extend_from_slice(br#"{"type":"error","error":"encoding the event failed"}"#);
-            }
-        });
-    }
-
-    fn push(&self, data: impl FnOnce(&mut Vec<u8>)) {
-        {
-            let mut log = self.run.lock();
-            let id = log.frames.len() + 1;
-            let mut buf = Vec::with_capacity(64);
-            buf.extend_from_slice(b"id: ");
-            buf.extend_from_slice(id.to_string().as_bytes());
-            buf.extend_from_slice(b"\ndata: ");
-            data(&mut buf);
-            buf.extend_from_slice(b"\n\n");
-            log.bytes += buf.len();
-            log.frames.push(Bytes::from(buf));
+        let _frame = self.local.append_json(value);
+        #[cfg(feature = "redis")]
+        if let Some(m) = &self.mirror {
+            m.frame(_frame);
         }
-        self.run.tick.send_replace(());
     }
 
-    /// Resolves when a stop is asked (never, if the registry goes first).
+    /// Resolves when a stop is asked, from any instance (never, if the registry goes first).
     pub(crate) fn stopped(&self) -> impl Future<Output = ()> + Send + use<> {
-        let mut rx = self.run.stop.subscribe();
-        async move {
-            if rx.wait_for(|stop| *stop).await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        }
+        self.local.stopped()
     }
 
     /// Ends the run with `status`: followers read to the end and stop.
-    pub(crate) fn finish(mut self, status: RunStatus) {
-        self.end(status);
-    }
-
-    fn end(&mut self, status: RunStatus) {
-        if self.done {
-            return;
+    pub(crate) fn finish(self, status: RunStatus) {
+        #[cfg(feature = "redis")]
+        if let Some(m) = &self.mirror {
+            m.finish(status);
         }
-        self.done = true;
-        let bytes = {
-            let mut log = self.run.lock();
-            log.status = status;
-            log.bytes
-        };
-        self.run.tick.send_replace(());
-        self.runs.ended(&self.run, bytes);
-    }
-}
-
-impl Drop for RunWriter {
-    fn drop(&mut self) {
-        if !self.done {
-            tracing::warn!(run = %self.run.id, "a run's task ended without finishing it; marked failed");
-            self.end(RunStatus::Failed);
-        }
-    }
-}
-
-/// The registry of runs. Cheap to clone; clones share it.
-#[derive(Clone)]
-pub(crate) struct Runs {
-    inner: Arc<Mutex<Registry>>,
-    retention: Duration,
-    retained_bytes: usize,
-}
-
-impl Default for Runs {
-    fn default() -> Self {
-        Self::with_limits(RETENTION, RETAINED_BYTES)
-    }
-}
-
-#[derive(Default)]
-struct Registry {
-    runs: HashMap<String, Arc<Run>>,
-    /// The running run of each conversation.
-    active: HashMap<(Principal, String), Arc<Run>>,
-    /// Finished runs, oldest first: when each ended and its log's size.
-    finished: VecDeque<(Instant, String, usize)>,
-    finished_bytes: usize,
-}
-
-impl Runs {
-    /// A registry keeping finished runs for `retention`, `retained_bytes` of logs at most.
-    pub(crate) fn with_limits(retention: Duration, retained_bytes: usize) -> Self {
-        Self {
-            inner: Arc::default(),
-            retention,
-            retained_bytes,
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Registry> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Starts a run writing message `message_id` of `owner`'s conversation `thread` (continuing
-    /// `resume_base`, when given); a 409 while another run writes that conversation. A run of
-    /// no conversation (`None`) conflicts with nothing.
-    pub(crate) fn start(
-        &self,
-        owner: &Principal,
-        thread: Option<&str>,
-        message_id: &str,
-        resume_base: Option<serde_json::Value>,
-    ) -> Result<RunWriter, ApiError> {
-        let mut reg = self.lock();
-        let key = thread.map(|t| (owner.clone(), t.to_owned()));
-        if let Some(running) = key.as_ref().and_then(|k| reg.active.get(k)) {
-            return Err(ApiError::Conflict(format!(
-                "a reply is still running in this conversation (run {}); stop it or wait for it",
-                running.id
-            )));
-        }
-        let run = Arc::new(Run {
-            id: format!("run-{:032x}", rand::random::<u128>()),
-            owner: owner.clone(),
-            thread: thread.map(str::to_owned),
-            message_id: message_id.to_owned(),
-            resume_base,
-            log: Mutex::new(Log {
-                frames: Vec::new(),
-                bytes: 0,
-                status: RunStatus::Running,
-            }),
-            tick: watch::Sender::new(()),
-            stop: watch::Sender::new(false),
-        });
-        reg.runs.insert(run.id.clone(), run.clone());
-        if let Some(key) = key {
-            reg.active.insert(key, run.clone());
-        }
-        Ok(RunWriter {
-            run,
-            runs: self.clone(),
-            done: false,
-        })
-    }
-
-    /// `principal`'s run `id` (running or retained).
-    pub(crate) fn get(&self, principal: &Principal, id: &str) -> Option<Arc<Run>> {
-        let reg = self.lock();
-        reg.runs.get(id).filter(|r| r.owner == *principal).cloned()
-    }
-
-    /// The run now running in `principal`'s conversation `thread`.
-    pub(crate) fn active(&self, principal: &Principal, thread: &str) -> Option<Arc<Run>> {
-        let reg = self.lock();
-        reg.active
-            .get(&(principal.clone(), thread.to_owned()))
-            .cloned()
-    }
-
-    /// Moves a run that ended to the retained ones and drops what retention lets go.
-    fn ended(&self, run: &Arc<Run>, bytes: usize) {
-        let mut reg = self.lock();
-        if let Some(thread) = &run.thread {
-            let key = (run.owner.clone(), thread.clone());
-            if reg.active.get(&key).is_some_and(|r| Arc::ptr_eq(r, run)) {
-                reg.active.remove(&key);
-            }
-        }
-        let now = Instant::now();
-        reg.finished.push_back((now, run.id.clone(), bytes));
-        reg.finished_bytes += bytes;
-        while let Some((at, _, size)) = reg.finished.front() {
-            let (at, size) = (*at, *size);
-            if now.duration_since(at) < self.retention && reg.finished_bytes <= self.retained_bytes
-            {
-                break;
-            }
-            if let Some((_, id, _)) = reg.finished.pop_front() {
-                reg.runs.remove(&id);
-            }
-            reg.finished_bytes -= size;
-        }
+        self.local.finish(status);
     }
 }

@@ -14,6 +14,9 @@
 //!   allowed in the chat yet): a tab that reloads asks for the pending ones.
 //! - **Stop** drops the host's stream (the upstream request with it), ends the log with `done`
 //!   whose finish reason is `stopped`, and saves the reply marked [`Message::stopped`].
+//! - **With a shared engine** (several instances) the reply so far is also saved at most once
+//!   a second while events arrive, so an instance killed mid-reply loses at most about a
+//!   second of it (the run is then marked failed by another instance, see `runs::shared`).
 //! - `<think>` tags inline in the text are saved as streamed: the UI splits them when it shows
 //!   (and saves) the reply.
 
@@ -36,7 +39,7 @@ pub(crate) struct Keep {
 
 /// Starts a run streaming `events` (ended by `done` or `error`) for `owner`, writing reply
 /// `reply_id` of `conversation`, and runs it in a task that holds `hold` until it ends.
-pub(crate) fn start(
+pub(crate) async fn start(
     runs: &Runs,
     owner: &Principal,
     conversation: Option<&str>,
@@ -44,16 +47,33 @@ pub(crate) fn start(
     events: impl Stream<Item = Event> + Send + 'static,
     keep: Option<Keep>,
     hold: impl Send + 'static,
-) -> Result<Arc<Run>, ApiError> {
-    let writer = runs.start(owner, conversation, reply_id, None)?;
-    let run = writer.run().clone();
+) -> Result<Run, ApiError> {
+    let lost = [serde_json::to_string(&Event::error(LOST)).unwrap_or_default()];
+    let writer = runs
+        .start(owner, conversation, reply_id, None, &lost)
+        .await?;
+    let run = writer.run();
+    let checkpoint_every = runs.checkpoint_every();
     let mut reply = Message::assistant("");
     reply.id = Some(reply_id.to_owned());
     reply.created_at = Some(crate::history::now_ms());
     tokio::spawn(async move {
         let _hold = hold;
+        let saver = keep.as_ref().map(|k| Saver::start(k.target.clone()));
+        let save = |reply: &Message| {
+            if let (Some(saver), Some(keep)) = (&saver, &keep)
+                && has_content(reply)
+            {
+                saver.save(Snapshot::Reply {
+                    request: keep.request.clone(),
+                    reply: Box::new(reply.clone()),
+                });
+            }
+        };
         let mut events = std::pin::pin!(events);
         let relay = async {
+            // With a shared engine, the reply so far is saved now and then (see `Runs`).
+            let mut checkpoint = Checkpoint::new(checkpoint_every);
             while let Some(ev) = events.next().await {
                 if matches!(ev, Event::Saved { .. }) {
                     continue; // the service's own event
@@ -63,6 +83,9 @@ pub(crate) fn start(
                 // The turn ends here, whether or not the host's stream does.
                 if matches!(ev, Event::Done { .. } | Event::Error { .. }) {
                     break;
+                }
+                if checkpoint.due() {
+                    save(&reply);
                 }
             }
         };
@@ -78,19 +101,45 @@ pub(crate) fn start(
                 cost_usd: None,
             });
         }
-        if let Some(keep) = keep.filter(|_| has_content(&reply)) {
-            let saver = Saver::start(keep.target);
-            saver.save(Snapshot::Reply {
-                request: keep.request,
-                reply: Box::new(reply),
-            });
-            if let Some(revision) = saver.flush().await {
-                writer.append_json(&Event::Saved { revision });
-            }
+        save(&reply);
+        if let Some(saver) = &saver
+            && has_content(&reply)
+            && let Some(revision) = saver.flush().await
+        {
+            writer.append_json(&Event::Saved { revision });
         }
         writer.finish(status);
     });
     Ok(run)
+}
+
+/// The error that ends a run's log when the instance running it is lost.
+pub(crate) const LOST: &str = "the server running this reply stopped; the reply so far is saved";
+
+/// When a run saves its reply so far: at most once per interval, while new events arrive.
+pub(crate) struct Checkpoint {
+    every: Option<std::time::Duration>,
+    last: tokio::time::Instant,
+}
+
+impl Checkpoint {
+    pub(crate) fn new(every: Option<std::time::Duration>) -> Self {
+        Self {
+            every,
+            last: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Whether a save is due now (then the next one is an interval away).
+    pub(crate) fn due(&mut self) -> bool {
+        match self.every {
+            Some(every) if self.last.elapsed() >= every => {
+                self.last = tokio::time::Instant::now();
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Adds one event to the reply.

@@ -152,6 +152,19 @@ pub struct Args {
     #[arg(long, env = "LMCHATKIT_DB_SYNCHRONOUS", value_name = "MODE",
           value_parser = synchronous_parser())]
     pub db_synchronous: Option<Synchronous>,
+    /// Redis shared by several instances of the app (runs, stops and events cross instances
+    /// through it), e.g. redis://:PASSWORD@10.0.0.5:6379/0 [default: none, in-process].
+    #[arg(
+        long,
+        env = "LMCHATKIT_REDIS_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub redis: Option<String>,
+    /// Prefix of every Redis key and channel, so deployments can share one Redis
+    /// [default: lmchatkit:].
+    #[arg(long, env = "LMCHATKIT_REDIS_PREFIX", value_name = "PREFIX")]
+    pub redis_prefix: Option<String>,
     /// Directory of persona .toml files, reloaded on change [default: the shipped examples,
     /// built in].
     #[arg(long, env = "LMCHATKIT_PERSONAS_DIR", value_name = "DIR")]

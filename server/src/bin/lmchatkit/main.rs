@@ -11,6 +11,9 @@
 //! save (`--db-synchronous full`), so a reply the app saved survives a power loss; `normal` is
 //! the faster opt-out. `--db postgres://…` keeps the history, approvals and users' MCP
 //! servers in PostgreSQL instead (`db_settings.rs`), for several instances sharing them.
+//! With `--redis URL` the app connects to Redis before anything else and
+//! exits with status 2 (naming the URL without its password) when it cannot, like a bad flag:
+//! an instance that silently ran alone would split runs between instances.
 
 mod approval_settings;
 mod auth;
@@ -55,7 +58,19 @@ async fn main() -> ExitCode {
         }
     };
     init_logging(&settings);
-    match run(settings).await {
+    let redis = match &settings.redis {
+        None => None,
+        Some(r) => match lmchatkit::engine::Redis::connect(&r.url).await {
+            Ok(redis) => Some(redis.with_prefix(r.prefix.clone())),
+            // The error names the URL without its password.
+            Err(e) => {
+                tracing::error!("{e}");
+                eprintln!("lmchatkit: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    match run(settings, redis).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
@@ -84,7 +99,10 @@ fn init_logging(s: &Settings) {
     }
 }
 
-async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
+async fn run(
+    s: Settings,
+    redis: Option<lmchatkit::engine::Redis>,
+) -> Result<(), Box<dyn std::error::Error>> {
     let events = EventBroadcaster::new();
     let (llm, demo) = host(&s)?;
     let hub = mcp_hub(&s, &events);
@@ -100,6 +118,10 @@ async fn run(s: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .approval_policy(s.approval.clone())
         .model_catalog(catalog(&s, demo))
         .title("lmchatkit");
+    if let Some(redis) = redis {
+        tracing::info!(redis = ?redis, "runs and events are shared through Redis");
+        builder = builder.redis(redis);
+    }
     let (history, approvals, user_servers) = match &s.postgres {
         Some(pg) => postgres(pg).await?,
         None => history(s.db.as_deref(), s.db_synchronous)?,

@@ -51,6 +51,8 @@ struct FileSettings {
     db: Option<String>,
     db_max_connections: Option<usize>,
     db_synchronous: Option<Synchronous>,
+    redis: Option<String>,
+    redis_prefix: Option<String>,
     personas_dir: Option<PathBuf>,
     commands_dir: Option<PathBuf>,
     upload: Option<bool>,
@@ -129,6 +131,8 @@ pub struct Settings {
     pub postgres: Option<PostgresDb>,
     /// The history file's `synchronous` mode (FULL unless said).
     pub db_synchronous: Synchronous,
+    /// The Redis shared with other instances (`Debug` without its password).
+    pub redis: Option<RedisSettings>,
     pub personas_dir: Option<PathBuf>,
     pub commands_dir: Option<PathBuf>,
     pub upload: bool,
@@ -162,6 +166,21 @@ pub struct Settings {
     pub log_format: LogFormat,
     /// Users' own MCP servers (`[user_mcp]`), when enabled.
     pub user_mcp: Option<crate::user_mcp_settings::UserMcpSettings>,
+}
+
+/// Where the shared Redis is and the prefix of its keys.
+pub struct RedisSettings {
+    pub url: String,
+    pub prefix: String,
+}
+
+impl std::fmt::Debug for RedisSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisSettings")
+            .field("url", &redact_url(&self.url))
+            .field("prefix", &self.prefix)
+            .finish()
+    }
 }
 
 /// How the app tells who is asking (see `auth.rs`).
@@ -325,6 +344,18 @@ impl Settings {
                 .db_synchronous
                 .or(file.db_synchronous)
                 .unwrap_or_default(),
+            redis: args
+                .redis
+                .or(file.redis)
+                .map(|url| url.trim().to_owned())
+                .filter(|url| !url.is_empty())
+                .map(|url| RedisSettings {
+                    url,
+                    prefix: args
+                        .redis_prefix
+                        .or(file.redis_prefix)
+                        .unwrap_or_else(|| lmchatkit::engine::DEFAULT_PREFIX.into()),
+                }),
             personas_dir: args.personas_dir.or(file.personas_dir),
             commands_dir: args.commands_dir.or(file.commands_dir),
             upload: args.upload.or(file.upload).unwrap_or(true),

@@ -667,3 +667,36 @@ fn a_postgres_url_in_the_file_is_kept_as_a_url_with_its_pool_size() {
     assert!(s.postgres.is_none());
     assert_eq!(s.db.as_deref(), Some("<dir>/h.db"));
 }
+
+#[test]
+fn the_redis_url_comes_from_the_flag_or_the_file_and_debug_hides_its_password() {
+    let s = Settings::load(Args::default()).unwrap();
+    assert!(s.redis.is_none(), "in-process unless a Redis is given");
+
+    let s = load(
+        "redis = \"redis://:file-pass@10.0.0.5:6379/0\"\n",
+        Args::parse_from(["lmchatkit"]),
+    )
+    .unwrap();
+    let r = s.redis.as_ref().unwrap();
+    assert_eq!(r.url, "redis://:file-pass@10.0.0.5:6379/0");
+    assert_eq!(r.prefix, "lmchatkit:");
+
+    let s = load(
+        "redis = \"redis://:file-pass@10.0.0.5:6379/0\"\nredis_prefix = \"file:\"\n",
+        Args::parse_from([
+            "lmchatkit",
+            "--redis",
+            "redis://:flag-pass@10.0.0.6:6379",
+            "--redis-prefix",
+            "team-a:",
+        ]),
+    )
+    .unwrap();
+    let r = s.redis.as_ref().unwrap();
+    assert_eq!(r.url, "redis://:flag-pass@10.0.0.6:6379");
+    assert_eq!(r.prefix, "team-a:");
+    let shown = format!("{s:?}");
+    assert!(!shown.contains("flag-pass"), "{shown}");
+    assert!(shown.contains("10.0.0.6:6379"), "{shown}");
+}

@@ -1,0 +1,427 @@
+//! Runs across two instances of the service sharing one Redis (127.0.0.1:6379) and one history
+//! store: a run started on A followed from B after the client left A, a stop sent to B
+//! stopping A's upstream within 100 ms, one running run per conversation across instances,
+//! and a run whose instance vanished marked failed by B with its partial reply saved.
+//!
+//! Each test uses a key prefix of its own and deletes its keys at the end. Without a Redis
+//! the tests fail when `CI` is set and skip (saying so) otherwise.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::Request;
+use http_body_util::{BodyExt, Full};
+use lmchatkit::engine::Redis;
+use lmchatkit::history::{HistoryStore, MemoryStore};
+use lmchatkit::protocol::*;
+use lmchatkit::{
+    ChatService, CompleteRequest, EventStream, Host, HostError, Principal, RequestContext,
+    async_trait,
+};
+use serde_json::{Value, json};
+use support::*;
+use tokio::sync::mpsc;
+use tower::ServiceExt;
+
+const CHAT: &str = "/chat/api/aisdk/chat";
+const REDIS: &str = "redis://127.0.0.1:6379";
+
+/// Notes when it was dropped: the host's stream was dropped (the upstream request cut).
+struct DropFlag(Arc<Mutex<Option<Instant>>>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.lock().unwrap().get_or_insert_with(Instant::now);
+    }
+}
+
+/// A host whose every completion streams what the test sends on `feed`, shared by both
+/// instances (the one running the turn takes the feed).
+#[derive(Clone, Default)]
+struct FedHost {
+    feeds: Arc<Mutex<Vec<mpsc::UnboundedReceiver<Event>>>>,
+    dropped_at: Arc<Mutex<Option<Instant>>>,
+}
+
+impl FedHost {
+    fn next_feed(&self) -> mpsc::UnboundedSender<Event> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.feeds.lock().unwrap().push(rx);
+        tx
+    }
+
+    fn dropped_at(&self) -> Option<Instant> {
+        *self.dropped_at.lock().unwrap()
+    }
+}
+
+#[async_trait]
+impl Host for FedHost {
+    async fn models(&self, _: &RequestContext) -> Result<Vec<Model>, HostError> {
+        Ok(vec![Model::new("m")])
+    }
+    fn complete(&self, _: &RequestContext, _: CompleteRequest) -> EventStream {
+        let rx = self.feeds.lock().unwrap().remove(0);
+        let flag = DropFlag(self.dropped_at.clone());
+        Box::pin(futures_util::stream::unfold(
+            (rx, flag),
+            |(mut rx, flag)| async move { rx.recv().await.map(|ev| (ev, (rx, flag))) },
+        ))
+    }
+}
+
+/// A random key prefix, or `None` (a printed skip) without a Redis outside CI.
+async fn prefix() -> Option<String> {
+    match Redis::connect(REDIS).await {
+        Ok(_) => Some(format!("lmck-runs-{:016x}:", rand::random::<u64>())),
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipped: no Redis at {REDIS} ({e})");
+            None
+        }
+        Err(e) => panic!("CI needs the Redis at {REDIS}: {e}"),
+    }
+}
+
+/// Deletes every key under `prefix`.
+async fn wipe(prefix: &str) {
+    let client = redis::Client::open(REDIS).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}*"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    if !keys.is_empty() {
+        let _: i64 = redis::cmd("DEL")
+            .arg(&keys)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+}
+
+/// One instance: its own service and Redis connection, the shared host, store and prefix.
+async fn instance(host: &FedHost, store: &Arc<MemoryStore>, prefix: &str) -> ChatService {
+    let redis = Redis::connect(REDIS)
+        .await
+        .unwrap()
+        .with_prefix(prefix.to_owned());
+    let config = lmchatkit::Config::builder(host.clone())
+        .history_arc(store.clone() as Arc<dyn HistoryStore>)
+        .redis(redis)
+        .build()
+        .unwrap();
+    ChatService::new(config)
+}
+
+fn ask(thread: &str) -> Request<Full<Bytes>> {
+    post(
+        CHAT,
+        &json!({"id": thread, "trigger": "submit-message", "messages": [
+            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}),
+    )
+}
+
+/// An open response body, read frame by frame.
+struct Open {
+    status: http::StatusCode,
+    headers: http::HeaderMap,
+    body: lmchatkit::http_util::ResponseBody,
+    seen: String,
+}
+
+async fn open(svc: &ChatService, req: Request<Full<Bytes>>) -> Open {
+    let res = svc.clone().oneshot(req).await.unwrap();
+    let (parts, body) = res.into_parts();
+    Open {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+        seen: String::new(),
+    }
+}
+
+impl Open {
+    async fn until(&mut self, needle: &str) {
+        while !self.seen.contains(needle) {
+            let frame = tokio::time::timeout(Duration::from_secs(10), self.body.frame())
+                .await
+                .unwrap_or_else(|_| panic!("no {needle:?} within 10 s; read {:?}", self.seen))
+                .unwrap_or_else(|| panic!("the body ended before {needle:?}: {:?}", self.seen))
+                .unwrap();
+            if let Ok(data) = frame.into_data() {
+                self.seen.push_str(&String::from_utf8_lossy(&data));
+            }
+        }
+    }
+
+    async fn rest(mut self) -> String {
+        let rest = tokio::time::timeout(Duration::from_secs(15), self.body.collect())
+            .await
+            .expect("the body ends within 15 s")
+            .unwrap()
+            .to_bytes();
+        self.seen.push_str(&String::from_utf8_lossy(&rest));
+        self.seen
+    }
+
+    fn run_id(&self) -> String {
+        self.headers[RUN_ID_HEADER].to_str().unwrap().to_owned()
+    }
+}
+
+/// The `(id, data)` of each event of an SSE body, comments left out.
+fn events(body: &str) -> Vec<(u64, String)> {
+    body.split("\n\n")
+        .filter_map(|frame| {
+            let id = frame.lines().find_map(|l| l.strip_prefix("id: "))?;
+            let data = frame.lines().find_map(|l| l.strip_prefix("data: "))?;
+            Some((id.parse().unwrap(), data.to_owned()))
+        })
+        .collect()
+}
+
+fn text_of(body: &str) -> String {
+    events(body)
+        .iter()
+        .filter_map(|(_, d)| serde_json::from_str::<Value>(d).ok())
+        .filter(|c| c["type"] == "text-delta")
+        .map(|c| c["delta"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn stored_as(
+    store: &MemoryStore,
+    id: &str,
+    ok: impl Fn(&StoredConversation) -> bool,
+) -> StoredConversation {
+    for _ in 0..1000 {
+        if let Some(c) = store.get(&Principal::anonymous(), id).await.unwrap()
+            && ok(&c)
+        {
+            return c;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("conversation {id} never reached the expected state");
+}
+
+#[tokio::test]
+async fn a_run_started_on_a_is_followed_from_b_with_nothing_lost_or_repeated() {
+    let Some(prefix) = prefix().await else { return };
+    let (host, store) = (FedHost::default(), Arc::new(MemoryStore::new()));
+    let a = instance(&host, &store, &prefix).await;
+    let b = instance(&host, &store, &prefix).await;
+
+    let feed = host.next_feed();
+    let mut on_a = open(&a, ask("t1")).await;
+    assert_eq!(on_a.status, 200);
+    let run = on_a.run_id();
+    feed.send(Event::delta("a")).unwrap();
+    feed.send(Event::delta("b")).unwrap();
+    on_a.until("\"b\"").await;
+    let got = events(&on_a.seen);
+    let last = got.last().unwrap().0;
+    drop(on_a); // the client's connection to A is cut
+
+    // B knows the conversation's running run and names it.
+    let conv = send(&b, get("/chat/api/conversations/t1")).await;
+    assert_eq!(conv.status, 200, "{}", conv.text());
+    assert_eq!(conv.headers[RUN_ID_HEADER].to_str().unwrap(), run);
+
+    let url = format!("/chat/api/runs/{run}/stream");
+    let mut req = get(&url);
+    req.headers_mut()
+        .insert("last-event-id", last.to_string().parse().unwrap());
+    let mut on_b = open(&b, req).await;
+    assert_eq!(on_b.status, 200);
+    // The AI SDK resume on B finds the thread's running run too.
+    let resumed = open(&b, get("/chat/api/aisdk/chat/t1/stream")).await;
+    assert_eq!(resumed.status, 200);
+
+    let sent = Instant::now();
+    feed.send(Event::delta("c")).unwrap();
+    on_b.until("\"c\"").await;
+    eprintln!(
+        "a delta reached B's follower {:?} after A's host sent it",
+        sent.elapsed()
+    );
+    feed.send(Event::delta("d")).unwrap();
+    feed.send(Event::done(FinishReason::Stop, None)).unwrap();
+    let rest = events(&on_b.rest().await);
+
+    let mut joined = got.clone();
+    joined.extend(rest);
+    let ids: Vec<u64> = joined.iter().map(|(id, _)| *id).collect();
+    let expected: Vec<u64> = (1..=ids.len() as u64).collect();
+    assert_eq!(ids, expected, "every event once, in order");
+    assert_eq!(joined.last().unwrap().1, "[DONE]");
+    // The whole log read on A (memory) and on B (Redis) is the same, byte for byte.
+    let whole_a = send(&a, get(&url)).await.text();
+    let whole_b = send(&b, get(&url)).await.text();
+    assert_eq!(events(&whole_a), joined);
+    assert_eq!(whole_a, whole_b);
+    assert_eq!(text_of(&whole_b), "abcd");
+    let resumed = resumed.rest().await;
+    assert_eq!(
+        text_of(&resumed),
+        "abcd",
+        "the AI SDK resume replays from the start"
+    );
+
+    // Ended: no running run anywhere.
+    let none = send(&b, get("/chat/api/aisdk/chat/t1/stream")).await;
+    assert_eq!(none.status, 204);
+    let conv = send(&b, get("/chat/api/conversations/t1")).await;
+    assert!(conv.headers.get(RUN_ID_HEADER).is_none());
+    wipe(&prefix).await;
+}
+
+#[tokio::test]
+async fn a_stop_sent_to_b_drops_the_upstream_on_a_within_100_ms() {
+    let Some(prefix) = prefix().await else { return };
+    let (host, store) = (FedHost::default(), Arc::new(MemoryStore::new()));
+    let a = instance(&host, &store, &prefix).await;
+    let b = instance(&host, &store, &prefix).await;
+
+    let mut worst = Duration::ZERO;
+    for n in 0..5 {
+        let thread = format!("t{n}");
+        let feed = host.next_feed();
+        *host.dropped_at.lock().unwrap() = None;
+        let mut on_a = open(&a, ask(&thread)).await;
+        feed.send(Event::delta("par")).unwrap();
+        on_a.until("par").await;
+        let run = on_a.run_id();
+
+        let asked = Instant::now();
+        let stop = send(&b, post(&format!("/chat/api/runs/{run}/stop"), &json!({}))).await;
+        assert_eq!(stop.status, 200, "{}", stop.text());
+        assert_eq!(stop.json(), json!({"id": run, "status": "stopped"}));
+        let dropped = host.dropped_at().expect("the upstream was dropped");
+        let took = dropped.duration_since(asked);
+        eprintln!("stop through B: A's upstream dropped after {took:?}");
+        worst = worst.max(took);
+
+        let body = on_a.rest().await;
+        assert!(body.contains("\"abort\""), "{body}");
+        let c = stored_as(&store, &thread, |c| c.messages.len() == 2).await;
+        assert_eq!(c.messages[1].content.joined_text(""), "par");
+    }
+    assert!(worst < Duration::from_millis(100), "worst {worst:?}");
+    wipe(&prefix).await;
+}
+
+#[tokio::test]
+async fn two_instances_starting_a_run_in_one_conversation_at_once_get_one_409() {
+    let Some(prefix) = prefix().await else { return };
+    let (host, store) = (FedHost::default(), Arc::new(MemoryStore::new()));
+    let a = instance(&host, &store, &prefix).await;
+    let b = instance(&host, &store, &prefix).await;
+
+    let feed = host.next_feed();
+    let (on_a, on_b) = tokio::join!(open(&a, ask("t1")), open(&b, ask("t1")));
+    let mut codes = [on_a.status.as_u16(), on_b.status.as_u16()];
+    codes.sort();
+    assert_eq!(codes, [200, 409]);
+    let (winner, loser) = if on_a.status == 200 {
+        (on_a, on_b)
+    } else {
+        (on_b, on_a)
+    };
+    let run = winner.run_id();
+    let refused = loser.rest().await;
+    assert!(
+        refused.contains(&run),
+        "the 409 names the running run: {refused}"
+    );
+
+    feed.send(Event::done(FinishReason::Stop, None)).unwrap();
+    winner.rest().await;
+    // Once it ended, either instance takes the next message.
+    let _feed = host.next_feed();
+    let mut next = None;
+    for _ in 0..100 {
+        let res = open(&b, ask("t1")).await;
+        if res.status == 200 {
+            next = Some(res);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(next.is_some(), "the conversation was freed");
+    wipe(&prefix).await;
+}
+
+#[tokio::test]
+async fn a_run_whose_instance_vanished_is_marked_failed_by_b_with_its_partial_reply_saved() {
+    let Some(prefix) = prefix().await else { return };
+    let (host, store) = (FedHost::default(), Arc::new(MemoryStore::new()));
+    let b = instance(&host, &store, &prefix).await;
+
+    // Instance A lives on a runtime of its own, shut down mid-reply like a killed process.
+    let rt_a = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let feed = host.next_feed();
+    let (h, s, p) = (host.clone(), store.clone(), prefix.clone());
+    let feeding = feed.clone();
+    let run = rt_a
+        .spawn(async move {
+            let a = instance(&h, &s, &p).await;
+            let mut on_a = open(&a, ask("t1")).await;
+            feeding.send(Event::delta("Hel")).unwrap();
+            on_a.until("Hel").await;
+            // A second later, the next text is saved with the reply so far.
+            tokio::time::sleep(Duration::from_millis(1100)).await;
+            feeding.send(Event::delta("lo")).unwrap();
+            on_a.until("\"lo\"").await;
+            let run = on_a.run_id();
+            // The client keeps reading, as a real one would, until A vanishes.
+            tokio::spawn(async move {
+                let _a = a;
+                on_a.rest().await
+            });
+            run
+        })
+        .await
+        .unwrap();
+    stored_as(&store, "t1", |c| {
+        c.messages.len() == 2 && c.messages[1].content.joined_text("") == "Hello"
+    })
+    .await;
+    rt_a.shutdown_background();
+    let vanished = Instant::now();
+
+    // A follower on B ends once A's lease is gone: the run failed, said in the protocol.
+    let url = format!("/chat/api/runs/{run}/stream");
+    let body = open(&b, get(&url)).await.rest().await;
+    let waited = vanished.elapsed();
+    eprintln!("B marked the run failed {waited:?} after A vanished");
+    let chunks: Vec<(u64, String)> = events(&body);
+    let ids: Vec<u64> = chunks.iter().map(|(id, _)| *id).collect();
+    let expected: Vec<u64> = (1..=ids.len() as u64).collect();
+    assert_eq!(ids, expected, "{body}");
+    assert_eq!(text_of(&body), "Hello");
+    let n = chunks.len();
+    let error: Value = serde_json::from_str(&chunks[n - 2].1).unwrap();
+    assert_eq!(error["type"], "error", "{body}");
+    assert_eq!(chunks[n - 1].1, "[DONE]");
+    assert!(waited < Duration::from_secs(8), "{waited:?}");
+
+    let stop = send(&b, post(&format!("/chat/api/runs/{run}/stop"), &json!({}))).await;
+    assert_eq!(stop.json()["status"], "failed");
+    // The conversation is free again, and its partial reply is kept.
+    let conv = send(&b, get("/chat/api/conversations/t1")).await;
+    assert!(conv.headers.get(RUN_ID_HEADER).is_none());
+    assert_eq!(conv.json()["messages"][1]["content"], "Hello");
+    let none = send(&b, get("/chat/api/aisdk/chat/t1/stream")).await;
+    assert_eq!(none.status, 204);
+    drop(feed);
+    wipe(&prefix).await;
+}
