@@ -161,6 +161,9 @@ pub struct Settings {
     pub log_format: LogFormat,
     /// Users' own MCP servers (`[user_mcp]`), when enabled.
     pub user_mcp: Option<crate::user_mcp_settings::UserMcpSettings>,
+    /// `[user_mcp] key_file` as given, enabled or not: with `--redis` the app derives the
+    /// signing secret every instance shares from it.
+    pub key_file: Option<PathBuf>,
 }
 
 /// Where the shared Redis is and the prefix of its keys.
@@ -275,6 +278,7 @@ impl Settings {
             headers.push((name, value));
         }
         let approval = approval_policy(file.tools.approval)?;
+        let key_file = file.user_mcp.key_file.clone();
         let user_mcp = crate::user_mcp_settings::resolve(file.user_mcp)?;
         let base_url = args.openai_base_url.or(file.upstream.base_url);
         let completions_url = args.completions_url.or(file.upstream.completions_url);
@@ -381,6 +385,7 @@ impl Settings {
             max_steps: args.max_steps.or(file.max_steps),
             allowed_origins,
             user_mcp,
+            key_file,
         })
     }
 
