@@ -54,6 +54,26 @@ pub enum ConfigError {
          address (each MCP server's views run on a subdomain of it), e.g. http://localhost:8081"
     )]
     InvalidSandboxOrigin(String),
+    /// The signing secret is shorter than [`MIN_SIGNING_SECRET`] bytes.
+    #[error(
+        "the signing secret has {0} bytes; give at least 32 random bytes (the app derives one \
+         from its key file)"
+    )]
+    SigningSecretTooShort(usize),
+}
+
+/// The shortest signing secret [`ConfigBuilder::signing_secret`] takes (32 bytes).
+pub const MIN_SIGNING_SECRET: usize = 32;
+
+/// A secret shared by every instance, from which the service derives its signing keys. Its
+/// `Debug` never shows it.
+#[derive(Clone)]
+pub(crate) struct SigningSecret(pub(crate) Arc<[u8]>);
+
+impl std::fmt::Debug for SigningSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(crate::secrets::REDACTED)
+    }
 }
 
 /// The service's settings, validated once by [`ConfigBuilder::build`], plus the parts the host
@@ -159,6 +179,8 @@ pub(crate) struct Parts {
     /// Each user's own MCP servers (off when `None`).
     #[cfg(feature = "mcp")]
     pub(crate) user_mcp: Option<crate::user_mcp::UserMcp>,
+    /// What signing keys are derived from (`None`: random keys per process).
+    pub(crate) signing_secret: Option<SigningSecret>,
     /// The engine several instances share (runs, stops, events); in-process when `None`.
     #[cfg(feature = "redis")]
     pub(crate) redis: Option<crate::engine::Redis>,
@@ -223,6 +245,7 @@ impl Config {
                     approval_store: None,
                     #[cfg(feature = "mcp")]
                     user_mcp: None,
+                    signing_secret: None,
                     #[cfg(feature = "redis")]
                     redis: None,
                 },
@@ -567,6 +590,29 @@ impl ConfigBuilder {
         self
     }
 
+    /// A secret every instance of the service shares, from which it derives the keys of what
+    /// it signs (the AI SDK route's approval ids), each under a label of its own. Give every
+    /// instance behind one load balancer the same one, at least [`MIN_SIGNING_SECRET`] random
+    /// bytes. Without it (the default) the keys are random per process: what one instance
+    /// signed does not verify on another, nor after a restart.
+    ///
+    /// ```
+    /// # use lmchatkit::{async_trait, CompleteRequest, EventStream, Host, HostError, RequestContext};
+    /// # struct MyHost;
+    /// # #[async_trait] impl Host for MyHost {
+    /// #   async fn models(&self, _: &RequestContext) -> Result<Vec<lmchatkit::protocol::Model>, HostError> { Ok(vec![]) }
+    /// #   fn complete(&self, _: &RequestContext, _: CompleteRequest) -> EventStream { Box::pin(futures_util::stream::empty()) }
+    /// # }
+    /// let secret = [7u8; 32]; // in real use: random bytes every instance reads from one place
+    /// let config = lmchatkit::Config::builder(MyHost).signing_secret(secret).build().unwrap();
+    /// assert!(!format!("{config:?}").contains("7, 7"));
+    /// assert!(lmchatkit::Config::builder(MyHost).signing_secret(b"short").build().is_err());
+    /// ```
+    pub fn signing_secret(mut self, secret: impl AsRef<[u8]>) -> Self {
+        self.config.parts.signing_secret = Some(SigningSecret(Arc::from(secret.as_ref())));
+        self
+    }
+
     /// Shares runs (their logs, stops and the running run of each conversation) and events
     /// with the other instances using this Redis, so any instance behind a load balancer can
     /// resume or stop a reply another one runs (see [`crate::engine`]). Default: in-process,
@@ -615,6 +661,11 @@ impl ConfigBuilder {
         }
         if s.app_view_ttl.is_zero() {
             return Err(ConfigError::ZeroLimit("app_view_ttl"));
+        }
+        if let Some(secret) = &self.config.parts.signing_secret
+            && secret.0.len() < MIN_SIGNING_SECRET
+        {
+            return Err(ConfigError::SigningSecretTooShort(secret.0.len()));
         }
         for name in &self.pending_hosts {
             let host =

@@ -2,6 +2,12 @@
 //! [`Config`]: the host and stores it was handed, the catalogs (directories are opened and
 //! watched here, not in the config builder), the event broadcaster, the approvals (policy and
 //! "always allow" store), the MCP App view tokens, the turn cache and the runs. Routes see this and the settings; nothing here is a setting.
+//!
+//! With a shared Redis ([`ConfigBuilder::redis`](crate::ConfigBuilder::redis)) the event
+//! broadcaster (unless the host handed one over) and the view tokens live in it, so any
+//! instance serves them; the approval-id key is derived from the signing secret when one is
+//! configured ([`ConfigBuilder::signing_secret`](crate::ConfigBuilder::signing_secret)), else
+//! random per process.
 
 use std::sync::Arc;
 
@@ -10,7 +16,7 @@ use lmchatkit_protocol::{Model, ServerEvent, ServerEventType};
 use crate::access::approval::Approvals;
 use crate::aisdk::approval_id::ApprovalKey;
 use crate::apps::origins::{Base, Sandboxes};
-use crate::apps::tokens::ViewTokens;
+use crate::apps::tokens::{ViewTokens, Views};
 use crate::catalog::{CommandDir, CommandSource, OnChange, PersonaDir, PersonaSource};
 use crate::config::{CatalogSpec, Config, Settings, StatusFn};
 use crate::events::EventBroadcaster;
@@ -32,7 +38,7 @@ pub(crate) struct State {
     pub(crate) events: Option<EventBroadcaster>,
     pub(crate) mcp_status: Option<StatusFn>,
     /// Issued MCP App view tokens.
-    pub(crate) views: ViewTokens,
+    pub(crate) views: Views,
     /// Proxy mode's sandbox origins (`None` in default mode).
     pub(crate) sandboxes: Option<Sandboxes>,
     pub(crate) turn_cache: TurnCache,
@@ -60,9 +66,36 @@ impl State {
     /// are announced on the broadcaster this state ends up with.
     pub(crate) fn new(config: Config) -> Self {
         let Config { settings, parts } = config;
-        let events = settings
-            .events
-            .then(|| parts.event_broadcaster.unwrap_or_default());
+        #[cfg(feature = "redis")]
+        let redis = parts.redis.clone();
+        let events = settings.events.then(|| {
+            parts.event_broadcaster.unwrap_or_else(|| {
+                // Over Redis when the service shares one, so every instance's tabs hear it.
+                #[cfg(feature = "redis")]
+                if let Some(redis) = &redis {
+                    return EventBroadcaster::over_redis(redis.clone());
+                }
+                EventBroadcaster::default()
+            })
+        });
+        #[cfg(feature = "redis")]
+        if redis.is_some() && events.as_ref().is_some_and(|e| !e.is_shared()) {
+            tracing::warn!(
+                "the service shares a Redis, but its event broadcaster is in-process: saves \
+                 through other instances will not reach this one's tabs (build it with \
+                 EventBroadcaster::over_redis)"
+            );
+        }
+        let views = Views::Local(ViewTokens::new(settings.app_view_ttl));
+        // A view URL loads from any instance: the tokens live in the shared Redis.
+        #[cfg(feature = "redis")]
+        let views = match &redis {
+            Some(redis) => Views::Shared(crate::apps::shared_views::SharedViews::new(
+                redis.clone(),
+                settings.app_view_ttl,
+            )),
+            None => views,
+        };
         let personas = parts.personas.map(|spec| match spec {
             CatalogSpec::Source(s) => s,
             CatalogSpec::Dir(dir) => {
@@ -95,7 +128,7 @@ impl State {
         let approvals = Arc::new(approvals);
         Self {
             approvals,
-            views: ViewTokens::new(settings.app_view_ttl),
+            views,
             streams: Streams::new(settings.streams),
             sandboxes,
             settings,
@@ -110,12 +143,15 @@ impl State {
             runs: Runs::new(parts.redis.clone()),
             #[cfg(not(feature = "redis"))]
             runs: Runs::default(),
-            approval_key: ApprovalKey::random(),
+            approval_key: parts
+                .signing_secret
+                .as_ref()
+                .map_or_else(ApprovalKey::random, |s| ApprovalKey::derive(&s.0)),
             catalog: parts.catalog.unwrap_or_else(Catalog::builtin),
             #[cfg(feature = "mcp")]
             user_mcp: parts.user_mcp,
             #[cfg(feature = "redis")]
-            redis: parts.redis,
+            redis,
         }
     }
 }

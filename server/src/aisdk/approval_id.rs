@@ -8,10 +8,24 @@
 //! keys is not refused). A re-post whose part does not hash to its id — another input, another
 //! tool, another thread or another user — is refused. Stateless: it needs no store, so it works
 //! in browser-history mode and (with a shared key) across instances.
+//!
+//! Decisions:
+//! - **Where the key comes from.** With a signing secret configured
+//!   ([`ConfigBuilder::signing_secret`](crate::ConfigBuilder::signing_secret); the app derives
+//!   one from its key file), the key is derived from it under the label [`LABEL`]
+//!   (HKDF-Expand with SHA-256, RFC 5869 §2.3, the secret as the pseudorandom key): every
+//!   instance given the same secret signs and verifies the same ids, so a run waiting on
+//!   instance A takes the approval POSTed through instance B. The label keeps this key apart
+//!   from anything else derived from the same secret. With none, the key is random per process
+//!   (the library default): ids then verify only on the instance that made them, and not after
+//!   a restart.
 
 use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
+
+/// The label the approval-id key is derived under from a shared signing secret.
+pub(crate) const LABEL: &[u8] = b"lmchatkit/approval-ids/v1";
 
 /// The key approval ids are signed with.
 #[derive(Clone)]
@@ -42,6 +56,12 @@ impl ApprovalKey {
         Self(k)
     }
 
+    /// The key derived from `secret` (shared by every instance given the same secret):
+    /// HKDF-Expand(PRK = `secret`, info = [`LABEL`], 64 bytes).
+    pub(crate) fn derive(secret: &[u8]) -> Self {
+        Self(hkdf_expand(secret, LABEL))
+    }
+
     fn mac(&self, s: &Subject<'_>) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256> as Mac>::new(&self.0.into());
         for part in [s.principal, s.thread, s.call_id, s.tool] {
@@ -64,6 +84,25 @@ impl ApprovalKey {
         };
         self.mac(s).verify_slice(&tag).is_ok()
     }
+}
+
+/// HKDF-Expand (RFC 5869 §2.3) with HMAC-SHA256: 64 bytes of key from `prk` for `info`.
+fn hkdf_expand(prk: &[u8], info: &[u8]) -> [u8; 64] {
+    let block = |prev: &[u8], counter: u8| -> [u8; 32] {
+        // HMAC takes a key of any length: `new_from_slice` never fails for it.
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(prk)
+            .unwrap_or_else(|_| <Hmac<Sha256> as Mac>::new(&[0u8; 64].into()));
+        mac.update(prev);
+        mac.update(info);
+        mac.update(&[counter]);
+        mac.finalize().into_bytes().into()
+    };
+    let t1 = block(&[], 1);
+    let t2 = block(&t1, 2);
+    let mut okm = [0u8; 64];
+    okm[..32].copy_from_slice(&t1);
+    okm[32..].copy_from_slice(&t2);
+    okm
 }
 
 /// JSON with object keys sorted at every level.
@@ -144,6 +183,31 @@ mod tests {
             ..a
         };
         assert_ne!(key.sign(&a), key.sign(&b));
+    }
+
+    #[test]
+    fn keys_derived_from_one_secret_agree_and_from_another_do_not() {
+        let secret = [9u8; 32];
+        let input = json!({"city": "Paris"});
+        let id = ApprovalKey::derive(&secret).sign(&subject("t1", "weather", &input));
+        assert!(ApprovalKey::derive(&secret).verify(&id, &subject("t1", "weather", &input)));
+        assert!(!ApprovalKey::derive(&[8u8; 32]).verify(&id, &subject("t1", "weather", &input)));
+        assert!(!ApprovalKey::random().verify(&id, &subject("t1", "weather", &input)));
+        // Not the secret itself: a key derived under a label.
+        assert_ne!(&ApprovalKey::derive(&secret).0[..32], &secret[..]);
+    }
+
+    /// RFC 5869 test case 1 (its PRK and info, 42 bytes of its OKM).
+    #[test]
+    fn the_derivation_is_hkdf_expand() {
+        let prk = hex::decode("077709362c2e32df0ddc3f0dc47bba6390b6c73bb50f9c3122ec844ad7c2b3e5")
+            .unwrap();
+        let info = hex::decode("f0f1f2f3f4f5f6f7f8f9").unwrap();
+        let okm = hex::decode(
+            "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865",
+        )
+        .unwrap();
+        assert_eq!(&hkdf_expand(&prk, &info)[..42], &okm[..]);
     }
 
     #[test]

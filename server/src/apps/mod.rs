@@ -5,6 +5,8 @@
 
 pub(crate) mod csp;
 pub(crate) mod origins;
+#[cfg(feature = "redis")]
+pub(crate) mod shared_views;
 pub(crate) mod tokens;
 
 /// The sandbox proxy page (proxy mode). `{{HOST_ORIGIN}}` is replaced by the JSON string of the

@@ -11,12 +11,17 @@
 //!   after dropping expired tokens, the principal holding the most tokens loses its oldest.
 //! - A token is redeemed by its value alone (the sandbox origin sees no cookies); the ticket
 //!   says whose it is, and the default-mode page checks that.
+//! - **Across instances** the tokens live in Redis instead ([`Views`], the `shared_views`
+//!   module, feature `redis`), with the same rules, so a view URL issued through one instance
+//!   loads from any, once.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rand::RngCore;
+
+use crate::http_util::ApiError;
 
 /// How long an issued view URL stays valid by default.
 pub(crate) const TTL: Duration = Duration::from_secs(60);
@@ -28,7 +33,7 @@ pub(crate) const PER_PRINCIPAL: usize = 256;
 const TOTAL: usize = 16 * 1024;
 
 /// What a token opens.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ViewTicket {
     /// The principal id that asked (checked in default mode).
     pub principal: String,
@@ -103,9 +108,7 @@ impl ViewTokens {
 
     /// Issues a fresh token for `ticket`.
     pub fn issue(&self, ticket: ViewTicket) -> String {
-        let mut bytes = [0u8; 24];
-        rand::rng().fill_bytes(&mut bytes);
-        let token = hex::encode(bytes);
+        let token = fresh_token();
         let now = Instant::now();
         let who = ticket.principal.clone();
         let mut store = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -161,6 +164,47 @@ impl ViewTokens {
         // The principal's queue forgets it on its next prune.
         store.tickets.remove(token).map(|(_, t)| t)
     }
+}
+
+/// Where the service keeps its view tokens: in this process, or in Redis for every instance.
+#[derive(Debug)]
+pub(crate) enum Views {
+    /// This process's memory.
+    Local(ViewTokens),
+    /// Redis, shared by every instance.
+    #[cfg(feature = "redis")]
+    Shared(super::shared_views::SharedViews),
+}
+
+impl Views {
+    /// Issues a fresh token for `ticket`.
+    pub(crate) async fn issue(&self, ticket: ViewTicket) -> Result<String, ApiError> {
+        match self {
+            Self::Local(t) => Ok(t.issue(ticket)),
+            #[cfg(feature = "redis")]
+            Self::Shared(t) => t.issue(ticket).await,
+        }
+    }
+
+    /// Redeems `token` once, if `accept` agrees (see [`ViewTokens::redeem`]).
+    pub(crate) async fn redeem(
+        &self,
+        token: &str,
+        accept: impl FnOnce(&ViewTicket) -> bool,
+    ) -> Result<Option<ViewTicket>, ApiError> {
+        match self {
+            Self::Local(t) => Ok(t.redeem(token, accept)),
+            #[cfg(feature = "redis")]
+            Self::Shared(t) => t.redeem(token, accept).await,
+        }
+    }
+}
+
+/// A fresh token: 192 random bits in hex.
+pub(crate) fn fresh_token() -> String {
+    let mut bytes = [0u8; 24];
+    rand::rng().fill_bytes(&mut bytes);
+    hex::encode(bytes)
 }
 
 #[cfg(test)]

@@ -79,13 +79,16 @@ pub(crate) async fn create(state: &State, mut req: Req) -> Result<Response, ApiE
     };
     match &state.sandboxes {
         None => {
-            let token = state.views.issue(ViewTicket {
-                principal,
-                csp: policy,
-                html: Some(html),
-                host_origin: None,
-                sandbox_origin: None,
-            });
+            let token = state
+                .views
+                .issue(ViewTicket {
+                    principal,
+                    csp: policy,
+                    html: Some(html),
+                    host_origin: None,
+                    sandbox_origin: None,
+                })
+                .await?;
             answer.url = format!("{}/apps/view/{token}", state.settings.prefix);
         }
         Some(sandboxes) => {
@@ -93,13 +96,16 @@ pub(crate) async fn create(state: &State, mut req: Req) -> Result<Response, ApiE
                 ApiError::BadRequest("proxy mode needs the page's Origin header".into())
             })?;
             let sandbox = sandboxes.origin_for(scope.server(), ui.domain.as_deref());
-            let token = state.views.issue(ViewTicket {
-                principal,
-                csp: policy,
-                html: None,
-                host_origin: Some(host_origin),
-                sandbox_origin: Some(sandbox.clone()),
-            });
+            let token = state
+                .views
+                .issue(ViewTicket {
+                    principal,
+                    csp: policy,
+                    html: None,
+                    host_origin: Some(host_origin),
+                    sandbox_origin: Some(sandbox.clone()),
+                })
+                .await?;
             answer.url = format!("{sandbox}{}/apps/sandbox?t={token}", state.settings.prefix);
             answer.proxy = true;
             answer.html = Some(html);
@@ -110,11 +116,12 @@ pub(crate) async fn create(state: &State, mut req: Req) -> Result<Response, ApiE
 
 /// `GET /apps/view/{token}` (default mode): the view's HTML under its CSP, once, for the
 /// principal that asked for it.
-pub(crate) fn page(state: &State, req: &Req, token: &str) -> Result<Response, ApiError> {
+pub(crate) async fn page(state: &State, req: Req, token: &str) -> Result<Response, ApiError> {
     let me = req.cx.principal();
     let ticket = state
         .views
         .redeem(token, |t| t.html.is_some() && t.principal == me.id())
+        .await?
         .ok_or_else(|| ApiError::NotFound("this view link expired or is not yours".into()))?;
     let mut res = html_response(ticket.html.unwrap_or_default(), &ticket.csp)?;
     // Only the chat page (same origin) may frame it.
@@ -128,7 +135,7 @@ pub(crate) fn page(state: &State, req: &Req, token: &str) -> Result<Response, Ap
 /// `GET /apps/sandbox?t={token}` (proxy mode, on the view's own sandbox origin only): the
 /// sandbox proxy page under the view's CSP, talking only to the host origin recorded in the
 /// token.
-pub(crate) fn sandbox(state: &State, req: &Req) -> Result<Response, ApiError> {
+pub(crate) async fn sandbox(state: &State, req: Req) -> Result<Response, ApiError> {
     let sandboxes = state
         .sandboxes
         .as_ref()
@@ -160,6 +167,7 @@ pub(crate) fn sandbox(state: &State, req: &Req) -> Result<Response, ApiError> {
             t.host_origin.is_some()
                 && t.sandbox_origin.as_deref().map(authority_of).as_deref() == Some(host.as_str())
         })
+        .await?
         .ok_or_else(|| ApiError::NotFound("this view link expired".into()))?;
     let host_origin = ticket.host_origin.unwrap_or_default();
     let quoted = serde_json::to_string(&host_origin).unwrap_or_else(|_| "\"\"".into());

@@ -174,6 +174,29 @@ impl Keyring {
         &self.current
     }
 
+    /// 32 bytes derived from the current key for `label` (HMAC-SHA256 of the label under the
+    /// key): every process reading the same key file derives the same bytes, which reveal
+    /// nothing of the key and differ per label. The app derives the service's signing secret
+    /// ([`ConfigBuilder::signing_secret`](crate::ConfigBuilder::signing_secret)) this way.
+    /// Rotating the current key changes them.
+    ///
+    /// ```
+    /// use lmchatkit::secrets::sealing::{Keyring, SealingKey};
+    /// let ring = Keyring::new(SealingKey::generate("k1")?);
+    /// assert_eq!(ring.derive("signing"), ring.clone().derive("signing"));
+    /// assert_ne!(ring.derive("signing"), ring.derive("other"));
+    /// # Ok::<(), lmchatkit::secrets::sealing::SealError>(())
+    /// ```
+    pub fn derive(&self, label: &str) -> [u8; 32] {
+        use hmac::Mac;
+        // HMAC takes a key of any length: `new_from_slice` never fails for it.
+        let mut mac = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(&self.current.key)
+            .unwrap_or_else(|_| <hmac::Hmac<sha2::Sha256> as Mac>::new(&[0u8; 64].into()));
+        mac.update(b"lmchatkit/keyring-derive/v1\0");
+        mac.update(label.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+
     /// Seals `secret` for the place `aad` names.
     pub fn seal(&self, secret: &[u8], aad: &[u8]) -> String {
         let nonce: [u8; NONCE_LEN] = rand::random();
@@ -374,6 +397,16 @@ mod tests {
             let err = Keyring::load_or_create(&path).unwrap_err().to_string();
             assert!(err.contains("readable by others"), "{err}");
         }
+    }
+
+    #[test]
+    fn derived_bytes_follow_the_current_key_and_the_label() {
+        let r = ring();
+        let again = Keyring::parse(&format!("k1 {}\n", STANDARD.encode(r.current.key))).unwrap();
+        assert_eq!(r.derive("signing"), again.derive("signing"));
+        assert_ne!(r.derive("signing"), r.derive("signing2"));
+        assert_ne!(r.derive("signing"), ring().derive("signing"));
+        assert_ne!(&r.derive("signing")[..], &r.current.key[..]);
     }
 
     #[test]

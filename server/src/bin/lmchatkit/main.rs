@@ -13,7 +13,12 @@
 //! servers in PostgreSQL instead (`db_settings.rs`), for several instances sharing them.
 //! With `--redis URL` the app connects to Redis before anything else and
 //! exits with status 2 (naming the URL without its password) when it cannot, like a bad flag:
-//! an instance that silently ran alone would split runs between instances.
+//! an instance that silently ran alone would split runs between instances. Its events then go
+//! through Redis (`EventBroadcaster::over_redis`), and its signing secret (approval ids) is
+//! derived from the key file (`[user_mcp] key_file`, default `user-mcp.key` next to the
+//! history file, made 0600 on first run), so every instance given the same file verifies what
+//! any of them signed; copy the file to every instance. With `[user_mcp]` on, the key file is
+//! read anyway and the secret comes from it too.
 
 mod approval_settings;
 mod auth;
@@ -25,7 +30,7 @@ mod serve;
 mod settings;
 mod user_mcp_settings;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -103,7 +108,12 @@ async fn run(
     s: Settings,
     redis: Option<lmchatkit::engine::Redis>,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let events = EventBroadcaster::new();
+    // Over Redis, a save through any instance reaches the tabs on every other.
+    let events = match &redis {
+        Some(redis) => EventBroadcaster::over_redis(redis.clone()),
+        None => EventBroadcaster::new(),
+    };
+    let shared = redis.is_some();
     let (llm, demo) = host(&s)?;
     let hub = mcp_hub(&s, &events);
     let host: Arc<dyn Host> = match &hub {
@@ -143,10 +153,30 @@ async fn run(
                  anonymous user, who has no MCP servers of their own (401)"
             );
         }
+        // The same key file every instance reads: approval ids verify on any of them.
+        builder = builder.signing_secret(keyring.derive(SIGNING_LABEL));
         let user_mcp = UserMcp::new_arc(user_servers, keyring, policy)
             .with_presets(um.presets.iter().cloned())
             .map_err(|e| e.to_string())?;
         builder = builder.user_mcp(user_mcp);
+    }
+    if shared && s.user_mcp.is_none() {
+        // The same key file on every instance: approval ids verify on any of them.
+        let db =
+            s.db.as_deref()
+                .filter(|d| *d != "memory:" && !d.contains("://"));
+        let path = s.key_file.clone().unwrap_or_else(|| {
+            let db = db.map(PathBuf::from).unwrap_or_else(default_db);
+            db.parent().unwrap_or(Path::new("")).join("user-mcp.key")
+        });
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("key file {}: {e}", path.display()))?;
+        }
+        let keyring = Keyring::load_or_create(&path)
+            .map_err(|e| format!("key file {}: {e}", path.display()))?;
+        tracing::info!(key_file = %path.display(), "signing keys come from the key file (give every instance the same one)");
+        builder = builder.signing_secret(keyring.derive(SIGNING_LABEL));
     }
     for name in &s.allowed_hosts {
         builder = builder.allowed_host(name.clone());
@@ -250,6 +280,9 @@ fn gate(s: &Settings, port: u16, prefix: &str) -> Gate {
         }
     }
 }
+
+/// The label the service's signing secret is derived under from the app's key file.
+const SIGNING_LABEL: &str = "lmchatkit/signing-secret";
 
 fn default_db() -> PathBuf {
     directories::ProjectDirs::from("", "", "lmchatkit")

@@ -166,6 +166,9 @@ pub struct Settings {
     pub log_format: LogFormat,
     /// Users' own MCP servers (`[user_mcp]`), when enabled.
     pub user_mcp: Option<crate::user_mcp_settings::UserMcpSettings>,
+    /// `[user_mcp] key_file` as given, enabled or not: with `--redis` the app derives the
+    /// signing secret every instance shares from it.
+    pub key_file: Option<PathBuf>,
 }
 
 /// Where the shared Redis is and the prefix of its keys.
@@ -284,6 +287,7 @@ impl Settings {
             headers.push((name, value));
         }
         let approval = approval_policy(file.tools.approval)?;
+        let key_file = file.user_mcp.key_file.clone();
         let user_mcp = crate::user_mcp_settings::resolve(file.user_mcp)?;
         let (db, postgres) = crate::db_settings::resolve(
             args.db.or(file.db),
@@ -402,6 +406,7 @@ impl Settings {
             max_steps: args.max_steps.or(file.max_steps),
             allowed_origins,
             user_mcp,
+            key_file,
         })
     }
 

@@ -3,17 +3,32 @@
 //! bounded replay buffer so a reconnecting tab (`Last-Event-ID`) misses nothing — or is told
 //! to `resync` when it missed more than the buffer holds. A slow subscriber never blocks the
 //! sender or other subscribers: it falls behind, and then gets `resync`.
+//!
+//! Decisions:
+//! - **In-process by default** ([`EventBroadcaster::new`]): ids come from a counter started at
+//!   the wall clock (ms), replay from per-principal buffers in this process's memory.
+//! - **Across instances over Redis** ([`EventBroadcaster::over_redis`], feature `redis`): every
+//!   event goes through one capped stream every instance reads, so a save through instance B
+//!   reaches a tab of the same principal on instance A; ids, replay and `resync` come from the
+//!   stream (see the `redis_fanout` module's decisions). Delivery to the subscribers of one
+//!   instance is the same in both: a bounded queue per subscriber, scoped by principal.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 use lmchatkit_protocol::{ServerEvent, ServerEventType};
 use tokio::sync::mpsc;
 
 use crate::host::Principal;
+
+#[cfg(feature = "redis")]
+mod redis_fanout;
+
+#[cfg(feature = "redis")]
+pub use redis_fanout::DEFAULT_STREAM_LEN;
 
 /// How many principals keep a replay buffer; past it the one quiet the longest loses its
 /// buffer (its tabs resync on their next reconnect).
@@ -65,6 +80,46 @@ struct State {
     subs: Vec<Sub>,
 }
 
+impl State {
+    /// Hands `(id, event)` to every open subscription in `scope` (everyone when `None`). A
+    /// full queue marks its subscriber lagged (it resyncs); a closed one is gone.
+    fn deliver(&mut self, id: u64, scope: Option<&Principal>, event: &ServerEvent) {
+        self.subs.retain(|sub| {
+            if scope.is_some_and(|p| *p != sub.principal) {
+                return !sub.tx.is_closed();
+            }
+            match sub.tx.try_send((id, event.clone())) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    sub.lagged.store(true, Ordering::Release);
+                    false
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            }
+        });
+    }
+
+    /// Makes every open subscription resync (something may have been missed).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    fn lag_everyone(&mut self) {
+        for sub in self.subs.drain(..) {
+            sub.lagged.store(true, Ordering::Release);
+        }
+    }
+
+    /// A live queue for `principal`, from the next event on.
+    fn register_live(&mut self, principal: &Principal) -> Feed {
+        let (tx, rx) = mpsc::channel(self.capacity);
+        let lagged = Arc::new(AtomicBool::new(false));
+        self.subs.push(Sub {
+            principal: principal.clone(),
+            tx,
+            lagged: lagged.clone(),
+        });
+        Feed { rx, lagged }
+    }
+}
+
 /// Fans events out to `/api/events` subscribers. Cheap to clone; clones share subscribers.
 ///
 /// Each principal has its own replay buffer and each subscription its own queue, both of
@@ -83,6 +138,9 @@ struct State {
 #[derive(Clone)]
 pub struct EventBroadcaster {
     state: Arc<Mutex<State>>,
+    /// The Redis stream events go through (`None`: in-process).
+    #[cfg(feature = "redis")]
+    shared: Option<Arc<redis_fanout::Fanout>>,
 }
 
 impl Default for EventBroadcaster {
@@ -106,23 +164,66 @@ impl EventBroadcaster {
     /// A broadcaster replaying up to `capacity` events per principal (and as many catalog
     /// events); also each subscriber's backlog.
     pub fn with_capacity(capacity: usize) -> Self {
-        let capacity = capacity.max(1);
+        Self {
+            state: Self::local_state(capacity),
+            #[cfg(feature = "redis")]
+            shared: None,
+        }
+    }
+
+    /// A broadcaster whose events go through Redis, so every instance sharing `redis` (and
+    /// its key prefix) delivers them to its subscribers: 256 events per subscriber's queue,
+    /// a stream of [`DEFAULT_STREAM_LEN`] events for replay. Its reader and publisher start
+    /// at once within a Tokio runtime (else at its first use within one).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), lmchatkit::engine::EngineError> {
+    /// let redis = lmchatkit::engine::Redis::connect("redis://127.0.0.1:6379").await?;
+    /// let events = lmchatkit::events::EventBroadcaster::over_redis(redis);
+    /// # let _ = events; Ok(()) }
+    /// ```
+    #[cfg(feature = "redis")]
+    pub fn over_redis(redis: crate::engine::Redis) -> Self {
+        Self::over_redis_with(redis, 256, DEFAULT_STREAM_LEN)
+    }
+
+    /// Like [`over_redis`](Self::over_redis), with `capacity` events per subscriber's queue
+    /// and a stream of about `stream_len` events (for every principal together).
+    #[cfg(feature = "redis")]
+    pub fn over_redis_with(
+        redis: crate::engine::Redis,
+        capacity: usize,
+        stream_len: usize,
+    ) -> Self {
+        let state = Self::local_state(capacity);
+        let fanout = Arc::new(redis_fanout::Fanout::new(redis, stream_len));
+        fanout.start(&state);
+        Self {
+            state,
+            shared: Some(fanout),
+        }
+    }
+
+    /// True when events go through Redis ([`over_redis`](Self::over_redis)).
+    pub fn is_shared(&self) -> bool {
+        #[cfg(feature = "redis")]
+        if self.shared.is_some() {
+            return true;
+        }
+        false
+    }
+
+    fn local_state(capacity: usize) -> Arc<Mutex<State>> {
         // Ids start at the wall clock (ms), so they keep increasing across restarts and a
         // Last-Event-ID from before a restart is recognised as unknown.
-        let start = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(1);
-        Self {
-            state: Arc::new(Mutex::new(State {
-                next_id: start,
-                capacity,
-                everyone: Ring::default(),
-                principals: HashMap::new(),
-                forgotten_up_to: 0,
-                subs: Vec::new(),
-            })),
-        }
+        Arc::new(Mutex::new(State {
+            next_id: now_ms(),
+            capacity: capacity.max(1),
+            everyone: Ring::default(),
+            principals: HashMap::new(),
+            forgotten_up_to: 0,
+            subs: Vec::new(),
+        }))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -140,6 +241,11 @@ impl EventBroadcaster {
     }
 
     fn send(&self, scope: Option<&Principal>, event: ServerEvent) {
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            shared.publish(&self.state, scope, event);
+            return;
+        }
         let mut st = self.lock();
         let stamped = Stamped {
             id: st.next_id,
@@ -158,20 +264,8 @@ impl EventBroadcaster {
             }
         }
         // Delivered under the lock, so a subscriber's replay and its live feed never overlap
-        // or gap. A full queue marks its subscriber lagged (it resyncs); a closed one is gone.
-        st.subs.retain(|sub| {
-            if scope.is_some_and(|p| *p != sub.principal) {
-                return !sub.tx.is_closed();
-            }
-            match sub.tx.try_send((stamped.id, stamped.event.clone())) {
-                Ok(()) => true,
-                Err(mpsc::error::TrySendError::Full(_)) => {
-                    sub.lagged.store(true, Ordering::Release);
-                    false
-                }
-                Err(mpsc::error::TrySendError::Closed(_)) => false,
-            }
-        });
+        // or gap.
+        st.deliver(stamped.id, scope, &stamped.event);
     }
 
     /// Tells `principal`'s tabs that conversation `id` changed (saved, renamed or deleted).
@@ -208,34 +302,55 @@ impl EventBroadcaster {
         principal: Principal,
         last_event_id: Option<u64>,
     ) -> impl Stream<Item = (u64, ServerEvent)> + Send + 'static {
-        let (backlog, feed) = self.register(&principal, last_event_id);
         let me = self.clone();
-        futures_util::stream::unfold(
-            (backlog, feed, principal, me),
-            |(mut backlog, mut feed, principal, me)| async move {
-                if let Some(item) = backlog.pop_front() {
-                    return Some((item, (backlog, feed, principal, me)));
+        // The live queue is registered at once (events sent from now on reach it); over
+        // Redis, once the reader knows where the stream ends (see [`ready`](Self::ready)),
+        // and the replay is read from the stream when first polled.
+        #[cfg(feature = "redis")]
+        if let Some(shared) = me.shared.clone() {
+            let now = shared.register_if_ready(&me.state, &principal);
+            let opened = async move {
+                let (backlog, feed, floor) =
+                    shared.open(&me.state, &principal, last_event_id, now).await;
+                Following {
+                    backlog,
+                    feed,
+                    floor,
+                    principal,
+                    me,
                 }
-                // It fell behind: what is still queued is superseded by a resync; carry on
-                // with a fresh queue.
-                let resync = |me: &EventBroadcaster, principal: &Principal| {
-                    let (_, fresh) = me.register(principal, None);
-                    ((0, ServerEvent::new(ServerEventType::Resync)), fresh)
-                };
-                if feed.lagged.load(Ordering::Acquire) {
-                    let (item, fresh) = resync(&me, &principal);
-                    return Some((item, (backlog, fresh, principal, me)));
-                }
-                match feed.rx.recv().await {
-                    Some(item) => Some((item, (backlog, feed, principal, me))),
-                    None if feed.lagged.load(Ordering::Acquire) => {
-                        let (item, fresh) = resync(&me, &principal);
-                        Some((item, (backlog, fresh, principal, me)))
-                    }
-                    None => None,
-                }
-            },
-        )
+            };
+            return Self::follow(Box::pin(opened));
+        }
+        let (backlog, feed) = me.register(&principal, last_event_id);
+        let now = Following {
+            backlog,
+            feed,
+            floor: 0,
+            principal,
+            me,
+        };
+        Self::follow(Box::pin(std::future::ready(now)))
+    }
+
+    fn follow(
+        opened: std::pin::Pin<Box<dyn std::future::Future<Output = Following> + Send>>,
+    ) -> impl Stream<Item = (u64, ServerEvent)> + Send + 'static {
+        futures_util::stream::once(opened).flat_map(|f| {
+            futures_util::stream::unfold(f, |mut f| async move {
+                let item = f.next().await?;
+                Some((item, f))
+            })
+        })
+    }
+
+    /// Waits until a subscription registers at once: always in-process; over Redis, once its
+    /// reader knows where the stream ends (just after the start, or after Redis came back).
+    pub async fn ready(&self) {
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            shared.ready(&self.state).await;
+        }
     }
 
     /// The replay for `last_event_id` and a live queue, taken together under the lock.
@@ -266,15 +381,52 @@ impl EventBroadcaster {
                 backlog.extend(missed.into_iter().map(|s| (s.id, s.event.clone())));
             }
         }
-        let (tx, rx) = mpsc::channel(st.capacity);
-        let lagged = Arc::new(AtomicBool::new(false));
-        st.subs.push(Sub {
-            principal: principal.clone(),
-            tx,
-            lagged: lagged.clone(),
-        });
-        (backlog, Feed { rx, lagged })
+        let feed = st.register_live(principal);
+        (backlog, feed)
     }
+}
+
+/// One subscription as it is followed: the replay first, then the live queue.
+struct Following {
+    backlog: VecDeque<(u64, ServerEvent)>,
+    feed: Feed,
+    /// Live events up to this id were seen already (see [`EventBroadcaster::open`]).
+    floor: u64,
+    principal: Principal,
+    me: EventBroadcaster,
+}
+
+impl Following {
+    async fn next(&mut self) -> Option<(u64, ServerEvent)> {
+        if let Some(item) = self.backlog.pop_front() {
+            return Some(item);
+        }
+        loop {
+            // It fell behind: what is still queued is superseded by a resync; carry on with a
+            // fresh queue.
+            if self.feed.lagged.load(Ordering::Acquire) {
+                return Some(self.resync());
+            }
+            match self.feed.rx.recv().await {
+                Some((id, _)) if id > 0 && id <= self.floor => continue,
+                Some(item) => return Some(item),
+                None if self.feed.lagged.load(Ordering::Acquire) => return Some(self.resync()),
+                None => return None,
+            }
+        }
+    }
+
+    fn resync(&mut self) -> (u64, ServerEvent) {
+        self.feed = self.me.lock().register_live(&self.principal);
+        (0, ServerEvent::new(ServerEventType::Resync))
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(1)
 }
 
 /// A subscriber's end of its queue.
