@@ -118,10 +118,13 @@ pub async fn save(store: Store, chat: Chat) {
         let again = {
             let mut s = chat.sync.lock().unwrap();
             match &outcome {
-                Ok(SaveOutcome::Saved(rev)) => {
+                // Revisions only grow: a save answered after the service's own save of a reply
+                // (whose `saved` revision the chat took as its base meanwhile) is older news.
+                Ok(SaveOutcome::Saved(rev)) if *rev >= s.revision => {
                     s.revision = *rev;
                     s.base_ids = ids;
                 }
+                Ok(SaveOutcome::Saved(_)) => {}
                 Ok(SaveOutcome::Conflict(_)) | Err(_) => {}
             }
             let again = s.dirty;
