@@ -1,5 +1,6 @@
-//! Typed client for the service's HTTP API: every JSON route through `gloo-net`, and the two SSE
-//! streams (`POST /api/chat`, `GET /api/events`) through `fetch` + `ReadableStream` with an
+//! Typed client for the service's HTTP API: every JSON route through `gloo-net`, and the SSE
+//! streams (`POST /api/chat`, `GET /api/runs/{id}/stream`, `GET /api/events`) through `fetch` +
+//! `ReadableStream` with an
 //! optional `AbortSignal`, parsed by [`crate::sse::SseParser`]. Error bodies `{"error"}` become
 //! [`ApiError::Status`]; an aborted stream is [`ApiError::Aborted`], never shown as an error.
 
@@ -9,8 +10,9 @@ use gloo_net::http::{Request, RequestBuilder, Response};
 use lmchatkit_protocol::{
     AppProxyRequest, AppResult, AppViewRequest, AppViewResponse, ChatRequest, ConfigResponse,
     ConflictResponse, ConversationPatch, ConversationSummary, ErrorBody, Model, Persona, Prompt,
-    RUN_ID_HEADER, Resource, ResourceReadRequest, ResourceResult, RunInfo, SaveResponse,
-    SlashCommand, StoredConversation, ToolApprovals, ToolCallRequest, ToolResult, UploadResponse,
+    RUN_ID_HEADER, RUN_MESSAGE_HEADER, Resource, ResourceReadRequest, ResourceResult, RunInfo,
+    SaveResponse, SlashCommand, StoredConversation, ToolApprovals, ToolCallRequest, ToolResult,
+    UploadResponse,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -123,6 +125,23 @@ impl Api {
             .await
     }
 
+    /// `GET {prefix}/api/conversations/{id}`, with the run writing it now when the service names
+    /// one (`lmchatkit-run-id`).
+    pub async fn conversation_with_run(
+        &self,
+        id: &str,
+    ) -> Result<(StoredConversation, Option<String>), ApiError> {
+        let url = self.url(&format!("conversations/{}", encode(id)));
+        let res = Request::get(&url)
+            .header("Accept", "application/json")
+            .send()
+            .await
+            .map_err(|e| ApiError::Network(e.to_string()))?;
+        let run = res.headers().get(RUN_ID_HEADER).filter(|r| !r.is_empty());
+        let conv = from_json(&ok_body(read_text(res).await?)?)?;
+        Ok((conv, run))
+    }
+
     /// `PUT {prefix}/api/conversations/{id}` with the base revision in `conv.revision`.
     pub async fn save(&self, conv: &StoredConversation) -> Result<SaveOutcome, ApiError> {
         let url = self.url(&format!("conversations/{}", encode(&conv.id)));
@@ -200,6 +219,26 @@ impl Api {
             on_frame,
         )
         .await
+    }
+
+    /// `GET {prefix}/api/runs/{id}/stream` after event `after` (sent as `Last-Event-ID`, none
+    /// for 0): calls `on_open` with the id of the message the run writes (when the service
+    /// names it), then `on_frame` for each SSE frame until the run's log ends.
+    pub async fn run_stream(
+        &self,
+        id: &str,
+        after: u64,
+        signal: Option<&web_sys::AbortSignal>,
+        on_open: impl FnOnce(Option<String>),
+        on_frame: impl FnMut(SseFrame),
+    ) -> Result<(), ApiError> {
+        let url = self.url(&format!("runs/{}/stream", encode(id)));
+        let last = (after > 0).then(|| after.to_string());
+        let on_open = |res: &web_sys::Response| {
+            let message = res.headers().get(RUN_MESSAGE_HEADER).ok().flatten();
+            on_open(message.filter(|m| !m.is_empty()));
+        };
+        stream(&url, None, last.as_deref(), signal, on_open, on_frame).await
     }
 
     /// `POST {prefix}/api/runs/{id}/stop`: stops a run; answers it once it has ended.

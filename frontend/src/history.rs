@@ -118,10 +118,13 @@ pub async fn save(store: Store, chat: Chat) {
         let again = {
             let mut s = chat.sync.lock().unwrap();
             match &outcome {
-                Ok(SaveOutcome::Saved(rev)) => {
+                // Revisions only grow: a save answered after the service's own save of a reply
+                // (whose `saved` revision the chat took as its base meanwhile) is older news.
+                Ok(SaveOutcome::Saved(rev)) if *rev >= s.revision => {
                     s.revision = *rev;
                     s.base_ids = ids;
                 }
+                Ok(SaveOutcome::Saved(_)) => {}
                 Ok(SaveOutcome::Conflict(_)) | Err(_) => {}
             }
             let again = s.dirty;
@@ -221,9 +224,13 @@ fn resolve_conflict(store: Store, chat: &Chat, server: StoredConversation) {
 
 /// Opens a stored conversation.
 pub async fn open(store: Store, id: String) {
+    let mut run = None;
     let conv = match store.history_mode() {
-        Some(HistoryMode::Server) => match store.api().conversation(&id).await {
-            Ok(c) => Some(c),
+        Some(HistoryMode::Server) => match store.api().conversation_with_run(&id).await {
+            Ok((c, r)) => {
+                run = r;
+                Some(c)
+            }
             Err(e) => {
                 if e != ApiError::Aborted {
                     store
@@ -248,9 +255,14 @@ pub async fn open(store: Store, id: String) {
         u.remove(&id);
     });
     remember_current(Some(&id));
-    store.chat.set(Some(Chat::from_stored(conv)));
+    crate::follow::leave(store);
+    let chat = Chat::from_stored(conv);
+    store.chat.set(Some(chat.clone()));
     store.sidebar_open.set(false);
     store.focus();
+    if let Some(run) = run {
+        crate::follow::attach(store, chat, run);
+    }
     if crate::bench::enabled() {
         // After the render this set off: the time to interactive of an opened conversation.
         leptos::prelude::request_animation_frame(|| {
@@ -260,23 +272,36 @@ pub async fn open(store: Store, id: String) {
 }
 
 /// Re-reads the open chat after another tab saved it (skipped while this tab is busy or waits for
-/// an approval; aborted if the local messages changed meanwhile).
+/// an approval; aborted if the local messages changed meanwhile), and follows the reply running
+/// in it when the service names one.
 pub async fn reload_current(store: Store) {
     let Some(chat) = store.chat.get_untracked() else {
         return;
     };
     let id = chat.id.get_untracked();
     let before = chat.messages.with_untracked(|m| m.len());
-    let Ok(conv) = store.api().conversation(&id).await else {
+    let Ok((conv, run)) = store.api().conversation_with_run(&id).await else {
         return;
     };
     if store.busy.get_untracked() || chat.messages.with_untracked(|m| m.len()) != before {
         return;
     }
-    if conv.revision <= chat.sync.lock().unwrap().revision {
-        return;
+    let newer = chat
+        .sync
+        .lock()
+        .map(|s| conv.revision > s.revision)
+        .unwrap_or(false);
+    let chat = if newer {
+        let chat = Chat::from_stored(conv);
+        store.chat.set(Some(chat.clone()));
+        chat
+    } else {
+        chat
+    };
+    // Another tab's turn runs in it now: follow that reply too.
+    if let Some(run) = run {
+        crate::follow::attach(store, chat, run);
     }
-    store.chat.set(Some(Chat::from_stored(conv)));
 }
 
 /// Deletes a conversation.

@@ -6,7 +6,8 @@
 //!   no such element it mounts into `<body>` (this is the `trunk serve` case).
 //! - **State** lives in [`state::Store`] (context); [`turn`] runs chat turns and the tool loop,
 //!   [`history`] saves and loads conversations (server or sessionStorage mode, from
-//!   `/api/config`), [`sync`] follows `/api/events` for cross-tab sync.
+//!   `/api/config`), [`sync`] follows `/api/events` for cross-tab sync, [`follow`] re-attaches
+//!   to a reply still running on the server (after a reload, or in a second tab).
 //! - **Components** are in [`components`], one per file.
 //! - **Scoped, themable styles.** Every class name starts with `lmck-`; colours are CSS custom
 //!   properties on `.lmck-app` (see `style.css`), light/dark following `prefers-color-scheme`
@@ -21,10 +22,12 @@ pub mod apps;
 pub mod bench;
 pub mod commands;
 pub mod components;
+pub mod follow;
 pub mod history;
 pub mod input_history;
 pub mod markdown;
 pub mod params;
+pub mod reply;
 pub mod results;
 pub mod servers;
 pub mod spend;

@@ -2,46 +2,27 @@
 //! into the last bubble (`<think>` split out, Markdown rendered incrementally), record tool calls
 //! (allowed by the policy or the user, blocked by the policy, or pending: see
 //! [`crate::approvals`]), and once nothing is pending run the approved calls one after the
-//! other, append their results (the deny or blocked message) and post the next turn. Stop aborts the
-//! fetch and keeps the partial reply.
-
-use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+//! other, append their results (the deny or blocked message) and post the next turn. The reply's
+//! events are written by [`crate::reply`]; Stop stops the turn's run on the server and keeps the
+//! partial reply, marked stopped ([`crate::follow`], which also re-attaches a reloaded or second
+//! tab to a reply still running).
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use lmchatkit_protocol::{
-    Approval, ChatRequest, Content, Event, Message, ToolCall, ToolCallRequest, ToolCallSource,
+    Approval, ChatRequest, Content, HistoryMode, Message, ToolCallRequest, ToolCallSource,
 };
 
-use crate::api::{Api, ApiError};
-use crate::bench;
+use crate::api::ApiError;
+use crate::follow::{self, Kind};
 use crate::history::persist;
-use crate::markdown::Incremental;
+use crate::reply::ReplyWriter;
 use crate::state::{Chat, Store, UiMessage, deny_message, now_ms};
-use crate::think::{Piece, ThinkSplitter};
 
-thread_local! {
-    static ABORT: RefCell<Option<web_sys::AbortController>> = const { RefCell::new(None) };
-    /// The streaming turn's run on the server, and the API to stop it with.
-    static RUN: RefCell<Option<(Api, String)>> = const { RefCell::new(None) };
-}
-
-/// Stops the streaming turn: the server stops its run (the model call with it; closing the
-/// connection alone would not), and this tab stops reading at once. The partial reply is kept.
+/// Stops the streaming reply (this tab's turn, or a run it follows): see [`follow::stop`]. The
+/// partial reply is kept, marked stopped.
 pub fn stop() {
-    if let Some((api, id)) = RUN.with(|r| r.borrow_mut().take()) {
-        spawn_local(async move {
-            if let Err(e) = api.stop_run(&id).await {
-                leptos::logging::warn!("stopping run {id} failed: {e}");
-            }
-        });
-    }
-    ABORT.with(|a| {
-        if let Some(c) = a.borrow_mut().take() {
-            c.abort();
-        }
-    });
+    follow::stop();
 }
 
 /// Sends a user message and starts the turn.
@@ -143,14 +124,16 @@ pub async fn run(store: Store, chat: Chat) {
     }
 }
 
-/// Streams one reply into a new bubble; `Some(bubble)` when it finished normally.
+/// Streams one reply into a new bubble; `Some(bubble)` when it finished normally. With
+/// server-side history the request names the conversation and the bubble's id, so the service
+/// saves the reply as the run goes; its `saved` revision becomes the chat's base. A dropped
+/// connection is resumed from the run's stream ([`follow::read_on`]).
 async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
     let mut m = Message::assistant("");
     m.created_at = Some(now_ms());
     let ui = UiMessage::new(m);
-    ui.streaming.set(true);
     chat.push(ui.clone());
-    let req = ChatRequest::new(chat.model.get_untracked(), chat.wire_messages())
+    let mut req = ChatRequest::new(chat.model.get_untracked(), chat.wire_messages())
         .with_persona(chat.persona_id.get_untracked())
         .with_params(Some(chat.params.get_untracked()))
         .with_model_context(
@@ -161,102 +144,46 @@ async fn stream_one(store: Store, chat: &Chat) -> Option<UiMessage> {
             chat.model_context
                 .with_untracked(|c| c.as_ref().map(|c| c.app.clone())),
         );
-    let ctrl = web_sys::AbortController::new().ok();
-    let signal = ctrl.as_ref().map(|c| c.signal());
-    ABORT.with(|a| *a.borrow_mut() = ctrl);
-    let mut splitter = ThinkSplitter::new();
-    // The rendered HTML is updated at most once per animation frame, however many deltas came.
-    let inc = Rc::new(RefCell::new(Incremental::new()));
-    let scheduled = Rc::new(Cell::new(false));
-    let mut failed = None;
-    let apply = |pieces: Vec<Piece>| {
-        for p in pieces {
-            match p {
-                Piece::Text(t) => {
-                    inc.borrow_mut().push(&t);
-                    ui.data.update(|d| {
-                        if let Content::Text(s) = &mut d.content {
-                            s.push_str(&t);
-                        }
-                    });
-                    if !scheduled.replace(true) {
-                        let (inc, scheduled, html) =
-                            (inc.clone(), scheduled.clone(), ui.html.clone());
-                        request_animation_frame(move || {
-                            if scheduled.replace(false) {
-                                let t0 = bench::now();
-                                html.set(inc.borrow().html());
-                                bench::record("frame", bench::now() - t0);
-                            }
-                        });
-                    }
-                }
-                Piece::Think(t) => ui
-                    .data
-                    .update(|d| d.thinking.get_or_insert_default().push_str(&t)),
-            }
-        }
-    };
-    let res = store
-        .api()
+    if store.history_mode() == Some(HistoryMode::Server) {
+        req = req.with_conversation(chat.id.get_untracked(), ui.key.clone());
+    }
+    let api = store.api();
+    let (generation, signal) = follow::begin(api.clone(), Kind::Turn);
+    follow::set_bubble(generation, &ui);
+    let allowed_chat = chat.clone();
+    let mut w = ReplyWriter::new(ui.clone(), move |name| {
+        auto_allowed(store, &allowed_chat, name)
+    });
+    let mut run = None;
+    let first = api
         .chat_stream(
             &req,
             signal.as_ref(),
-            |id| RUN.with(|r| *r.borrow_mut() = Some((store.api(), id))),
-            |frame| {
-                let t0 = bench::now();
-                let Ok(ev) = serde_json::from_str::<Event>(&frame.data) else {
-                    return;
-                };
-                match ev {
-                    Event::Delta { delta } => apply(splitter.push(&delta)),
-                    Event::Reasoning { reasoning } => ui
-                        .data
-                        .update(|d| d.thinking.get_or_insert_default().push_str(&reasoning)),
-                    Event::ToolCall {
-                        tool_call,
-                        decision,
-                    } => {
-                        let ToolCall {
-                            id,
-                            name,
-                            arguments,
-                            ..
-                        } = tool_call;
-                        let approval =
-                            Approval::initial(decision, auto_allowed(store, chat, &name));
-                        let mut call = ToolCall::new(id, name, arguments);
-                        call.approval = Some(approval);
-                        ui.data.update(|d| d.tool_calls.push(call));
-                    }
-                    // The cost is absent when the model's price is unknown: it stays unknown.
-                    Event::Done {
-                        usage, cost_usd, ..
-                    } => ui.data.update(|d| {
-                        d.usage = usage;
-                        d.cost_usd = cost_usd;
-                    }),
-                    Event::Error { error } => failed = Some(error),
-                    Event::Saved { .. } => {}
-                }
-                bench::record("delta", bench::now() - t0);
+            |id| {
+                follow::set_run(generation, id.clone());
+                run = Some(id);
             },
+            |frame| w.frame(frame),
         )
         .await;
-    apply(splitter.finish());
-    scheduled.set(false);
-    ui.html.set(inc.borrow().html());
-    ABORT.with(|a| a.borrow_mut().take());
-    RUN.with(|r| r.borrow_mut().take());
-    ui.streaming.set(false);
+    let progressed = w.last_id() > 0;
+    let res = match &run {
+        Some(id) => follow::read_on(&api, id, &mut w, signal.as_ref(), first, progressed).await,
+        None => first,
+    };
+    follow::end(generation);
+    let ended = w.finish();
+    if let Some(revision) = ended.saved {
+        follow::take_base(chat, revision);
+    }
     match res {
         Err(ApiError::Aborted) => None,
         Err(e) => {
             ui.error.set(Some(e.to_string()));
             None
         }
-        Ok(()) if failed.is_some() => {
-            ui.error.set(failed);
+        Ok(()) if ended.failed.is_some() => {
+            ui.error.set(ended.failed);
             // Calls that came before the failure still count.
             ui.data
                 .with_untracked(|d| !d.tool_calls.is_empty())

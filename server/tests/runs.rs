@@ -517,6 +517,10 @@ async fn a_native_reply_outlives_its_tab_and_a_stop_saves_it_marked_stopped() {
 
     // A second tab follows it from the start, then stops it.
     let mut other = open(&s.svc, get(&format!("/chat/api/runs/{run}/stream"))).await;
+    assert_eq!(
+        other.headers[RUN_MESSAGE_HEADER], "r1",
+        "the stream names the message the run writes"
+    );
     other.until("tial").await;
     let stop = send(
         &s.svc,

@@ -50,7 +50,7 @@ pub use requests::{
     McpServerStatus, PromptGetRequest, ResourceReadRequest, ToolCallRequest, ToolCallSource,
     UploadResponse, UploadedFile,
 };
-pub use runs::{RUN_ID_HEADER, RunInfo, RunStatus};
+pub use runs::{RUN_ID_HEADER, RUN_MESSAGE_HEADER, RunInfo, RunStatus};
 pub use sign_in_signal::{SIGN_IN_CHANNEL, SignInSignal};
 pub use stale_tool::{STALE_TOOL_MARKER, stale_tool_server, stale_tool_text};
 pub use user_mcp::{

@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod apps;
+pub mod cut_proxy;
 pub mod front;
 pub mod helpers;
 

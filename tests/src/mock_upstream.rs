@@ -14,6 +14,7 @@
 //! | `stall` | one delta, then silence |
 //! | `slow` | a delta every 20 ms for 30 s (for disconnect tests) |
 //! | `paced` | 100 deltas `p0 ` … `p99 `, one every 20 ms (2 s: a reply to leave and resume) |
+//! | `unhurried` | 200 deltas `u0 ` … `u199 `, one every 40 ms (8 s: a reply to reload a page in the middle of) |
 //! | `xss-payload` | Markdown/HTML with script, `onerror`, `javascript:` and `data:` payloads (UI tests) |
 //! | `inline-think` | `<think>…</think>` inline in the content, tags split across chunks |
 //! | `bench-48k` | a 48 KB Markdown reply (paragraphs, lists, code, tables) in 8-byte deltas (UI benchmark) |
@@ -303,6 +304,8 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
         paced(&mut steps, "t", 1500);
     } else if text.contains("paced") {
         paced(&mut steps, "p", 100);
+    } else if text.contains("unhurried") {
+        paced_every(&mut steps, "u", 200, Duration::from_millis(40));
     } else {
         let reply = if has_tool_result {
             "The weather in Oslo is sunny."
@@ -358,12 +361,17 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
 
 /// `n` deltas `{prefix}0 ` … one every 20 ms, then `stop`.
 fn paced(steps: &mut Vec<Step>, prefix: &str, n: usize) {
+    paced_every(steps, prefix, n, Duration::from_millis(20));
+}
+
+/// `n` deltas `{prefix}0 ` … one every `every`, then `stop`.
+fn paced_every(steps: &mut Vec<Step>, prefix: &str, n: usize, every: Duration) {
     for i in 0..n {
         steps.push(Step::Send(chunk(
             json!({"content": format!("{prefix}{i} ")}),
             None,
         )));
-        steps.push(Step::Wait(Duration::from_millis(20)));
+        steps.push(Step::Wait(every));
     }
     steps.push(Step::Send(chunk(json!({}), Some("stop"))));
 }

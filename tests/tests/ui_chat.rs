@@ -9,7 +9,9 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use lmchatkit_tests::browser::app::{ONE_AT_A_TIME, idle, setup, start_chat, wait_saved};
+use lmchatkit_tests::browser::app::{
+    ONE_AT_A_TIME, first_stored, idle, setup, start_chat, wait_saved,
+};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -188,6 +190,21 @@ async fn stop_keeps_the_partial_reply() {
         "the upstream request was cancelled"
     );
     wait_saved(&env, 2).await;
+    b.wait_text(".lmck-assistant .lmck-stopped", "Stopped")
+        .await;
+    let mut stopped = Value::Null;
+    for _ in 0..100 {
+        stopped = first_stored(&env).await.unwrap_or_default()["messages"][1]["stopped"].clone();
+        if stopped == Value::Bool(true) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        stopped,
+        Value::Bool(true),
+        "the reply is saved marked stopped"
+    );
     b.screenshot("08-stopped").await;
 }
 

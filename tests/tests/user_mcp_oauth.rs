@@ -1,7 +1,8 @@
 //! OAuth sign-in to a user's own MCP server end to end, in Chromium, through the "Tools &
 //! servers" screen, against the MCP TypeScript SDK's example server and its demo authorization
 //! server (`oauth_demo`): the user adds the server by URL, a refresh says a sign-in is needed
-//! and the row offers Sign in; the button opens the authorization page in a new tab, the demo
+//! and the row offers Sign in; the button opens the authorization page in a new tab (without an
+//! opener: the pages it goes through cannot reach the app's window), the demo
 //! approves and sends it to our callback page, and the row in the first tab turns "signed in"
 //! without a reload (the callback page's `BroadcastChannel` signal; window focus is kept from
 //! the page meanwhile, so the signal alone must do it). Refresh, accept, and a chat turn where
@@ -116,6 +117,11 @@ async fn a_sign_in_from_the_screen_turns_the_row_signed_in_without_a_reload_and_
     b.click(&format!("{ROW} .lmck-oauth")).await;
     let app = switch_to_new_tab(&b).await;
     b.wait_text("h1", "Signed in to Demo").await;
+    assert_eq!(
+        b.js("return window.opener === null;").await,
+        Value::Bool(true),
+        "the authorization tab was opened without an opener"
+    );
     let at = b.client.current_url().await.unwrap();
     assert!(
         at.as_str()

@@ -1,8 +1,8 @@
 //! One message bubble. User: text (escaped by the DOM) and attachments, edit-and-resend.
 //! Assistant: the collapsible "Thinking" block, tool-call cards, the Markdown answer (through
 //! [`crate::markdown`] only), typing dots while waiting, the error with Retry, info cards, the
-//! approval cards of pending calls, and a footer with time, usage, copy (Markdown / HTML) and
-//! regenerate. The footer's cost is the reply's `cost_usd` (absent, so not shown, when the model's
+//! approval cards of pending calls, and a footer with time, a "Stopped" mark (a reply whose run
+//! was stopped), usage, copy (Markdown / HTML) and regenerate. The footer's cost is the reply's `cost_usd` (absent, so not shown, when the model's
 //! price is unknown). Tool messages are not bubbles (their results show in the cards).
 
 use leptos::prelude::*;
@@ -146,6 +146,8 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
     let cost = Memo::new(move |_| d.with(|d| d.cost_usd));
     let d = ui.data.clone();
     let has_text = Memo::new(move |_| d.with(|d| !d.content.is_empty()));
+    let d = ui.data.clone();
+    let stopped = Memo::new(move |_| d.with(|d| d.stopped));
     let (streaming, html, error) = (ui.streaming.clone(), ui.html.clone(), ui.error.clone());
     let (s1, s2, s3) = (streaming.clone(), streaming.clone(), streaming.clone());
     let err2 = error.clone();
@@ -216,6 +218,9 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
             {approvals}
             <div class="lmck-meta">
                 {created.map(time_of)}
+                <Show when=move || stopped.get()>
+                    <span class="lmck-stopped" title="Stopped before the model finished: the reply is what came until then">"Stopped"</span>
+                </Show>
                 {move || usage.get().map(|u| view! {
                     <span class="lmck-usage" title=usage_detail(&u)>
                         {format!("{} tokens", u.tokens())}

@@ -107,7 +107,7 @@ pub fn Sidebar() -> impl IntoView {
         <nav class="lmck-sidebar" class:lmck-open=move || store.sidebar_open.get() aria-label="Conversations"
             on:keydown=move |ev: leptos::ev::KeyboardEvent| if ev.key() == "Escape" { store.sidebar_open.set(false) }>
             <button class="lmck-btn lmck-primary lmck-new" on:click=move |_| {
-                store.chat.set(None); history::remember_current(None); store.sidebar_open.set(false);
+                crate::follow::leave(store); store.chat.set(None); history::remember_current(None); store.sidebar_open.set(false);
             }>"+ New chat"</button>
             <input class="lmck-field lmck-search" type="search" placeholder="Search" aria-label="Search conversations"
                 prop:value=move || search.get() on:input=move |ev| search.set(event_target_value(&ev)) />

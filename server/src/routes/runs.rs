@@ -5,7 +5,9 @@
 //! - The stream replays the run's log after `Last-Event-ID` (or `?after=`; the header wins,
 //!   as a browser's `EventSource` sends it on reconnecting) and follows it to the end; each
 //!   event keeps the id it was logged with, so a client that reconnects again misses nothing
-//!   and sees nothing twice. A finished run stays readable for a while after its end.
+//!   and sees nothing twice. A finished run stays readable for a while after its end. The
+//!   response names the message the run writes (`lmchatkit-run-message-id`), so a tab that
+//!   re-attaches after a reload renders into that message's bubble.
 //! - A stop answers once the run has ended (at most a couple of seconds; a run that has not
 //!   ended by then answers `running` with 202), so the client knows the partial reply is saved
 //!   when the answer comes. Stopping a run that already ended is not an error: it answers the
@@ -16,7 +18,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use http::StatusCode;
-use lmchatkit_protocol::{RunInfo, RunStatus};
+use lmchatkit_protocol::{RUN_MESSAGE_HEADER, RunInfo, RunStatus};
 
 use crate::host::Principal;
 use crate::http_util::{ApiError, Response, json};
@@ -65,7 +67,11 @@ pub(crate) async fn stream(state: &State, req: Req, param: &str) -> Result<Respo
         let _held = &permit;
         f
     });
-    Ok(sse::response(frames, state.settings.heartbeat))
+    let mut res = sse::response(frames, state.settings.heartbeat);
+    if let Ok(v) = http::HeaderValue::from_str(run.message_id()) {
+        res.headers_mut().insert(RUN_MESSAGE_HEADER, v);
+    }
+    Ok(res)
 }
 
 /// Where a stream resumes: `Last-Event-ID`, else `?after=`, else the start.
