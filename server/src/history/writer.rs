@@ -191,8 +191,11 @@ fn next_copy(
 
 /// `stored` with `reply` in its place:
 /// - where a message with the reply's id is (an earlier save of this reply), replaced;
-/// - else right after the request's last message (the one the reply answers), dropping what
-///   the stored copy had after it (an edit truncated it in the tab);
+/// - else after the request's last message (the one the reply answers): the assistant and tool
+///   messages right after it are an earlier answer to it that this reply replaces
+///   (regenerate, retry) and are dropped; what comes after those (a message another tab or
+///   client appended meanwhile, or later turns an edit cut in the tab, which the tab's own
+///   save then drops) is kept, and the reply goes at the end, so nothing is lost;
 /// - else (the tab's own save has not landed) the request's messages then the reply.
 pub(crate) fn place_reply(stored: &[Message], request: &[Message], reply: Message) -> Vec<Message> {
     if let Some(j) = stored
@@ -206,7 +209,16 @@ pub(crate) fn place_reply(stored: &[Message], request: &[Message], reply: Messag
     let anchor = request.last().and_then(|m| m.id.as_ref());
     let at = anchor.and_then(|a| stored.iter().position(|m| m.id.as_ref() == Some(a)));
     let mut out = match at {
-        Some(i) => stored[..=i].to_vec(),
+        Some(i) => {
+            let rest = &stored[i + 1..];
+            let replaced = rest
+                .iter()
+                .take_while(|m| matches!(m.role, Role::Assistant | Role::Tool) && m.info.is_none())
+                .count();
+            let mut out = stored[..=i].to_vec();
+            out.extend_from_slice(&rest[replaced..]);
+            out
+        }
         None => request.to_vec(),
     };
     out.push(reply);
@@ -344,15 +356,23 @@ mod tests {
     }
 
     #[test]
-    fn a_reply_drops_what_an_edit_cut_and_falls_back_to_the_request() {
+    fn a_reply_replaces_the_earlier_answer_keeps_what_came_after_and_falls_back_to_the_request() {
         let stored = vec![
             with_id(Message::user("a"), "u1"),
             with_id(Message::assistant("old"), "r0"),
         ];
-        // The user edited u1 and asked again: the old answer goes.
+        // The user edited u1 (or regenerated) and asked again: the old answer goes.
         let request = vec![with_id(Message::user("a2"), "u1")];
         let placed = place_reply(&stored, &request, with_id(Message::assistant("new"), "r1"));
         assert_eq!(ids(&placed), ["u1", "r1"]);
+        // Another client appended a message while the reply ran: it stays, the reply after it.
+        let stored = vec![
+            with_id(Message::user("a"), "u1"),
+            with_id(Message::user("from elsewhere"), "x1"),
+        ];
+        let request = vec![with_id(Message::user("a"), "u1")];
+        let placed = place_reply(&stored, &request, with_id(Message::assistant("new"), "r1"));
+        assert_eq!(ids(&placed), ["u1", "x1", "r1"]);
         // Nothing of the request stored yet: the request, then the reply.
         let request = vec![
             with_id(Message::user("a"), "u1"),
