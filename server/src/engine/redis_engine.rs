@@ -78,8 +78,6 @@ impl fmt::Debug for Redis {
     }
 }
 
-// `key`, `subscribe` and `dedicated` serve the Redis backends of runs and events.
-#[allow(dead_code)]
 impl Redis {
     /// Connects to the Redis at `url` (`redis://[:PASSWORD@]HOST[:PORT][/DB]`) and checks it
     /// answers (`PING`). Keys start with [`DEFAULT_PREFIX`] unless [`Redis::with_prefix`] says

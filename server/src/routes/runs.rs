@@ -13,6 +13,8 @@
 //!   when the answer comes. Stopping a run that already ended is not an error: it answers the
 //!   run as it is.
 //! - Another principal's run, or an unknown id, is a 404.
+//! - With a shared engine ([`crate::runs`]) both work from any instance: the stream reads the
+//!   run's log from Redis, and the stop reaches the instance running it.
 
 use std::time::Duration;
 
