@@ -51,11 +51,13 @@ impl Instance {
     }
 }
 
-/// What two instances share: the database schema, the Redis prefix, the mock upstream.
+/// What two instances share: the database schema, the Redis prefix, the mock upstream, and
+/// the config file naming the key file they sign with.
 struct Cluster {
     schema: Schema,
     prefix: Prefix,
     mock: MockUpstream,
+    shared: tempfile::TempDir,
 }
 
 impl Cluster {
@@ -73,10 +75,15 @@ impl Cluster {
         let schema = engines::schema()?;
         let prefix = engines::redis_prefix()?;
         let mock = MockUpstream::start().await;
+        let shared = tempfile::tempdir().unwrap();
+        let key = shared.path().join("lmchatkit.key");
+        let config = format!("[user_mcp]\nkey_file = {:?}\n", key.display().to_string());
+        std::fs::write(shared.path().join("lmchatkit.toml"), config).unwrap();
         Some(Self {
             schema,
             prefix,
             mock,
+            shared,
         })
     }
 
@@ -84,7 +91,10 @@ impl Cluster {
     fn instance(&self) -> Instance {
         let data = tempfile::tempdir().unwrap();
         let mut cmd = app_binary::command();
+        let config = self.shared.path().join("lmchatkit.toml");
         cmd.args(["--listen", "127.0.0.1:0", "--db", &self.schema.url()])
+            .arg("--config")
+            .arg(config)
             .args([
                 "--redis",
                 engines::REDIS,

@@ -293,6 +293,20 @@ impl Settings {
             args.db.or(file.db),
             args.db_max_connections.or(file.db_max_connections),
         )?;
+        let redis_set = args
+            .redis
+            .as_deref()
+            .or(file.redis.as_deref())
+            .is_some_and(|u| !u.trim().is_empty());
+        if postgres.is_some() && redis_set && key_file.is_none() {
+            // A per-machine key would sign each instance's approval ids differently: an
+            // approval asked on one instance and answered through another would fail.
+            return Err(
+                "[user_mcp] needs key_file with redis and a PostgreSQL db: every instance \
+                        must sign with the same key"
+                    .into(),
+            );
+        }
         if postgres.is_some() && user_mcp.as_ref().is_some_and(|u| u.key_file.is_none()) {
             return Err(
                 "[user_mcp] needs key_file with a PostgreSQL db: every instance \

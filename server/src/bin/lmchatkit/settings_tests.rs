@@ -700,3 +700,27 @@ fn the_redis_url_comes_from_the_flag_or_the_file_and_debug_hides_its_password() 
     assert!(!shown.contains("flag-pass"), "{shown}");
     assert!(shown.contains("10.0.0.6:6379"), "{shown}");
 }
+
+#[test]
+fn several_instances_on_postgres_and_redis_must_name_the_key_file_they_share() {
+    let shared = "db = \"postgres://app@db.internal/chat\"\nredis = \"redis://cache:6379\"\n";
+    let err = load(shared, Args::default()).unwrap_err();
+    assert!(err.contains("key_file"), "{err}");
+    let s = load(
+        &format!("{shared}[user_mcp]\nkey_file = \"/etc/lmchatkit/k.key\"\n"),
+        Args::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        s.key_file.as_deref(),
+        Some(std::path::Path::new("/etc/lmchatkit/k.key"))
+    );
+    // One instance on PostgreSQL alone keeps its own key, as before.
+    assert!(
+        load(
+            "db = \"postgres://app@db.internal/chat\"\n",
+            Args::default()
+        )
+        .is_ok()
+    );
+}
