@@ -13,7 +13,9 @@
 //!   or another user does not open.
 //! - **Key file**: [`Keyring::load_or_create`] reads `<id> <base64 key>` lines (the first is
 //!   current) and, when the file is missing, writes a new random key with permissions 0600
-//!   (created that way, never widened). A key file that others can read is refused.
+//!   (created that way, never widened). A key file that others can read is refused. The new
+//!   file appears whole (written beside it, then linked into place), so instances sharing a
+//!   data directory that start at once all end up with the one key that won.
 //! - **Nothing prints a key**: `Debug` of keys and keyrings shows ids only.
 
 use std::fmt;
@@ -256,8 +258,17 @@ impl Keyring {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let key = SealingKey::generate("k1")?;
                 let line = format!("{} {}\n", key.id, STANDARD.encode(key.key));
-                write_private(path, line.as_bytes()).map_err(|e| err(e.to_string()))?;
-                Ok(Self::new(key))
+                match write_private(path, line.as_bytes()) {
+                    Ok(()) => Ok(Self::new(key)),
+                    // Another process (an instance sharing the data directory) wrote it
+                    // first, whole: its key is the one.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+                        check_private(path).map_err(err)?;
+                        Self::parse(&text)
+                    }
+                    Err(e) => Err(err(e.to_string())),
+                }
             }
             Err(e) => Err(err(e.to_string())),
         }
@@ -306,8 +317,17 @@ fn check_private(_: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Writes `bytes` to a new file at `path` (0600), whole or not at all: into a private file
+/// beside it first, then linked into place, which fails with `AlreadyExists` when another
+/// process got there first (nobody ever reads a half-written key file).
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(
+        ".{}.{:016x}.tmp",
+        name.unwrap_or_default(),
+        rand::random::<u64>()
+    ));
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -315,9 +335,13 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let mut file = options.open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
+    let written = options.open(&tmp).and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.sync_all()
+    });
+    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    linked
 }
 
 #[cfg(test)]
@@ -407,6 +431,33 @@ mod tests {
         assert_ne!(r.derive("signing"), r.derive("signing2"));
         assert_ne!(r.derive("signing"), ring().derive("signing"));
         assert_ne!(&r.derive("signing")[..], &r.current.key[..]);
+    }
+
+    /// Two instances sharing a data directory start at once on the first run: both end up
+    /// with the one key written, neither fails.
+    #[test]
+    fn instances_creating_the_key_file_at_once_share_one_key() {
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("secret.key");
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
+            let threads: Vec<_> = (0..4)
+                .map(|_| {
+                    let (path, barrier) = (path.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        Keyring::load_or_create(&path)
+                    })
+                })
+                .collect();
+            let rings: Vec<Keyring> = threads
+                .into_iter()
+                .map(|t| t.join().unwrap().unwrap())
+                .collect();
+            for r in &rings {
+                assert_eq!(r.current.key, rings[0].current.key);
+            }
+        }
     }
 
     #[test]
