@@ -17,7 +17,11 @@ echo "== clippy";  cargo clippy --workspace --all-targets -j"$JOBS" -- -D warnin
 echo "== clippy (no default features)"
 cargo clippy -p lmchatkit --no-default-features --lib -j"$JOBS" -- -D warnings
 cargo clippy -p lmchatkit --no-default-features --features test-support --lib -j"$JOBS" -- -D warnings
-echo "== docs";    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit -p lmchatkit-protocol \
-  --features lmchatkit/demo-mcp,lmchatkit/clap-tools,lmchatkit/test-support -j"$JOBS"
+echo "== docs"
+# One package per command: `--features lmchatkit/redis` beside a second -p did not turn on the
+# feature named like a dependency, and its items' links went unchecked.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit \
+  --features demo-mcp,clap-tools,test-support,postgres,redis -j"$JOBS"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit-protocol -j"$JOBS"
 echo "== tests";   LMCHATKIT_EXPECT_BUNDLE=1 cargo test --workspace -j"$JOBS"
 echo "== all tests passed"
