@@ -157,7 +157,9 @@ impl From<HostError> for ApiError {
 impl From<HistoryError> for ApiError {
     fn from(e: HistoryError) -> Self {
         match e {
-            HistoryError::InvalidId => ApiError::BadRequest(e.to_string()),
+            HistoryError::InvalidId | HistoryError::InvalidInput(_) => {
+                ApiError::BadRequest(e.to_string())
+            }
             HistoryError::Storage(_) => ApiError::Internal(e.to_string()),
         }
     }

@@ -32,6 +32,8 @@
 //! [`ChatService`] compiles none of the app's command line, logging setup or server loop.
 //!
 //! - `sqlite` (default): `history::SqliteStore`, SQLite history (bundled SQLite).
+//! - `postgres`: `history::PostgresStore`, history, approvals and users' MCP servers in
+//!   PostgreSQL (tokio-postgres with a bounded pool), for several instances sharing them.
 //! - `openai` (default): `llm::openai`, the OpenAI-compatible upstream.
 //! - `anthropic` (default): `llm::anthropic`, Anthropic's native Messages API (turns on
 //!   `openai`, whose HTTP plumbing it shares).

@@ -31,10 +31,14 @@ pub mod memory;
 mod rows;
 pub(crate) mod writer;
 pub(crate) use rows::now_ms;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresCounters, PostgresOptions, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous, UnknownSynchronous};
 
@@ -45,6 +49,10 @@ pub enum HistoryError {
     /// The id is empty, too long, or holds `/`, `..`, NUL or control characters.
     #[error("invalid conversation id")]
     InvalidId,
+    /// The conversation holds something the store cannot keep (e.g. a NUL character in a
+    /// title, which PostgreSQL refuses); the caller's mistake, a 400.
+    #[error("invalid conversation: {0}")]
+    InvalidInput(String),
     /// The store failed.
     #[error("history store: {0}")]
     Storage(String),

@@ -244,7 +244,7 @@ impl From<UserMcpStoreError> for ApiError {
 }
 
 /// Where each principal's servers live. Every method is scoped to one principal: no call can
-/// reach another principal's servers. Both stores of this crate pass the `conformance` suite (feature `test-support`).
+/// reach another principal's servers. The stores of this crate (memory, SQLite, PostgreSQL) pass the `conformance` suite (feature `test-support`).
 #[async_trait]
 pub trait UserMcpStore: Send + Sync + 'static {
     /// The principal's servers, by slug.

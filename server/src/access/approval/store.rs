@@ -21,7 +21,8 @@ pub enum ApprovalStoreError {
 /// on every decision that would ask, and `PUT {prefix}/api/tools/approvals` replaces it.
 ///
 /// The history's [`SqliteStore`](crate::history::SqliteStore) implements it too, in the same
-/// database file; [`MemoryApprovalStore`] is the default.
+/// database file, and so does `PostgresStore` (feature `postgres`); [`MemoryApprovalStore`] is
+/// the default.
 #[async_trait]
 pub trait ApprovalStore: Send + Sync + 'static {
     /// The tools `principal` always allows (empty when nothing is stored).

@@ -138,10 +138,14 @@ pub struct Args {
         value_name = "ID"
     )]
     pub models: Vec<String>,
-    /// History database: a SQLite file, or `memory:` for none [default: history.db in the
-    /// platform data directory].
-    #[arg(long, env = "LMCHATKIT_DB", value_name = "PATH")]
+    /// History database: a SQLite file, `memory:` for none, or a PostgreSQL URL
+    /// (`postgres://user:password@host:5432/db`, shared by several instances) [default:
+    /// history.db in the platform data directory].
+    #[arg(long, env = "LMCHATKIT_DB", value_name = "PATH|URL")]
     pub db: Option<String>,
+    /// With a PostgreSQL --db: the most connections the app opens [default: 10].
+    #[arg(long, env = "LMCHATKIT_DB_MAX_CONNECTIONS", value_name = "N")]
+    pub db_max_connections: Option<usize>,
     /// How hard a save of the history file waits for the disk: `full` syncs every save, so an
     /// acknowledged save survives a power loss; `normal` is faster, and a power loss (not a
     /// crash of the app) can undo the last saves [default: full].

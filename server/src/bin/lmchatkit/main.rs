@@ -9,13 +9,16 @@
 //! explicitly (`--no-demo`, `--no-demo-mcp[=false]`, `[demo]` in the file). A configured
 //! server named `demo` wins over the built-in one. The history file is synced in full on every
 //! save (`--db-synchronous full`), so a reply the app saved survives a power loss; `normal` is
-//! the faster opt-out. With `--redis URL` the app connects to Redis before anything else and
+//! the faster opt-out. `--db postgres://…` keeps the history, approvals and users' MCP
+//! servers in PostgreSQL instead (`db_settings.rs`), for several instances sharing them.
+//! With `--redis URL` the app connects to Redis before anything else and
 //! exits with status 2 (naming the URL without its password) when it cannot, like a bad flag:
 //! an instance that silently ran alone would split runs between instances.
 
 mod approval_settings;
 mod auth;
 mod cli;
+mod db_settings;
 mod defaults;
 mod providers;
 mod serve;
@@ -27,7 +30,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use lmchatkit::history::{HistoryStore, MemoryStore, SqliteOptions, SqliteStore, Synchronous};
+use lmchatkit::history::{
+    HistoryStore, MemoryStore, PostgresOptions, PostgresStore, SqliteOptions, SqliteStore,
+    Synchronous,
+};
 use lmchatkit::llm::DemoModel;
 use lmchatkit::llm::demo::DEMO_PROVIDER;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
@@ -116,7 +122,10 @@ async fn run(
         tracing::info!(redis = ?redis, "runs and events are shared through Redis");
         builder = builder.redis(redis);
     }
-    let (history, approvals, user_servers) = history(s.db.as_deref(), s.db_synchronous)?;
+    let (history, approvals, user_servers) = match &s.postgres {
+        Some(pg) => postgres(pg).await?,
+        None => history(s.db.as_deref(), s.db_synchronous)?,
+    };
     builder = builder.history_arc(history);
     if let Some(store) = approvals {
         builder = builder.approval_store(store);
@@ -280,6 +289,16 @@ fn history(
     let options = SqliteOptions::default().with_synchronous(synchronous);
     let store = SqliteStore::open_with(&path, options)
         .map_err(|e| format!("history {}: {e}", path.display()))?;
+    let store = Arc::new(store);
+    Ok((store.clone(), Some(store.clone()), store))
+}
+
+/// The PostgreSQL store (migrated at connect), which keeps the "always allow" lists and users'
+/// own MCP servers too. Errors never show the URL's password.
+async fn postgres(pg: &db_settings::PostgresDb) -> Result<Stores, Box<dyn std::error::Error>> {
+    let options = PostgresOptions::default().with_max_connections(pg.max_connections);
+    // The error says "history store: PostgreSQL …" already.
+    let store = PostgresStore::connect(&pg.url, options).await?;
     let store = Arc::new(store);
     Ok((store.clone(), Some(store.clone()), store))
 }

@@ -4,7 +4,7 @@
 //! In the file every string outside `[mcp]` may use `${VAR}` (the `[[mcp.servers]]` list
 //! expands its own; a `[[providers]]` entry's `api_key` is expanded by `providers.rs`, so an
 //! unset variable leaves that provider not configured rather than refusing the file), and relative paths (`db`, `personas_dir`, `commands_dir`) are taken
-//! relative to the file's directory, so a config file and its folders move together.
+//! relative to the file's directory (a PostgreSQL URL in `db` is not a path), so a config file and its folders move together.
 //!
 //! No type here prints a secret in `Debug`: [`Upstream`]'s and `ProviderSettings`' are hand-written (the key and header
 //! values redacted, URLs without userinfo and query), and the file's raw tables have none.
@@ -21,6 +21,7 @@ use serde::Deserialize;
 
 use crate::approval_settings::{FileTools, approval_policy};
 use crate::cli::{Args, LogFormat, check_header};
+use crate::db_settings::PostgresDb;
 use crate::providers::{FileProvider, ProviderSettings};
 use lmchatkit::models::{Catalog, ModelSpec};
 
@@ -48,6 +49,7 @@ struct FileSettings {
     allowed_origins: Vec<String>,
     prefix: Option<String>,
     db: Option<String>,
+    db_max_connections: Option<usize>,
     db_synchronous: Option<Synchronous>,
     redis: Option<String>,
     redis_prefix: Option<String>,
@@ -123,7 +125,10 @@ pub struct Settings {
     pub upstream: Upstream,
     /// `[[providers]]`, in file order.
     pub providers: Vec<ProviderSettings>,
+    /// The SQLite file or `memory:` (`None` with PostgreSQL or the default file).
     pub db: Option<String>,
+    /// `--db postgres://…` (see `db_settings.rs`).
+    pub postgres: Option<PostgresDb>,
     /// The history file's `synchronous` mode (FULL unless said).
     pub db_synchronous: Synchronous,
     /// The Redis shared with other instances (`Debug` without its password).
@@ -242,7 +247,11 @@ impl Settings {
         if let Some(key) = file.user_mcp.key_file.as_mut() {
             *key = dir.join(&*key);
         }
-        if let Some(db) = file.db.as_mut().filter(|d| *d != "memory:") {
+        if let Some(db) = file
+            .db
+            .as_mut()
+            .filter(|d| *d != "memory:" && !crate::db_settings::is_postgres(d))
+        {
             *db = dir.join(&*db).to_string_lossy().into_owned();
         }
         Self::merge(args, file, servers).map_err(at)
@@ -276,6 +285,17 @@ impl Settings {
         }
         let approval = approval_policy(file.tools.approval)?;
         let user_mcp = crate::user_mcp_settings::resolve(file.user_mcp)?;
+        let (db, postgres) = crate::db_settings::resolve(
+            args.db.or(file.db),
+            args.db_max_connections.or(file.db_max_connections),
+        )?;
+        if postgres.is_some() && user_mcp.as_ref().is_some_and(|u| u.key_file.is_none()) {
+            return Err(
+                "[user_mcp] needs key_file with a PostgreSQL db: every instance \
+                        sharing the database must seal with the same key"
+                    .into(),
+            );
+        }
         let base_url = args.openai_base_url.or(file.upstream.base_url);
         let completions_url = args.completions_url.or(file.upstream.completions_url);
         let providers = crate::providers::resolve(file.providers)?;
@@ -318,7 +338,8 @@ impl Settings {
                     .collect(),
             },
             providers,
-            db: args.db.or(file.db),
+            db,
+            postgres,
             db_synchronous: args
                 .db_synchronous
                 .or(file.db_synchronous)

@@ -682,3 +682,21 @@ fn the_redis_url_comes_from_the_flag_or_the_file_and_debug_hides_its_password() 
     assert!(!shown.contains("flag-pass"), "{shown}");
     assert!(shown.contains("10.0.0.6:6379"), "{shown}");
 }
+
+#[test]
+fn a_postgres_url_in_the_file_is_kept_as_a_url_with_its_pool_size() {
+    let text = "db = \"postgres://app:pw-in-file@db.internal/chat\"\ndb_max_connections = 4\n";
+    let s = load(text, Args::default()).unwrap();
+    assert_eq!(s.db, None);
+    let pg = s.postgres.as_ref().unwrap();
+    assert_eq!(pg.url, "postgres://app:pw-in-file@db.internal/chat");
+    assert_eq!(pg.max_connections, 4);
+    assert!(!format!("{s:?}").contains("pw-in-file"));
+    // The flag wins, and a SQLite path stays a path.
+    let flag = Args::try_parse_from(["lmchatkit", "--db-max-connections", "7"]).unwrap();
+    let s = load(text, flag).unwrap();
+    assert_eq!(s.postgres.unwrap().max_connections, 7);
+    let s = load("db = \"h.db\"\n", Args::default()).unwrap();
+    assert!(s.postgres.is_none());
+    assert_eq!(s.db.as_deref(), Some("<dir>/h.db"));
+}

@@ -5,7 +5,9 @@
 //! (`[[user_mcp.presets]]` with `slug`, `url` and an optional `name`; see
 //! `lmchatkit::user_mcp::UserMcpPreset`).
 //!
-//! Users' servers live in the history's SQLite file (in memory with `db = "memory:"`). Only
+//! Users' servers live in the history's database: its SQLite file (in memory with
+//! `db = "memory:"`), or its PostgreSQL database, where `key_file` must be given (see
+//! `db_settings.rs`). Only
 //! signed-in principals have a registry: behind `--trusted-user-header`; with a token, every
 //! request is the anonymous user and gets 401 from these routes (the app warns).
 

@@ -1,6 +1,7 @@
 //! The conformance suite every [`HistoryStore`] must pass: the write model and the decisions
 //! listed in [`history`](crate::history), checked through the trait alone. lmchatkit runs it
-//! against [`MemoryStore`](crate::history::MemoryStore) and `SqliteStore`; a store of your own
+//! against [`MemoryStore`](crate::history::MemoryStore), `SqliteStore` and `PostgresStore`
+//! (`tests/history_postgres.rs`, on a real server); a store of your own
 //! runs it from its tests with the `test-support` feature:
 //!
 //! ```toml
