@@ -5,7 +5,8 @@
 //! path's end marker after exactly the expected number of text events; `verify` also checks the
 //! exact event sequence and the reassembled text. With `history`, every turn is followed by the
 //! `PUT` of the grown conversation (as the UI does), timed separately. A path taking
-//! [`Body::UiMessages`] gets a fresh thread id on every request (`aisdk-{pid}-{phase}-{vu}-{n}`).
+//! [`Body::UiMessages`] gets a fresh thread id on every request (`aisdk-{pid}-{phase}-{vu}-{n}`),
+//! one taking [`Body::ChatSaved`] a fresh conversation id (`conv-…`, the same way).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -149,7 +150,11 @@ impl Shared {
         if !self.target.body.per_request() {
             return self.body.clone();
         }
-        let thread = format!("aisdk-{}-{}-{vu}-{n}", std::process::id(), self.phase_no);
+        let kind = match self.target.body {
+            Body::ChatSaved => "conv",
+            _ => "aisdk",
+        };
+        let thread = format!("{kind}-{}-{}-{vu}-{n}", std::process::id(), self.phase_no);
         Bytes::from(self.target.body.render(&self.phase.workload, &thread))
     }
 }
