@@ -351,9 +351,15 @@ mod tests {
         let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let mock = super::super::mock::serve(any).await.unwrap();
         let upstream = format!("http://{mock}/v1");
-        let addr = super::super::relay::serve(any, &upstream, &db, false, true)
-            .await
-            .unwrap();
+        let addr = super::super::relay::serve(
+            any,
+            &upstream,
+            super::super::relay::Storage::Sqlite(&db),
+            false,
+            true,
+        )
+        .await
+        .unwrap();
         let target = Target {
             name: "lmchatkit-aisdk".into(),
             addr,

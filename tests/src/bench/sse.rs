@@ -203,7 +203,7 @@ mod tests {
         assert_eq!(c.finish(), Verdict::Ok { events: 3 });
 
         let mut c = StreamCheck::new(Flavor::Lmchatkit, w, true);
-        c.feed(format!("{head}data: {{\"type\":\"delta\",\"delta\":\"x\"}}\n\n").as_bytes());
+        c.feed(format!("{head}data: {{\"type\":\"reasoning\",\"delta\":\"x\"}}\n\n").as_bytes());
         assert_eq!(c.finish(), Verdict::Bad("events after the end".into()));
     }
 }
