@@ -3,7 +3,9 @@
 //! each stream strictly), and `results.json` must keep its schema — so the bench never rots.
 //! It also times history saves with `synchronous=FULL` and `NORMAL` (the `durability` points),
 //! and runs lmchatkit's AI SDK route (`lmchatkit-aisdk`) beside its native route, set against
-//! the AI SDK relay in `versus_aisdk` (the relay's column stays empty without the peers).
+//! the AI SDK relay in `versus_aisdk` (the relay's column stays empty without the peers), and
+//! the relay on SQLite + in-process against PostgreSQL + Redis in `engines` (measured when the
+//! machine's PostgreSQL and Redis answer; otherwise the section says why it was skipped).
 
 use std::process::Command;
 
@@ -52,6 +54,7 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
             "ratios",
             "versus_aisdk",
             "targets",
+            "engines",
             "install_s",
         ],
     );
@@ -215,5 +218,46 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
         keys(t, "target", &["target", "met", "detail"]);
     }
     assert!(r["targets"].as_array().unwrap().len() >= 7);
+
+    // SQLite + in-process against PostgreSQL + Redis: every stream of both saved as it went.
+    let engines = &r["engines"];
+    keys(
+        engines,
+        "engines",
+        &["skipped", "workload", "points", "rows"],
+    );
+    assert!(md.contains("sqlite+in-process vs postgres+redis"), "{md}");
+    if let Some(why) = engines["skipped"].as_str() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI needs PostgreSQL and Redis: {why}"
+        );
+        eprintln!("skipped the engines section: {why}");
+        assert!(md.contains("Not measured"), "{md}");
+    } else {
+        let points = engines["points"].as_array().unwrap();
+        for name in ["direct", "sqlite+in-process", "postgres+redis"] {
+            let of: Vec<&Value> = points.iter().filter(|p| p["path"] == name).collect();
+            assert_eq!(of.len(), 3, "{name}: {points:?}");
+            for p in of {
+                assert_eq!(p["errors"], serde_json::json!({}), "{name}: {p}");
+                assert_eq!(p["completed"], p["requests"], "{name}: {p}");
+                assert!(p["completed"].as_u64().unwrap() > 0, "{name}: {p}");
+            }
+        }
+        let rows = engines["rows"].as_array().unwrap();
+        for m in [
+            "streams/s",
+            "TTFT overhead p50 (ms)",
+            "TTFT overhead p99 (ms)",
+        ] {
+            let of: Vec<&Value> = rows.iter().filter(|v| v["measure"] == m).collect();
+            assert_eq!(of.len(), 3, "{m}: {rows:?}");
+            for v in of {
+                assert!(v["sqlite"].is_f64() && v["shared"].is_f64(), "{v}");
+            }
+        }
+        assert!(md.contains("| streams/s | 1 |"), "{md}");
+    }
     assert!(md.contains("| path |") && md.contains("Targets:"), "{md}");
 }

@@ -5,7 +5,8 @@
 //! path's end marker after exactly the expected number of text events; `verify` also checks the
 //! exact event sequence and the reassembled text. With `history`, every turn is followed by the
 //! `PUT` of the grown conversation (as the UI does), timed separately. A path taking
-//! [`Body::UiMessages`] gets a fresh thread id on every request (`aisdk-{pid}-{phase}-{vu}-{n}`).
+//! [`Body::UiMessages`] gets a fresh thread id on every request (`aisdk-{pid}-{phase}-{vu}-{n}`),
+//! one taking [`Body::ChatSaved`] a fresh conversation id (`conv-…`, the same way).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -149,7 +150,11 @@ impl Shared {
         if !self.target.body.per_request() {
             return self.body.clone();
         }
-        let thread = format!("aisdk-{}-{}-{vu}-{n}", std::process::id(), self.phase_no);
+        let kind = match self.target.body {
+            Body::ChatSaved => "conv",
+            _ => "aisdk",
+        };
+        let thread = format!("{kind}-{}-{}-{vu}-{n}", std::process::id(), self.phase_no);
         Bytes::from(self.target.body.render(&self.phase.workload, &thread))
     }
 }
@@ -346,9 +351,15 @@ mod tests {
         let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let mock = super::super::mock::serve(any).await.unwrap();
         let upstream = format!("http://{mock}/v1");
-        let addr = super::super::relay::serve(any, &upstream, &db, false, true)
-            .await
-            .unwrap();
+        let addr = super::super::relay::serve(
+            any,
+            &upstream,
+            super::super::relay::Storage::Sqlite(&db),
+            false,
+            true,
+        )
+        .await
+        .unwrap();
         let target = Target {
             name: "lmchatkit-aisdk".into(),
             addr,

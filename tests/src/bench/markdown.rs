@@ -146,6 +146,7 @@ pub fn render(r: &Results) -> String {
     if !r.versus_aisdk.is_empty() {
         s.push_str(&super::versus::render(&r.versus_aisdk));
     }
+    s.push_str(&super::engines::render(&r.engines));
     s.push_str("\nTTFT overhead, ours / peer (lower is better; target ≤ 0.1, for `lmchatkit`):\n\n| ours | peer | streams | p50 | p90 | p99 |\n|---|---|---|---|---|---|\n");
     let mut rows: Vec<(String, String, usize)> = r
         .ratios

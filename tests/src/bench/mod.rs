@@ -3,7 +3,8 @@
 //! peers people would pick instead (the Vercel AI SDK Node relay, the LiteLLM proxy), side by
 //! side in one run; lmchatkit also on its AI SDK route (`/api/aisdk/chat`), which speaks the AI
 //! SDK relay's own protocol ([`versus`]); plus 10,000 open streams and the SQLite history
-//! store's costs.
+//! store's costs; and the relay on SQLite + in-process runs against PostgreSQL + Redis
+//! ([`engines`], `bench --engines-only` alone).
 //!
 //! The `bench` binary drives it (`scripts/bench.sh` for the full run, `bench --smoke` for the
 //! CI smoke). Every server runs in its own process (this binary's `serve` subcommands, Node,
@@ -13,6 +14,7 @@
 
 pub mod checks;
 pub mod echo;
+pub mod engines;
 pub mod history;
 pub mod load;
 pub mod markdown;

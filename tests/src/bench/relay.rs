@@ -1,19 +1,42 @@
 //! lmchatkit as the bench runs it: a `ChatService` over the OpenAI-compatible backend and the
 //! SQLite history store, served by hyper-util's auto builder exactly as the `lmchatkit` binary
 //! serves it (`server/src/bin/lmchatkit/serve.rs`), in its own process so its CPU and RSS are its own.
+//! The same relay on the shared engines ([`Storage::Shared`]) keeps history in a `PostgresStore`
+//! (a schema of its own, the default pool) and runs every turn as a Redis-backed run
+//! (`engine::Redis` under a prefix of its own), as several instances would (see [`super::engines`]).
 
 use std::net::SocketAddr;
 use std::path::Path;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
-use lmchatkit::history::SqliteStore;
+use lmchatkit::engine::Redis;
+use lmchatkit::history::{PostgresOptions, PostgresStore, SqliteStore};
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::protocol::Model;
 use lmchatkit::{ChatService, Config};
 
-/// Serves lmchatkit on `addr` with the upstream at `base_url` (ending in `/v1`) and history in
-/// the SQLite file `db`. `upstream_h2` makes the upstream client speak HTTP/2 (prior
+/// Where the relay keeps history and runs.
+#[derive(Debug, Clone, Copy)]
+pub enum Storage<'a> {
+    /// The SQLite file at the path; runs in-process (the default deployment).
+    Sqlite(&'a Path),
+    /// History in PostgreSQL (`postgres`, schema `schema`, created and migrated at start) and
+    /// runs through the Redis at `redis` with keys under `prefix`.
+    Shared {
+        /// The PostgreSQL URL.
+        postgres: &'a str,
+        /// The schema the store creates and uses.
+        schema: &'a str,
+        /// The Redis URL.
+        redis: &'a str,
+        /// The prefix of every Redis key.
+        prefix: &'a str,
+    },
+}
+
+/// Serves lmchatkit on `addr` with the upstream at `base_url` (ending in `/v1`) and history
+/// (and runs) as `storage` says. `upstream_h2` makes the upstream client speak HTTP/2 (prior
 /// knowledge), so thousands of upstream streams share a few sockets — as they do against a
 /// real HTTPS provider, which negotiates HTTP/2. `nodelay` sets `TCP_NODELAY` on accepted
 /// connections (the binary sets it too); without it Nagle's algorithm holds the first event behind the response head until the client's delayed ACK (~40 ms on
@@ -21,7 +44,7 @@ use lmchatkit::{ChatService, Config};
 pub async fn serve(
     addr: SocketAddr,
     base_url: &str,
-    db: &Path,
+    storage: Storage<'_>,
     upstream_h2: bool,
     nodelay: bool,
 ) -> Result<SocketAddr, Box<dyn std::error::Error>> {
@@ -32,8 +55,22 @@ pub async fn serve(
         let client = reqwest::Client::builder().http2_prior_knowledge().build()?;
         upstream = upstream.with_http_client(client);
     }
-    let config = Config::builder(OpenAiBackend::new(upstream))
-        .history(SqliteStore::open(db)?)
+    let mut builder = Config::builder(OpenAiBackend::new(upstream));
+    builder = match storage {
+        Storage::Sqlite(db) => builder.history(SqliteStore::open(db)?),
+        Storage::Shared {
+            postgres,
+            schema,
+            redis,
+            prefix,
+        } => {
+            let options = PostgresOptions::default().with_schema(schema);
+            builder
+                .history(PostgresStore::connect(postgres, options).await?)
+                .redis(Redis::connect(redis).await?.with_prefix(prefix))
+        }
+    };
+    let config = builder
         .title("lmchatkit")
         // The bench's clients stand for as many users as it opens streams (10,000 at once in
         // the full run); the default caps (4 per principal, 256 in total) would refuse them. A

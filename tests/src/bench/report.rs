@@ -123,6 +123,8 @@ pub struct Results {
     pub versus_aisdk: Vec<super::versus::Versus>,
     /// The targets, met or not.
     pub targets: Vec<Check>,
+    /// The relay on SQLite + in-process runs against PostgreSQL + Redis.
+    pub engines: super::engines::Engines,
     /// Install times of the peers, s.
     pub install_s: BTreeMap<String, f64>,
 }
@@ -166,6 +168,7 @@ impl Results {
             ratios: Vec::new(),
             versus_aisdk: Vec::new(),
             targets: Vec::new(),
+            engines: Default::default(),
             install_s: opts.install_s.clone(),
         }
     }

@@ -2,7 +2,8 @@
 //! the latency matrix (lmchatkit on two routes: its own `/api/chat`, and `/api/aisdk/chat`, which
 //! speaks the AI SDK relay's protocol and so compares with it directly) (every path at 1, 50 and 500 concurrent streams, over several rounds
 //! interleaved so drift hits every path alike), relay throughput against the bare echo, 10,000
-//! open streams and the history store; then write the results (see [`super::report`]).
+//! open streams and the history store; the relay on SQLite + in-process against PostgreSQL +
+//! Redis ([`super::engines`]); then write the results (see [`super::report`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -156,11 +157,7 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
         );
     }
 
-    let levels: &[(usize, usize, f64)] = if opts.smoke {
-        &[(1, 10, 2.0), (4, 40, 2.0), (8, 40, 2.0)]
-    } else {
-        &[(1, 3000, 3.0), (50, 30_000, 4.0), (500, 30_000, 5.0)]
-    };
+    let levels = levels(opts);
     let mut raw: BTreeMap<(usize, usize), Vec<Point>> = BTreeMap::new();
     for round in 0..opts.rounds.max(1) {
         for &(c, max, secs) in levels {
@@ -196,6 +193,14 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
         }
     }
     results.latency = raw.values().map(|r| fold(r)).collect();
+
+    // The same relay on SQLite + in-process runs against PostgreSQL + Redis.
+    let mut notes = Vec::new();
+    results.engines =
+        super::engines::run(mock.addr, &work, engines_plan(opts, levels), &mut notes).await;
+    for n in notes {
+        results.note(n);
+    }
 
     // The same relay as the `lmchatkit` binary accepts connections today: no TCP_NODELAY.
     {
@@ -345,6 +350,29 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
     results.finish();
     report::write(&results, &opts.out_dir)?;
     Ok(results)
+}
+
+/// The levels of the matrix (`(concurrency, max requests, seconds)`) for `opts`.
+pub fn levels(opts: &Options) -> &'static [(usize, usize, f64)] {
+    if opts.smoke {
+        &[(1, 10, 2.0), (4, 40, 2.0), (8, 40, 2.0)]
+    } else {
+        &[(1, 3000, 3.0), (50, 30_000, 4.0), (500, 30_000, 5.0)]
+    }
+}
+
+/// How the SQLite vs PostgreSQL + Redis section runs for `opts` at the matrix's `levels`.
+pub fn engines_plan<'a>(
+    opts: &Options,
+    levels: &'a [(usize, usize, f64)],
+) -> super::engines::Plan<'a> {
+    super::engines::Plan {
+        levels,
+        rounds: opts.rounds.max(1),
+        timeout: Duration::from_secs(if opts.smoke { 10 } else { 30 }),
+        verify: opts.smoke,
+        warm_up: if opts.smoke { 10 } else { 400 },
+    }
 }
 
 /// lmchatkit's AI SDK route at `addr`.

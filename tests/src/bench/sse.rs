@@ -77,6 +77,13 @@ impl StreamCheck {
             };
             let data = data.strip_prefix(b" ").unwrap_or(data);
             self.events += 1;
+            // lmchatkit's `saved` (the revision of a reply the service saved) follows `done`; it
+            // is neither text nor an extra event.
+            let saved =
+                self.flavor == Flavor::Lmchatkit && data.starts_with(b"{\"type\":\"saved\"");
+            if saved {
+                continue;
+            }
             if self.ended {
                 self.after_end += 1;
             }
@@ -178,5 +185,25 @@ mod tests {
         let mut c = StreamCheck::new(Flavor::Lmchatkit, w, true);
         c.feed(b"data: {\"type\":\"delta\",\"delta\":\"x\"}\n\n");
         assert_eq!(c.finish(), Verdict::Bad("incomplete".into()));
+    }
+
+    #[test]
+    fn a_saved_revision_may_follow_done_but_no_other_event_may() {
+        let w = Workload {
+            tokens: 1,
+            chunk: 2,
+            ..Workload::default()
+        };
+        let head = format!(
+            "data: {{\"type\":\"delta\",\"delta\":\"{}\"}}\n\ndata: {{\"type\":\"done\",\"finish_reason\":\"stop\"}}\n\n",
+            w.token_text(0)
+        );
+        let mut c = StreamCheck::new(Flavor::Lmchatkit, w, true);
+        c.feed(format!("{head}data: {{\"type\":\"saved\",\"revision\":2}}\n\n").as_bytes());
+        assert_eq!(c.finish(), Verdict::Ok { events: 3 });
+
+        let mut c = StreamCheck::new(Flavor::Lmchatkit, w, true);
+        c.feed(format!("{head}data: {{\"type\":\"reasoning\",\"delta\":\"x\"}}\n\n").as_bytes());
+        assert_eq!(c.finish(), Verdict::Bad("events after the end".into()));
     }
 }

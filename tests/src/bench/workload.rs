@@ -112,6 +112,10 @@ pub enum Body {
     /// user `UIMessage` of one text part (lmchatkit's `/api/aisdk/chat`). `id` is the thread the
     /// server saves, so every request names a fresh one, as a new chat does.
     UiMessages,
+    /// [`Body::Chat`] naming a fresh conversation (`conversation_id`) on every request, so the
+    /// service saves the reply into its history store as the run goes (the shared-engines
+    /// comparison of [`super::engines`]).
+    ChatSaved,
 }
 
 impl Body {
@@ -125,11 +129,11 @@ impl Body {
 
     /// Whether each request needs a body of its own (a fresh thread id).
     pub fn per_request(self) -> bool {
-        self == Body::UiMessages
+        matches!(self, Body::UiMessages | Body::ChatSaved)
     }
 
-    /// The JSON body asking for `w`; `thread` is the chat id of [`Body::UiMessages`] (ignored by
-    /// the others).
+    /// The JSON body asking for `w`; `thread` is the chat id of [`Body::UiMessages`] and the
+    /// conversation id of [`Body::ChatSaved`] (ignored by the others).
     pub fn render(self, w: &Workload, thread: &str) -> String {
         let prompt = w.prompt();
         match self {
@@ -137,6 +141,8 @@ impl Body {
                 "messages": [{"role": "user", "content": prompt}]}),
             Body::Chat => serde_json::json!({"model": "mock-small",
                 "messages": [{"role": "user", "content": prompt}]}),
+            Body::ChatSaved => serde_json::json!({"model": "mock-small",
+                "messages": [{"role": "user", "content": prompt}], "conversation_id": thread}),
             Body::UiMessages => serde_json::json!({"id": thread, "trigger": "submit-message",
                 "model": "mock-small", "messages": [{"id": "u1", "role": "user",
                 "parts": [{"type": "text", "text": prompt}]}]}),

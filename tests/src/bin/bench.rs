@@ -1,8 +1,9 @@
 //! `bench`: the benchmark driver of issue 7 (see `lmchatkit_tests::bench`).
 //!
 //! `bench` runs everything and writes `results.json` and `results.md`; `bench --smoke` is the
-//! seconds-long CI version; `bench serve mock|echo|lmchatkit` are the servers it starts in
-//! their own processes (each prints `LISTEN addr`).
+//! seconds-long CI version; `bench --engines-only` measures only the relay on SQLite +
+//! in-process against PostgreSQL + Redis; `bench serve mock|echo|lmchatkit` are the servers it
+//! starts in their own processes (each prints `LISTEN addr`).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -12,7 +13,7 @@ use clap::{Parser, Subcommand};
 use std::time::Duration;
 
 use lmchatkit_tests::bench::workload::{Flavor, Workload};
-use lmchatkit_tests::bench::{echo, history, load, mock, pipeline, relay, run};
+use lmchatkit_tests::bench::{echo, engines, history, load, mock, pipeline, procs, relay, run};
 
 /// Benchmarks lmchatkit against a direct connection, a bare echo and the peers.
 #[derive(Debug, Parser)]
@@ -48,6 +49,10 @@ struct Args {
     /// Saves per `synchronous` mode of `--history-only`.
     #[arg(long, default_value_t = 400)]
     sync_saves: usize,
+    /// Only measure the relay on SQLite + in-process against PostgreSQL + Redis (at the
+    /// matrix's concurrencies, `--rounds` rounds) and print the section; writes no results.
+    #[arg(long)]
+    engines_only: bool,
     /// Only time lmchatkit's per-event pipeline stages in-process and print them.
     #[arg(long)]
     pipeline_only: bool,
@@ -95,12 +100,26 @@ enum Server {
         #[arg(long)]
         upstream: String,
     },
-    /// lmchatkit with the OpenAI backend and SQLite history.
+    /// lmchatkit with the OpenAI backend and SQLite history (or, with `--postgres`, history
+    /// in PostgreSQL and runs through Redis).
     Lmchatkit {
         #[arg(long)]
         upstream: String,
+        /// The SQLite file (required without `--postgres`).
+        #[arg(long, required_unless_present = "postgres")]
+        db: Option<PathBuf>,
+        /// History in the PostgreSQL at this URL, in `--schema` (created at start).
+        #[arg(long, requires_all = ["schema", "redis", "redis_prefix"])]
+        postgres: Option<String>,
+        /// The PostgreSQL schema of `--postgres`.
         #[arg(long)]
-        db: PathBuf,
+        schema: Option<String>,
+        /// Runs through the Redis at this URL (with `--postgres`).
+        #[arg(long)]
+        redis: Option<String>,
+        /// The prefix of every Redis key.
+        #[arg(long)]
+        redis_prefix: Option<String>,
         /// Speak HTTP/2 (prior knowledge) to the upstream.
         #[arg(long)]
         upstream_h2: bool,
@@ -158,9 +177,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Server::Lmchatkit {
                 upstream,
                 db,
+                postgres,
+                schema,
+                redis,
+                redis_prefix,
                 upstream_h2,
                 no_nodelay,
-            } => relay::serve(any, &upstream, &db, upstream_h2, !no_nodelay).await?,
+            } => {
+                let storage = match (&postgres, &schema, &redis, &redis_prefix, &db) {
+                    (Some(postgres), Some(schema), Some(redis), Some(prefix), _) => {
+                        relay::Storage::Shared {
+                            postgres,
+                            schema,
+                            redis,
+                            prefix,
+                        }
+                    }
+                    (_, _, _, _, Some(db)) => relay::Storage::Sqlite(db),
+                    _ => return Err("serve lmchatkit: give --db or --postgres".into()),
+                };
+                relay::serve(any, &upstream, storage, upstream_h2, !no_nodelay).await?
+            }
         };
         println!("LISTEN {addr}");
         std::future::pending::<()>().await;
@@ -197,6 +234,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .open_streams
             .unwrap_or(if args.smoke { 200 } else { 10_000 }),
     };
+    if args.engines_only {
+        lmchatkit_tests::bench::sys::raise_nofile();
+        let work = std::env::temp_dir().join(format!("lmchatkit-engines-{}", std::process::id()));
+        std::fs::create_dir_all(&work)?;
+        let mock = procs::serve_self("mock", &["mock"])?;
+        let plan = run::engines_plan(&opts, run::levels(&opts));
+        let mut notes = Vec::new();
+        let section = engines::run(mock.addr, &work, plan, &mut notes).await;
+        let _ = std::fs::remove_dir_all(&work);
+        println!("{}", serde_json::to_string_pretty(&section)?);
+        println!("{}", engines::render(&section));
+        for n in notes {
+            eprintln!("note: {n}");
+        }
+        return Ok(());
+    }
     let results = run::run(&opts).await?;
     println!(
         "{}",
