@@ -48,7 +48,7 @@ use sha2::{Digest, Sha256};
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
-use super::rows::{MessageRow, decode_rows, encode_messages, now_ms, storage};
+use super::rows::{MessageRow, encode_messages, now_ms, storage, stored_conversation};
 use super::{HistoryError, HistoryStore, SaveOutcome, validate_id};
 use crate::host::Principal;
 
@@ -331,19 +331,7 @@ impl PostgresStore {
         self.counters
             .bodies_read
             .fetch_add(bodies.len() as u64, Ordering::SeqCst);
-        Ok(Some(StoredConversation {
-            id: s.id,
-            title: s.title,
-            persona_id: s.persona_id,
-            model: s.model,
-            params: s.params,
-            created_at: s.created_at,
-            updated_at: s.updated_at,
-            revision: s.revision,
-            messages: decode_rows(bodies.iter().map(String::as_str))?,
-            allowed_tools: serde_json::from_str(&allowed).map_err(storage)?,
-            totals: s.totals,
-        }))
+        stored_conversation(s, &bodies, &allowed).map(Some)
     }
 
     /// One attempt at a save: `None` when the conversation vanished between a lost

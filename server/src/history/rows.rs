@@ -1,9 +1,31 @@
 //! Helpers shared by the stores: message rows (id + serialized JSON), the common-prefix rule,
 //! and the clock.
 
-use lmchatkit_protocol::{Message, Role};
+use lmchatkit_protocol::{ConversationSummary, Message, Role, StoredConversation};
 
 use super::HistoryError;
+
+/// A whole stored conversation from its summary, its message bodies in order and its
+/// allowed tools as stored (JSON): what every SQL store reads back the same way.
+pub(crate) fn stored_conversation(
+    s: ConversationSummary,
+    bodies: &[String],
+    allowed_tools: &str,
+) -> Result<StoredConversation, HistoryError> {
+    Ok(StoredConversation {
+        id: s.id,
+        title: s.title,
+        persona_id: s.persona_id,
+        model: s.model,
+        params: s.params,
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+        revision: s.revision,
+        messages: decode_rows(bodies.iter().map(String::as_str))?,
+        allowed_tools: serde_json::from_str(allowed_tools).map_err(storage)?,
+        totals: s.totals,
+    })
+}
 
 /// One stored message row: the message id (if any) and the message serialized as JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]

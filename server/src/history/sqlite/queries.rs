@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use lmchatkit_protocol::{ConversationSummary, ConversationTotals, Params, StoredConversation};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use crate::history::rows::{MessageRow, decode_rows, now_ms, row_matches, storage};
+use crate::history::rows::{MessageRow, now_ms, row_matches, storage, stored_conversation};
 use crate::history::{HistoryError, SaveOutcome};
 
 /// `rusqlite` errors as [`HistoryError::Storage`].
@@ -87,19 +87,7 @@ pub(super) fn load(
         .db()?
         .collect::<rusqlite::Result<Vec<_>>>()
         .db()?;
-    Ok(Some(StoredConversation {
-        id: s.id,
-        title: s.title,
-        persona_id: s.persona_id,
-        model: s.model,
-        params: s.params,
-        created_at: s.created_at,
-        updated_at: s.updated_at,
-        revision: s.revision,
-        messages: decode_rows(bodies.iter().map(String::as_str))?,
-        allowed_tools: serde_json::from_str(&allowed).map_err(storage)?,
-        totals: s.totals,
-    }))
+    stored_conversation(s, &bodies, &allowed).map(Some)
 }
 
 /// Length of the common prefix of the stored rows and `incoming`, reading only as far as needed.
