@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::Request;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use lmchatkit::history::{HistoryStore, MemoryStore};
 use lmchatkit::protocol::*;
 use lmchatkit::{
@@ -19,9 +19,9 @@ use lmchatkit::{
     async_trait,
 };
 use serde_json::{Value, json};
+use support::stream_body::{Open, events, open, text_of};
 use support::*;
 use tokio::sync::mpsc;
-use tower::ServiceExt;
 
 const CHAT: &str = "/chat/api/aisdk/chat";
 
@@ -96,77 +96,6 @@ fn ask(thread: &str) -> Request<Full<Bytes>> {
 fn as_user(mut req: Request<Full<Bytes>>, who: &str) -> Request<Full<Bytes>> {
     req.extensions_mut().insert(Principal::new(who));
     req
-}
-
-/// An open response body, read frame by frame.
-struct Open {
-    status: http::StatusCode,
-    headers: http::HeaderMap,
-    body: lmchatkit::http_util::ResponseBody,
-    seen: String,
-}
-
-async fn open(svc: &ChatService, req: Request<Full<Bytes>>) -> Open {
-    let res = svc.clone().oneshot(req).await.unwrap();
-    let (parts, body) = res.into_parts();
-    Open {
-        status: parts.status,
-        headers: parts.headers,
-        body,
-        seen: String::new(),
-    }
-}
-
-impl Open {
-    /// Reads until what was read contains `needle`.
-    async fn until(&mut self, needle: &str) {
-        while !self.seen.contains(needle) {
-            let frame = tokio::time::timeout(Duration::from_secs(5), self.body.frame())
-                .await
-                .unwrap_or_else(|_| panic!("no {needle:?} within 5 s; read {:?}", self.seen))
-                .unwrap_or_else(|| panic!("the body ended before {needle:?}: {:?}", self.seen))
-                .unwrap();
-            if let Ok(data) = frame.into_data() {
-                self.seen.push_str(&String::from_utf8_lossy(&data));
-            }
-        }
-    }
-
-    /// Reads to the end.
-    async fn rest(mut self) -> String {
-        let rest = tokio::time::timeout(Duration::from_secs(5), self.body.collect())
-            .await
-            .expect("the body ends within 5 s")
-            .unwrap()
-            .to_bytes();
-        self.seen.push_str(&String::from_utf8_lossy(&rest));
-        self.seen
-    }
-
-    fn run_id(&self) -> String {
-        self.headers[RUN_ID_HEADER].to_str().unwrap().to_owned()
-    }
-}
-
-/// The `(id, data)` of each event of an SSE body, comments left out.
-fn events(body: &str) -> Vec<(u64, String)> {
-    body.split("\n\n")
-        .filter_map(|frame| {
-            let id = frame.lines().find_map(|l| l.strip_prefix("id: "))?;
-            let data = frame.lines().find_map(|l| l.strip_prefix("data: "))?;
-            Some((id.parse().unwrap(), data.to_owned()))
-        })
-        .collect()
-}
-
-/// The text the chunks of a UI Message Stream body add up to.
-fn text_of(body: &str) -> String {
-    events(body)
-        .iter()
-        .filter_map(|(_, d)| serde_json::from_str::<Value>(d).ok())
-        .filter(|c| c["type"] == "text-delta")
-        .map(|c| c["delta"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 /// Waits until conversation `id` satisfies `ok` (the run saves off the reply's path).

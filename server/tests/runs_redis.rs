@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::Request;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use lmchatkit::engine::Redis;
 use lmchatkit::history::{HistoryStore, MemoryStore};
 use lmchatkit::protocol::*;
@@ -22,9 +22,9 @@ use lmchatkit::{
     async_trait,
 };
 use serde_json::{Value, json};
+use support::stream_body::{events, open, text_of};
 use support::*;
 use tokio::sync::mpsc;
-use tower::ServiceExt;
 
 const CHAT: &str = "/chat/api/aisdk/chat";
 const REDIS: &str = "redis://127.0.0.1:6379";
@@ -123,74 +123,6 @@ fn ask(thread: &str) -> Request<Full<Bytes>> {
         &json!({"id": thread, "trigger": "submit-message", "messages": [
             {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}),
     )
-}
-
-/// An open response body, read frame by frame.
-struct Open {
-    status: http::StatusCode,
-    headers: http::HeaderMap,
-    body: lmchatkit::http_util::ResponseBody,
-    seen: String,
-}
-
-async fn open(svc: &ChatService, req: Request<Full<Bytes>>) -> Open {
-    let res = svc.clone().oneshot(req).await.unwrap();
-    let (parts, body) = res.into_parts();
-    Open {
-        status: parts.status,
-        headers: parts.headers,
-        body,
-        seen: String::new(),
-    }
-}
-
-impl Open {
-    async fn until(&mut self, needle: &str) {
-        while !self.seen.contains(needle) {
-            let frame = tokio::time::timeout(Duration::from_secs(10), self.body.frame())
-                .await
-                .unwrap_or_else(|_| panic!("no {needle:?} within 10 s; read {:?}", self.seen))
-                .unwrap_or_else(|| panic!("the body ended before {needle:?}: {:?}", self.seen))
-                .unwrap();
-            if let Ok(data) = frame.into_data() {
-                self.seen.push_str(&String::from_utf8_lossy(&data));
-            }
-        }
-    }
-
-    async fn rest(mut self) -> String {
-        let rest = tokio::time::timeout(Duration::from_secs(15), self.body.collect())
-            .await
-            .expect("the body ends within 15 s")
-            .unwrap()
-            .to_bytes();
-        self.seen.push_str(&String::from_utf8_lossy(&rest));
-        self.seen
-    }
-
-    fn run_id(&self) -> String {
-        self.headers[RUN_ID_HEADER].to_str().unwrap().to_owned()
-    }
-}
-
-/// The `(id, data)` of each event of an SSE body, comments left out.
-fn events(body: &str) -> Vec<(u64, String)> {
-    body.split("\n\n")
-        .filter_map(|frame| {
-            let id = frame.lines().find_map(|l| l.strip_prefix("id: "))?;
-            let data = frame.lines().find_map(|l| l.strip_prefix("data: "))?;
-            Some((id.parse().unwrap(), data.to_owned()))
-        })
-        .collect()
-}
-
-fn text_of(body: &str) -> String {
-    events(body)
-        .iter()
-        .filter_map(|(_, d)| serde_json::from_str::<Value>(d).ok())
-        .filter(|c| c["type"] == "text-delta")
-        .map(|c| c["delta"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 async fn stored_as(

@@ -1,6 +1,8 @@
 //! A scriptable in-process host and request helpers for the route tests.
 #![allow(dead_code)]
 
+pub mod stream_body;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
