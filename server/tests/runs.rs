@@ -19,7 +19,7 @@ use lmchatkit::{
     async_trait,
 };
 use serde_json::{Value, json};
-use support::stream_body::{Open, events, open, text_of};
+use support::stream_body::{Open, as_user, events, open, text_of};
 use support::*;
 use tokio::sync::mpsc;
 
@@ -91,11 +91,6 @@ fn ask(thread: &str) -> Request<Full<Bytes>> {
         &json!({"id": thread, "trigger": "submit-message", "messages": [
             {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}),
     )
-}
-
-fn as_user(mut req: Request<Full<Bytes>>, who: &str) -> Request<Full<Bytes>> {
-    req.extensions_mut().insert(Principal::new(who));
-    req
 }
 
 /// Waits until conversation `id` satisfies `ok` (the run saves off the reply's path).

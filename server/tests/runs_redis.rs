@@ -22,7 +22,7 @@ use lmchatkit::{
     async_trait,
 };
 use serde_json::{Value, json};
-use support::stream_body::{events, open, text_of};
+use support::stream_body::{as_user, events, open, text_of};
 use support::*;
 use tokio::sync::mpsc;
 
@@ -209,6 +209,41 @@ async fn a_run_started_on_a_is_followed_from_b_with_nothing_lost_or_repeated() {
     assert_eq!(none.status, 204);
     let conv = send(&b, get("/chat/api/conversations/t1")).await;
     assert!(conv.headers.get(RUN_ID_HEADER).is_none());
+    wipe(&prefix).await;
+}
+
+#[tokio::test]
+async fn another_principal_can_neither_follow_nor_stop_a_run_through_the_other_instance() {
+    let Some(prefix) = prefix().await else { return };
+    let (host, store) = (FedHost::default(), Arc::new(MemoryStore::new()));
+    let a = instance(&host, &store, &prefix).await;
+    let b = instance(&host, &store, &prefix).await;
+
+    let feed = host.next_feed();
+    let mut on_a = open(&a, as_user(ask("t1"), "alice")).await;
+    feed.send(Event::delta("alice's words")).unwrap();
+    on_a.until("alice's words").await;
+    let run = on_a.run_id();
+    let stream = format!("/chat/api/runs/{run}/stream");
+    let stop = format!("/chat/api/runs/{run}/stop");
+
+    let mallory_stream = send(&b, as_user(get(&stream), "mallory")).await;
+    assert_eq!(mallory_stream.status, 404, "{}", mallory_stream.text());
+    let mallory_stop = send(&b, as_user(post(&stop, &json!({})), "mallory")).await;
+    assert_eq!(mallory_stop.status, 404);
+    let mallory_resume = send(
+        &b,
+        as_user(get("/chat/api/aisdk/chat/t1/stream"), "mallory"),
+    )
+    .await;
+    assert_eq!(mallory_resume.status, 204, "mallory's own t1 runs nothing");
+    assert!(host.dropped_at().is_none(), "the run goes on");
+
+    // Alice herself reaches it through B.
+    let on_b = open(&b, as_user(get(&stream), "alice")).await;
+    assert_eq!(on_b.status, 200);
+    feed.send(Event::done(FinishReason::Stop, None)).unwrap();
+    assert!(on_b.rest().await.contains("alice's words"));
     wipe(&prefix).await;
 }
 

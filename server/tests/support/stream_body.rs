@@ -6,8 +6,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::Request;
 use http_body_util::{BodyExt, Full};
-use lmchatkit::ChatService;
 use lmchatkit::protocol::RUN_ID_HEADER;
+use lmchatkit::{ChatService, Principal};
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -81,4 +81,10 @@ pub fn text_of(body: &str) -> String {
         .filter(|c| c["type"] == "text-delta")
         .map(|c| c["delta"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// `req` as asked by principal `who`.
+pub fn as_user(mut req: Request<Full<Bytes>>, who: &str) -> Request<Full<Bytes>> {
+    req.extensions_mut().insert(Principal::new(who));
+    req
 }
