@@ -1,12 +1,15 @@
 //! Helpers shared by the stores: message rows (id + serialized JSON), the common-prefix rule,
 //! and the clock.
 
-use lmchatkit_protocol::{ConversationSummary, Message, Role, StoredConversation};
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+use lmchatkit_protocol::{ConversationSummary, StoredConversation};
+use lmchatkit_protocol::{Message, Role};
 
 use super::HistoryError;
 
 /// A whole stored conversation from its summary, its message bodies in order and its
 /// allowed tools as stored (JSON): what every SQL store reads back the same way.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn stored_conversation(
     s: ConversationSummary,
     bodies: &[String],
