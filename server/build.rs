@@ -55,6 +55,13 @@ fn main() {
     let assets = manifest_dir.join("assets");
 
     println!("cargo:rerun-if-changed=build.rs");
+    // `cfg(shared_engine)`: a shared engine (Redis or PostgreSQL) can be configured.
+    println!("cargo::rustc-check-cfg=cfg(shared_engine)");
+    if env::var_os("CARGO_FEATURE_REDIS").is_some()
+        || env::var_os("CARGO_FEATURE_POSTGRES").is_some()
+    {
+        println!("cargo::rustc-cfg=shared_engine");
+    }
     if assets.is_dir() {
         // A directory is scanned recursively by cargo; files are listed too (below) for clarity.
         println!("cargo:rerun-if-changed={}", assets.display());

@@ -182,8 +182,8 @@ pub(crate) struct Parts {
     /// What signing keys are derived from (`None`: random keys per process).
     pub(crate) signing_secret: Option<SigningSecret>,
     /// The engine several instances share (runs, stops, events); in-process when `None`.
-    #[cfg(feature = "redis")]
-    pub(crate) redis: Option<crate::engine::Redis>,
+    #[cfg(shared_engine)]
+    pub(crate) shared: Option<crate::engine::SharedEngine>,
 }
 
 impl std::fmt::Debug for Config {
@@ -246,8 +246,8 @@ impl Config {
                     #[cfg(feature = "mcp")]
                     user_mcp: None,
                     signing_secret: None,
-                    #[cfg(feature = "redis")]
-                    redis: None,
+                    #[cfg(shared_engine)]
+                    shared: None,
                 },
             },
         }
@@ -613,14 +613,21 @@ impl ConfigBuilder {
         self
     }
 
-    /// Shares runs (their logs, stops and the running run of each conversation) and events
-    /// with the other instances using this Redis, so any instance behind a load balancer can
-    /// resume or stop a reply another one runs (see [`crate::engine`]). Default: in-process,
-    /// as one instance needs. Give every instance the same history store too.
-    #[cfg(feature = "redis")]
-    pub fn redis(mut self, redis: crate::engine::Redis) -> Self {
-        self.config.parts.redis = Some(redis);
+    /// Shares runs (their logs, stops and the running run of each conversation), events and
+    /// MCP App view tokens with the other instances using this engine (Redis or PostgreSQL),
+    /// so any instance behind a load balancer can resume or stop a reply another one runs (see
+    /// [`crate::engine`]). Default: in-process, as one instance needs. Give every instance the
+    /// same history store and [`signing_secret`](Self::signing_secret) too.
+    #[cfg(shared_engine)]
+    pub fn shared_engine(mut self, engine: impl Into<crate::engine::SharedEngine>) -> Self {
+        self.config.parts.shared = Some(engine.into());
         self
+    }
+
+    /// [`shared_engine`](Self::shared_engine) with a Redis.
+    #[cfg(feature = "redis")]
+    pub fn redis(self, redis: crate::engine::Redis) -> Self {
+        self.shared_engine(redis)
     }
 
     /// Validates and returns the config. Starts nothing.

@@ -33,7 +33,9 @@
 //!
 //! - `sqlite` (default): `history::SqliteStore`, SQLite history (bundled SQLite).
 //! - `postgres`: `history::PostgresStore`, history, approvals and users' MCP servers in
-//!   PostgreSQL (tokio-postgres with a bounded pool), for several instances sharing them.
+//!   PostgreSQL (tokio-postgres with a bounded pool), for several instances sharing them; and
+//!   `engine::Postgres`, a shared engine of several instances over the same database (runs,
+//!   stops, events and view tokens, without Redis).
 //! - `openai` (default): `llm::openai`, the OpenAI-compatible upstream.
 //! - `anthropic` (default): `llm::anthropic`, Anthropic's native Messages API (turns on
 //!   `openai`, whose HTTP plumbing it shares).
@@ -44,8 +46,8 @@
 //! - `clap-tools`: `clap_tools::ClapToolset`, a clap command tree as chat tools (in-process or
 //!   a subprocess), a tool source of `StandardHost` and an MCP server over stdio (turns on
 //!   `mcp`).
-//! - `redis`: `engine::Redis`, the shared engine of several instances (runs, stops and events
-//!   across instances through one Redis).
+//! - `redis`: `engine::Redis`, a shared engine of several instances (runs, stops, events and
+//!   view tokens across instances through one Redis).
 //! - `test-support`: `history::conformance`, the suite a `HistoryStore` of your own should pass.
 //! - `app`: the `lmchatkit` binary (`cargo install lmchatkit --features app`); turns on
 //!   all of the above except `test-support`, plus clap, directories, tracing-subscriber and

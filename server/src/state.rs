@@ -3,9 +3,9 @@
 //! watched here, not in the config builder), the event broadcaster, the approvals (policy and
 //! "always allow" store), the MCP App view tokens, the turn cache and the runs. Routes see this and the settings; nothing here is a setting.
 //!
-//! With a shared Redis ([`ConfigBuilder::redis`](crate::ConfigBuilder::redis)) the event
-//! broadcaster (unless the host handed one over) and the view tokens live in it, so any
-//! instance serves them; the approval-id key is derived from the signing secret when one is
+//! With a shared engine ([`ConfigBuilder::shared_engine`](crate::ConfigBuilder::shared_engine),
+//! Redis or PostgreSQL) the event broadcaster (unless the host handed one over) and the view
+//! tokens live in it, so any instance serves them; the approval-id key is derived from the signing secret when one is
 //! configured ([`ConfigBuilder::signing_secret`](crate::ConfigBuilder::signing_secret)), else
 //! random per process.
 
@@ -55,10 +55,6 @@ pub(crate) struct State {
     /// Each user's own MCP servers, when on.
     #[cfg(feature = "mcp")]
     pub(crate) user_mcp: Option<crate::user_mcp::UserMcp>,
-    /// The engine shared with other instances, when given.
-    #[cfg(feature = "redis")]
-    #[allow(dead_code)] // read by the Redis backend of events
-    pub(crate) redis: Option<crate::engine::Redis>,
 }
 
 impl State {
@@ -66,36 +62,46 @@ impl State {
     /// are announced on the broadcaster this state ends up with.
     pub(crate) fn new(config: Config) -> Self {
         let Config { settings, parts } = config;
-        #[cfg(feature = "redis")]
-        let redis = parts.redis.clone();
+        #[cfg(shared_engine)]
+        let shared = parts.shared.clone();
         let events = settings.events.then(|| {
             parts.event_broadcaster.unwrap_or_else(|| {
-                // Over Redis when the service shares one, so every instance's tabs hear it.
-                #[cfg(feature = "redis")]
-                if let Some(redis) = &redis {
-                    return EventBroadcaster::over_redis(redis.clone());
+                // Through the shared engine when there is one, so every instance's tabs hear it.
+                #[cfg(shared_engine)]
+                if let Some(engine) = &shared {
+                    return EventBroadcaster::over_engine(engine.clone());
                 }
                 EventBroadcaster::default()
             })
         });
-        #[cfg(feature = "redis")]
-        if redis.is_some() && events.as_ref().is_some_and(|e| !e.is_shared()) {
+        #[cfg(shared_engine)]
+        if shared.is_some() && events.as_ref().is_some_and(|e| !e.is_shared()) {
             tracing::warn!(
-                "the service shares a Redis, but its event broadcaster is in-process: saves \
+                "the service shares an engine, but its event broadcaster is in-process: saves \
                  through other instances will not reach this one's tabs (build it with \
-                 EventBroadcaster::over_redis)"
+                 EventBroadcaster::over_engine)"
             );
         }
-        let views = Views::Local(ViewTokens::new(settings.app_view_ttl));
-        // A view URL loads from any instance: the tokens live in the shared Redis.
-        #[cfg(feature = "redis")]
-        let views = match &redis {
-            Some(redis) => Views::Shared(crate::apps::shared_views::SharedViews::new(
-                redis.clone(),
-                settings.app_view_ttl,
-            )),
-            None => views,
-        };
+        #[cfg_attr(not(shared_engine), allow(unused_mut))]
+        let mut views = Views::Local(ViewTokens::new(settings.app_view_ttl));
+        // A view URL loads from any instance: the tokens live in the shared engine.
+        #[cfg(shared_engine)]
+        if let Some(engine) = &shared {
+            use crate::engine::SharedEngine;
+            views = match engine.clone() {
+                #[cfg(feature = "redis")]
+                SharedEngine::Redis(r) => Views::Shared(
+                    crate::apps::shared_views::SharedViews::new(r, settings.app_view_ttl),
+                ),
+                #[cfg(feature = "postgres")]
+                SharedEngine::Postgres(p) => {
+                    Views::Postgres(crate::apps::shared_views_postgres::PostgresViews::new(
+                        p,
+                        settings.app_view_ttl,
+                    ))
+                }
+            };
+        }
         let personas = parts.personas.map(|spec| match spec {
             CatalogSpec::Source(s) => s,
             CatalogSpec::Dir(dir) => {
@@ -139,9 +145,9 @@ impl State {
             events,
             mcp_status: parts.mcp_status,
             turn_cache: TurnCache::default(),
-            #[cfg(feature = "redis")]
-            runs: Runs::new(parts.redis.clone()),
-            #[cfg(not(feature = "redis"))]
+            #[cfg(shared_engine)]
+            runs: Runs::new(shared),
+            #[cfg(not(shared_engine))]
             runs: Runs::default(),
             approval_key: parts
                 .signing_secret
@@ -150,8 +156,6 @@ impl State {
             catalog: parts.catalog.unwrap_or_else(Catalog::builtin),
             #[cfg(feature = "mcp")]
             user_mcp: parts.user_mcp,
-            #[cfg(feature = "redis")]
-            redis,
         }
     }
 }

@@ -384,3 +384,46 @@ fn an_unreachable_redis_exits_2_without_showing_its_password() {
     );
     assert!(!err.contains("s3cret-pass"), "{err}");
 }
+
+#[test]
+fn an_unreachable_postgres_engine_exits_2_without_showing_its_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("k.key");
+    let config = dir.path().join("lmchatkit.toml");
+    std::fs::write(
+        &config,
+        format!("[user_mcp]\nkey_file = {:?}\n", key.display().to_string()),
+    )
+    .unwrap();
+    // Port 1 on loopback: nothing listens there.
+    let out = command(
+        &[
+            "--engine",
+            "postgres",
+            "--db",
+            "postgres://app:s3cret-pass@127.0.0.1:1/chat",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("PostgreSQL"), "{err}");
+    assert!(!err.contains("s3cret-pass"), "{err}");
+}
+
+#[test]
+fn the_postgres_engine_without_a_postgres_db_is_refused_with_exit_2() {
+    let out = command(&["--engine", "postgres", "--db", "memory:"], &[])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("engine = postgres needs a PostgreSQL db"),
+        "{err}"
+    );
+}

@@ -1,11 +1,11 @@
-//! Two instances of the service in one process, sharing one Redis (a fresh key prefix per
-//! test) and one history store, each served on its own loopback port: `/api/events` across
-//! instances (scoping, ids, replay, resync), view URLs redeemed once on any instance, and
-//! approval ids that verify on any instance sharing the signing secret.
-//!
-//! Needs the Redis at 127.0.0.1:6379: without it a test fails when `CI` is set and is skipped
-//! (saying so) otherwise.
+//! Two instances of the service in one process, sharing one engine and one history store, each
+//! served on its own loopback port: `/api/events` across instances (scoping, ids, replay,
+//! resync), view URLs redeemed once on any instance, and approval ids that verify on any
+//! instance sharing the signing secret. Every test runs on each engine, Redis and PostgreSQL
+//! (`…::on_redis`, `…::on_postgres`; see `shared_engines`).
 
+#[macro_use]
+mod shared_engines;
 mod support;
 
 use std::sync::{Arc, Mutex};
@@ -14,56 +14,14 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
-use lmchatkit::engine::Redis;
+use lmchatkit::engine::SharedEngine;
 use lmchatkit::events::EventBroadcaster;
 use lmchatkit::history::{HistoryStore, MemoryStore};
 use lmchatkit::protocol::*;
 use lmchatkit::{ChatService, ConfigBuilder, Principal};
 use serde_json::{Value, json};
+use shared_engines::Spec;
 use support::*;
-
-const REDIS: &str = "redis://127.0.0.1:6379";
-
-/// A fresh key prefix on the machine's Redis, its keys deleted when dropped (even when the test
-/// panics).
-struct TestRedis {
-    redis: Redis,
-}
-
-impl Drop for TestRedis {
-    fn drop(&mut self) {
-        let Ok(client) = redis::Client::open(REDIS) else {
-            return;
-        };
-        let Ok(mut conn) = client.get_connection() else {
-            return;
-        };
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("{}*", self.redis.prefix()))
-            .query(&mut conn)
-            .unwrap_or_default();
-        if !keys.is_empty() {
-            let _: Result<i64, _> = redis::cmd("DEL").arg(keys).query(&mut conn);
-        }
-    }
-}
-
-/// The Redis under a fresh prefix, or `None` (the test is skipped) when it is not running.
-async fn test_redis() -> Option<TestRedis> {
-    match Redis::connect(REDIS).await {
-        Ok(r) => {
-            let prefix = format!("lmck-test-fanout-{:016x}:", rand::random::<u64>());
-            Some(TestRedis {
-                redis: r.with_prefix(prefix),
-            })
-        }
-        Err(e) if std::env::var_os("CI").is_some() => panic!("CI needs Redis at {REDIS}: {e}"),
-        Err(e) => {
-            eprintln!("skipped: no Redis at {REDIS} ({e})");
-            None
-        }
-    }
-}
 
 /// One instance served on loopback; the principal is the `x-user` header (as a host's auth
 /// layer would set it). Aborted when dropped.
@@ -195,24 +153,36 @@ impl Events {
     }
 }
 
-/// Two instances sharing `redis` and one history store; `events` builds each broadcaster.
+/// Two instances sharing the engine and one history store, each with a connection of its own;
+/// `events` builds each broadcaster.
 async fn two_instances(
-    redis: &Redis,
-    events: impl Fn(Redis) -> EventBroadcaster,
+    spec: &Spec,
+    events: impl Fn(SharedEngine) -> EventBroadcaster,
 ) -> (Instance, Instance) {
     let store = Arc::new(MemoryStore::new()) as Arc<dyn HistoryStore>;
-    let build = |events: EventBroadcaster| {
+    let build = |engine: SharedEngine| {
         service(
             config(FakeHost::default())
                 .history_arc(store.clone())
-                .event_broadcaster(events)
-                .redis(redis.clone()),
+                .event_broadcaster(events(engine.clone()))
+                .shared_engine(engine),
         )
     };
-    let a = Instance::serve(build(events(redis.clone()))).await;
-    let b = Instance::serve(build(events(redis.clone()))).await;
+    let a = Instance::serve(build(spec.connect().await)).await;
+    let b = Instance::serve(build(spec.connect().await)).await;
     (a, b)
 }
+
+on_each_engine!(
+    a_save_through_b_reaches_a_tab_of_the_same_principal_on_a_and_no_one_elses,
+    catalog_events_of_one_instance_reach_every_principal_on_the_other,
+    event_ids_increase_across_instances,
+    a_tab_reconnecting_to_the_other_instance_replays_what_it_missed,
+    an_id_older_than_the_stream_gets_resync_and_an_unknown_one_too,
+    a_view_url_issued_by_a_loads_from_b_once_and_then_fails_on_both,
+    an_approval_id_issued_on_a_verifies_on_b_when_they_share_the_signing_secret,
+    without_a_shared_signing_secret_an_approval_id_verifies_only_where_it_was_made,
+);
 
 fn saved(id: &str) -> (&'static str, String) {
     ("conversation_saved", id.to_owned())
@@ -225,10 +195,8 @@ fn kind_and_id(e: &Value) -> (&str, String) {
     )
 }
 
-#[tokio::test]
-async fn a_save_through_b_reaches_a_tab_of_the_same_principal_on_a_and_no_one_elses() {
-    let Some(r) = test_redis().await else { return };
-    let (a, b) = two_instances(&r.redis, EventBroadcaster::over_redis).await;
+async fn a_save_through_b_reaches_a_tab_of_the_same_principal_on_a_and_no_one_elses(spec: &Spec) {
+    let (a, b) = two_instances(spec, |e| EventBroadcaster::over_engine(e)).await;
     let mut alice_on_a = Events::open(&a, "alice", None).await;
     let mut bob_on_a = Events::open(&a, "bob", None).await;
     save(&b, "alice", "c-alice").await;
@@ -252,14 +220,12 @@ async fn a_save_through_b_reaches_a_tab_of_the_same_principal_on_a_and_no_one_el
     );
 }
 
-#[tokio::test]
-async fn catalog_events_of_one_instance_reach_every_principal_on_the_other() {
-    let Some(r) = test_redis().await else { return };
-    let on_a = EventBroadcaster::over_redis(r.redis.clone());
-    let on_b = EventBroadcaster::over_redis(r.redis.clone());
+async fn catalog_events_of_one_instance_reach_every_principal_on_the_other(spec: &Spec) {
+    let on_a = EventBroadcaster::over_engine(spec.connect().await);
+    let on_b = EventBroadcaster::over_engine(spec.connect().await);
     // Handed out in order: A's first, then B's.
     let handed = Mutex::new(vec![on_b, on_a.clone()]);
-    let (_a, b) = two_instances(&r.redis, |_| handed.lock().unwrap().pop().unwrap()).await;
+    let (_a, b) = two_instances(spec, |_| handed.lock().unwrap().pop().unwrap()).await;
     let mut carol_on_b = Events::open(&b, "carol", None).await;
     let mut dave_on_b = Events::open(&b, "dave", None).await;
     on_a.broadcast(ServerEvent::new(ServerEventType::ToolsChanged));
@@ -267,10 +233,8 @@ async fn catalog_events_of_one_instance_reach_every_principal_on_the_other() {
     assert_eq!(dave_on_b.next().await.1["type"], "tools_changed");
 }
 
-#[tokio::test]
-async fn event_ids_increase_across_instances() {
-    let Some(r) = test_redis().await else { return };
-    let (a, b) = two_instances(&r.redis, EventBroadcaster::over_redis).await;
+async fn event_ids_increase_across_instances(spec: &Spec) {
+    let (a, b) = two_instances(spec, |e| EventBroadcaster::over_engine(e)).await;
     let mut tab_on_a = Events::open(&a, "alice", None).await;
     let mut tab_on_b = Events::open(&b, "alice", None).await;
     for (i, at) in [&a, &b, &a, &b, &b, &a].into_iter().enumerate() {
@@ -288,14 +252,23 @@ async fn event_ids_increase_across_instances() {
         seen_a, seen_b,
         "both instances deliver the same ids in the same order"
     );
+    // Each instance publishes off the save's path, in its own order: the saves through one
+    // instance keep their order, and the two instances' events interleave as they reached the
+    // engine.
     let order: Vec<String> = seen_a.iter().map(|(_, e)| kind_and_id(e).1).collect();
-    assert_eq!(order, ["c0", "c1", "c2", "c3", "c4", "c5"]);
+    let through = |names: [&str; 3]| -> Vec<String> {
+        order
+            .iter()
+            .filter(|c| names.contains(&c.as_str()))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(through(["c0", "c2", "c5"]), ["c0", "c2", "c5"], "{order:?}");
+    assert_eq!(through(["c1", "c3", "c4"]), ["c1", "c3", "c4"], "{order:?}");
 }
 
-#[tokio::test]
-async fn a_tab_reconnecting_to_the_other_instance_replays_what_it_missed() {
-    let Some(r) = test_redis().await else { return };
-    let (a, b) = two_instances(&r.redis, EventBroadcaster::over_redis).await;
+async fn a_tab_reconnecting_to_the_other_instance_replays_what_it_missed(spec: &Spec) {
+    let (a, b) = two_instances(spec, |e| EventBroadcaster::over_engine(e)).await;
     let mut tab = Events::open(&a, "alice", None).await;
     save(&a, "alice", "c1").await;
     let (seen, _) = tab.next().await;
@@ -321,11 +294,9 @@ async fn a_tab_reconnecting_to_the_other_instance_replays_what_it_missed() {
     assert_eq!(kind_and_id(&again.next().await.1), saved("c4"));
 }
 
-#[tokio::test]
-async fn an_id_older_than_the_stream_gets_resync_and_an_unknown_one_too() {
-    let Some(r) = test_redis().await else { return };
-    let (a, b) = two_instances(&r.redis, |redis| {
-        EventBroadcaster::over_redis_with(redis, 256, 5)
+async fn an_id_older_than_the_stream_gets_resync_and_an_unknown_one_too(spec: &Spec) {
+    let (a, b) = two_instances(spec, |engine| {
+        EventBroadcaster::over_engine_with(engine, 256, 5)
     })
     .await;
     let mut tab = Events::open(&a, "alice", None).await;
@@ -333,7 +304,7 @@ async fn an_id_older_than_the_stream_gets_resync_and_an_unknown_one_too() {
     let (first, _) = tab.next().await;
     drop(tab);
     // Far more than the stream keeps (`MAXLEN ~` trims whole nodes of 100 entries).
-    let burst = EventBroadcaster::over_redis_with(r.redis.clone(), 256, 5);
+    let burst = EventBroadcaster::over_engine_with(spec.connect().await, 256, 5);
     let mut counter = Events::open(&b, "alice", None).await;
     for _ in 0..400 {
         burst.broadcast(ServerEvent::new(ServerEventType::ToolsChanged));
@@ -363,15 +334,13 @@ fn view_host() -> FakeHost {
     h
 }
 
-fn view_instance(redis: &Redis) -> ConfigBuilder {
-    config(view_host()).redis(redis.clone())
+async fn view_instance(spec: &Spec) -> ConfigBuilder {
+    config(view_host()).shared_engine(spec.connect().await)
 }
 
-#[tokio::test]
-async fn a_view_url_issued_by_a_loads_from_b_once_and_then_fails_on_both() {
-    let Some(r) = test_redis().await else { return };
-    let a = Instance::serve(service(view_instance(&r.redis))).await;
-    let b = Instance::serve(service(view_instance(&r.redis))).await;
+async fn a_view_url_issued_by_a_loads_from_b_once_and_then_fails_on_both(spec: &Spec) {
+    let a = Instance::serve(service(view_instance(spec).await)).await;
+    let b = Instance::serve(service(view_instance(spec).await)).await;
     let answer: Value = client()
         .post(a.url("/api/apps/view"))
         .header("x-user", "alice")
@@ -460,19 +429,17 @@ async fn post_chat(at: &Instance, body: &Value) -> (u16, String) {
     (r.status().as_u16(), r.text().await.unwrap())
 }
 
-/// Two instances sharing a history store and Redis, with `secret` as their signing secret
+/// Two instances sharing a history store and the engine, with `secret` as their signing secret
 /// (each a random key of its own when `None`); the first request asks for approval on A.
 /// Answers the instances, the message id and the approval id.
-async fn asked_on_a(
-    r: &TestRedis,
-    secret: Option<[u8; 32]>,
-) -> (Instance, Instance, String, String) {
+async fn asked_on_a(spec: &Spec, secret: Option<[u8; 32]>) -> (Instance, Instance, String, String) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let store = Arc::new(MemoryStore::new()) as Arc<dyn HistoryStore>;
+    let engine = spec.connect().await;
     let build = || {
         let mut c = config(weather_host(&seen))
             .history_arc(store.clone())
-            .redis(r.redis.clone());
+            .shared_engine(engine.clone());
         if let Some(s) = secret {
             c = c.signing_secret(s);
         }
@@ -501,10 +468,8 @@ async fn asked_on_a(
     (a, b, message_id, approval)
 }
 
-#[tokio::test]
-async fn an_approval_id_issued_on_a_verifies_on_b_when_they_share_the_signing_secret() {
-    let Some(r) = test_redis().await else { return };
-    let (a, b, message_id, approval) = asked_on_a(&r, Some([42; 32])).await;
+async fn an_approval_id_issued_on_a_verifies_on_b_when_they_share_the_signing_secret(spec: &Spec) {
+    let (a, b, message_id, approval) = asked_on_a(spec, Some([42; 32])).await;
     let (status, text) = post_chat(&b, &approved(&message_id, &approval, "Paris")).await;
     assert_eq!(status, 200, "{text}");
     let c = chunks(&text);
@@ -529,10 +494,10 @@ async fn an_approval_id_issued_on_a_verifies_on_b_when_they_share_the_signing_se
 
 /// Without a shared secret each instance signs with a random key of its own: what A signed
 /// does not verify on B (the default for a single instance).
-#[tokio::test]
-async fn without_a_shared_signing_secret_an_approval_id_verifies_only_where_it_was_made() {
-    let Some(r) = test_redis().await else { return };
-    let (_a, b, message_id, approval) = asked_on_a(&r, None).await;
+async fn without_a_shared_signing_secret_an_approval_id_verifies_only_where_it_was_made(
+    spec: &Spec,
+) {
+    let (_a, b, message_id, approval) = asked_on_a(spec, None).await;
     let (status, text) = post_chat(&b, &approved(&message_id, &approval, "Paris")).await;
     assert_eq!(status, 403, "{text}");
 }

@@ -1,6 +1,7 @@
 //! Two `lmchatkit` app processes on loopback behind no load balancer at all (the test is the
-//! balancer: it picks the instance of every request), sharing the machine's PostgreSQL (history)
-//! and Redis (runs, events, view tokens), against the mock upstream:
+//! balancer: it picks the instance of every request), sharing the machine's PostgreSQL
+//! (history) and a shared engine for runs, events and view tokens — Redis (`…::on_redis`), or
+//! the same PostgreSQL (`--engine postgres`, `…::on_postgres`) — against the mock upstream:
 //!
 //! - a save through B reaches a tab on A over `/api/events`;
 //! - a run started on A is followed from B after the client's connection to A is cut, with no
@@ -51,18 +52,25 @@ impl Instance {
     }
 }
 
-/// What two instances share: the database schema, the Redis prefix, the mock upstream, and
-/// the config file naming the key file they sign with.
+/// The engine two instances share runs, events and view tokens through.
+#[derive(Clone, Copy, Debug)]
+enum Engine {
+    Redis,
+    Postgres,
+}
+
+/// What two instances share: the database schema, the Redis prefix (with Redis), the mock
+/// upstream, and the config file naming the key file they sign with.
 struct Cluster {
     schema: Schema,
-    prefix: Prefix,
+    prefix: Option<Prefix>,
     mock: MockUpstream,
     shared: tempfile::TempDir,
 }
 
 impl Cluster {
     /// `None` (with a note) where the binary, PostgreSQL or Redis is missing outside CI.
-    async fn new() -> Option<Self> {
+    async fn new(engine: Engine) -> Option<Self> {
         if !binary().exists() {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -73,7 +81,10 @@ impl Cluster {
             return None;
         }
         let schema = engines::schema()?;
-        let prefix = engines::redis_prefix()?;
+        let prefix = match engine {
+            Engine::Redis => Some(engines::redis_prefix()?),
+            Engine::Postgres => None,
+        };
         let mock = MockUpstream::start().await;
         let shared = tempfile::tempdir().unwrap();
         let key = shared.path().join("lmchatkit.key");
@@ -94,14 +105,12 @@ impl Cluster {
         let config = self.shared.path().join("lmchatkit.toml");
         cmd.args(["--listen", "127.0.0.1:0", "--db", &self.schema.url()])
             .arg("--config")
-            .arg(config)
-            .args([
-                "--redis",
-                engines::REDIS,
-                "--redis-prefix",
-                &self.prefix.prefix,
-            ])
-            .env("OPENAI_BASE_URL", self.mock.base_url())
+            .arg(config);
+        match &self.prefix {
+            Some(p) => cmd.args(["--redis", engines::REDIS, "--redis-prefix", &p.prefix]),
+            None => cmd.args(["--engine", "postgres"]),
+        };
+        cmd.env("OPENAI_BASE_URL", self.mock.base_url())
             .env("XDG_DATA_HOME", data.path())
             .env("HOME", data.path())
             .args(["--log", "warn"])
@@ -112,6 +121,31 @@ impl Cluster {
         }
     }
 }
+
+/// Runs each test body once per engine: `name::on_redis`, `name::on_postgres`.
+macro_rules! on_each_engine {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn on_redis() {
+                super::$name(super::Engine::Redis).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn on_postgres() {
+                super::$name(super::Engine::Postgres).await;
+            }
+        }
+    )*};
+}
+
+on_each_engine!(
+    a_save_through_b_reaches_a_tab_on_a,
+    a_run_started_on_a_is_followed_from_b_with_no_event_lost_or_twice,
+    a_stop_sent_to_b_stops_the_upstream_of_a_within_100_ms,
+    a_view_url_issued_by_a_loads_from_b_once,
+    killing_a_mid_run_leaves_the_partial_reply_saved_and_the_run_failed,
+);
 
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
@@ -254,9 +288,8 @@ async fn stored_reply(at: &Instance, id: &str) -> Option<Value> {
         .cloned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_save_through_b_reaches_a_tab_on_a() {
-    let Some(cluster) = Cluster::new().await else {
+async fn a_save_through_b_reaches_a_tab_on_a(engine: Engine) {
+    let Some(cluster) = Cluster::new(engine).await else {
         return;
     };
     let (a, b) = (cluster.instance(), cluster.instance());
@@ -283,9 +316,8 @@ async fn a_save_through_b_reaches_a_tab_on_a() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_started_on_a_is_followed_from_b_with_no_event_lost_or_twice() {
-    let Some(cluster) = Cluster::new().await else {
+async fn a_run_started_on_a_is_followed_from_b_with_no_event_lost_or_twice(engine: Engine) {
+    let Some(cluster) = Cluster::new(engine).await else {
         return;
     };
     let (a, b) = (cluster.instance(), cluster.instance());
@@ -323,9 +355,8 @@ async fn a_run_started_on_a_is_followed_from_b_with_no_event_lost_or_twice() {
     assert_eq!(reply["content"], want.as_str());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stop_sent_to_b_stops_the_upstream_of_a_within_100_ms() {
-    let Some(cluster) = Cluster::new().await else {
+async fn a_stop_sent_to_b_stops_the_upstream_of_a_within_100_ms(engine: Engine) {
+    let Some(cluster) = Cluster::new(engine).await else {
         return;
     };
     let (a, b) = (cluster.instance(), cluster.instance());
@@ -368,9 +399,8 @@ async fn a_stop_sent_to_b_stops_the_upstream_of_a_within_100_ms() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_view_url_issued_by_a_loads_from_b_once() {
-    let Some(cluster) = Cluster::new().await else {
+async fn a_view_url_issued_by_a_loads_from_b_once(engine: Engine) {
+    let Some(cluster) = Cluster::new(engine).await else {
         return;
     };
     let (a, b) = (cluster.instance(), cluster.instance());
@@ -409,9 +439,8 @@ async fn a_view_url_issued_by_a_loads_from_b_once() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killing_a_mid_run_leaves_the_partial_reply_saved_and_the_run_failed() {
-    let Some(cluster) = Cluster::new().await else {
+async fn killing_a_mid_run_leaves_the_partial_reply_saved_and_the_run_failed(engine: Engine) {
+    let Some(cluster) = Cluster::new(engine).await else {
         return;
     };
     let (mut a, b) = (cluster.instance(), cluster.instance());

@@ -7,6 +7,8 @@ pub(crate) mod csp;
 pub(crate) mod origins;
 #[cfg(feature = "redis")]
 pub(crate) mod shared_views;
+#[cfg(feature = "postgres")]
+pub(crate) mod shared_views_postgres;
 pub(crate) mod tokens;
 
 /// The sandbox proxy page (proxy mode). `{{HOST_ORIGIN}}` is replaced by the JSON string of the

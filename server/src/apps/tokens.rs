@@ -11,9 +11,9 @@
 //!   after dropping expired tokens, the principal holding the most tokens loses its oldest.
 //! - A token is redeemed by its value alone (the sandbox origin sees no cookies); the ticket
 //!   says whose it is, and the default-mode page checks that.
-//! - **Across instances** the tokens live in Redis instead ([`Views`], the `shared_views`
-//!   module, feature `redis`), with the same rules, so a view URL issued through one instance
-//!   loads from any, once.
+//! - **Across instances** the tokens live in the shared engine instead ([`Views`], the
+//!   `shared_views` module for Redis, `shared_views_postgres` for PostgreSQL), with the same
+//!   rules, so a view URL issued through one instance loads from any, once.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -166,7 +166,8 @@ impl ViewTokens {
     }
 }
 
-/// Where the service keeps its view tokens: in this process, or in Redis for every instance.
+/// Where the service keeps its view tokens: in this process, or in the shared engine for every
+/// instance.
 #[derive(Debug)]
 pub(crate) enum Views {
     /// This process's memory.
@@ -174,6 +175,9 @@ pub(crate) enum Views {
     /// Redis, shared by every instance.
     #[cfg(feature = "redis")]
     Shared(super::shared_views::SharedViews),
+    /// PostgreSQL, shared by every instance.
+    #[cfg(feature = "postgres")]
+    Postgres(super::shared_views_postgres::PostgresViews),
 }
 
 impl Views {
@@ -183,6 +187,8 @@ impl Views {
             Self::Local(t) => Ok(t.issue(ticket)),
             #[cfg(feature = "redis")]
             Self::Shared(t) => t.issue(ticket).await,
+            #[cfg(feature = "postgres")]
+            Self::Postgres(t) => t.issue(ticket).await,
         }
     }
 
@@ -196,6 +202,8 @@ impl Views {
             Self::Local(t) => Ok(t.redeem(token, accept)),
             #[cfg(feature = "redis")]
             Self::Shared(t) => t.redeem(token, accept).await,
+            #[cfg(feature = "postgres")]
+            Self::Postgres(t) => t.redeem(token, accept).await,
         }
     }
 }

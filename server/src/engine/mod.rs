@@ -1,22 +1,110 @@
 //! Shared engines: what several instances of the service share besides the history store.
 //!
-//! One engine so far, `Redis` (feature `redis`): run logs, stops across instances and event
-//! fan-out build on it. In-process stays the default: a service given no engine keeps its
-//! runs and events in its own memory, as one instance needs.
+//! Two engines, either of which carries the run logs, stops across instances, event fan-out
+//! and view tokens ([`SharedEngine`]):
+//! - [`Redis`] (feature `redis`): Streams for logs and events, pub/sub for stops, keys with a
+//!   lifetime for leases and view tokens.
+//! - [`Postgres`] (feature `postgres`): tables for the same, `LISTEN/NOTIFY` to wake readers,
+//!   for deployments that run PostgreSQL and no Redis.
+//!
+//! In-process stays the default: a service given no engine keeps its runs and events in its
+//! own memory, as one instance needs.
 //!
 //! Decisions:
-//! - **One handle, cheap to clone.** `Redis` holds the client (to open pub/sub subscriptions
-//!   and dedicated connections for blocking reads) and one multiplexed, self-reconnecting
-//!   `redis::aio::ConnectionManager` for every short command. A blocking
-//!   read (`XREAD BLOCK`) never runs on the shared connection: it would hold up every other
-//!   command behind it.
-//! - **Every key and channel starts with the prefix** (default `lmchatkit:`), so several
-//!   deployments (and tests) can share one Redis without meeting.
-//! - **The URL's password never shows**: `Debug` and every error name the URL without its user
-//!   info, query or fragment ([`crate::secrets::redact_url`]).
+//! - **One handle, cheap to clone**, per engine. Short commands share one multiplexed
+//!   connection (Redis) or a bounded pool (PostgreSQL); what blocks (`XREAD BLOCK`, `LISTEN`)
+//!   gets a connection of its own and never holds up the others.
+//! - **Every key, table and channel is the deployment's own**: Redis keys and channels start
+//!   with a prefix (default `lmchatkit:`); PostgreSQL tables live in the connection's schema
+//!   and its notification channels are named after that schema, so several deployments (and
+//!   tests) can share one server without meeting.
+//! - **The URL's password never shows**: `Debug` and every error name the target without its
+//!   user info, query or fragment ([`crate::secrets::redact_url`]).
+//! - **One error type** ([`EngineError`]) for both engines; a request that meets one becomes a
+//!   500 naming the engine, never a panic.
 
+#[cfg(feature = "postgres")]
+mod postgres_engine;
 #[cfg(feature = "redis")]
 mod redis_engine;
 
+#[cfg(feature = "postgres")]
+pub(crate) use postgres_engine::Channel;
+#[cfg(feature = "postgres")]
+pub use postgres_engine::Postgres;
 #[cfg(feature = "redis")]
-pub use redis_engine::{DEFAULT_PREFIX, EngineError, Redis};
+pub use redis_engine::{DEFAULT_PREFIX, Redis};
+
+use crate::http_util::ApiError;
+
+/// Errors of a shared engine.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The URL is not a Redis URL.
+    #[error("invalid Redis URL {url}: {reason} (use redis://[:PASSWORD@]HOST[:PORT][/DB])")]
+    InvalidUrl {
+        /// The URL without its password.
+        url: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// Redis could not be reached.
+    #[error("cannot connect to Redis at {url}: {reason}")]
+    Connect {
+        /// The URL without its password.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// A Redis command failed.
+    #[error("Redis: {0}")]
+    Command(String),
+    /// PostgreSQL refused the URL, could not be reached, or a statement failed (the text
+    /// without the password).
+    #[error("{0}")]
+    Postgres(String),
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
+        ApiError::Internal(format!("the shared engine failed: {e}"))
+    }
+}
+
+/// The engine several instances share: runs (their logs, stops and each conversation's
+/// running run), events and view tokens go through it. Built from either engine's handle:
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use lmchatkit::engine::{Postgres, SharedEngine};
+/// use lmchatkit::history::PostgresOptions;
+///
+/// let pg = Postgres::connect("postgres://app@db.internal/chat", PostgresOptions::default()).await?;
+/// let engine = SharedEngine::from(pg);
+/// # let _ = engine; Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum SharedEngine {
+    /// Redis.
+    #[cfg(feature = "redis")]
+    Redis(Redis),
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres(Postgres),
+}
+
+#[cfg(feature = "redis")]
+impl From<Redis> for SharedEngine {
+    fn from(r: Redis) -> Self {
+        Self::Redis(r)
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl From<Postgres> for SharedEngine {
+    fn from(p: Postgres) -> Self {
+        Self::Postgres(p)
+    }
+}

@@ -6,35 +6,11 @@ use std::sync::Arc;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection, PubSub};
 use redis::{AsyncConnectionConfig, Client};
 
+use super::EngineError;
 use crate::secrets::{redact_url, redact_urls};
 
 /// The key prefix when none is given.
 pub const DEFAULT_PREFIX: &str = "lmchatkit:";
-
-/// Errors of the shared engine.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum EngineError {
-    /// The URL is not a Redis URL.
-    #[error("invalid Redis URL {url}: {reason} (use redis://[:PASSWORD@]HOST[:PORT][/DB])")]
-    InvalidUrl {
-        /// The URL without its password.
-        url: String,
-        /// Why it was refused.
-        reason: String,
-    },
-    /// Redis could not be reached.
-    #[error("cannot connect to Redis at {url}: {reason}")]
-    Connect {
-        /// The URL without its password.
-        url: String,
-        /// Why.
-        reason: String,
-    },
-    /// A command failed.
-    #[error("Redis: {0}")]
-    Command(String),
-}
 
 impl From<redis::RedisError> for EngineError {
     fn from(e: redis::RedisError) -> Self {

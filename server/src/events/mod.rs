@@ -7,11 +7,12 @@
 //! Decisions:
 //! - **In-process by default** ([`EventBroadcaster::new`]): ids come from a counter started at
 //!   the wall clock (ms), replay from per-principal buffers in this process's memory.
-//! - **Across instances over Redis** ([`EventBroadcaster::over_redis`], feature `redis`): every
-//!   event goes through one capped stream every instance reads, so a save through instance B
-//!   reaches a tab of the same principal on instance A; ids, replay and `resync` come from the
-//!   stream (see the `redis_fanout` module's decisions). Delivery to the subscribers of one
-//!   instance is the same in both: a bounded queue per subscriber, scoped by principal.
+//! - **Across instances through a shared engine** ([`EventBroadcaster::over_engine`], Redis or
+//!   PostgreSQL): every event goes through one capped log every instance reads, so a save
+//!   through instance B reaches a tab of the same principal on instance A; ids, replay and
+//!   `resync` come from the log (see the `fanout` module's decisions). Delivery to the
+//!   subscribers of one instance is the same in both: a bounded queue per subscriber, scoped
+//!   by principal.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,11 +25,15 @@ use tokio::sync::mpsc;
 
 use crate::host::Principal;
 
+#[cfg(shared_engine)]
+mod fanout;
+#[cfg(feature = "postgres")]
+mod fanout_postgres;
 #[cfg(feature = "redis")]
-mod redis_fanout;
+mod fanout_redis;
 
-#[cfg(feature = "redis")]
-pub use redis_fanout::DEFAULT_STREAM_LEN;
+#[cfg(shared_engine)]
+pub use fanout::DEFAULT_STREAM_LEN;
 
 /// How many principals keep a replay buffer; past it the one quiet the longest loses its
 /// buffer (its tabs resync on their next reconnect).
@@ -100,7 +105,7 @@ impl State {
     }
 
     /// Makes every open subscription resync (something may have been missed).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    #[cfg_attr(not(shared_engine), allow(dead_code))]
     fn lag_everyone(&mut self) {
         for sub in self.subs.drain(..) {
             sub.lagged.store(true, Ordering::Release);
@@ -138,9 +143,9 @@ impl State {
 #[derive(Clone)]
 pub struct EventBroadcaster {
     state: Arc<Mutex<State>>,
-    /// The Redis stream events go through (`None`: in-process).
-    #[cfg(feature = "redis")]
-    shared: Option<Arc<redis_fanout::Fanout>>,
+    /// The shared engine's log events go through (`None`: in-process).
+    #[cfg(shared_engine)]
+    shared: Option<Arc<fanout::Fanout>>,
 }
 
 impl Default for EventBroadcaster {
@@ -166,15 +171,13 @@ impl EventBroadcaster {
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             state: Self::local_state(capacity),
-            #[cfg(feature = "redis")]
+            #[cfg(shared_engine)]
             shared: None,
         }
     }
 
     /// A broadcaster whose events go through Redis, so every instance sharing `redis` (and
-    /// its key prefix) delivers them to its subscribers: 256 events per subscriber's queue,
-    /// a stream of [`DEFAULT_STREAM_LEN`] events for replay. Its reader and publisher start
-    /// at once within a Tokio runtime (else at its first use within one).
+    /// its key prefix) delivers them to its subscribers (see [`over_engine`](Self::over_engine)).
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), lmchatkit::engine::EngineError> {
@@ -184,7 +187,7 @@ impl EventBroadcaster {
     /// ```
     #[cfg(feature = "redis")]
     pub fn over_redis(redis: crate::engine::Redis) -> Self {
-        Self::over_redis_with(redis, 256, DEFAULT_STREAM_LEN)
+        Self::over_engine(redis)
     }
 
     /// Like [`over_redis`](Self::over_redis), with `capacity` events per subscriber's queue
@@ -195,8 +198,35 @@ impl EventBroadcaster {
         capacity: usize,
         stream_len: usize,
     ) -> Self {
+        Self::over_engine_with(redis, capacity, stream_len)
+    }
+
+    /// A broadcaster whose events go through a shared engine (Redis or PostgreSQL), so every
+    /// instance sharing it delivers them to its subscribers: 256 events per subscriber's
+    /// queue, a log of [`DEFAULT_STREAM_LEN`] events for replay. Its reader and publisher
+    /// start at once within a Tokio runtime (else at its first use within one).
+    #[cfg(shared_engine)]
+    pub fn over_engine(engine: impl Into<crate::engine::SharedEngine>) -> Self {
+        Self::over_engine_with(engine, 256, DEFAULT_STREAM_LEN)
+    }
+
+    /// Like [`over_engine`](Self::over_engine), with `capacity` events per subscriber's queue
+    /// and a log of about `stream_len` events (for every principal together).
+    #[cfg(shared_engine)]
+    pub fn over_engine_with(
+        engine: impl Into<crate::engine::SharedEngine>,
+        capacity: usize,
+        stream_len: usize,
+    ) -> Self {
+        use crate::engine::SharedEngine;
+        let log: Arc<dyn fanout::EventLog> = match engine.into() {
+            #[cfg(feature = "redis")]
+            SharedEngine::Redis(r) => Arc::new(fanout_redis::RedisEvents::new(r)),
+            #[cfg(feature = "postgres")]
+            SharedEngine::Postgres(p) => Arc::new(fanout_postgres::PostgresEvents::new(p)),
+        };
         let state = Self::local_state(capacity);
-        let fanout = Arc::new(redis_fanout::Fanout::new(redis, stream_len));
+        let fanout = Arc::new(fanout::Fanout::new(log, stream_len));
         fanout.start(&state);
         Self {
             state,
@@ -204,9 +234,9 @@ impl EventBroadcaster {
         }
     }
 
-    /// True when events go through Redis ([`over_redis`](Self::over_redis)).
+    /// True when events go through a shared engine ([`over_engine`](Self::over_engine)).
     pub fn is_shared(&self) -> bool {
-        #[cfg(feature = "redis")]
+        #[cfg(shared_engine)]
         if self.shared.is_some() {
             return true;
         }
@@ -241,7 +271,7 @@ impl EventBroadcaster {
     }
 
     fn send(&self, scope: Option<&Principal>, event: ServerEvent) {
-        #[cfg(feature = "redis")]
+        #[cfg(shared_engine)]
         if let Some(shared) = &self.shared {
             shared.publish(&self.state, scope, event);
             return;
@@ -304,9 +334,9 @@ impl EventBroadcaster {
     ) -> impl Stream<Item = (u64, ServerEvent)> + Send + 'static {
         let me = self.clone();
         // The live queue is registered at once (events sent from now on reach it); over
-        // Redis, once the reader knows where the stream ends (see [`ready`](Self::ready)),
+        // a shared engine, once the reader knows where the log ends (see [`ready`](Self::ready)),
         // and the replay is read from the stream when first polled.
-        #[cfg(feature = "redis")]
+        #[cfg(shared_engine)]
         if let Some(shared) = me.shared.clone() {
             let now = shared.register_if_ready(&me.state, &principal);
             let opened = async move {
@@ -344,10 +374,11 @@ impl EventBroadcaster {
         })
     }
 
-    /// Waits until a subscription registers at once: always in-process; over Redis, once its
-    /// reader knows where the stream ends (just after the start, or after Redis came back).
+    /// Waits until a subscription registers at once: always in-process; over a shared engine,
+    /// once its reader knows where the log ends (just after the start, or after the engine came
+    /// back).
     pub async fn ready(&self) {
-        #[cfg(feature = "redis")]
+        #[cfg(shared_engine)]
         if let Some(shared) = &self.shared {
             shared.ready(&self.state).await;
         }

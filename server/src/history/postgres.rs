@@ -54,14 +54,15 @@ use crate::host::Principal;
 
 mod approvals;
 mod options;
-mod schema;
+pub(crate) mod schema;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 #[cfg(feature = "mcp")]
 mod user_mcp;
 
 pub use options::{DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, PostgresOptions};
-use options::{Target, scrub, secrets_of, valid_schema};
+pub(crate) use options::{Target, scrub};
+use options::{secrets_of, valid_schema};
 
 /// Keeps conversations (and approvals, and users' MCP servers) in PostgreSQL, scoped by
 /// principal; see the [module docs](self) for the decisions.
@@ -139,6 +140,61 @@ const SAVE_ATTEMPTS: usize = 3;
 
 /// A `tokio-postgres` error as a [`HistoryError`]: a character PostgreSQL refuses is bad input,
 /// anything else the store failing.
+/// A connection string parsed, with `options` applied: what a pool (or a single connection,
+/// such as the shared engine's listener) connects with.
+pub(crate) struct Prepared {
+    pub(crate) config: tokio_postgres::Config,
+    pub(crate) target: Target,
+    /// The URL's password(s), to scrub error texts with.
+    pub(crate) secrets: Arc<[String]>,
+}
+
+/// Parses `url` and applies `options` (schema through `search_path`, connect timeout,
+/// application name). The error never holds the password.
+pub(crate) fn prepare(url: &str, options: &PostgresOptions) -> Result<Prepared, HistoryError> {
+    let secrets: Arc<[String]> = secrets_of(url).into();
+    let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+        HistoryError::Storage(scrub(&format!("PostgreSQL URL: {}", chain(&e)), &secrets))
+    })?;
+    if let Some(schema) = options.schema() {
+        if !valid_schema(schema) {
+            return Err(HistoryError::InvalidInput(format!(
+                "PostgreSQL schema {schema:?}: use lowercase letters, digits and _"
+            )));
+        }
+        let given = config.get_options().unwrap_or_default();
+        let joined = format!("{given} -c search_path={schema}");
+        config.options(joined.trim());
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(options.acquire_timeout());
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("lmchatkit");
+    }
+    let target = Target::of(&config, options.schema());
+    Ok(Prepared {
+        config,
+        target,
+        secrets,
+    })
+}
+
+/// A bounded pool over `config`, waiting at most the acquire timeout for a connection.
+pub(crate) fn build_pool(
+    config: tokio_postgres::Config,
+    options: &PostgresOptions,
+) -> Result<Pool, deadpool_postgres::BuildError> {
+    let timeout = Some(options.acquire_timeout());
+    Pool::builder(Manager::new(config, NoTls))
+        .max_size(options.max_connections())
+        .wait_timeout(timeout)
+        .create_timeout(timeout)
+        .recycle_timeout(timeout)
+        .runtime(Runtime::Tokio1)
+        .build()
+}
+
 pub(super) fn pg(e: tokio_postgres::Error) -> HistoryError {
     match e.code() {
         Some(c)
@@ -152,7 +208,7 @@ pub(super) fn pg(e: tokio_postgres::Error) -> HistoryError {
 }
 
 /// `e` and its sources, joined by `: `.
-fn chain(e: &dyn StdError) -> String {
+pub(crate) fn chain(e: &dyn StdError) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -233,37 +289,14 @@ impl PostgresStore {
     /// The store with its pool built, before any connection is opened (the pool connects
     /// lazily).
     fn unconnected(url: &str, options: &PostgresOptions) -> Result<Self, HistoryError> {
-        let secrets: Arc<[String]> = secrets_of(url).into();
-        let fail = |what: &str, e: &dyn StdError| {
-            HistoryError::Storage(scrub(&format!("PostgreSQL {what}: {}", chain(e)), &secrets))
-        };
-        let mut config: tokio_postgres::Config = url.parse().map_err(|e| fail("URL", &e))?;
-        if let Some(schema) = options.schema() {
-            if !valid_schema(schema) {
-                return Err(HistoryError::InvalidInput(format!(
-                    "PostgreSQL schema {schema:?}: use lowercase letters, digits and _"
-                )));
-            }
-            let given = config.get_options().unwrap_or_default();
-            let joined = format!("{given} -c search_path={schema}");
-            config.options(joined.trim());
-        }
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(options.acquire_timeout());
-        }
-        if config.get_application_name().is_none() {
-            config.application_name("lmchatkit");
-        }
-        let target = Target::of(&config, options.schema());
-        let timeout = Some(options.acquire_timeout());
-        let pool = Pool::builder(Manager::new(config, NoTls))
-            .max_size(options.max_connections())
-            .wait_timeout(timeout)
-            .create_timeout(timeout)
-            .recycle_timeout(timeout)
-            .runtime(Runtime::Tokio1)
-            .build()
-            .map_err(|e| fail("pool", &e))?;
+        let Prepared {
+            config,
+            target,
+            secrets,
+        } = prepare(url, options)?;
+        let pool = build_pool(config, options).map_err(|e| {
+            HistoryError::Storage(scrub(&format!("PostgreSQL pool: {}", chain(&e)), &secrets))
+        })?;
         Ok(Self {
             pool,
             target,

@@ -31,7 +31,7 @@ pub(crate) fn new_id() -> String {
     format!("run-{:032x}", rand::random::<u128>())
 }
 
-#[cfg(feature = "redis")]
+#[cfg(shared_engine)]
 /// Whether `id` has the shape of a run id (so it can name an engine key).
 pub(crate) fn is_run_id(id: &str) -> bool {
     id.len() == 36
@@ -344,7 +344,7 @@ impl Runs {
         reg.runs.get(id).filter(|r| r.owner == *principal).cloned()
     }
 
-    #[cfg(feature = "redis")]
+    #[cfg(shared_engine)]
     /// Run `id`, whoever owns it (for a stop the shared engine relays, checked there).
     pub(crate) fn get_any(&self, id: &str) -> Option<Arc<Run>> {
         self.lock().runs.get(id).cloned()

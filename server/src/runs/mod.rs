@@ -28,11 +28,11 @@
 //! Two backends behind this one interface ([`Runs`], [`Run`], [`RunWriter`]); the routes and
 //! the turn modules never know which one runs:
 //! - **In-process** (the default, [`local`]): runs are shared by the tabs of one instance.
-//! - **Redis** (`ConfigBuilder::redis`, `shared`): runs are shared by every instance using
-//!   that Redis. The instance running a run still keeps its log in memory (its own tabs tail
-//!   that, as in-process) and copies every frame, in order, to a Redis Stream with the SSE id
-//!   as the entry id (`0-{id}`), so a follower on any other instance reads the same bytes with
-//!   the same ids. The decisions of that backend are in its module docs.
+//! - **Shared** (`ConfigBuilder::shared_engine`, `shared`): runs are shared by every instance
+//!   using that Redis or PostgreSQL. The instance running a run still keeps its log in memory
+//!   (its own tabs tail that, as in-process) and copies every frame, in order, to the engine's
+//!   log with the SSE id as the entry's id, so a follower on any other instance reads the same
+//!   bytes with the same ids. The decisions of that backend are in its module docs.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,14 +47,18 @@ use crate::host::Principal;
 use crate::http_util::ApiError;
 
 pub(crate) mod local;
-#[cfg(feature = "redis")]
+#[cfg(shared_engine)]
 mod shared;
+#[cfg(feature = "postgres")]
+mod shared_postgres;
+#[cfg(feature = "redis")]
+mod shared_redis;
 
 /// The registry of runs, with the backend it was built with. Cheap to clone; clones share it.
 #[derive(Clone, Default)]
 pub(crate) struct Runs {
     local: local::Runs,
-    #[cfg(feature = "redis")]
+    #[cfg(shared_engine)]
     shared: Option<shared::Shared>,
 }
 
@@ -64,17 +68,26 @@ pub(crate) enum Run {
     /// A run of this instance (or any run, in-process).
     Local(Arc<local::Run>),
     /// A run another instance runs (or ran), read through the shared engine.
-    #[cfg(feature = "redis")]
+    #[cfg(shared_engine)]
     Shared(Arc<shared::SharedRun>),
 }
 
 impl Runs {
-    /// Runs shared through `redis` (in-process when `None`).
-    #[cfg(feature = "redis")]
-    pub(crate) fn new(redis: Option<crate::engine::Redis>) -> Self {
+    /// Runs shared through `engine` (in-process when `None`).
+    #[cfg(shared_engine)]
+    pub(crate) fn new(engine: Option<crate::engine::SharedEngine>) -> Self {
+        use crate::engine::SharedEngine;
         let local = local::Runs::default();
+        let log = engine.map(|e| -> Arc<dyn shared::RunLog> {
+            match e {
+                #[cfg(feature = "redis")]
+                SharedEngine::Redis(r) => Arc::new(shared_redis::RedisRuns::new(r)),
+                #[cfg(feature = "postgres")]
+                SharedEngine::Postgres(p) => Arc::new(shared_postgres::PostgresRuns::new(p)),
+            }
+        });
         Self {
-            shared: redis.map(|r| shared::Shared::new(r, local.clone())),
+            shared: log.map(|l| shared::Shared::new(l, local.clone())),
             local,
         }
     }
@@ -83,7 +96,7 @@ impl Runs {
     /// the finish): with a shared engine, once a second, so an instance that dies mid-reply
     /// loses at most about a second of it; in-process, never (the run ends with its process).
     pub(crate) fn checkpoint_every(&self) -> Option<Duration> {
-        #[cfg(feature = "redis")]
+        #[cfg(shared_engine)]
         if self.shared.is_some() {
             return Some(shared::CHECKPOINT_EVERY);
         }
@@ -101,9 +114,9 @@ impl Runs {
         thread: Option<&str>,
         message_id: &str,
         resume_base: Option<serde_json::Value>,
-        #[cfg_attr(not(feature = "redis"), allow(unused_variables))] lost: &[String],
+        #[cfg_attr(not(shared_engine), allow(unused_variables))] lost: &[String],
     ) -> Result<RunWriter, ApiError> {
-        #[cfg(feature = "redis")]
+        #[cfg(shared_engine)]
         if let Some(shared) = &self.shared {
             let (local, mirror) = shared
                 .start(owner, thread, message_id, resume_base, lost)
@@ -115,7 +128,7 @@ impl Runs {
         }
         Ok(RunWriter {
             local: self.local.start(owner, thread, message_id, resume_base)?,
-            #[cfg(feature = "redis")]
+            #[cfg(shared_engine)]
             mirror: None,
         })
     }
@@ -129,7 +142,7 @@ impl Runs {
         if let Some(run) = self.local.get(principal, id) {
             return Ok(Some(Run::Local(run)));
         }
-        #[cfg(feature = "redis")]
+        #[cfg(shared_engine)]
         if let Some(shared) = &self.shared {
             return Ok(shared.get(principal, id).await?.map(Run::Shared));
         }
@@ -142,7 +155,7 @@ impl Runs {
         if let Some(run) = self.local.active(principal, thread) {
             return Some(Run::Local(run));
         }
-        #[cfg(feature = "redis")]
+        #[cfg(shared_engine)]
         if let Some(shared) = &self.shared {
             match shared.active(principal, thread).await {
                 Ok(run) => return run.map(Run::Shared),
@@ -160,7 +173,7 @@ impl Run {
     pub(crate) fn id(&self) -> &str {
         match self {
             Self::Local(r) => r.id(),
-            #[cfg(feature = "redis")]
+            #[cfg(shared_engine)]
             Self::Shared(r) => r.id(),
         }
     }
@@ -169,7 +182,7 @@ impl Run {
     pub(crate) fn message_id(&self) -> &str {
         match self {
             Self::Local(r) => r.message_id(),
-            #[cfg(feature = "redis")]
+            #[cfg(shared_engine)]
             Self::Shared(r) => r.message_id(),
         }
     }
@@ -178,7 +191,7 @@ impl Run {
     pub(crate) fn resume_base(&self) -> Option<&serde_json::Value> {
         match self {
             Self::Local(r) => r.resume_base(),
-            #[cfg(feature = "redis")]
+            #[cfg(shared_engine)]
             Self::Shared(r) => r.resume_base(),
         }
     }
@@ -190,7 +203,7 @@ impl Run {
                 r.stop();
                 Ok(())
             }
-            #[cfg(feature = "redis")]
+            #[cfg(shared_engine)]
             Self::Shared(r) => Ok(r.stop().await?),
         }
     }
@@ -199,7 +212,7 @@ impl Run {
     pub(crate) async fn settle(&self, wait: Duration) -> RunStatus {
         match self {
             Self::Local(r) => r.settle(wait).await,
-            #[cfg(feature = "redis")]
+            #[cfg(shared_engine)]
             Self::Shared(r) => r.settle(wait).await,
         }
     }
@@ -208,7 +221,7 @@ impl Run {
     pub(crate) fn follow(&self, after: u64) -> BoxStream<'static, Bytes> {
         match self {
             Self::Local(r) => r.follow(after).boxed(),
-            #[cfg(feature = "redis")]
+            #[cfg(shared_engine)]
             Self::Shared(r) => r.clone().follow(after).boxed(),
         }
     }
@@ -219,7 +232,7 @@ impl Run {
 pub(crate) struct RunWriter {
     local: local::RunWriter,
     /// The copy to the shared engine, when there is one.
-    #[cfg(feature = "redis")]
+    #[cfg(shared_engine)]
     mirror: Option<shared::Mirror>,
 }
 
@@ -237,7 +250,7 @@ impl RunWriter {
     /// Appends one event whose `data:` is `data` (one line).
     pub(crate) fn append(&self, data: &str) {
         let _frame = self.local.append(data);
-        #[cfg(feature = "redis")]
+        #[cfg(shared_engine)]
         if let Some(m) = &self.mirror {
             m.frame(_frame);
         }
@@ -246,7 +259,7 @@ impl RunWriter {
     /// Appends one event whose `data:` is `value` as JSON, encoded straight into the frame.
     pub(crate) fn append_json<T: serde::Serialize>(&self, value: &T) {
         let _frame = self.local.append_json(value);
-        #[cfg(feature = "redis")]
+        #[cfg(shared_engine)]
         if let Some(m) = &self.mirror {
             m.frame(_frame);
         }
@@ -259,7 +272,7 @@ impl RunWriter {
 
     /// Ends the run with `status`: followers read to the end and stop.
     pub(crate) fn finish(self, status: RunStatus) {
-        #[cfg(feature = "redis")]
+        #[cfg(shared_engine)]
         if let Some(m) = &self.mirror {
             m.finish(status);
         }

@@ -1,65 +1,53 @@
-//! Runs across instances, through Redis ([`crate::engine::Redis`]).
-//!
-//! Keys (all under the engine's prefix; `{id}` is a run id, checked for its shape before it
-//! names a key):
-//! - `run:{id}` — a hash: owner, thread, message id, resume base, status, the key of the
-//!   conversation's active-run marker, the frames that end the log when its instance is lost,
-//!   and `stop` once a stop was asked.
-//! - `run:{id}:log` — a Stream: one entry per frame, entry id `0-{n}` for SSE id `n`, field
-//!   `f` the frame's bytes (the same bytes the running instance's tabs get); then one entry
-//!   with field `s`, the status the run ended with, so followers end.
-//! - `run:{id}:lease` — set while the running instance is alive (a short TTL it refreshes).
-//! - `active:{len}:{principal}:{thread}` — the running run of a conversation (the principal's
-//!   length first, so no two principal/thread pairs share a key).
-//! - channel `runs:stop` — stop requests, the run id as the payload.
+//! Runs across instances, through a shared engine: the logic both engines share, over the
+//! few operations each does its own way ([`RunLog`]: Redis in `shared_redis`, PostgreSQL in
+//! `shared_postgres`, where the keys, tables and statements are described).
 //!
 //! Decisions:
 //! - **The running instance writes, in order, off the reply's path**: each frame goes to the
-//!   run's memory log first (its own tabs read that), then to a per-run task that appends
-//!   batches to the Stream with one script call (which appends nothing once the run is no
-//!   longer running, see the lease). The reply never waits on Redis.
-//! - **Followers on other instances** `XREAD BLOCK` the Stream from `0-{after}` on a
-//!   connection of their own (opened on the first read): a blocking read on the shared
-//!   connection would hold up every other command of the instance. A follower costs one
-//!   connection to Redis while it reads; followers on the running instance cost none.
-//! - **One running run per conversation across instances**: `SET active… NX` in the start
-//!   script (409 naming the run otherwise); the end clears it only while it still names this
-//!   run (in the end script).
-//! - **Stop from any instance**: the stop script sets `stop` on the run's hash and publishes
-//!   the id on `runs:stop`; every instance listens there (one subscription per service,
-//!   opened with its first run) and stops the run when it is its own, so the upstream request
-//!   is dropped within milliseconds. Should the message be lost (a dropped subscription), the
-//!   running instance also reads `stop` with each lease refresh, once a second. The stop
-//!   answer waits for the run's end as in-process.
+//!   run's memory log first (its own tabs read that), then to a per-run copy task that appends
+//!   what has queued up as one batch (which appends nothing once the run is no longer running
+//!   in the engine, see the lease). The reply never waits on the engine.
+//! - **Followers on other instances** read the engine's log from the id after their last,
+//!   waiting for more (a blocking read of their own in Redis, a notification in PostgreSQL)
+//!   and looking at the run's lease whenever a wait passes quietly. Followers on the running
+//!   instance cost the engine nothing.
+//! - **One running run per conversation across instances**: the engine takes the conversation
+//!   at start, atomically (409 naming the running run otherwise), and frees it at the end only
+//!   while it still names this run.
+//! - **Stop from any instance**: the engine marks the run's stop and tells every instance
+//!   (pub/sub or `NOTIFY`); each instance listens (one subscription per service, opened with
+//!   its first run) and stops the run when it is its own, so the upstream request is dropped
+//!   within milliseconds. Should the message be lost, the running instance also reads the mark
+//!   with each lease refresh, once a second. The stop answer waits for the run's end as
+//!   in-process.
 //! - **An instance that dies mid-run** stops refreshing the run's lease ([`LEASE`], refreshed
 //!   every [`LEASE_REFRESH`]). Whoever next looks at the run from elsewhere (a follower
 //!   waiting on it, a stop, a resume, a conversation read, a new run in the conversation) and
-//!   finds it running without a lease marks it failed in one script (only if it is still
-//!   running and still has no lease): it appends the protocol's error frames given at start,
-//!   the end entry, and frees the conversation. The reply is not rebuilt from the log: the
+//!   finds it running without a lease marks it failed in one atomic step (only if it is still
+//!   running and still has no lease): the protocol's error frames given at start and the end
+//!   go into the log, and the conversation is freed. The reply is not rebuilt from the log: the
 //!   running instance saves it at least every [`CHECKPOINT_EVERY`] while text arrives (and at
 //!   each step end and the finish), so a killed instance loses at most about a second of it.
 //!   An instance that only stalled past its lease finds its run taken over at its next append
 //!   and stops it.
-//! - **Retention**: a finished run's keys expire after [`local::RETENTION`]; a running run's
-//!   after a day (refreshed while it runs), so nothing outlives a lost run for long. A run's
-//!   log keeps about its last [`MAX_ENTRIES`] frames (a longer reply keeps its end).
+//! - **Retention**: a finished run stays readable for [`local::RETENTION`]; a running run for
+//!   a day (refreshed while it runs), so nothing outlives a lost run for long. A run's log
+//!   keeps about its last [`MAX_ENTRIES`] frames (a longer reply keeps its end).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use bytes::Bytes;
+use futures_util::stream::BoxStream;
 use futures_util::{Stream, StreamExt};
-use redis::aio::MultiplexedConnection;
-use redis::streams::StreamReadReply;
-use redis::{AsyncCommands, Script};
 use tokio::sync::{OnceCell, mpsc};
 
 use super::RunStatus;
-use super::local::{self, RETENTION};
-use crate::engine::{EngineError, Redis};
+use super::local;
+use crate::engine::EngineError;
 use crate::host::Principal;
 use crate::http_util::ApiError;
 
@@ -71,137 +59,92 @@ pub(crate) const LEASE_REFRESH: Duration = Duration::from_secs(1);
 pub(crate) const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// About how many frames a run's log keeps.
 pub(crate) const MAX_ENTRIES: usize = 100_000;
-/// How long a running run's keys live without being refreshed.
-const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
-/// How long a follower's read blocks before it checks the run's lease.
-const BLOCK: Duration = Duration::from_secs(1);
-/// How many entries one read takes at most.
-const READ_COUNT: usize = 512;
+/// How long a running run lives in the engine without being refreshed.
+pub(crate) const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+/// How long a follower waits for more before it checks the run's lease.
+pub(crate) const BLOCK: Duration = Duration::from_secs(1);
+/// How many frames one read or one append takes at most.
+pub(crate) const BATCH: usize = 512;
 /// How many times a batch of frames is sent before it is given up.
 const APPEND_TRIES: u32 = 4;
 /// How often a stop on another instance looks whether the run has ended.
 const SETTLE_POLL: Duration = Duration::from_millis(20);
 
-/// `KEYS` meta, lease, [active]; `ARGV` owner, thread, message, base, lease ms, max age s,
-/// id, lost frames (JSON array). Nil when started, else the id of the run already running.
-const START: &str = r"
-if KEYS[3] then
-  if not redis.call('SET', KEYS[3], ARGV[7], 'NX', 'EX', ARGV[6]) then
-    return redis.call('GET', KEYS[3])
-  end
-end
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'thread', ARGV[2], 'message', ARGV[3],
-  'base', ARGV[4], 'status', 'running', 'active', KEYS[3] or '', 'lost', ARGV[8])
-redis.call('EXPIRE', KEYS[1], ARGV[6])
-redis.call('SET', KEYS[2], '1', 'PX', ARGV[5])
-return false
-";
-
-/// `KEYS` meta, log; `ARGV` max entries, max age s, then id and frame pairs. 0 when the run
-/// is no longer running (nothing appended). Ids already in the log are skipped, so a batch
-/// whose answer was lost can be sent again.
-const APPEND: &str = r"
-if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
-local seq = 0
-local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-if last[1] then seq = tonumber(string.match(last[1][1], '-(%d+)$')) end
-for i = 3, #ARGV, 2 do
-  if tonumber(ARGV[i]) > seq then
-    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '0-' .. ARGV[i], 'f', ARGV[i + 1])
-  end
-end
-redis.call('EXPIRE', KEYS[2], ARGV[2])
-return 1
-";
-
-/// `KEYS` meta, log, lease; `ARGV` status, retention s, reap ('1': only without a lease, and
-/// the lost frames are appended first), id. 1 when it ended the run.
-const END: &str = r"
-if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
-if ARGV[3] == '1' and redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-local seq = 0
-local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-if last[1] then seq = tonumber(string.match(last[1][1], '-(%d+)$')) end
-if ARGV[3] == '1' then
-  local lost = cjson.decode(redis.call('HGET', KEYS[1], 'lost') or '[]')
-  for _, data in ipairs(lost) do
-    seq = seq + 1
-    redis.call('XADD', KEYS[2], '0-' .. seq, 'f', 'id: ' .. seq .. '\ndata: ' .. data .. '\n\n')
-  end
-end
-redis.call('XADD', KEYS[2], '0-' .. (seq + 1), 's', ARGV[1])
-redis.call('HSET', KEYS[1], 'status', ARGV[1])
-local active = redis.call('HGET', KEYS[1], 'active')
-if active and active ~= '' and redis.call('GET', active) == ARGV[4] then
-  redis.call('DEL', active)
-end
-redis.call('DEL', KEYS[3])
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-redis.call('EXPIRE', KEYS[2], ARGV[2])
-return 1
-";
-
-/// `KEYS` meta, channel; `ARGV` id. Marks the stop and publishes it while the run runs.
-const STOP: &str = r"
-if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
-redis.call('HSET', KEYS[1], 'stop', '1')
-redis.call('PUBLISH', KEYS[2], ARGV[1])
-return 1
-";
-
-impl From<EngineError> for ApiError {
-    fn from(e: EngineError) -> Self {
-        ApiError::Internal(format!("the shared run engine failed: {e}"))
-    }
+/// A run about to start, as the engine records it.
+pub(crate) struct NewRun<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) owner: &'a str,
+    /// The conversation it writes (taken for the run), if any.
+    pub(crate) thread: Option<&'a str>,
+    pub(crate) message_id: &'a str,
+    /// The message it continues, as JSON.
+    pub(crate) resume_base: Option<String>,
+    /// The `data:` lines that end its log should its instance be lost, as a JSON array.
+    pub(crate) lost: String,
 }
 
-fn engine(e: redis::RedisError) -> EngineError {
-    EngineError::from(e)
+/// What the engine holds of a run besides its log and status.
+pub(crate) struct Meta {
+    pub(crate) owner: String,
+    pub(crate) message_id: String,
+    pub(crate) resume_base: Option<serde_json::Value>,
 }
 
-fn status_str(s: RunStatus) -> &'static str {
-    match s {
-        RunStatus::Running => "running",
-        RunStatus::Finished => "finished",
-        RunStatus::Stopped => "stopped",
-        RunStatus::Failed => "failed",
-    }
+/// What one read of a log gave.
+pub(crate) enum Read {
+    /// Frames (and the id of the last) and whether the end came.
+    Entries {
+        frames: Vec<Bytes>,
+        last: u64,
+        ended: bool,
+    },
+    /// Nothing within the wait.
+    Nothing,
 }
 
-fn parse_status(s: &str) -> RunStatus {
-    match s {
-        "running" => RunStatus::Running,
-        "finished" => RunStatus::Finished,
-        "stopped" => RunStatus::Stopped,
-        _ => RunStatus::Failed,
-    }
+/// What an engine does for runs; each operation is atomic in the engine.
+#[async_trait]
+pub(crate) trait RunLog: Send + Sync + 'static {
+    /// Records `run` running with a fresh lease and takes its conversation; `Some` with the id
+    /// of the run already running there instead (empty when it could not be told).
+    async fn start(&self, run: &NewRun<'_>) -> Result<Option<String>, EngineError>;
+    /// Appends frames (ids already in the log are skipped, so a batch can be sent again);
+    /// false when the run no longer runs (nothing appended).
+    async fn append(&self, id: &str, batch: &[(u64, Bytes)]) -> Result<bool, EngineError>;
+    /// Ends the run with `status` (`reap`: only while it has no lease, with its lost frames
+    /// appended first) and frees its conversation; whether it did.
+    async fn end(&self, id: &str, status: RunStatus, reap: bool) -> Result<bool, EngineError>;
+    /// Refreshes the lease; whether a stop was asked.
+    async fn refresh(&self, id: &str) -> Result<bool, EngineError>;
+    /// Marks a stop and tells every instance, while the run runs.
+    async fn stop(&self, id: &str) -> Result<(), EngineError>;
+    /// The run's record (`None` when unknown or expired).
+    async fn load(&self, id: &str) -> Result<Option<Meta>, EngineError>;
+    /// The run's status and whether its lease holds (`None` when unknown or expired).
+    async fn status(&self, id: &str) -> Result<Option<(RunStatus, bool)>, EngineError>;
+    /// The id of the run holding `owner`'s conversation `thread`.
+    async fn active(&self, owner: &str, thread: &str) -> Result<Option<String>, EngineError>;
+    /// A reader of run `id`'s log.
+    fn reader(&self, id: &str) -> Box<dyn LogReader>;
+    /// The ids of runs asked to stop, from now on (ends when the subscription is lost).
+    async fn stops(&self) -> Result<BoxStream<'static, String>, EngineError>;
 }
 
-/// The keys of run `id`.
-struct Keys {
-    meta: String,
-    log: String,
-    lease: String,
+/// Reads one run's log, waiting up to [`BLOCK`] for more.
+#[async_trait]
+pub(crate) trait LogReader: Send {
+    /// What follows event `after`.
+    async fn read(&mut self, after: u64) -> Result<Read, EngineError>;
 }
 
-impl Keys {
-    fn of(redis: &Redis, id: &str) -> Self {
-        Self {
-            meta: redis.key(&format!("run:{id}")),
-            log: redis.key(&format!("run:{id}:log")),
-            lease: redis.key(&format!("run:{id}:lease")),
-        }
-    }
-}
-
-/// The Redis backend of [`super::Runs`]. Cheap to clone.
+/// The shared backend of [`super::Runs`]. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Shared {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    redis: Redis,
+    log: Arc<dyn RunLog>,
     /// This instance's runs.
     local: local::Runs,
     /// Set once the stop listener is subscribed.
@@ -209,25 +152,14 @@ struct Inner {
 }
 
 impl Shared {
-    pub(crate) fn new(redis: Redis, local: local::Runs) -> Self {
+    pub(crate) fn new(log: Arc<dyn RunLog>, local: local::Runs) -> Self {
         Self {
             inner: Arc::new(Inner {
-                redis,
+                log,
                 local,
                 listening: OnceCell::new(),
             }),
         }
-    }
-
-    fn active_key(&self, principal: &Principal, thread: &str) -> String {
-        let p = principal.id();
-        self.inner
-            .redis
-            .key(&format!("active:{}:{p}:{thread}", p.len()))
-    }
-
-    fn stop_channel(&self) -> String {
-        self.inner.redis.key("runs:stop")
     }
 
     /// Starts the stop listener once (a start waits for its subscription, at most a second:
@@ -249,26 +181,16 @@ impl Shared {
             .await;
     }
 
-    /// Stops this instance's runs named on the stop channel; resubscribes after a loss.
+    /// Stops this instance's runs named by stop notices; resubscribes after a loss.
     async fn stop_listener(self, ready: tokio::sync::oneshot::Sender<()>) {
         let mut ready = Some(ready);
-        let channel = self.stop_channel();
         loop {
-            let sub = async {
-                let mut ps = self.inner.redis.subscribe().await?;
-                ps.subscribe(&channel).await.map_err(engine)?;
-                Ok::<_, EngineError>(ps)
-            };
-            match sub.await {
-                Ok(mut ps) => {
+            match self.inner.log.stops().await {
+                Ok(mut stops) => {
                     if let Some(tx) = ready.take() {
                         let _ = tx.send(());
                     }
-                    let mut messages = ps.on_message();
-                    while let Some(msg) = messages.next().await {
-                        let Ok(id) = msg.get_payload::<String>() else {
-                            continue;
-                        };
+                    while let Some(id) = stops.next().await {
                         if let Some(run) = self.inner.local.get_any(&id) {
                             tracing::debug!(run = %id, "a stop from another instance");
                             run.stop();
@@ -282,7 +204,7 @@ impl Shared {
         }
     }
 
-    /// Starts a run in Redis and in this instance's registry.
+    /// Starts a run in the engine and in this instance's registry.
     pub(crate) async fn start(
         &self,
         owner: &Principal,
@@ -292,34 +214,19 @@ impl Shared {
         lost: &[String],
     ) -> Result<(local::RunWriter, Mirror), ApiError> {
         self.listen().await;
-        let redis = &self.inner.redis;
+        let log = &self.inner.log;
         let id = local::new_id();
-        let keys = Keys::of(redis, &id);
-        let active = thread.map(|t| self.active_key(owner, t));
-        let base = resume_base
-            .as_ref()
-            .map(|v| v.to_string())
-            .unwrap_or_default();
-        let lost = serde_json::to_string(lost).unwrap_or_else(|_| "[]".into());
+        let new = NewRun {
+            id: &id,
+            owner: owner.id(),
+            thread,
+            message_id,
+            resume_base: resume_base.as_ref().map(|v| v.to_string()),
+            lost: serde_json::to_string(lost).unwrap_or_else(|_| "[]".into()),
+        };
         // Twice: a conversation held by a lost run is freed (marked failed), then taken.
         for _ in 0..2 {
-            let script = Script::new(START);
-            let mut call = script.key(&keys.meta);
-            call.key(&keys.lease);
-            if let Some(a) = &active {
-                call.key(a);
-            }
-            call.arg(owner.id())
-                .arg(thread.unwrap_or_default())
-                .arg(message_id)
-                .arg(&base)
-                .arg(LEASE.as_millis() as u64)
-                .arg(MAX_AGE.as_secs())
-                .arg(&id)
-                .arg(&lost);
-            let running: Option<String> =
-                call.invoke_async(&mut redis.conn()).await.map_err(engine)?;
-            let Some(running) = running else {
+            let Some(running) = log.start(&new).await? else {
                 let writer = match self.inner.local.start_with_id(
                     id.clone(),
                     owner,
@@ -329,15 +236,20 @@ impl Shared {
                 ) {
                     Ok(w) => w,
                     Err(e) => {
-                        end(redis, &id, RunStatus::Failed, false).await.ok();
+                        if let Err(end) = log.end(&id, RunStatus::Failed, false).await {
+                            tracing::warn!(run = %id, error = %end, "ending a run that could not start failed");
+                        }
                         return Err(e);
                     }
                 };
-                let mirror = Mirror::start(redis.clone(), writer.run().clone());
+                let mirror = Mirror::start(log.clone(), writer.run().clone());
                 return Ok((writer, mirror));
             };
-            if local::is_run_id(&running) && reap_if_lost(redis, &running).await? {
+            if local::is_run_id(&running) && reap_if_lost(log.as_ref(), &running).await? {
                 continue;
+            }
+            if running.is_empty() {
+                break;
             }
             return Err(ApiError::Conflict(format!(
                 "a reply is still running in this conversation (run {running}); stop it or wait for it"
@@ -348,7 +260,7 @@ impl Shared {
         ))
     }
 
-    /// `principal`'s run `id`, as Redis holds it (a lost one is marked failed on the way).
+    /// `principal`'s run `id`, as the engine holds it (a lost one is marked failed on the way).
     pub(crate) async fn get(
         &self,
         principal: &Principal,
@@ -357,9 +269,17 @@ impl Shared {
         if !local::is_run_id(id) {
             return Ok(None);
         }
-        let run = SharedRun::load(&self.inner.redis, id).await?;
-        let Some(run) = run.filter(|r| r.owner == principal.id()) else {
+        let Some(meta) = self.inner.log.load(id).await? else {
             return Ok(None);
+        };
+        if meta.owner != principal.id() {
+            return Ok(None);
+        }
+        let run = SharedRun {
+            log: self.inner.log.clone(),
+            id: id.to_owned(),
+            message_id: meta.message_id,
+            resume_base: meta.resume_base,
         };
         run.status().await?;
         Ok(Some(Arc::new(run)))
@@ -372,9 +292,9 @@ impl Shared {
         principal: &Principal,
         thread: &str,
     ) -> Result<Option<Arc<SharedRun>>, EngineError> {
-        let key = self.active_key(principal, thread);
-        let id: Option<String> = self.inner.redis.conn().get(&key).await.map_err(engine)?;
-        let Some(id) = id else { return Ok(None) };
+        let Some(id) = self.inner.log.active(principal.id(), thread).await? else {
+            return Ok(None);
+        };
         let Some(run) = self.get(principal, &id).await? else {
             return Ok(None);
         };
@@ -385,38 +305,20 @@ impl Shared {
     }
 }
 
-/// Ends run `id` with `status` (`reap`: only when its lease is gone, with its lost frames).
-async fn end(redis: &Redis, id: &str, status: RunStatus, reap: bool) -> Result<bool, EngineError> {
-    let keys = Keys::of(redis, id);
-    let ended: i64 = Script::new(END)
-        .key(&keys.meta)
-        .key(&keys.log)
-        .key(&keys.lease)
-        .arg(status_str(status))
-        .arg(RETENTION.as_secs().max(1))
-        .arg(if reap { "1" } else { "0" })
-        .arg(id)
-        .invoke_async(&mut redis.conn())
-        .await
-        .map_err(engine)?;
-    Ok(ended == 1)
-}
-
 /// Marks run `id` failed when it is running without a lease (its instance is gone); whether
 /// it did.
-async fn reap_if_lost(redis: &Redis, id: &str) -> Result<bool, EngineError> {
-    let reaped = end(redis, id, RunStatus::Failed, true).await?;
+async fn reap_if_lost(log: &dyn RunLog, id: &str) -> Result<bool, EngineError> {
+    let reaped = log.end(id, RunStatus::Failed, true).await?;
     if reaped {
         tracing::warn!(run = %id, "the instance running this run is gone; marked failed");
     }
     Ok(reaped)
 }
 
-/// A run as Redis holds it.
+/// A run as the engine holds it.
 pub(crate) struct SharedRun {
-    redis: Redis,
+    log: Arc<dyn RunLog>,
     id: String,
-    owner: String,
     message_id: String,
     resume_base: Option<serde_json::Value>,
 }
@@ -429,40 +331,7 @@ impl fmt::Debug for SharedRun {
     }
 }
 
-/// What one read of a log gave.
-enum Read {
-    /// Frames (and the id of the last) and whether the end entry came.
-    Entries {
-        frames: Vec<Bytes>,
-        last: u64,
-        ended: bool,
-    },
-    /// Nothing within the block time.
-    Nothing,
-}
-
 impl SharedRun {
-    async fn load(redis: &Redis, id: &str) -> Result<Option<Self>, EngineError> {
-        let meta: HashMap<String, String> = redis
-            .conn()
-            .hgetall(Keys::of(redis, id).meta)
-            .await
-            .map_err(engine)?;
-        let Some(owner) = meta.get("owner") else {
-            return Ok(None);
-        };
-        Ok(Some(Self {
-            redis: redis.clone(),
-            id: id.to_owned(),
-            owner: owner.clone(),
-            message_id: meta.get("message").cloned().unwrap_or_default(),
-            resume_base: meta
-                .get("base")
-                .filter(|b| !b.is_empty())
-                .and_then(|b| serde_json::from_str(b).ok()),
-        }))
-    }
-
     pub(crate) fn id(&self) -> &str {
         &self.id
     }
@@ -475,20 +344,16 @@ impl SharedRun {
         self.resume_base.as_ref()
     }
 
-    /// The run's status now (`None` when its keys expired); a run found running without a
-    /// lease is marked failed first.
+    /// The run's status now (`None` when the engine no longer has it); a run found running
+    /// without a lease is marked failed first.
     async fn status(&self) -> Result<Option<RunStatus>, EngineError> {
-        let keys = Keys::of(&self.redis, &self.id);
-        let (status, lease): (Option<String>, bool) = redis::pipe()
-            .hget(&keys.meta, "status")
-            .exists(&keys.lease)
-            .query_async(&mut self.redis.conn())
-            .await
-            .map_err(engine)?;
-        let Some(status) = status.map(|s| parse_status(&s)) else {
+        let Some((status, lease)) = self.log.status(&self.id).await? else {
             return Ok(None);
         };
-        if status == RunStatus::Running && !lease && reap_if_lost(&self.redis, &self.id).await? {
+        if status == RunStatus::Running
+            && !lease
+            && reap_if_lost(self.log.as_ref(), &self.id).await?
+        {
             return Ok(Some(RunStatus::Failed));
         }
         Ok(Some(status))
@@ -496,15 +361,7 @@ impl SharedRun {
 
     /// Asks the instance running it to stop it.
     pub(crate) async fn stop(&self) -> Result<(), EngineError> {
-        let keys = Keys::of(&self.redis, &self.id);
-        let _: i64 = Script::new(STOP)
-            .key(&keys.meta)
-            .key(self.redis.key("runs:stop"))
-            .arg(&self.id)
-            .invoke_async(&mut self.redis.conn())
-            .await
-            .map_err(engine)?;
-        Ok(())
+        self.log.stop(&self.id).await
     }
 
     /// Waits at most `wait` for the run to end; its status then.
@@ -526,71 +383,22 @@ impl SharedRun {
         }
     }
 
-    /// Reads what follows event `after`, blocking up to [`BLOCK`].
-    async fn read(
-        &self,
-        conn: &mut Option<MultiplexedConnection>,
-        after: u64,
-    ) -> Result<Read, EngineError> {
-        let c = match conn {
-            Some(c) => c,
-            None => conn.insert(self.redis.dedicated().await?),
-        };
-        let log = Keys::of(&self.redis, &self.id).log;
-        let reply: Option<StreamReadReply> = redis::cmd("XREAD")
-            .arg("COUNT")
-            .arg(READ_COUNT)
-            .arg("BLOCK")
-            .arg(BLOCK.as_millis() as u64)
-            .arg("STREAMS")
-            .arg(&log)
-            .arg(format!("0-{after}"))
-            .query_async(c)
-            .await
-            .map_err(engine)?;
-        let Some(reply) = reply else {
-            return Ok(Read::Nothing);
-        };
-        let (mut frames, mut last, mut ended) = (Vec::new(), after, false);
-        for entry in reply.keys.into_iter().flat_map(|k| k.ids) {
-            let seq = entry
-                .id
-                .rsplit_once('-')
-                .and_then(|(_, n)| n.parse().ok())
-                .unwrap_or(last);
-            if let Some(redis::Value::BulkString(f)) = entry.map.get("f") {
-                frames.push(Bytes::from(f.clone()));
-                last = seq;
-            } else if entry.map.contains_key("s") {
-                ended = true;
-                break;
-            }
-        }
-        if frames.is_empty() && !ended {
-            return Ok(Read::Nothing);
-        }
-        Ok(Read::Entries {
-            frames,
-            last,
-            ended,
-        })
-    }
-
-    /// The log from event `after + 1` on, following it until the run ends (or its keys
-    /// expire, or Redis fails: the client reconnects with its last id).
+    /// The log from event `after + 1` on, following it until the run ends (or the engine no
+    /// longer has it, or fails: the client reconnects with its last id).
     pub(crate) fn follow(self: Arc<Self>, after: u64) -> impl Stream<Item = Bytes> + Send + use<> {
-        let state = (self, None, after, VecDeque::<Bytes>::new(), false);
+        let reader = self.log.reader(&self.id);
+        let state = (self, reader, after, VecDeque::<Bytes>::new(), false);
         futures_util::stream::unfold(
             state,
-            |(run, mut conn, mut after, mut ready, mut done)| async move {
+            |(run, mut reader, mut after, mut ready, mut done)| async move {
                 loop {
                     if let Some(frame) = ready.pop_front() {
-                        return Some((frame, (run, conn, after, ready, done)));
+                        return Some((frame, (run, reader, after, ready, done)));
                     }
                     if done {
                         return None;
                     }
-                    match run.read(&mut conn, after).await {
+                    match reader.read(after).await {
                         Ok(Read::Entries {
                             frames,
                             last,
@@ -626,16 +434,16 @@ enum Copy {
     Finish(RunStatus),
 }
 
-/// The copy of a running run to Redis: frames in order, its lease, its end. Dropped without
-/// [`Mirror::finish`], the run ends failed.
+/// The copy of a running run to the engine: frames in order, its lease, its end. Dropped
+/// without [`Mirror::finish`], the run ends failed.
 pub(crate) struct Mirror {
     tx: mpsc::UnboundedSender<Copy>,
 }
 
 impl Mirror {
-    fn start(redis: Redis, run: Arc<local::Run>) -> Self {
+    fn start(log: Arc<dyn RunLog>, run: Arc<local::Run>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(copy(redis, run, rx));
+        tokio::spawn(copy(log, run, rx));
         Self { tx }
     }
 
@@ -651,8 +459,7 @@ impl Mirror {
 }
 
 /// The copy task of one run.
-async fn copy(redis: Redis, run: Arc<local::Run>, mut rx: mpsc::UnboundedReceiver<Copy>) {
-    let keys = Keys::of(&redis, run.id());
+async fn copy(log: Arc<dyn RunLog>, run: Arc<local::Run>, mut rx: mpsc::UnboundedReceiver<Copy>) {
     let mut lease = tokio::time::interval(LEASE_REFRESH);
     lease.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     lease.tick().await; // the first tick is now: the start set the lease
@@ -668,7 +475,7 @@ async fn copy(redis: Redis, run: Arc<local::Run>, mut rx: mpsc::UnboundedReceive
                     Some(Copy::Finish(s)) => finish = Some(s),
                     None => finish = Some(RunStatus::Failed),
                 }
-                while finish.is_none() && batch.len() < READ_COUNT {
+                while finish.is_none() && batch.len() < BATCH {
                     match rx.try_recv() {
                         Ok(Copy::Frame(id, f)) => batch.push((id, f)),
                         Ok(Copy::Finish(s)) => finish = Some(s),
@@ -678,7 +485,7 @@ async fn copy(redis: Redis, run: Arc<local::Run>, mut rx: mpsc::UnboundedReceive
                         }
                     }
                 }
-                if !batch.is_empty() && !taken_over && !append_retrying(&redis, &keys, &batch).await {
+                if !batch.is_empty() && !taken_over && !append_retrying(log.as_ref(), run.id(), &batch).await {
                     tracing::warn!(run = %run.id(), "the run was marked failed elsewhere (its lease lapsed); stopping it");
                     taken_over = true;
                     run.stop();
@@ -688,7 +495,7 @@ async fn copy(redis: Redis, run: Arc<local::Run>, mut rx: mpsc::UnboundedReceive
                 }
             }
             _ = lease.tick() => {
-                match refresh(&redis, &keys).await {
+                match log.refresh(run.id()).await {
                     Ok(true) => run.stop(),
                     Ok(false) => {}
                     Err(e) => tracing::warn!(run = %run.id(), error = %e, "refreshing the run's lease failed"),
@@ -696,22 +503,22 @@ async fn copy(redis: Redis, run: Arc<local::Run>, mut rx: mpsc::UnboundedReceive
             }
         }
     };
-    if !taken_over && let Err(e) = end(&redis, run.id(), status, false).await {
-        tracing::warn!(run = %run.id(), error = %e, "ending the run in Redis failed");
+    if !taken_over && let Err(e) = log.end(run.id(), status, false).await {
+        tracing::warn!(run = %run.id(), error = %e, "ending the run in the shared engine failed");
     }
 }
 
-/// Appends `batch`, trying again a few times when Redis fails (a follower elsewhere would
-/// otherwise miss frames); false when the run no longer runs there.
-async fn append_retrying(redis: &Redis, keys: &Keys, batch: &[(u64, Bytes)]) -> bool {
+/// Appends `batch`, trying again a few times when the engine fails (a follower elsewhere
+/// would otherwise miss frames); false when the run no longer runs there.
+async fn append_retrying(log: &dyn RunLog, id: &str, batch: &[(u64, Bytes)]) -> bool {
     for attempt in 1..=APPEND_TRIES {
-        match append(redis, keys, batch).await {
+        match log.append(id, batch).await {
             Ok(running) => return running,
             Err(e) if attempt == APPEND_TRIES => {
-                tracing::warn!(error = %e, "copying a run's frames to Redis failed; followers on other instances miss them");
+                tracing::warn!(error = %e, "copying a run's frames to the shared engine failed; followers on other instances miss them");
             }
             Err(e) => {
-                tracing::debug!(error = %e, attempt, "copying a run's frames to Redis failed; trying again");
+                tracing::debug!(error = %e, attempt, "copying a run's frames to the shared engine failed; trying again");
                 tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
             }
         }
@@ -719,28 +526,22 @@ async fn append_retrying(redis: &Redis, keys: &Keys, batch: &[(u64, Bytes)]) -> 
     true
 }
 
-/// Appends `batch`; false when the run no longer runs there.
-async fn append(redis: &Redis, keys: &Keys, batch: &[(u64, Bytes)]) -> Result<bool, EngineError> {
-    let script = Script::new(APPEND);
-    let mut call = script.key(&keys.meta);
-    call.key(&keys.log).arg(MAX_ENTRIES).arg(MAX_AGE.as_secs());
-    for (id, frame) in batch {
-        call.arg(*id).arg(frame.as_ref());
+/// `RunStatus` as the engines store it.
+pub(crate) fn status_str(s: RunStatus) -> &'static str {
+    match s {
+        RunStatus::Running => "running",
+        RunStatus::Finished => "finished",
+        RunStatus::Stopped => "stopped",
+        RunStatus::Failed => "failed",
     }
-    let ok: i64 = call.invoke_async(&mut redis.conn()).await.map_err(engine)?;
-    Ok(ok == 1)
 }
 
-/// Refreshes the lease (and the keys' lifetime); whether a stop was asked.
-async fn refresh(redis: &Redis, keys: &Keys) -> Result<bool, EngineError> {
-    let (stop,): (Option<String>,) = redis::pipe()
-        .pset_ex(&keys.lease, "1", LEASE.as_millis() as u64)
-        .ignore()
-        .expire(&keys.meta, MAX_AGE.as_secs() as i64)
-        .ignore()
-        .hget(&keys.meta, "stop")
-        .query_async(&mut redis.conn())
-        .await
-        .map_err(engine)?;
-    Ok(stop.as_deref() == Some("1"))
+/// A stored status (anything unknown reads as failed).
+pub(crate) fn parse_status(s: &str) -> RunStatus {
+    match s {
+        "running" => RunStatus::Running,
+        "finished" => RunStatus::Finished,
+        "stopped" => RunStatus::Stopped,
+        _ => RunStatus::Failed,
+    }
 }

@@ -165,6 +165,12 @@ pub struct Args {
     /// [default: lmchatkit:].
     #[arg(long, env = "LMCHATKIT_REDIS_PREFIX", value_name = "PREFIX")]
     pub redis_prefix: Option<String>,
+    /// What several instances share runs, stops, events and view tokens through:
+    /// `in-process` (one instance), `redis` (the --redis URL) or `postgres` (the --db
+    /// PostgreSQL database, for deployments without Redis) [default: redis when --redis is
+    /// given, else in-process].
+    #[arg(long, env = "LMCHATKIT_ENGINE", value_name = "ENGINE")]
+    pub engine: Option<EngineKind>,
     /// Directory of persona .toml files, reloaded on change [default: the shipped examples,
     /// built in].
     #[arg(long, env = "LMCHATKIT_PERSONAS_DIR", value_name = "DIR")]
@@ -195,6 +201,18 @@ pub struct Args {
     /// Log format on stderr [default: text].
     #[arg(long, env = "LMCHATKIT_LOG_FORMAT", value_enum, value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
+}
+
+/// The engine several instances share (`--engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineKind {
+    /// This process alone.
+    InProcess,
+    /// The `--redis` URL.
+    Redis,
+    /// The `--db` PostgreSQL database.
+    Postgres,
 }
 
 /// How log lines are written.

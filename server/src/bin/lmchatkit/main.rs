@@ -11,10 +11,11 @@
 //! save (`--db-synchronous full`), so a reply the app saved survives a power loss; `normal` is
 //! the faster opt-out. `--db postgres://…` keeps the history, approvals and users' MCP
 //! servers in PostgreSQL instead (`db_settings.rs`), for several instances sharing them.
-//! With `--redis URL` the app connects to Redis before anything else and
-//! exits with status 2 (naming the URL without its password) when it cannot, like a bad flag:
-//! an instance that silently ran alone would split runs between instances. Its events then go
-//! through Redis (`EventBroadcaster::over_redis`), and its signing secret (approval ids) is
+//! With a shared engine (`--redis URL`, or `--engine postgres` with a PostgreSQL `--db`) the
+//! app connects to it before anything else and exits with status 2 (naming the URL without its
+//! password) when it cannot, like a bad flag: an instance that silently ran alone would split
+//! runs between instances. Its runs, events (`EventBroadcaster::over_engine`) and view tokens
+//! then go through the engine, and its signing secret (approval ids) is
 //! derived from the key file (`[user_mcp] key_file`, default `user-mcp.key` next to the
 //! history file, made 0600 on first run), so every instance given the same file verifies what
 //! any of them signed; copy the file to every instance. With `[user_mcp]` on, the key file is
@@ -50,7 +51,7 @@ use lmchatkit::{ApprovalStore, ChatService, Config, EventBroadcaster, Host, McpH
 use tokio::net::TcpListener;
 
 use auth::{Gate, GateLayer, Token};
-use cli::LogFormat;
+use cli::{EngineKind, LogFormat};
 use settings::{Access, Settings};
 
 #[tokio::main]
@@ -63,25 +64,40 @@ async fn main() -> ExitCode {
         }
     };
     init_logging(&settings);
-    let redis = match &settings.redis {
-        None => None,
-        Some(r) => match lmchatkit::engine::Redis::connect(&r.url).await {
-            Ok(redis) => Some(redis.with_prefix(r.prefix.clone())),
-            // The error names the URL without its password.
-            Err(e) => {
-                tracing::error!("{e}");
-                eprintln!("lmchatkit: {e}");
-                return ExitCode::from(2);
-            }
-        },
+    let engine = match shared_engine(&settings).await {
+        Ok(engine) => engine,
+        // The error names the URL without its password.
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("lmchatkit: {e}");
+            return ExitCode::from(2);
+        }
     };
-    match run(settings, redis).await {
+    match run(settings, engine).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
             eprintln!("lmchatkit: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Connects to the engine the instances share, if any (`--engine`, `--redis`).
+async fn shared_engine(
+    s: &Settings,
+) -> Result<Option<lmchatkit::engine::SharedEngine>, lmchatkit::engine::EngineError> {
+    match (s.engine, &s.redis, &s.postgres) {
+        (EngineKind::Redis, Some(r), _) => {
+            let redis = lmchatkit::engine::Redis::connect(&r.url).await?;
+            Ok(Some(redis.with_prefix(r.prefix.clone()).into()))
+        }
+        (EngineKind::Postgres, _, Some(pg)) => {
+            let options = PostgresOptions::default().with_max_connections(pg.max_connections);
+            let engine = lmchatkit::engine::Postgres::connect(&pg.url, options).await?;
+            Ok(Some(engine.into()))
+        }
+        _ => Ok(None),
     }
 }
 
@@ -106,14 +122,14 @@ fn init_logging(s: &Settings) {
 
 async fn run(
     s: Settings,
-    redis: Option<lmchatkit::engine::Redis>,
+    engine: Option<lmchatkit::engine::SharedEngine>,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    // Over Redis, a save through any instance reaches the tabs on every other.
-    let events = match &redis {
-        Some(redis) => EventBroadcaster::over_redis(redis.clone()),
+    // Through a shared engine, a save through any instance reaches the tabs on every other.
+    let events = match &engine {
+        Some(engine) => EventBroadcaster::over_engine(engine.clone()),
         None => EventBroadcaster::new(),
     };
-    let shared = redis.is_some();
+    let shared = engine.is_some();
     let (llm, demo) = host(&s)?;
     let hub = mcp_hub(&s, &events);
     let host: Arc<dyn Host> = match &hub {
@@ -128,9 +144,9 @@ async fn run(
         .approval_policy(s.approval.clone())
         .model_catalog(catalog(&s, demo))
         .title("lmchatkit");
-    if let Some(redis) = redis {
-        tracing::info!(redis = ?redis, "runs and events are shared through Redis");
-        builder = builder.redis(redis);
+    if let Some(engine) = engine {
+        tracing::info!(engine = ?engine, "runs, events and view tokens are shared through the engine");
+        builder = builder.shared_engine(engine);
     }
     let (history, approvals, user_servers) = match &s.postgres {
         Some(pg) => postgres(pg).await?,

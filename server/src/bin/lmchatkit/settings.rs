@@ -20,7 +20,7 @@ use lmchatkit::secrets::{Redacted, redact_url, redacted_headers};
 use serde::Deserialize;
 
 use crate::approval_settings::{FileTools, approval_policy};
-use crate::cli::{Args, LogFormat, check_header};
+use crate::cli::{Args, EngineKind, LogFormat, check_header};
 use crate::db_settings::PostgresDb;
 use crate::providers::{FileProvider, ProviderSettings};
 use lmchatkit::models::{Catalog, ModelSpec};
@@ -53,6 +53,7 @@ struct FileSettings {
     db_synchronous: Option<Synchronous>,
     redis: Option<String>,
     redis_prefix: Option<String>,
+    engine: Option<crate::cli::EngineKind>,
     personas_dir: Option<PathBuf>,
     commands_dir: Option<PathBuf>,
     upload: Option<bool>,
@@ -133,6 +134,9 @@ pub struct Settings {
     pub db_synchronous: Synchronous,
     /// The Redis shared with other instances (`Debug` without its password).
     pub redis: Option<RedisSettings>,
+    /// What instances share runs and events through (`--engine`, checked against `redis`
+    /// and `postgres`).
+    pub engine: crate::cli::EngineKind,
     pub personas_dir: Option<PathBuf>,
     pub commands_dir: Option<PathBuf>,
     pub upload: bool,
@@ -298,12 +302,13 @@ impl Settings {
             .as_deref()
             .or(file.redis.as_deref())
             .is_some_and(|u| !u.trim().is_empty());
-        if postgres.is_some() && redis_set && key_file.is_none() {
+        let engine = engine(args.engine.or(file.engine), redis_set, postgres.is_some())?;
+        if postgres.is_some() && engine != EngineKind::InProcess && key_file.is_none() {
             // A per-machine key would sign each instance's approval ids differently: an
             // approval asked on one instance and answered through another would fail.
             return Err(
-                "[user_mcp] needs key_file with redis and a PostgreSQL db: every instance \
-                        must sign with the same key"
+                "[user_mcp] needs key_file with a shared engine and a PostgreSQL db: every \
+                        instance must sign with the same key"
                     .into(),
             );
         }
@@ -374,6 +379,7 @@ impl Settings {
                         .or(file.redis_prefix)
                         .unwrap_or_else(|| lmchatkit::engine::DEFAULT_PREFIX.into()),
                 }),
+            engine,
             personas_dir: args.personas_dir.or(file.personas_dir),
             commands_dir: args.commands_dir.or(file.commands_dir),
             upload: args.upload.or(file.upload).unwrap_or(true),
@@ -502,3 +508,20 @@ fn expand(value: &mut toml::Value) -> Result<(), String> {
 #[cfg(test)]
 #[path = "settings_tests.rs"]
 mod tests;
+
+/// The engine the instances share: as said, else Redis when a URL is given, else in-process;
+/// refused when what it needs is missing.
+fn engine(said: Option<EngineKind>, redis: bool, postgres: bool) -> Result<EngineKind, String> {
+    match said {
+        None if redis => Ok(EngineKind::Redis),
+        None => Ok(EngineKind::InProcess),
+        Some(EngineKind::Redis) if !redis => Err("engine = redis needs a --redis URL".into()),
+        Some(EngineKind::Postgres) if !postgres => {
+            Err("engine = postgres needs a PostgreSQL db (--db postgres://…)".into())
+        }
+        Some(EngineKind::Postgres | EngineKind::InProcess) if redis => {
+            Err("--redis is given, but the engine is not redis: drop one of them".into())
+        }
+        Some(kind) => Ok(kind),
+    }
+}

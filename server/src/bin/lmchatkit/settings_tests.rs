@@ -702,6 +702,47 @@ fn the_redis_url_comes_from_the_flag_or_the_file_and_debug_hides_its_password() 
 }
 
 #[test]
+fn the_engine_is_redis_with_a_redis_url_else_in_process_unless_said_and_needs_what_it_names() {
+    use crate::cli::EngineKind;
+    let pg = "db = \"postgres://app@db.internal/chat\"\n[user_mcp]\nkey_file = \"/k.key\"\n";
+    assert_eq!(
+        Settings::load(Args::default()).unwrap().engine,
+        EngineKind::InProcess
+    );
+    let s = load("redis = \"redis://cache:6379\"\n", Args::default()).unwrap();
+    assert_eq!(s.engine, EngineKind::Redis);
+    let s = load(pg, Args::default()).unwrap();
+    assert_eq!(
+        s.engine,
+        EngineKind::InProcess,
+        "PostgreSQL alone shares nothing"
+    );
+    let s = load(pg, Args::parse_from(["lmchatkit", "--engine", "postgres"])).unwrap();
+    assert_eq!(s.engine, EngineKind::Postgres);
+    let s = load(&format!("engine = \"postgres\"\n{pg}"), Args::default()).unwrap();
+    assert_eq!(s.engine, EngineKind::Postgres, "from the file too");
+    // What an engine needs is there, and two engines are never named at once.
+    let err = load("", Args::parse_from(["lmchatkit", "--engine", "postgres"])).unwrap_err();
+    assert!(err.contains("PostgreSQL db"), "{err}");
+    let err = load("", Args::parse_from(["lmchatkit", "--engine", "redis"])).unwrap_err();
+    assert!(err.contains("--redis"), "{err}");
+    let both = format!("redis = \"redis://cache:6379\"\n{pg}");
+    let err = load(
+        &both,
+        Args::parse_from(["lmchatkit", "--engine", "postgres"]),
+    )
+    .unwrap_err();
+    assert!(err.contains("drop one"), "{err}");
+    // Several instances on PostgreSQL sign with one key, whichever engine they share.
+    let err = load(
+        "db = \"postgres://app@db.internal/chat\"\n",
+        Args::parse_from(["lmchatkit", "--engine", "postgres"]),
+    )
+    .unwrap_err();
+    assert!(err.contains("key_file"), "{err}");
+}
+
+#[test]
 fn several_instances_on_postgres_and_redis_must_name_the_key_file_they_share() {
     let shared = "db = \"postgres://app@db.internal/chat\"\nredis = \"redis://cache:6379\"\n";
     let err = load(shared, Args::default()).unwrap_err();

@@ -104,7 +104,7 @@ pub(super) fn valid_schema(schema: &str) -> bool {
 
 /// Where the store connects, for `Debug` and logs: never the password.
 #[derive(Clone)]
-pub(super) struct Target {
+pub(crate) struct Target {
     pub hosts: Vec<String>,
     pub ports: Vec<u16>,
     pub dbname: Option<String>,
@@ -113,7 +113,7 @@ pub(super) struct Target {
 }
 
 impl Target {
-    pub(super) fn of(config: &tokio_postgres::Config, schema: Option<&str>) -> Self {
+    pub(crate) fn of(config: &tokio_postgres::Config, schema: Option<&str>) -> Self {
         Self {
             hosts: config
                 .get_hosts()
@@ -190,7 +190,7 @@ pub(super) fn secrets_of(url: &str) -> Vec<String> {
 }
 
 /// `text` with every secret replaced by `***` and every URL's user info removed.
-pub(super) fn scrub(text: &str, secrets: &[String]) -> String {
+pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
     let mut text = crate::secrets::redact_urls(text);
     for s in secrets {
         text = text.replace(s.as_str(), "***");

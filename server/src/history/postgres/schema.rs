@@ -67,15 +67,57 @@ pub(super) const MIGRATIONS: &[&str] = &[
         oauth_pending TEXT,
         PRIMARY KEY (principal, slug)
     );",
+    // 2: the shared engine (`engine::Postgres`): runs and their logs, events, view tokens.
+    "CREATE TABLE engine_runs (
+        id          TEXT        PRIMARY KEY,
+        owner       TEXT        NOT NULL,
+        thread      TEXT,
+        message_id  TEXT        NOT NULL,
+        resume_base TEXT,
+        status      TEXT        NOT NULL,
+        lost        TEXT        NOT NULL DEFAULT '[]',
+        stop        BOOLEAN     NOT NULL DEFAULT false,
+        seq         BIGINT      NOT NULL DEFAULT 0,
+        lease_until TIMESTAMPTZ NOT NULL,
+        expires_at  TIMESTAMPTZ NOT NULL
+    );
+    CREATE UNIQUE INDEX engine_runs_active ON engine_runs (owner, thread)
+        WHERE status = 'running' AND thread IS NOT NULL;
+    CREATE INDEX engine_runs_by_expiry ON engine_runs (expires_at);
+    CREATE TABLE engine_run_frames (
+        run_id TEXT   NOT NULL REFERENCES engine_runs (id) ON DELETE CASCADE,
+        seq    BIGINT NOT NULL,
+        frame  BYTEA,
+        status TEXT,
+        PRIMARY KEY (run_id, seq)
+    );
+    CREATE TABLE engine_event_seq (
+        single BOOLEAN PRIMARY KEY DEFAULT true CHECK (single),
+        n      BIGINT  NOT NULL
+    );
+    CREATE TABLE engine_events (
+        id    BIGINT PRIMARY KEY,
+        scope TEXT   NOT NULL,
+        event TEXT   NOT NULL
+    );
+    CREATE TABLE engine_views (
+        token      TEXT        PRIMARY KEY,
+        principal  TEXT        NOT NULL,
+        ticket     TEXT        NOT NULL,
+        issued_at  TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+        expires_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE INDEX engine_views_by_principal ON engine_views (principal, issued_at);
+    CREATE INDEX engine_views_by_expiry ON engine_views (expires_at);",
 ];
 
 /// The schema version this build writes.
-pub(super) const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
+pub(crate) const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// Creates the schema when `schema` is set, then applies the missing migrations, all in one
 /// transaction under the schema's advisory lock; refuses a newer schema. Returns the number of
 /// migrations applied (0 when up to date).
-pub(super) async fn migrate(
+pub(crate) async fn migrate(
     client: &mut Client,
     schema: Option<&str>,
 ) -> Result<usize, HistoryError> {

@@ -1,11 +1,15 @@
-//! Runs across two instances of the service sharing one Redis (127.0.0.1:6379) and one history
-//! store: a run started on A followed from B after the client left A, a stop sent to B
-//! stopping A's upstream within 100 ms, one running run per conversation across instances,
-//! and a run whose instance vanished marked failed by B with its partial reply saved.
+//! Runs across two instances of the service sharing one engine — Redis (127.0.0.1:6379) or
+//! PostgreSQL (127.0.0.1:5432, database `test`) — and one history store: a run started on A
+//! followed from B after the client left A, a stop sent to B stopping A's upstream within
+//! 100 ms, one running run per conversation across instances, and a run whose instance
+//! vanished marked failed by B with its partial reply saved. Every test runs on each engine
+//! (`…::on_redis`, `…::on_postgres`).
 //!
-//! Each test uses a key prefix of its own and deletes its keys at the end. Without a Redis
-//! the tests fail when `CI` is set and skip (saying so) otherwise.
+//! Each test uses a key prefix or a schema of its own and removes it at the end. Without the
+//! engine the tests fail when `CI` is set and skip (saying so) otherwise.
 
+#[macro_use]
+mod shared_engines;
 mod support;
 
 use std::sync::{Arc, Mutex};
@@ -14,7 +18,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::Request;
 use http_body_util::Full;
-use lmchatkit::engine::Redis;
 use lmchatkit::history::{HistoryStore, MemoryStore};
 use lmchatkit::protocol::*;
 use lmchatkit::{
@@ -22,12 +25,12 @@ use lmchatkit::{
     async_trait,
 };
 use serde_json::{Value, json};
+use shared_engines::Spec;
 use support::stream_body::{as_user, events, open, text_of};
 use support::*;
 use tokio::sync::mpsc;
 
 const CHAT: &str = "/chat/api/aisdk/chat";
-const REDIS: &str = "redis://127.0.0.1:6379";
 
 /// Notes when it was dropped: the host's stream was dropped (the upstream request cut).
 struct DropFlag(Arc<Mutex<Option<Instant>>>);
@@ -73,45 +76,19 @@ impl Host for FedHost {
     }
 }
 
-/// A random key prefix, or `None` (a printed skip) without a Redis outside CI.
-async fn prefix() -> Option<String> {
-    match Redis::connect(REDIS).await {
-        Ok(_) => Some(format!("lmck-runs-{:016x}:", rand::random::<u64>())),
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("skipped: no Redis at {REDIS} ({e})");
-            None
-        }
-        Err(e) => panic!("CI needs the Redis at {REDIS}: {e}"),
-    }
-}
+on_each_engine!(
+    a_run_started_on_a_is_followed_from_b_with_nothing_lost_or_repeated,
+    another_principal_can_neither_follow_nor_stop_a_run_through_the_other_instance,
+    a_stop_sent_to_b_drops_the_upstream_on_a_within_100_ms,
+    two_instances_starting_a_run_in_one_conversation_at_once_get_one_409,
+    a_run_whose_instance_vanished_is_marked_failed_by_b_with_its_partial_reply_saved,
+);
 
-/// Deletes every key under `prefix`.
-async fn wipe(prefix: &str) {
-    let client = redis::Client::open(REDIS).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}*"))
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    if !keys.is_empty() {
-        let _: i64 = redis::cmd("DEL")
-            .arg(&keys)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-    }
-}
-
-/// One instance: its own service and Redis connection, the shared host, store and prefix.
-async fn instance(host: &FedHost, store: &Arc<MemoryStore>, prefix: &str) -> ChatService {
-    let redis = Redis::connect(REDIS)
-        .await
-        .unwrap()
-        .with_prefix(prefix.to_owned());
+/// One instance: its own service and engine connection, the shared host, store and engine.
+async fn instance(host: &FedHost, store: &Arc<MemoryStore>, spec: &Spec) -> ChatService {
     let config = lmchatkit::Config::builder(host.clone())
         .history_arc(store.clone() as Arc<dyn HistoryStore>)
-        .redis(redis)
+        .shared_engine(spec.connect().await)
         .build()
         .unwrap();
     ChatService::new(config)
@@ -141,12 +118,10 @@ async fn stored_as(
     panic!("conversation {id} never reached the expected state");
 }
 
-#[tokio::test]
-async fn a_run_started_on_a_is_followed_from_b_with_nothing_lost_or_repeated() {
-    let Some(prefix) = prefix().await else { return };
+async fn a_run_started_on_a_is_followed_from_b_with_nothing_lost_or_repeated(spec: &Spec) {
     let (host, store) = (FedHost::default(), Arc::new(MemoryStore::new()));
-    let a = instance(&host, &store, &prefix).await;
-    let b = instance(&host, &store, &prefix).await;
+    let a = instance(&host, &store, spec).await;
+    let b = instance(&host, &store, spec).await;
 
     let feed = host.next_feed();
     let mut on_a = open(&a, ask("t1")).await;
@@ -191,7 +166,7 @@ async fn a_run_started_on_a_is_followed_from_b_with_nothing_lost_or_repeated() {
     let expected: Vec<u64> = (1..=ids.len() as u64).collect();
     assert_eq!(ids, expected, "every event once, in order");
     assert_eq!(joined.last().unwrap().1, "[DONE]");
-    // The whole log read on A (memory) and on B (Redis) is the same, byte for byte.
+    // The whole log read on A (memory) and on B (the engine) is the same, byte for byte.
     let whole_a = send(&a, get(&url)).await.text();
     let whole_b = send(&b, get(&url)).await.text();
     assert_eq!(events(&whole_a), joined);
@@ -209,15 +184,14 @@ async fn a_run_started_on_a_is_followed_from_b_with_nothing_lost_or_repeated() {
     assert_eq!(none.status, 204);
     let conv = send(&b, get("/chat/api/conversations/t1")).await;
     assert!(conv.headers.get(RUN_ID_HEADER).is_none());
-    wipe(&prefix).await;
 }
 
-#[tokio::test]
-async fn another_principal_can_neither_follow_nor_stop_a_run_through_the_other_instance() {
-    let Some(prefix) = prefix().await else { return };
+async fn another_principal_can_neither_follow_nor_stop_a_run_through_the_other_instance(
+    spec: &Spec,
+) {
     let (host, store) = (FedHost::default(), Arc::new(MemoryStore::new()));
-    let a = instance(&host, &store, &prefix).await;
-    let b = instance(&host, &store, &prefix).await;
+    let a = instance(&host, &store, spec).await;
+    let b = instance(&host, &store, spec).await;
 
     let feed = host.next_feed();
     let mut on_a = open(&a, as_user(ask("t1"), "alice")).await;
@@ -244,15 +218,12 @@ async fn another_principal_can_neither_follow_nor_stop_a_run_through_the_other_i
     assert_eq!(on_b.status, 200);
     feed.send(Event::done(FinishReason::Stop, None)).unwrap();
     assert!(on_b.rest().await.contains("alice's words"));
-    wipe(&prefix).await;
 }
 
-#[tokio::test]
-async fn a_stop_sent_to_b_drops_the_upstream_on_a_within_100_ms() {
-    let Some(prefix) = prefix().await else { return };
+async fn a_stop_sent_to_b_drops_the_upstream_on_a_within_100_ms(spec: &Spec) {
     let (host, store) = (FedHost::default(), Arc::new(MemoryStore::new()));
-    let a = instance(&host, &store, &prefix).await;
-    let b = instance(&host, &store, &prefix).await;
+    let a = instance(&host, &store, spec).await;
+    let b = instance(&host, &store, spec).await;
 
     let mut worst = Duration::ZERO;
     for n in 0..5 {
@@ -279,15 +250,12 @@ async fn a_stop_sent_to_b_drops_the_upstream_on_a_within_100_ms() {
         assert_eq!(c.messages[1].content.joined_text(""), "par");
     }
     assert!(worst < Duration::from_millis(100), "worst {worst:?}");
-    wipe(&prefix).await;
 }
 
-#[tokio::test]
-async fn two_instances_starting_a_run_in_one_conversation_at_once_get_one_409() {
-    let Some(prefix) = prefix().await else { return };
+async fn two_instances_starting_a_run_in_one_conversation_at_once_get_one_409(spec: &Spec) {
     let (host, store) = (FedHost::default(), Arc::new(MemoryStore::new()));
-    let a = instance(&host, &store, &prefix).await;
-    let b = instance(&host, &store, &prefix).await;
+    let a = instance(&host, &store, spec).await;
+    let b = instance(&host, &store, spec).await;
 
     let feed = host.next_feed();
     let (on_a, on_b) = tokio::join!(open(&a, ask("t1")), open(&b, ask("t1")));
@@ -320,14 +288,13 @@ async fn two_instances_starting_a_run_in_one_conversation_at_once_get_one_409() 
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(next.is_some(), "the conversation was freed");
-    wipe(&prefix).await;
 }
 
-#[tokio::test]
-async fn a_run_whose_instance_vanished_is_marked_failed_by_b_with_its_partial_reply_saved() {
-    let Some(prefix) = prefix().await else { return };
+async fn a_run_whose_instance_vanished_is_marked_failed_by_b_with_its_partial_reply_saved(
+    spec: &Spec,
+) {
     let (host, store) = (FedHost::default(), Arc::new(MemoryStore::new()));
-    let b = instance(&host, &store, &prefix).await;
+    let b = instance(&host, &store, spec).await;
 
     // Instance A lives on a runtime of its own, shut down mid-reply like a killed process.
     let rt_a = tokio::runtime::Builder::new_multi_thread()
@@ -336,7 +303,7 @@ async fn a_run_whose_instance_vanished_is_marked_failed_by_b_with_its_partial_re
         .build()
         .unwrap();
     let feed = host.next_feed();
-    let (h, s, p) = (host.clone(), store.clone(), prefix.clone());
+    let (h, s, p) = (host.clone(), store.clone(), spec.clone());
     let feeding = feed.clone();
     let run = rt_a
         .spawn(async move {
@@ -362,12 +329,15 @@ async fn a_run_whose_instance_vanished_is_marked_failed_by_b_with_its_partial_re
         c.messages.len() == 2 && c.messages[1].content.joined_text("") == "Hello"
     })
     .await;
+    // A follower on B has read what A's tabs saw when A vanishes.
+    let url = format!("/chat/api/runs/{run}/stream");
+    let mut on_b = open(&b, get(&url)).await;
+    on_b.until("\"lo\"").await;
     rt_a.shutdown_background();
     let vanished = Instant::now();
 
-    // A follower on B ends once A's lease is gone: the run failed, said in the protocol.
-    let url = format!("/chat/api/runs/{run}/stream");
-    let body = open(&b, get(&url)).await.rest().await;
+    // It ends once A's lease is gone: the run failed, said in the protocol.
+    let body = on_b.rest().await;
     let waited = vanished.elapsed();
     eprintln!("B marked the run failed {waited:?} after A vanished");
     let chunks: Vec<(u64, String)> = events(&body);
@@ -390,5 +360,4 @@ async fn a_run_whose_instance_vanished_is_marked_failed_by_b_with_its_partial_re
     let none = send(&b, get("/chat/api/aisdk/chat/t1/stream")).await;
     assert_eq!(none.status, 204);
     drop(feed);
-    wipe(&prefix).await;
 }
