@@ -196,7 +196,7 @@ fn kind_and_id(e: &Value) -> (&str, String) {
 }
 
 async fn a_save_through_b_reaches_a_tab_of_the_same_principal_on_a_and_no_one_elses(spec: &Spec) {
-    let (a, b) = two_instances(spec, |e| EventBroadcaster::over_engine(e)).await;
+    let (a, b) = two_instances(spec, EventBroadcaster::over_engine).await;
     let mut alice_on_a = Events::open(&a, "alice", None).await;
     let mut bob_on_a = Events::open(&a, "bob", None).await;
     save(&b, "alice", "c-alice").await;
@@ -234,7 +234,7 @@ async fn catalog_events_of_one_instance_reach_every_principal_on_the_other(spec:
 }
 
 async fn event_ids_increase_across_instances(spec: &Spec) {
-    let (a, b) = two_instances(spec, |e| EventBroadcaster::over_engine(e)).await;
+    let (a, b) = two_instances(spec, EventBroadcaster::over_engine).await;
     let mut tab_on_a = Events::open(&a, "alice", None).await;
     let mut tab_on_b = Events::open(&b, "alice", None).await;
     for (i, at) in [&a, &b, &a, &b, &b, &a].into_iter().enumerate() {
@@ -268,7 +268,7 @@ async fn event_ids_increase_across_instances(spec: &Spec) {
 }
 
 async fn a_tab_reconnecting_to_the_other_instance_replays_what_it_missed(spec: &Spec) {
-    let (a, b) = two_instances(spec, |e| EventBroadcaster::over_engine(e)).await;
+    let (a, b) = two_instances(spec, EventBroadcaster::over_engine).await;
     let mut tab = Events::open(&a, "alice", None).await;
     save(&a, "alice", "c1").await;
     let (seen, _) = tab.next().await;

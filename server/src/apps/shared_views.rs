@@ -48,7 +48,11 @@ if over > 0 then
   end
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
-redis.call('ZADD', KEYS[2], now, ARGV[5])
+-- Scores strictly increase, so tokens issued within one millisecond still pop oldest first.
+local score = now
+local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+if top[2] and tonumber(top[2]) >= now then score = tonumber(top[2]) + 1 end
+redis.call('ZADD', KEYS[2], score, ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ttl)
 return 1
 ";

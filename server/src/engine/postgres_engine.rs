@@ -64,7 +64,7 @@ impl Channel {
 }
 
 /// A PostgreSQL database shared by several instances of the service, as their shared engine
-/// (see the [module docs](self)). Cheap to clone; clones share the pool and the listener.
+/// (see [`crate::engine`]). Cheap to clone; clones share the pool and the listener.
 ///
 /// `Debug` and errors never show the URL's password:
 ///

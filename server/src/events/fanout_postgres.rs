@@ -160,11 +160,7 @@ impl EventReader for Reader {
 
     async fn after(&mut self, pos: u64) -> Result<Vec<Entry>, EngineError> {
         // Whatever was announced before this read is covered by it.
-        loop {
-            match self.notices.try_recv() {
-                Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) => {}
-                Err(_) => break,
-            }
+        while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = self.notices.try_recv() {
         }
         let found = self.rows(pos).await?;
         if !found.is_empty() {

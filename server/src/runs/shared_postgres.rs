@@ -354,11 +354,7 @@ impl Reader {
 impl LogReader for Reader {
     async fn read(&mut self, after: u64) -> Result<Read, EngineError> {
         // Whatever was announced before this read is covered by it.
-        loop {
-            match self.notices.try_recv() {
-                Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) => {}
-                Err(_) => break,
-            }
+        while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = self.notices.try_recv() {
         }
         if let found @ Read::Entries { .. } = self.rows(after).await? {
             return Ok(found);
