@@ -170,6 +170,7 @@ fn now_ms() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tokens::ticket_of;
     use super::*;
 
     /// A Redis at 127.0.0.1:6379 under a fresh prefix, or `None` (skipped; a failure in CI).
@@ -194,16 +195,6 @@ mod tests {
             .unwrap_or_default();
         if !keys.is_empty() {
             let _: Result<i64, _> = conn.del(keys).await;
-        }
-    }
-
-    fn ticket_of(principal: &str) -> ViewTicket {
-        ViewTicket {
-            principal: principal.into(),
-            csp: "default-src 'none'".into(),
-            html: Some("<p>".into()),
-            host_origin: None,
-            sandbox_origin: None,
         }
     }
 

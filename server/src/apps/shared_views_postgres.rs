@@ -145,6 +145,7 @@ impl PostgresViews {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tokens::ticket_of;
     use super::*;
 
     /// The machine's PostgreSQL under a fresh schema, or `None` (skipped; a failure in CI).
@@ -158,16 +159,6 @@ mod tests {
                 eprintln!("skipped: no PostgreSQL at 127.0.0.1:5432 ({e})");
                 None
             }
-        }
-    }
-
-    fn ticket_of(principal: &str) -> ViewTicket {
-        ViewTicket {
-            principal: principal.into(),
-            csp: "default-src 'none'".into(),
-            html: Some("<p>".into()),
-            host_origin: None,
-            sandbox_origin: None,
         }
     }
 

@@ -208,6 +208,18 @@ impl Views {
     }
 }
 
+/// A ticket of `principal` for tests (of every store of view tokens).
+#[cfg(test)]
+pub(crate) fn ticket_of(principal: &str) -> ViewTicket {
+    ViewTicket {
+        principal: principal.into(),
+        csp: "default-src 'none'".into(),
+        html: Some("<p>".into()),
+        host_origin: None,
+        sandbox_origin: None,
+    }
+}
+
 /// A fresh token: 192 random bits in hex.
 pub(crate) fn fresh_token() -> String {
     let mut bytes = [0u8; 24];
@@ -218,16 +230,6 @@ pub(crate) fn fresh_token() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ticket_of(principal: &str) -> ViewTicket {
-        ViewTicket {
-            principal: principal.into(),
-            csp: "default-src 'none'".into(),
-            html: Some("<p>".into()),
-            host_origin: None,
-            sandbox_origin: None,
-        }
-    }
 
     fn ticket() -> ViewTicket {
         ticket_of("alice")
