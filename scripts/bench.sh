@@ -5,9 +5,9 @@
 # builds the bench in release, runs every path side by side on loopback and writes
 # bench-results/results.json and bench-results/results.md (ratios printed last), including the
 # history store's save cost with synchronous=FULL vs NORMAL (`durability`; alone, in seconds:
-# `bench --history-only`), and the relay on SQLite + in-process against PostgreSQL + Redis (the
-# machine's own at 127.0.0.1, a fresh schema and key prefix, removed after; skipped, saying so,
-# when either is unreachable; alone: `bench --engines-only`).
+# `bench --history-only`), and the relay on SQLite + in-process against PostgreSQL + Redis and
+# PostgreSQL alone (the machine's own at 127.0.0.1, fresh schemas and a key prefix, removed
+# after; skipped, saying so, when either is unreachable; alone: `bench --engines-only`).
 # Takes about 10 minutes on 2 cores (plus a first release build, which honours CARGO_TARGET_DIR).
 # BENCH_REINSTALL=1 reinstalls the peers (their install times go into the results).
 set -euo pipefail

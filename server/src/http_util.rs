@@ -38,6 +38,10 @@ pub(crate) fn empty() -> ResponseBody {
     Empty::new().map_err(|never| match never {}).boxed_unsync()
 }
 
+/// The `Retry-After` of a busy store or engine: long enough for a burst to drain, short enough
+/// that a client retrying once sees no outage.
+pub(crate) const BUSY_RETRY_AFTER: Duration = Duration::from_secs(1);
+
 const JSON: &str = "application/json; charset=utf-8";
 
 /// Every way a request can fail, each mapped to one status and a `{"error": ...}` body.
@@ -88,6 +92,16 @@ pub enum ApiError {
     /// The upstream (LLM or MCP server) failed (502).
     #[error("{0}")]
     BadGateway(String),
+    /// A store or shared engine is at capacity or briefly unreachable (503): a pool had no free
+    /// connection in time, a command timed out. Nothing was changed; the client may retry after
+    /// the delay (`Retry-After`). Overload is this or a 429, never a 500.
+    #[error("{message}")]
+    Unavailable {
+        /// What is busy.
+        message: String,
+        /// When to try again.
+        retry_after: std::time::Duration,
+    },
     /// The service or a store failed (500).
     #[error("{0}")]
     Internal(String),
@@ -109,6 +123,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
+            ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -131,13 +146,18 @@ impl ApiError {
                 res.headers_mut().insert(header::ALLOW, v);
             }
         }
-        if let ApiError::TooManyRequests { retry_after, .. } = &self {
+        if let ApiError::TooManyRequests { retry_after, .. }
+        | ApiError::Unavailable { retry_after, .. } = &self
+        {
             res.headers_mut().insert(
                 header::RETRY_AFTER,
                 HeaderValue::from(retry_after.as_secs().max(1)),
             );
         }
-        if matches!(self, ApiError::Internal(_) | ApiError::BadGateway(_)) {
+        if matches!(
+            self,
+            ApiError::Internal(_) | ApiError::BadGateway(_) | ApiError::Unavailable { .. }
+        ) {
             tracing::warn!(status = %self.status(), error = %self, "request failed");
         }
         res
@@ -160,6 +180,10 @@ impl From<HistoryError> for ApiError {
             HistoryError::InvalidId | HistoryError::InvalidInput(_) => {
                 ApiError::BadRequest(e.to_string())
             }
+            HistoryError::Busy(_) => ApiError::Unavailable {
+                message: e.to_string(),
+                retry_after: BUSY_RETRY_AFTER,
+            },
             HistoryError::Storage(_) => ApiError::Internal(e.to_string()),
         }
     }

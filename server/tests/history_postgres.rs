@@ -397,17 +397,7 @@ async fn an_exhausted_pool_fails_after_the_acquire_timeout_instead_of_hanging() 
             .unwrap(),
     );
     // Another session locks the table, so the first save holds the pool's only connection.
-    let (locker, conn) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    locker
-        .batch_execute(&format!(
-            "SET search_path = {}; BEGIN; LOCK TABLE conversations IN ACCESS EXCLUSIVE MODE",
-            db.schema()
-        ))
-        .await
-        .unwrap();
+    let lock = db.lock("conversations").await.unwrap();
     let me = Principal::new("p");
     let first = {
         let (store, me) = (store.clone(), me.clone());
@@ -417,14 +407,14 @@ async fn an_exhausted_pool_fails_after_the_acquire_timeout_instead_of_hanging() 
     let started = std::time::Instant::now();
     let err = store.list(&me).await.unwrap_err();
     let waited = started.elapsed();
-    assert!(matches!(err, HistoryError::Storage(_)), "{err:?}");
+    assert!(matches!(err, HistoryError::Busy(_)), "{err:?}");
     assert!(err.to_string().contains("PostgreSQL connection"), "{err}");
     assert!(
         waited >= timeout && waited < timeout * 10,
         "failed after {waited:?}"
     );
     // Once the lock goes, the held save completes.
-    locker.batch_execute("COMMIT").await.unwrap();
+    lock.release().await.unwrap();
     let outcome = first.await.unwrap().unwrap();
     assert_eq!(outcome, SaveOutcome::Saved { revision: 1 });
 }

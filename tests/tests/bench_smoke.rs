@@ -4,7 +4,7 @@
 //! It also times history saves with `synchronous=FULL` and `NORMAL` (the `durability` points),
 //! and runs lmchatkit's AI SDK route (`lmchatkit-aisdk`) beside its native route, set against
 //! the AI SDK relay in `versus_aisdk` (the relay's column stays empty without the peers), and
-//! the relay on SQLite + in-process against PostgreSQL + Redis in `engines` (measured when the
+//! the relay on SQLite + in-process against PostgreSQL + Redis and PostgreSQL alone in `engines` (measured when the
 //! machine's PostgreSQL and Redis answer; otherwise the section says why it was skipped).
 
 use std::process::Command;
@@ -219,14 +219,18 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
     }
     assert!(r["targets"].as_array().unwrap().len() >= 7);
 
-    // SQLite + in-process against PostgreSQL + Redis: every stream of both saved as it went.
+    // SQLite + in-process against PostgreSQL + Redis and PostgreSQL alone: every stream of each
+    // saved as it went.
     let engines = &r["engines"];
     keys(
         engines,
         "engines",
         &["skipped", "workload", "points", "rows"],
     );
-    assert!(md.contains("sqlite+in-process vs postgres+redis"), "{md}");
+    assert!(
+        md.contains("sqlite+in-process vs postgres+redis vs postgres"),
+        "{md}"
+    );
     if let Some(why) = engines["skipped"].as_str() {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -236,7 +240,7 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
         assert!(md.contains("Not measured"), "{md}");
     } else {
         let points = engines["points"].as_array().unwrap();
-        for name in ["direct", "sqlite+in-process", "postgres+redis"] {
+        for name in ["direct", "sqlite+in-process", "postgres+redis", "postgres"] {
             let of: Vec<&Value> = points.iter().filter(|p| p["path"] == name).collect();
             assert_eq!(of.len(), 3, "{name}: {points:?}");
             for p in of {
@@ -254,7 +258,10 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
             let of: Vec<&Value> = rows.iter().filter(|v| v["measure"] == m).collect();
             assert_eq!(of.len(), 3, "{m}: {rows:?}");
             for v in of {
-                assert!(v["sqlite"].is_f64() && v["shared"].is_f64(), "{v}");
+                assert!(
+                    v["sqlite"].is_f64() && v["shared"].is_f64() && v["postgres"].is_f64(),
+                    "{v}"
+                );
             }
         }
         assert!(md.contains("| streams/s | 1 |"), "{md}");

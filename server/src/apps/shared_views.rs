@@ -19,7 +19,8 @@
 //!   expires within the TTL in Redis, so what Redis holds is at most the tokens issued in one
 //!   TTL (each principal at most [`PER_PRINCIPAL`]) — Redis's own `maxmemory` is the operator's
 //!   last word.
-//! - **Redis unreachable** is a 500 naming Redis (never a panic, never an unchecked view).
+//! - **Redis unreachable or slow** is a 503 naming Redis, another failure a 500 (never a panic,
+//!   never an unchecked view).
 //! - The script touches keys it computes (the evicted tickets), so it expects one Redis, not a
 //!   Redis Cluster.
 
@@ -74,10 +75,7 @@ impl std::fmt::Debug for SharedViews {
 }
 
 fn failed(e: redis::RedisError) -> ApiError {
-    ApiError::Internal(format!(
-        "view tokens: {}",
-        crate::engine::EngineError::from(e)
-    ))
+    crate::engine::EngineError::from(e).answer("view tokens")
 }
 
 impl SharedViews {

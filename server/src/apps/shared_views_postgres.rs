@@ -14,7 +14,8 @@
 //!   cannot evict another user's.
 //! - **Expired rows** of every principal are deleted by every 64th issue, a batch at a time,
 //!   so the table holds about the tokens of one lifetime.
-//! - **PostgreSQL unreachable** is a 500 naming it (never a panic, never an unchecked view).
+//! - **PostgreSQL's pool exhausted** is a 503, another failure a 500 naming it (never a panic,
+//!   never an unchecked view).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -40,7 +41,7 @@ impl std::fmt::Debug for PostgresViews {
 }
 
 fn failed(e: crate::engine::EngineError) -> ApiError {
-    ApiError::Internal(format!("view tokens: {e}"))
+    e.answer("view tokens")
 }
 
 impl PostgresViews {

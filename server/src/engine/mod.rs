@@ -21,7 +21,13 @@
 //! - **The URL's password never shows**: `Debug` and every error name the target without its
 //!   user info, query or fragment ([`crate::secrets::redact_url`]).
 //! - **One error type** ([`EngineError`]) for both engines; a request that meets one becomes a
-//!   500 naming the engine, never a panic.
+//!   500 naming the engine, never a panic, except overload ([`EngineError::Busy`]: a command
+//!   timed out, a pool had no free connection in time), which is a 503 with `Retry-After`.
+//! - **A Redis command waits at most [`REDIS_RESPONSE_TIMEOUT`]** (redis-rs's default is
+//!   500 ms). Under a burst on a busy machine an answer can take longer than that, and a
+//!   timed-out command is not known to have failed (a run's start may have been taken): a
+//!   short limit turns load into errors, a long one only delays a dead connection's detection,
+//!   which the connection manager also learns from the socket.
 
 #[cfg(feature = "postgres")]
 mod postgres_engine;
@@ -33,7 +39,7 @@ pub(crate) use postgres_engine::Channel;
 #[cfg(feature = "postgres")]
 pub use postgres_engine::Postgres;
 #[cfg(feature = "redis")]
-pub use redis_engine::{DEFAULT_PREFIX, Redis};
+pub use redis_engine::{DEFAULT_PREFIX, REDIS_RESPONSE_TIMEOUT, Redis};
 
 use crate::http_util::ApiError;
 
@@ -64,11 +70,30 @@ pub enum EngineError {
     /// without the password).
     #[error("{0}")]
     Postgres(String),
+    /// The engine is at capacity or briefly unreachable: a Redis command got no answer within
+    /// the response timeout or its connection dropped, a PostgreSQL pool had no free connection
+    /// in time. Nothing the request asked for was done; a retry may succeed.
+    #[error("{0}")]
+    Busy(String),
+}
+
+impl EngineError {
+    /// The answer to a request that met this error while doing `what`: 503 with `Retry-After`
+    /// when the engine is busy, else 500.
+    pub(crate) fn answer(self, what: &str) -> ApiError {
+        match self {
+            EngineError::Busy(_) => ApiError::Unavailable {
+                message: format!("{what}: the shared engine is busy: {self}"),
+                retry_after: crate::http_util::BUSY_RETRY_AFTER,
+            },
+            _ => ApiError::Internal(format!("{what}: the shared engine failed: {self}")),
+        }
+    }
 }
 
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
-        ApiError::Internal(format!("the shared engine failed: {e}"))
+        e.answer("runs")
     }
 }
 

@@ -19,6 +19,14 @@
 //!   the history store's, so lease refreshes and log appends never queue behind saves.
 //! - Times that several instances compare (leases, lifetimes) are the server's
 //!   (`clock_timestamp()`), never an instance's clock.
+//! - **Its connections commit with `synchronous_commit = off`**: a run's log, the event log and
+//!   view tokens are transient (the reply itself is saved by the history store, whose commits
+//!   stay synchronous), so a commit need not wait for the WAL to reach the disk. Every frame a
+//!   reply appends is a commit; waiting for an `fdatasync` each time made the copy, and so
+//!   each start queued behind it on the pool, the bottleneck under load. If PostgreSQL itself
+//!   crashes, the last fraction of a second of these commits can be lost (never torn): a view
+//!   URL issued just before fails, a follower sees the end of the run as failed, like a lost
+//!   instance's; the same as a Redis restart without persistence.
 
 use std::fmt;
 use std::sync::Arc;
@@ -32,7 +40,9 @@ use tokio_postgres::{AsyncMessage, NoTls};
 
 use super::EngineError;
 use crate::history::postgres::schema;
-use crate::history::postgres::{Prepared, Target, build_pool, chain, prepare, scrub};
+use crate::history::postgres::{
+    Prepared, Target, build_pool, chain, is_pool_timeout, prepare, scrub,
+};
 use crate::history::{HistoryError, PostgresOptions};
 
 /// How many notifications a slow receiver may fall behind before it only gets a wake-up.
@@ -112,10 +122,13 @@ impl Postgres {
     pub async fn connect(url: &str, options: PostgresOptions) -> Result<Self, EngineError> {
         let history = |e: HistoryError| EngineError::Postgres(e.to_string());
         let Prepared {
-            config,
+            mut config,
             target,
             secrets,
         } = prepare(url, &options).map_err(history)?;
+        // Run logs, events and view tokens are transient: see the module docs.
+        let given = config.get_options().unwrap_or_default();
+        config.options(format!("{given} -c synchronous_commit=off").trim());
         let fail = |what: &str, e: &dyn std::error::Error| {
             EngineError::Postgres(scrub(&format!("PostgreSQL {what}: {}", chain(e)), &secrets))
         };
@@ -169,10 +182,15 @@ impl Postgres {
     /// A pooled connection.
     pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, EngineError> {
         self.inner.pool.get().await.map_err(|e| {
-            EngineError::Postgres(scrub(
+            let text = scrub(
                 &format!("PostgreSQL connection: {}", chain(&e)),
                 &self.inner.secrets,
-            ))
+            );
+            if is_pool_timeout(&e) {
+                EngineError::Busy(text)
+            } else {
+                EngineError::Postgres(text)
+            }
         })
     }
 

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection, PubSub};
 use redis::{AsyncConnectionConfig, Client};
@@ -12,9 +13,21 @@ use crate::secrets::{redact_url, redact_urls};
 /// The key prefix when none is given.
 pub const DEFAULT_PREFIX: &str = "lmchatkit:";
 
+/// How long a command on the shared connection waits for its answer.
+pub const REDIS_RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How many times a lost connection is retried (100, 200, 400 ms apart) before the requests
+/// waiting on it fail with a 503.
+const RECONNECT_RETRIES: usize = 3;
+
 impl From<redis::RedisError> for EngineError {
     fn from(e: redis::RedisError) -> Self {
-        Self::Command(redact_urls(&e.to_string()))
+        let text = redact_urls(&e.to_string());
+        if e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
+            Self::Busy(format!("Redis: {text}"))
+        } else {
+            Self::Command(text)
+        }
     }
 }
 
@@ -86,7 +99,14 @@ impl Redis {
         };
         let client = Client::open(url).map_err(invalid)?;
         let conn = client
-            .get_connection_manager_lazy(ConnectionManagerConfig::new())
+            .get_connection_manager_lazy(
+                ConnectionManagerConfig::new()
+                    .set_response_timeout(Some(REDIS_RESPONSE_TIMEOUT))
+                    // Reconnecting tries 4 times over about a second (redis-rs's default, 7
+                    // times over 6 s, held every request for 10 s while Redis was down).
+                    .set_number_of_retries(RECONNECT_RETRIES)
+                    .set_max_delay(Duration::from_millis(500)),
+            )
             .map_err(invalid)?;
         Ok(Self {
             inner: Arc::new(Inner {

@@ -53,6 +53,10 @@ pub enum HistoryError {
     /// title, which PostgreSQL refuses); the caller's mistake, a 400.
     #[error("invalid conversation: {0}")]
     InvalidInput(String),
+    /// The store is at capacity or briefly unreachable (no pooled connection within the
+    /// acquire timeout): nothing was written, a retry may succeed; a 503 with `Retry-After`.
+    #[error("history store busy: {0}")]
+    Busy(String),
     /// The store failed.
     #[error("history store: {0}")]
     Storage(String),

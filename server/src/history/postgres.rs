@@ -195,6 +195,12 @@ pub(crate) fn build_pool(
         .build()
 }
 
+/// Whether the pool gave no connection within its timeouts (every connection busy, or a new
+/// one not opened in time): overload, which callers answer with 503 rather than 500.
+pub(crate) fn is_pool_timeout(e: &deadpool_postgres::PoolError) -> bool {
+    matches!(e, deadpool_postgres::PoolError::Timeout(_))
+}
+
 pub(super) fn pg(e: tokio_postgres::Error) -> HistoryError {
     match e.code() {
         Some(c)
@@ -309,10 +315,15 @@ impl PostgresStore {
     /// A pooled connection.
     pub(super) async fn client(&self) -> Result<deadpool_postgres::Object, HistoryError> {
         self.pool.get().await.map_err(|e| {
-            HistoryError::Storage(scrub(
+            let text = scrub(
                 &format!("PostgreSQL connection: {}", chain(&e)),
                 &self.secrets,
-            ))
+            );
+            if is_pool_timeout(&e) {
+                HistoryError::Busy(text)
+            } else {
+                HistoryError::Storage(text)
+            }
         })
     }
 

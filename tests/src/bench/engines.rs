@@ -1,9 +1,10 @@
-//! SQLite + in-process against PostgreSQL + Redis (issue 17): the same relay ([`super::relay`])
-//! twice, once with history in a SQLite file and runs in its own memory (one instance, the
-//! default), once with history in a `PostgresStore` and every turn a Redis-backed run (what
-//! several instances behind a load balancer run on), each in its own process, at the matrix's
-//! concurrencies, interleaved round by round with the direct connection their TTFT overhead is
-//! taken over.
+//! SQLite + in-process against PostgreSQL + Redis and PostgreSQL alone (issue 17): the same
+//! relay ([`super::relay`]) three times, once with history in a SQLite file and runs in its own
+//! memory (one instance, the default), once with history in a `PostgresStore` and every turn a
+//! Redis-backed run, once with history and runs both in PostgreSQL (the engine for deployments
+//! without Redis; what several instances behind a load balancer run on), each in its own
+//! process, at the matrix's concurrencies, interleaved round by round with the direct
+//! connection their TTFT overhead is taken over.
 //!
 //! Decisions:
 //! - **Both save as they go.** Every request names a fresh conversation ([`Body::ChatSaved`]),
@@ -12,10 +13,11 @@
 //!   conversation neither would touch its store, and the comparison would only measure Redis.
 //! - **The shared engines are the machine's own**: PostgreSQL at `127.0.0.1:5432` (user
 //!   `postgres`, database `test`) and Redis at `127.0.0.1:6379`, or `LMCHATKIT_BENCH_POSTGRES`
-//!   / `LMCHATKIT_BENCH_REDIS`. The relay gets a fresh schema (`lmck_bench_…`, the store's
-//!   default pool of 10 connections) and a fresh key prefix (`lmck-bench-…:`); both are
-//!   removed after the phase (the relay is killed first, so nothing holds the schema's locks).
-//! - **Unreachable engines skip the variant, saying so** (a note in the results and
+//!   / `LMCHATKIT_BENCH_REDIS`. Each shared relay gets a fresh schema (`lmck_bench_…`, the
+//!   store's default pool of 10 connections, and as many again for the PostgreSQL engine) and
+//!   the Redis one a fresh key prefix (`lmck-bench-…:`); all are removed after the phase (the
+//!   relays are killed first, so nothing holds the schemas' locks).
+//! - **Unreachable engines skip the section, saying so** (a note in the results and
 //!   [`Engines::skipped`]); the SQLite side is then not measured either, since it would compare
 //!   with nothing.
 //! - **Relay CPU is the relay process's only**: PostgreSQL's and Redis's own CPU is not in it
@@ -39,6 +41,8 @@ use super::workload::{Body, Flavor, Workload};
 pub const SQLITE: &str = "sqlite+in-process";
 /// The path name of the relay on PostgreSQL and Redis.
 pub const SHARED: &str = "postgres+redis";
+/// The path name of the relay on PostgreSQL alone (history and the engine).
+pub const POSTGRES: &str = "postgres";
 /// PostgreSQL unless `LMCHATKIT_BENCH_POSTGRES` says otherwise.
 pub const POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 /// Redis unless `LMCHATKIT_BENCH_REDIS` says otherwise.
@@ -55,8 +59,12 @@ pub struct Row {
     pub sqlite: Option<f64>,
     /// PostgreSQL + Redis.
     pub shared: Option<f64>,
+    /// PostgreSQL alone.
+    pub postgres: Option<f64>,
     /// `shared / sqlite`.
     pub shared_over_sqlite: Option<f64>,
+    /// `postgres / sqlite`.
+    pub postgres_over_sqlite: Option<f64>,
 }
 
 /// The section's results.
@@ -66,7 +74,8 @@ pub struct Engines {
     pub skipped: Option<String>,
     /// The workload of every stream.
     pub workload: Option<Workload>,
-    /// `direct`, [`SQLITE`] and [`SHARED`] at every concurrency (medians of the rounds).
+    /// `direct`, [`SQLITE`], [`SHARED`] and [`POSTGRES`] at every concurrency (medians of the
+    /// rounds).
     pub points: Vec<Point>,
     /// The measures side by side.
     pub rows: Vec<Row>,
@@ -194,10 +203,19 @@ pub async fn run(
         };
     }
     let id = unique();
-    let (schema, prefix) = (format!("lmck_bench_{id}"), format!("lmck-bench-{id}:"));
-    let measured = measure(mock, work, plan, &postgres, &schema, &redis, &prefix).await;
-    if let Err(e) = drop_schema(&postgres, &schema).await {
-        notes.push(format!("PostgreSQL schema {schema} was not dropped: {e}"));
+    let schemas = [format!("lmck_bench_{id}"), format!("lmck_bench_pg_{id}")];
+    let prefix = format!("lmck-bench-{id}:");
+    let engines = Shared {
+        postgres: &postgres,
+        schemas: [&schemas[0], &schemas[1]],
+        redis: &redis,
+        prefix: &prefix,
+    };
+    let measured = measure(mock, work, plan, &engines).await;
+    for schema in &schemas {
+        if let Err(e) = drop_schema(&postgres, schema).await {
+            notes.push(format!("PostgreSQL schema {schema} was not dropped: {e}"));
+        }
     }
     if let Err(e) = delete_keys(&redis, &prefix).await {
         notes.push(format!("Redis keys {prefix}* were not deleted: {e}"));
@@ -220,45 +238,39 @@ pub async fn run(
     }
 }
 
-/// Starts both relays and measures them (they are killed when this returns).
+/// Where the shared relays keep their state: PostgreSQL (a schema for the Redis variant, one
+/// for the PostgreSQL-only one) and Redis (under a key prefix).
+struct Shared<'a> {
+    postgres: &'a str,
+    schemas: [&'a str; 2],
+    redis: &'a str,
+    prefix: &'a str,
+}
+
+/// Starts the three relays and measures them (they are killed when this returns).
 async fn measure(
     mock: SocketAddr,
     work: &Path,
     plan: Plan<'_>,
-    postgres: &str,
-    schema: &str,
-    redis: &str,
-    prefix: &str,
+    engines: &Shared<'_>,
 ) -> Result<Vec<Point>, String> {
     let v1 = format!("http://{mock}/v1");
     let db = work.join("engines.db");
     let _ = std::fs::remove_file(&db);
-    let sqlite = procs::serve_self(
-        SQLITE,
-        &[
-            "lmchatkit",
-            "--upstream",
-            &v1,
-            "--db",
-            &db.to_string_lossy(),
-        ],
-    )?;
-    let shared = procs::serve_self(
+    let relay = |name: &str, storage: &[&str]| {
+        let mut args = vec!["lmchatkit", "--upstream", &v1];
+        args.extend_from_slice(storage);
+        procs::serve_self(name, &args)
+    };
+    let db = db.to_string_lossy();
+    let sqlite = relay(SQLITE, &["--db", &db])?;
+    let on_postgres = |schema| ["--postgres", engines.postgres, "--schema", schema];
+    let with_redis = ["--redis", engines.redis, "--redis-prefix", engines.prefix];
+    let shared = relay(
         SHARED,
-        &[
-            "lmchatkit",
-            "--upstream",
-            &v1,
-            "--postgres",
-            postgres,
-            "--schema",
-            schema,
-            "--redis",
-            redis,
-            "--redis-prefix",
-            prefix,
-        ],
+        &[&on_postgres(engines.schemas[0])[..], &with_redis].concat(),
     )?;
+    let pg_only = relay(POSTGRES, &on_postgres(engines.schemas[1]))?;
     let saved = |name: &str, p: &Proc| {
         let mut t = target(name, p.addr, "/chat/api/chat", Flavor::Lmchatkit);
         t.body = Body::ChatSaved;
@@ -271,6 +283,7 @@ async fn measure(
         ),
         saved(SQLITE, &sqlite),
         saved(SHARED, &shared),
+        saved(POSTGRES, &pg_only),
     ];
     let base = Phase {
         concurrency: 4,
@@ -324,7 +337,7 @@ async fn measure(
     Ok(raw.iter().map(|r| fold(r)).collect())
 }
 
-/// Every measure at every concurrency both variants were measured at.
+/// Every measure at every concurrency the SQLite variant was measured at, the others beside it.
 pub fn rows(points: &[Point]) -> Vec<Row> {
     let at = |path: &str, c: usize| points.iter().find(|p| p.path == path && p.concurrency == c);
     let mut out = Vec::new();
@@ -336,12 +349,16 @@ pub fn rows(points: &[Point]) -> Vec<Row> {
         for (name, f) in MEASURES {
             let sqlite = at(SQLITE, c).and_then(f);
             let shared = at(SHARED, c).and_then(f);
+            let postgres = at(POSTGRES, c).and_then(f);
+            let over = |v: Option<f64>| v.zip(sqlite.filter(|s| *s > 0.0)).map(|(a, b)| a / b);
             out.push(Row {
                 measure: name.into(),
                 concurrency: c,
                 sqlite,
                 shared,
-                shared_over_sqlite: shared.zip(sqlite.filter(|s| *s > 0.0)).map(|(a, b)| a / b),
+                postgres,
+                shared_over_sqlite: over(shared),
+                postgres_over_sqlite: over(postgres),
             });
         }
     }
@@ -351,25 +368,27 @@ pub fn rows(points: &[Point]) -> Vec<Row> {
 /// The markdown section of `e`.
 pub fn render(e: &Engines) -> String {
     let mut s = format!(
-        "\n{SQLITE} vs {SHARED}: the same relay saving a fresh conversation per request as the run goes (runs in-process vs Redis-backed; history in SQLite vs PostgreSQL); TTFT overhead over direct; relay CPU excludes PostgreSQL's and Redis's own:\n\n"
+        "\n{SQLITE} vs {SHARED} vs {POSTGRES}: the same relay saving a fresh conversation per request as the run goes (runs in-process, Redis-backed or PostgreSQL-backed; history in SQLite or PostgreSQL); TTFT overhead over direct; relay CPU excludes PostgreSQL's and Redis's own:\n\n"
     );
     if let Some(why) = &e.skipped {
         let _ = writeln!(s, "Not measured: {why}");
         return s;
     }
     s.push_str(
-        "| measure | streams | SQLite + in-process | PostgreSQL + Redis | PostgreSQL + Redis / SQLite |\n|---|---|---|---|---|\n",
+        "| measure | streams | SQLite + in-process | PostgreSQL + Redis | PostgreSQL alone | PostgreSQL + Redis / SQLite | PostgreSQL alone / SQLite |\n|---|---|---|---|---|---|---|\n",
     );
     let cell = |v: Option<f64>| v.map_or("—".into(), |v| format!("{v:.3}"));
     for r in &e.rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             r.measure,
             r.concurrency,
             cell(r.sqlite),
             cell(r.shared),
-            cell(r.shared_over_sqlite)
+            cell(r.postgres),
+            cell(r.shared_over_sqlite),
+            cell(r.postgres_over_sqlite)
         );
     }
     let errors: Vec<String> = e
@@ -404,14 +423,16 @@ mod tests {
     }
 
     #[test]
-    fn both_variants_are_set_side_by_side_at_each_concurrency_with_their_ratio() {
+    fn the_variants_are_set_side_by_side_at_each_concurrency_with_their_ratios() {
         let points = vec![
             point("direct", 1, 2000.0, 0.0),
             point(SQLITE, 1, 800.0, 0.25),
             point(SHARED, 1, 400.0, 0.5),
+            point(POSTGRES, 1, 200.0, 1.0),
             point("direct", 50, 9000.0, 0.0),
             point(SQLITE, 50, 1000.0, 1.0),
             point(SHARED, 50, 250.0, 4.0),
+            point(POSTGRES, 50, 100.0, 8.0),
         ];
         let e = Engines {
             rows: rows(&points),
@@ -427,11 +448,20 @@ mod tests {
         let r = find("streams/s", 50);
         assert_eq!((r.sqlite, r.shared), (Some(1000.0), Some(250.0)));
         assert_eq!(r.shared_over_sqlite, Some(0.25));
+        assert_eq!(
+            (r.postgres, r.postgres_over_sqlite),
+            (Some(100.0), Some(0.1))
+        );
         let r = find("TTFT overhead p99 (ms)", 1);
-        assert_eq!((r.sqlite, r.shared), (Some(0.75), Some(1.5)));
+        assert_eq!(
+            (r.sqlite, r.shared, r.postgres),
+            (Some(0.75), Some(1.5), Some(3.0))
+        );
         assert!(e.rows.iter().all(|r| r.concurrency != 0));
         assert!(
-            render(&e).contains("| TTFT overhead p50 (ms) | 50 | 1.000 | 4.000 | 4.000 |"),
+            render(&e).contains(
+                "| TTFT overhead p50 (ms) | 50 | 1.000 | 4.000 | 8.000 | 4.000 | 8.000 |"
+            ),
             "{}",
             render(&e)
         );

@@ -99,6 +99,8 @@ struct Shared {
     max_open: AtomicUsize,
     events: AtomicU64,
     deadline: Instant,
+    /// Statuses whose first body was printed (one sample per status and phase).
+    shown: std::sync::Mutex<Vec<u16>>,
 }
 
 /// Runs one phase against `target`.
@@ -114,6 +116,7 @@ pub async fn run(target: &Target, phase: Phase) -> Outcome {
         max_open: AtomicUsize::new(0),
         events: AtomicU64::new(0),
         deadline: start + phase.ramp + phase.duration,
+        shown: std::sync::Mutex::new(Vec::new()),
     });
     let mut tasks = Vec::with_capacity(phase.concurrency);
     for vu in 0..phase.concurrency {
@@ -261,7 +264,25 @@ async fn one_stream(
     let t0 = Instant::now();
     let res = tx.send_request(req).await.map_err(|_| "send".to_owned())?;
     if !res.status().is_success() {
-        return Err(format!("status {}", res.status().as_u16()));
+        let status = res.status();
+        let first = s.shown.lock().is_ok_and(|mut shown| {
+            !shown.contains(&status.as_u16()) && {
+                shown.push(status.as_u16());
+                true
+            }
+        });
+        if first {
+            // What the server said, once per status and phase: the count alone hides the cause.
+            let body = tokio::time::timeout(Duration::from_secs(2), res.into_body().collect())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
+            let text = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
+            eprintln!("{}: status {} ({text})", s.target.name, status.as_u16());
+        }
+        return Err(format!("status {}", status.as_u16()));
     }
     let open = s.open.fetch_add(1, Ordering::Relaxed) + 1;
     s.max_open.fetch_max(open, Ordering::Relaxed);

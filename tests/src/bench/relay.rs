@@ -3,14 +3,16 @@
 //! serves it (`server/src/bin/lmchatkit/serve.rs`), in its own process so its CPU and RSS are its own.
 //! The same relay on the shared engines ([`Storage::Shared`]) keeps history in a `PostgresStore`
 //! (a schema of its own, the default pool) and runs every turn as a Redis-backed run
-//! (`engine::Redis` under a prefix of its own), as several instances would (see [`super::engines`]).
+//! (`engine::Redis` under a prefix of its own), or, without Redis, as a run of the PostgreSQL
+//! engine (`engine::Postgres`, its own pool of the same size, the same schema), as several
+//! instances would (see [`super::engines`]).
 
 use std::net::SocketAddr;
 use std::path::Path;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
-use lmchatkit::engine::Redis;
+use lmchatkit::engine::{Postgres, Redis};
 use lmchatkit::history::{PostgresOptions, PostgresStore, SqliteStore};
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::protocol::Model;
@@ -22,16 +24,15 @@ pub enum Storage<'a> {
     /// The SQLite file at the path; runs in-process (the default deployment).
     Sqlite(&'a Path),
     /// History in PostgreSQL (`postgres`, schema `schema`, created and migrated at start) and
-    /// runs through the Redis at `redis` with keys under `prefix`.
+    /// runs through the Redis at `redis.0` with keys under `redis.1`, or through PostgreSQL
+    /// itself without one.
     Shared {
         /// The PostgreSQL URL.
         postgres: &'a str,
-        /// The schema the store creates and uses.
+        /// The schema the store (and the PostgreSQL engine) creates and uses.
         schema: &'a str,
-        /// The Redis URL.
-        redis: &'a str,
-        /// The prefix of every Redis key.
-        prefix: &'a str,
+        /// The Redis URL and the prefix of every key; `None`: the PostgreSQL engine.
+        redis: Option<(&'a str, &'a str)>,
     },
 }
 
@@ -62,12 +63,15 @@ pub async fn serve(
             postgres,
             schema,
             redis,
-            prefix,
         } => {
             let options = PostgresOptions::default().with_schema(schema);
-            builder
-                .history(PostgresStore::connect(postgres, options).await?)
-                .redis(Redis::connect(redis).await?.with_prefix(prefix))
+            let builder = builder.history(PostgresStore::connect(postgres, options.clone()).await?);
+            match redis {
+                Some((url, prefix)) => {
+                    builder.redis(Redis::connect(url).await?.with_prefix(prefix))
+                }
+                None => builder.shared_engine(Postgres::connect(postgres, options).await?),
+            }
         }
     };
     let config = builder

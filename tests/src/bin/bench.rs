@@ -101,7 +101,7 @@ enum Server {
         upstream: String,
     },
     /// lmchatkit with the OpenAI backend and SQLite history (or, with `--postgres`, history
-    /// in PostgreSQL and runs through Redis).
+    /// in PostgreSQL and runs through Redis, or through PostgreSQL without `--redis`).
     Lmchatkit {
         #[arg(long)]
         upstream: String,
@@ -109,13 +109,14 @@ enum Server {
         #[arg(long, required_unless_present = "postgres")]
         db: Option<PathBuf>,
         /// History in the PostgreSQL at this URL, in `--schema` (created at start).
-        #[arg(long, requires_all = ["schema", "redis", "redis_prefix"])]
+        #[arg(long, requires = "schema")]
         postgres: Option<String>,
         /// The PostgreSQL schema of `--postgres`.
         #[arg(long)]
         schema: Option<String>,
-        /// Runs through the Redis at this URL (with `--postgres`).
-        #[arg(long)]
+        /// Runs through the Redis at this URL (with `--postgres`; without it, runs go through
+        /// PostgreSQL).
+        #[arg(long, requires_all = ["postgres", "redis_prefix"])]
         redis: Option<String>,
         /// The prefix of every Redis key.
         #[arg(long)]
@@ -184,16 +185,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 upstream_h2,
                 no_nodelay,
             } => {
-                let storage = match (&postgres, &schema, &redis, &redis_prefix, &db) {
-                    (Some(postgres), Some(schema), Some(redis), Some(prefix), _) => {
-                        relay::Storage::Shared {
-                            postgres,
-                            schema,
-                            redis,
-                            prefix,
-                        }
-                    }
-                    (_, _, _, _, Some(db)) => relay::Storage::Sqlite(db),
+                let redis = redis.as_deref().zip(redis_prefix.as_deref());
+                let storage = match (&postgres, &schema, &db) {
+                    (Some(postgres), Some(schema), _) => relay::Storage::Shared {
+                        postgres,
+                        schema,
+                        redis,
+                    },
+                    (_, _, Some(db)) => relay::Storage::Sqlite(db),
                     _ => return Err("serve lmchatkit: give --db or --postgres".into()),
                 };
                 relay::serve(any, &upstream, storage, upstream_h2, !no_nodelay).await?

@@ -1,7 +1,7 @@
 //! Options of [`PostgresStore`](super::PostgresStore), and the connection URL's handling.
 //!
 //! Decisions: the pool is bounded (default [`DEFAULT_MAX_CONNECTIONS`] connections) and a
-//! request waits at most [`DEFAULT_ACQUIRE_TIMEOUT`] for a free connection, then fails (a 500
+//! request waits at most [`DEFAULT_ACQUIRE_TIMEOUT`] for a free connection, then fails (a 503
 //! that says the pool is exhausted, never a hang). The `schema` option puts every table in a
 //! schema of its own (created when missing) through the connection's `search_path`; without it
 //! the tables go where the URL's user and database put them (normally `public`). Nothing here

@@ -102,6 +102,40 @@ impl TestSchema {
         let _ = task.await;
         out
     }
+
+    /// Locks `table` of the schema (`ACCESS EXCLUSIVE`, in an open transaction on a
+    /// connection of its own) until [`TableLock::release`]: what holds a store's statements,
+    /// and so its pooled connections, for as long as a test needs.
+    pub async fn lock(&self, table: &str) -> Result<TableLock, HistoryError> {
+        lock_table(&self.url, &self.schema, table).await
+    }
+}
+
+/// A table held locked by another session; see [`TestSchema::lock`].
+pub struct TableLock {
+    client: tokio_postgres::Client,
+}
+
+impl TableLock {
+    /// Ends the locking transaction.
+    pub async fn release(self) -> Result<(), HistoryError> {
+        self.client.batch_execute("COMMIT").await.map_err(super::pg)
+    }
+}
+
+/// Locks `table` of `schema` on the server at `url` until [`TableLock::release`].
+pub async fn lock_table(url: &str, schema: &str, table: &str) -> Result<TableLock, HistoryError> {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .map_err(super::pg)?;
+    tokio::spawn(conn);
+    client
+        .batch_execute(&format!(
+            "SET search_path = {schema}; BEGIN; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"
+        ))
+        .await
+        .map_err(super::pg)?;
+    Ok(TableLock { client })
 }
 
 impl Drop for TestSchema {
