@@ -55,7 +55,8 @@ pub fn start_logged(args: &[&str], env: &[(&str, &str)]) -> App {
     spawn(command(args, env), true)
 }
 
-fn spawn(mut cmd: Command, keep_stderr: bool) -> App {
+/// Starts `cmd` (made by [`command`]) and waits for the URL it prints.
+pub fn spawn(mut cmd: Command, keep_stderr: bool) -> App {
     let stderr = if keep_stderr {
         Stdio::piped()
     } else {

@@ -92,6 +92,14 @@ pub struct Args {
     /// [default: 10].
     #[arg(long, env = "LMCHATKIT_MAX_STEPS", value_name = "N")]
     pub max_steps: Option<usize>,
+    /// At most this many chat replies stream at once; one more is answered 429 with
+    /// Retry-After. Never more than the open-files limit carries (two per stream) [default:
+    /// 10000, or what the limit carries].
+    #[arg(long, env = "LMCHATKIT_MAX_STREAMS", value_name = "N")]
+    pub max_streams: Option<usize>,
+    /// At most this many replies stream at once for one user [default: 4].
+    #[arg(long, env = "LMCHATKIT_MAX_STREAMS_PER_USER", value_name = "N")]
+    pub max_streams_per_user: Option<usize>,
     /// Also accept requests sent by pages of this origin, e.g. `http://127.0.0.1:8081` for
     /// `trunk serve` (repeatable or comma-separated).
     #[arg(

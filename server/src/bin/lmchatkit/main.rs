@@ -26,6 +26,7 @@ mod auth;
 mod cli;
 mod db_settings;
 mod defaults;
+mod descriptors;
 mod providers;
 mod serve;
 mod settings;
@@ -212,6 +213,17 @@ async fn run(
     if let Some(n) = s.max_steps {
         builder = builder.max_steps(n);
     }
+    let files = descriptors::raise_limit();
+    let (streams, lowered) = descriptors::stream_cap(s.max_streams, files);
+    if let Some(warning) = lowered {
+        tracing::warn!("{warning}");
+    }
+    let per_user = s
+        .max_streams_per_user
+        .unwrap_or(lmchatkit::limits::DEFAULT_STREAMS_PER_PRINCIPAL)
+        .max(1);
+    tracing::info!(open_files = ?files, streams, per_user, "concurrent chat streams");
+    builder = builder.max_streams(per_user, streams);
     if matches!(s.access, Access::TrustedHeader { .. }) {
         builder = builder.require_principal(true);
     }

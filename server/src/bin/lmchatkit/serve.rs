@@ -4,6 +4,8 @@
 //! Every connection runs on a timer: a request head (HTTP/1) must arrive within the header
 //! timeout (`--header-timeout`, 10 s by default), which also closes a kept-alive connection
 //! that goes quiet, and an idle HTTP/2 connection is pinged and closed when it does not answer.
+//! An accept that fails (out of file descriptors) is logged and retried after a pause instead
+//! of spinning; the stream cap (`descriptors`) keeps streams from getting there.
 
 use std::time::Duration;
 
@@ -19,6 +21,8 @@ use crate::auth::{GateLayer, Gated};
 
 /// How long open connections (streams) may finish after shutdown was asked for.
 pub const DRAIN: Duration = Duration::from_secs(10);
+/// How long accepting pauses after it failed (e.g. out of file descriptors).
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// HTTP/2 pings on an idle connection; one unanswered within the timeout closes it.
 const KEEP_ALIVE: Duration = Duration::from_secs(20);
 
@@ -41,10 +45,23 @@ pub async fn serve(
     header_timeout: Duration,
 ) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut pause = false;
     loop {
+        if std::mem::take(&mut pause) {
+            tokio::time::sleep(ACCEPT_PAUSE).await;
+        }
         tokio::select! {
             conn = listener.accept() => {
-                let Ok((stream, peer)) = conn else { continue };
+                let (stream, peer) = match conn {
+                    Ok(c) => c,
+                    Err(e) => {
+                        // Out of descriptors (EMFILE) or memory: the listener stays readable, so
+                        // accepting again at once would spin. Pause; streams ending free some.
+                        tracing::warn!(error = %e, "accepting a connection failed; pausing");
+                        pause = true;
+                        continue;
+                    }
+                };
                 // Without it, Nagle + delayed ACK hold small SSE frames for ~40 ms.
                 let _ = stream.set_nodelay(true);
                 let svc = gate.for_peer(svc.clone(), peer);

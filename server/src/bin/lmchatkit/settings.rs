@@ -45,6 +45,8 @@ struct FileSettings {
     operator: Option<String>,
     system_prompt: Option<String>,
     max_steps: Option<usize>,
+    max_streams: Option<usize>,
+    max_streams_per_user: Option<usize>,
     #[serde(default)]
     allowed_origins: Vec<String>,
     prefix: Option<String>,
@@ -154,6 +156,11 @@ pub struct Settings {
     pub system_prompt: Option<String>,
     /// Model calls per request of the server-side tool loop (`None`: the library's default).
     pub max_steps: Option<usize>,
+    /// Concurrent chat streams in all, as configured (`None`: the default; both are bounded by
+    /// the open-files limit at start, see `descriptors`).
+    pub max_streams: Option<usize>,
+    /// Concurrent chat streams of one user (`None`: the library's default).
+    pub max_streams_per_user: Option<usize>,
     /// Origins of pages allowed to call the API besides the app's own.
     pub allowed_origins: Vec<String>,
     /// Run the demo model when no upstream is configured.
@@ -424,6 +431,8 @@ impl Settings {
                 .or(file.system_prompt)
                 .filter(|p| !p.trim().is_empty()),
             max_steps: args.max_steps.or(file.max_steps),
+            max_streams: args.max_streams.or(file.max_streams),
+            max_streams_per_user: args.max_streams_per_user.or(file.max_streams_per_user),
             allowed_origins,
             user_mcp,
             key_file,

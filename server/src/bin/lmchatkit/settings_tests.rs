@@ -384,6 +384,21 @@ fn mistakes_in_the_approval_table_are_errors_naming_the_key() {
 }
 
 #[test]
+fn the_stream_caps_come_from_the_flag_else_the_file_else_the_defaults() {
+    let s = load(
+        "max_streams = 500\nmax_streams_per_user = 8\n",
+        Args::parse_from(["lmchatkit", "--max-streams", "300"]),
+    )
+    .unwrap();
+    assert_eq!(
+        (s.max_streams, s.max_streams_per_user),
+        (Some(300), Some(8))
+    );
+    let s = Settings::load(Args::default()).unwrap();
+    assert_eq!((s.max_streams, s.max_streams_per_user), (None, None));
+}
+
+#[test]
 fn the_system_prompt_and_step_cap_come_from_the_flag_else_the_file() {
     let s = load(
         "system_prompt = \"You are terse.\"\nmax_steps = 4\n",
