@@ -21,9 +21,17 @@
 //!
 //! rusqlite is blocking: every operation runs on [`tokio::task::spawn_blocking`] with the single
 //! connection behind a `std::sync::Mutex` (reads share it; SQLite serialises writers anyway).
+//!
+//! Saves go through one writer thread that commits every save waiting in one transaction
+//! (each in a savepoint, answered after the commit; see `group`), so concurrent saves share a
+//! WAL sync. A save costs what it adds: the store remembers what it wrote last of recent
+//! conversations (bounded; checked against a random `generation` each message write stores in
+//! the row, so a write through another connection is noticed), finds the common prefix by
+//! comparing messages with that, and serialises and writes only the messages after it. Without
+//! a current entry it compares the serialised messages with the stored rows, as it always did
+//! (see `written`).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
 #[cfg(test)]
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -32,8 +40,10 @@ use async_trait::async_trait;
 use lmchatkit_protocol::{ConversationPatch, ConversationSummary, StoredConversation};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use self::queries::{Db, SUMMARY_COLUMNS, load, save_blocking, summary_from_row, with_params};
-use super::rows::{encode_messages, now_ms, storage};
+use self::group::Group;
+use self::queries::{Counters, Db, SUMMARY_COLUMNS, load, summary_from_row, with_params};
+use self::written::Written;
+use super::rows::{now_ms, storage};
 use super::{HistoryError, HistoryStore, SaveOutcome, validate_id};
 use crate::host::Principal;
 
@@ -73,8 +83,13 @@ pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     path: Option<PathBuf>,
     synchronous: Synchronous,
-    /// Message rows inserted plus deleted by saves (as SQLite reports them), for tests.
-    rows_written: Arc<AtomicU64>,
+    /// Message rows written and read by saves (as SQLite reports them), for tests.
+    counters: Arc<Counters>,
+    /// What saves wrote last of recent conversations (see `written`); locked only while the
+    /// connection is.
+    written: Arc<Mutex<Written>>,
+    /// The writer thread saves go through (see `group`).
+    group: Group,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -147,11 +162,17 @@ impl SqliteStore {
     ) -> Result<Self, HistoryError> {
         schema::configure(&conn, path.is_some(), options.synchronous())?;
         schema::migrate(&mut conn)?;
+        let conn = Arc::new(Mutex::new(conn));
+        let counters = Arc::<Counters>::default();
+        let written = Arc::<Mutex<Written>>::default();
+        let group = Group::start(conn.clone(), counters.clone(), written.clone())?;
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            conn,
             path,
             synchronous: options.synchronous(),
-            rows_written: Arc::new(AtomicU64::new(0)),
+            counters,
+            written,
+            group,
         })
     }
 
@@ -159,15 +180,15 @@ impl SqliteStore {
     async fn run<T, F>(&self, f: F) -> Result<T, HistoryError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection, &AtomicU64) -> Result<T, HistoryError> + Send + 'static,
+        F: FnOnce(&mut Connection, &Counters) -> Result<T, HistoryError> + Send + 'static,
     {
         let conn = self.conn.clone();
-        let counter = self.rows_written.clone();
+        let counters = self.counters.clone();
         tokio::task::spawn_blocking(move || {
             // A panic mid-transaction rolled it back when the transaction dropped, so the
             // connection behind a poisoned lock is still usable.
             let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-            f(&mut conn, &counter)
+            f(&mut conn, &counters)
         })
         .await
         .map_err(storage)?
@@ -176,7 +197,13 @@ impl SqliteStore {
     /// Message rows inserted plus deleted by saves since open.
     #[cfg(test)]
     pub(crate) fn rows_written(&self) -> u64 {
-        self.rows_written.load(Ordering::SeqCst)
+        self.counters.written.load(Ordering::SeqCst)
+    }
+
+    /// Stored message rows read by saves to find the common prefix since open.
+    #[cfg(test)]
+    pub(crate) fn rows_read(&self) -> u64 {
+        self.counters.read.load(Ordering::SeqCst)
     }
 
     /// Runs `f` on the connection synchronously (test inspection only).
@@ -223,13 +250,11 @@ impl HistoryStore for SqliteStore {
         conversation: StoredConversation,
     ) -> Result<SaveOutcome, HistoryError> {
         validate_id(&conversation.id)?;
-        let principal = principal.id().to_owned();
-        self.run(move |conn, counter| {
-            // Serialise off the async threads: a long conversation is real work.
-            let rows = encode_messages(&conversation.messages)?;
-            save_blocking(conn, counter, &principal, conversation, rows)
-        })
-        .await
+        // Serialising happens on the writer thread too, off the async threads: a long
+        // conversation is real work.
+        self.group
+            .save(principal.id().to_owned(), conversation)
+            .await
     }
 
     async fn patch(
@@ -284,7 +309,13 @@ impl HistoryStore for SqliteStore {
     async fn delete(&self, principal: &Principal, id: &str) -> Result<bool, HistoryError> {
         validate_id(id)?;
         let (principal, id) = (principal.id().to_owned(), id.to_owned());
+        let written = self.written.clone();
         self.run(move |conn, _| {
+            let forgotten = written
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .forget(&principal, &id);
+            drop(forgotten);
             // Messages go with it (ON DELETE CASCADE).
             let n = conn
                 .prepare_cached("DELETE FROM conversations WHERE principal = ?1 AND id = ?2")
@@ -298,11 +329,13 @@ impl HistoryStore for SqliteStore {
 }
 
 mod approvals;
+mod group;
 mod options;
 mod queries;
 mod schema;
 #[cfg(feature = "mcp")]
 mod user_mcp;
+mod written;
 
 pub use options::{SqliteOptions, Synchronous, UnknownSynchronous};
 #[cfg(test)]

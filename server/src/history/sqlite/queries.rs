@@ -3,11 +3,16 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lmchatkit_protocol::{ConversationSummary, ConversationTotals, Params, StoredConversation};
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use lmchatkit_protocol::{
+    ConversationSummary, ConversationTotals, Message, Params, Role, StoredConversation,
+};
+use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::history::rows::{MessageRow, now_ms, row_matches, storage, stored_conversation};
-use crate::history::{HistoryError, SaveOutcome};
+use super::written::{Written, common_prefix};
+use crate::history::HistoryError;
+use crate::history::rows::{
+    MessageRow, encode_messages, now_ms, row_matches, storage, stored_conversation,
+};
 
 /// `rusqlite` errors as [`HistoryError::Storage`].
 pub(super) trait Db<T> {
@@ -90,12 +95,14 @@ pub(super) fn load(
     stored_conversation(s, &bodies, &allowed).map(Some)
 }
 
-/// Length of the common prefix of the stored rows and `incoming`, reading only as far as needed.
+/// Length of the common prefix of the stored rows and `incoming`, reading only as far as needed
+/// (each row read is counted in `read`).
 fn stored_prefix(
     conn: &Connection,
     principal: &str,
     id: &str,
     incoming: &[MessageRow],
+    read: &AtomicU64,
 ) -> Result<usize, HistoryError> {
     let mut stmt = conn
         .prepare_cached(
@@ -107,6 +114,7 @@ fn stored_prefix(
     let mut keep = 0;
     while keep < incoming.len() {
         let Some(r) = rows.next().db()? else { break };
+        read.fetch_add(1, Ordering::Relaxed);
         let id = r.get_ref(0).db()?.as_str_or_null().map_err(storage)?;
         let body = r.get_ref(1).db()?.as_str().map_err(storage)?;
         if !row_matches(id, body, &incoming[keep]) {
@@ -141,38 +149,69 @@ fn insert_rows(
     Ok(n)
 }
 
-/// The whole save in one `IMMEDIATE` transaction: revision check, prefix write, row update
-/// with the totals of the saved messages.
-pub(super) fn save_blocking(
-    conn: &mut Connection,
-    counter: &AtomicU64,
+/// What a save moved, for tests and the store's counters.
+#[derive(Default)]
+pub(super) struct Counters {
+    /// Message rows inserted plus deleted.
+    pub written: AtomicU64,
+    /// Stored message rows read to find the common prefix.
+    pub read: AtomicU64,
+    /// Transactions the writer committed (each holding one or more saves).
+    pub groups: AtomicU64,
+}
+
+/// What one save did inside its group's transaction.
+pub(super) enum Attempt {
+    /// Written (to be committed): the revision, the generation stored, the messages as stored
+    /// (for the cache) and the message rows inserted plus deleted.
+    Saved {
+        revision: u64,
+        generation: i64,
+        messages: Vec<Message>,
+        changed: u64,
+    },
+    /// The base revision was stale; nothing written.
+    Conflict(Box<StoredConversation>),
+}
+
+/// One save on `conn`, inside a transaction (or savepoint) the caller holds: revision check,
+/// prefix write, row update with the totals of the saved messages and a fresh generation. The
+/// common prefix comes from `written` when it holds the stored generation (nothing read, only
+/// the new messages serialised), else from comparing the serialised messages with the stored
+/// rows.
+pub(super) fn save_in(
+    conn: &Connection,
+    read: &AtomicU64,
+    written: &Written,
     principal: &str,
-    c: StoredConversation,
-    rows: Vec<MessageRow>,
-) -> Result<SaveOutcome, HistoryError> {
+    mut c: StoredConversation,
+) -> Result<Attempt, HistoryError> {
     let now = now_ms();
     let params_json = serde_json::to_string(&c.params).map_err(storage)?;
     let allowed_json = serde_json::to_string(&c.allowed_tools).map_err(storage)?;
     let totals_json =
         serde_json::to_string(&ConversationTotals::of(&c.messages)).map_err(storage)?;
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .db()?;
-    let current: Option<i64> = tx
-        .prepare_cached("SELECT revision FROM conversations WHERE principal = ?1 AND id = ?2")
+    // System messages are never stored.
+    let mut messages = std::mem::take(&mut c.messages);
+    messages.retain(|m| m.role != Role::System);
+    let generation: i64 = rand::random();
+    let current: Option<(i64, i64)> = conn
+        .prepare_cached(
+            "SELECT revision, generation FROM conversations WHERE principal = ?1 AND id = ?2",
+        )
         .db()?
-        .query_row(params![principal, c.id], |r| r.get(0))
+        .query_row(params![principal, c.id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()
         .db()?;
-    let (revision, written) = match current {
+    let (revision, changed) = match current {
         None => {
             // Absent: create (also for a base > 0, e.g. deleted elsewhere — nothing is lost).
             let created_at = if c.created_at > 0 { c.created_at } else { now };
-            tx.prepare_cached(
+            conn.prepare_cached(
                 "INSERT INTO conversations
                  (principal, id, title, persona_id, model, params, created_at, updated_at, revision,
-                  allowed_tools, totals)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9, ?10)",
+                  allowed_tools, totals, generation)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9, ?10, ?11)",
             )
             .db()?
             .execute(params![
@@ -185,31 +224,44 @@ pub(super) fn save_blocking(
                 created_at,
                 now,
                 allowed_json,
-                totals_json
+                totals_json,
+                generation
             ])
             .db()?;
-            (1, insert_rows(&tx, principal, &c.id, 0, &rows)?)
+            let rows = encode_messages(&messages)?;
+            (1, insert_rows(conn, principal, &c.id, 0, &rows)?)
         }
-        Some(stored) if c.revision == 0 || c.revision != stored as u64 => {
-            let current = load(&tx, principal, &c.id)?
+        Some((stored, _)) if c.revision == 0 || c.revision != stored as u64 => {
+            let current = load(conn, principal, &c.id)?
                 .ok_or_else(|| HistoryError::Storage("conversation vanished".into()))?;
-            return Ok(SaveOutcome::Conflict(Box::new(current)));
+            return Ok(Attempt::Conflict(Box::new(current)));
         }
-        Some(stored) => {
-            let keep = stored_prefix(&tx, principal, &c.id, &rows)?;
-            let deleted = tx
+        Some((stored, stored_generation)) => {
+            let (keep, rows) = match written.get(principal, &c.id, stored_generation) {
+                Some(before) => {
+                    let keep = common_prefix(before, &messages);
+                    (keep, encode_messages(&messages[keep..])?)
+                }
+                None => {
+                    let mut rows = encode_messages(&messages)?;
+                    let keep = stored_prefix(conn, principal, &c.id, &rows, read)?;
+                    rows.drain(..keep);
+                    (keep, rows)
+                }
+            };
+            let deleted = conn
                 .prepare_cached(
                     "DELETE FROM messages WHERE principal = ?1 AND conversation_id = ?2 AND seq >= ?3",
                 )
                 .db()?
                 .execute(params![principal, c.id, keep as i64])
                 .db()? as u64;
-            let inserted = insert_rows(&tx, principal, &c.id, keep, &rows[keep..])?;
+            let inserted = insert_rows(conn, principal, &c.id, keep, &rows)?;
             let revision = stored + 1;
-            tx.prepare_cached(
+            conn.prepare_cached(
                 "UPDATE conversations
                  SET title = ?3, persona_id = ?4, model = ?5, params = ?6, updated_at = ?7,
-                     revision = ?8, allowed_tools = ?9, totals = ?10
+                     revision = ?8, allowed_tools = ?9, totals = ?10, generation = ?11
                  WHERE principal = ?1 AND id = ?2",
             )
             .db()?
@@ -223,13 +275,17 @@ pub(super) fn save_blocking(
                 now,
                 revision,
                 allowed_json,
-                totals_json
+                totals_json,
+                generation
             ])
             .db()?;
             (revision as u64, deleted + inserted)
         }
     };
-    tx.commit().db()?;
-    counter.fetch_add(written, Ordering::SeqCst);
-    Ok(SaveOutcome::Saved { revision })
+    Ok(Attempt::Saved {
+        revision,
+        generation,
+        messages,
+        changed,
+    })
 }

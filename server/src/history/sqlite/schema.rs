@@ -74,6 +74,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     "ALTER TABLE user_mcp_servers ADD COLUMN oauth_status TEXT NOT NULL DEFAULT 'not_used';
     ALTER TABLE user_mcp_servers ADD COLUMN oauth TEXT;
     ALTER TABLE user_mcp_servers ADD COLUMN oauth_pending TEXT;",
+    // 7: a random number each save that writes messages changes (`sqlite::written`): a store
+    // knows whether the rows are still the ones it wrote.
+    "ALTER TABLE conversations ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// The migration that added the `totals` column.

@@ -211,6 +211,135 @@ async fn append_changes_one_message_row() {
 }
 
 #[tokio::test]
+async fn saving_one_more_turn_reads_no_stored_row_and_serialises_only_the_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let p = Principal::anonymous();
+    let mut msgs: Vec<Message> = (0..1000).map(|i| user(&i.to_string(), "words")).collect();
+    let rev = saved(&store, &p, conv("c", 0, msgs.clone())).await;
+
+    msgs.push(user("1000", "one more"));
+    let (read, written) = (store.rows_read(), store.rows_written());
+    let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(store.rows_read() - read, 0, "no stored row read");
+    assert_eq!(store.rows_written() - written, 1, "one row written");
+
+    // An edit in the middle rewrites from there on, still without reading.
+    msgs[998] = user("998", "edited");
+    let read = store.rows_read();
+    let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(store.rows_read() - read, 0);
+    assert_eq!(store.get(&p, "c").await.unwrap().unwrap().messages, msgs);
+
+    // A store that did not write it (another process on the file) reads the rows instead.
+    let other = SqliteStore::open(&path).unwrap();
+    msgs.push(user("1001", "from the other"));
+    saved(&other, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(other.rows_read(), 1001);
+    assert_eq!(other.get(&p, "c").await.unwrap().unwrap().messages, msgs);
+}
+
+#[tokio::test]
+async fn a_write_through_another_store_on_the_file_is_never_taken_for_what_this_one_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let (a, b) = (
+        SqliteStore::open(&path).unwrap(),
+        SqliteStore::open(&path).unwrap(),
+    );
+    let p = Principal::anonymous();
+    let rev = saved(&a, &p, conv("c", 0, vec![user("1", "x"), user("2", "y")])).await;
+    // B rewrites the second message; A's memory of the rows is now stale.
+    let rev = saved(
+        &b,
+        &p,
+        conv("c", rev, vec![user("1", "x"), user("2", "B's")]),
+    )
+    .await;
+    // A saves its own version on top of B's revision: what A sends is what is stored.
+    let mine = vec![user("1", "x"), user("2", "y"), user("3", "z")];
+    saved(&a, &p, conv("c", rev, mine.clone())).await;
+    assert_eq!(b.get(&p, "c").await.unwrap().unwrap().messages, mine);
+
+    // Deleted and created again through B: still noticed.
+    assert!(b.delete(&p, "c").await.unwrap());
+    let new = vec![user("1", "new"), user("2", "new"), user("3", "new")];
+    let r1 = saved(&b, &p, conv("c", 0, new)).await;
+    let last = vec![
+        user("1", "x"),
+        user("2", "y"),
+        user("3", "z"),
+        user("4", "w"),
+    ];
+    saved(&a, &p, conv("c", r1, last.clone())).await;
+    assert_eq!(b.get(&p, "c").await.unwrap().unwrap().messages, last);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_saves_share_one_commit_and_a_failing_one_rolls_back_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(dir.path().join("h.db")).unwrap());
+    let p = Principal::anonymous();
+    saved(&store, &p, conv("broken", 0, vec![user("1", "a")])).await;
+    // A row the next save of "broken" cannot read (a blob where text belongs), and a generation
+    // this store did not write, so that save reads the rows.
+    store.with_conn(|c| {
+        c.execute_batch(
+            "UPDATE messages SET body = x'ff' WHERE conversation_id = 'broken';
+             UPDATE conversations SET generation = 1 WHERE id = 'broken';",
+        )
+        .unwrap();
+    });
+    let groups = store.counters.groups.load(Ordering::SeqCst);
+    // While the connection is busy, 32 saves and the broken one queue up.
+    let held = store.conn.lock().unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..32 {
+        let (store, p) = (store.clone(), p.clone());
+        let c = conv(&format!("c{i}"), 0, vec![user("1", &format!("hello {i}"))]);
+        tasks.push(tokio::spawn(async move { store.save(&p, c).await }));
+    }
+    let broken = {
+        let (store, p) = (store.clone(), p.clone());
+        let c = conv("broken", 1, vec![user("1", "a"), user("2", "b")]);
+        tokio::spawn(async move { store.save(&p, c).await })
+    };
+    // Blocking this thread is fine: the saves run on the runtime's workers.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    drop(held);
+    for task in tasks {
+        assert_eq!(
+            task.await.unwrap().unwrap(),
+            SaveOutcome::Saved { revision: 1 }
+        );
+    }
+    assert!(matches!(
+        broken.await.unwrap(),
+        Err(HistoryError::Storage(_))
+    ));
+    let commits = store.counters.groups.load(Ordering::SeqCst) - groups;
+    assert!(commits <= 3, "33 saves took {commits} commits");
+    assert_eq!(store.list(&p).await.unwrap().len(), 33);
+    for i in 0..32 {
+        let c = store.get(&p, &format!("c{i}")).await.unwrap().unwrap();
+        assert_eq!(c.messages, vec![user("1", &format!("hello {i}"))]);
+    }
+    // The broken save wrote nothing: its conversation is as it was.
+    store.with_conn(|c| {
+        let (n, rev): (i64, i64) = c
+            .query_row(
+                "SELECT (SELECT count(*) FROM messages WHERE conversation_id = 'broken'),
+                        revision FROM conversations WHERE id = 'broken'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((n, rev), (1, 1));
+    });
+}
+
+#[tokio::test]
 async fn delete_cascades_to_messages() {
     let store = SqliteStore::in_memory().unwrap();
     let p = Principal::new("alice");

@@ -1,0 +1,178 @@
+//! What this store last wrote of recent conversations, so that saving one more turn costs what
+//! the turn adds, not what the conversation holds.
+//!
+//! A save finds the longest common prefix of the stored rows and the incoming messages. Without
+//! this cache that means serialising every incoming message and reading every stored row back
+//! (3.2 ms to append a turn to 5,000 messages). With it, the incoming messages are compared
+//! with the ones this store wrote last (`Message` equality, no serialising, no reading) and
+//! only the messages after the prefix are serialised and written.
+//!
+//! Decisions:
+//! - **A generation, not the revision, says whether the cache is current.** Every save that
+//!   writes messages stores a fresh random 64-bit `generation` in the conversation's row, in the
+//!   same transaction; the cache entry holds the generation it wrote. Another store on the same
+//!   file (another process or instance), a delete and re-create, anything that rewrites the
+//!   messages leaves another generation, and the save reads the rows as before. A patch (title,
+//!   model) bumps the revision but leaves the messages and the generation alone.
+//! - **Equal `Message`s keep their stored row.** Two messages that compare equal serialise to
+//!   the same JSON but for the order of object keys inside opaque values; either text stands for
+//!   the same message.
+//! - **Bounded**: at most [`MAX_CONVERSATIONS`] conversations and [`MAX_MESSAGES`] messages in
+//!   all; the least recently written go first, and a conversation longer than the whole budget
+//!   is not kept (its saves read rows, as before).
+
+use std::collections::{HashMap, VecDeque};
+
+use lmchatkit_protocol::Message;
+
+/// The most conversations kept.
+pub(super) const MAX_CONVERSATIONS: usize = 256;
+/// The most messages kept over all conversations.
+pub(super) const MAX_MESSAGES: usize = 50_000;
+
+type Key = (String, String);
+
+/// The cache; lives beside the connection and is only touched with its lock held.
+#[derive(Default)]
+pub(super) struct Written {
+    entries: HashMap<Key, (i64, Vec<Message>)>,
+    /// Keys from least to most recently written (a key may appear more than once; only its
+    /// last place counts, see `evict`).
+    order: VecDeque<Key>,
+    messages: usize,
+}
+
+impl Written {
+    /// The messages written last for `principal`'s conversation `id`, when `generation` is
+    /// still the stored one.
+    pub(super) fn get(&self, principal: &str, id: &str, generation: i64) -> Option<&[Message]> {
+        let (g, messages) = self.entries.get(&(principal.to_owned(), id.to_owned()))?;
+        (*g == generation).then_some(messages.as_slice())
+    }
+
+    /// Remembers that `messages` were written under `generation`.
+    pub(super) fn put(
+        &mut self,
+        principal: &str,
+        id: &str,
+        generation: i64,
+        messages: Vec<Message>,
+    ) {
+        let key = (principal.to_owned(), id.to_owned());
+        if let Some((_, old)) = self.entries.remove(&key) {
+            self.messages -= old.len();
+        }
+        if messages.len() > MAX_MESSAGES {
+            return;
+        }
+        self.messages += messages.len();
+        self.entries.insert(key.clone(), (generation, messages));
+        self.order.push_back(key);
+        self.evict();
+    }
+
+    /// Forgets `principal`'s conversation `id` (deleted, or about to be rewritten); what was
+    /// kept, for the caller to drop when it suits it (a long conversation takes a while).
+    pub(super) fn forget(&mut self, principal: &str, id: &str) -> Option<Vec<Message>> {
+        let (_, old) = self
+            .entries
+            .remove(&(principal.to_owned(), id.to_owned()))?;
+        self.messages -= old.len();
+        Some(old)
+    }
+
+    fn evict(&mut self) {
+        while self.entries.len() > MAX_CONVERSATIONS || self.messages > MAX_MESSAGES {
+            let Some(key) = self.order.pop_front() else {
+                break;
+            };
+            // Only the key's last place in the order counts.
+            if self.order.contains(&key) {
+                continue;
+            }
+            if let Some((_, old)) = self.entries.remove(&key) {
+                self.messages -= old.len();
+            }
+        }
+        // Stale places of keys written again pile up; drop them now and then.
+        if self.order.len() > 4 * MAX_CONVERSATIONS {
+            let live = &self.entries;
+            let mut seen = std::collections::HashSet::new();
+            let mut kept: Vec<Key> = self
+                .order
+                .iter()
+                .rev()
+                .filter(|k| live.contains_key(*k) && seen.insert((*k).clone()))
+                .cloned()
+                .collect();
+            kept.reverse();
+            self.order = kept.into();
+        }
+    }
+}
+
+/// How many messages at the start of `written` and `incoming` are equal.
+pub(super) fn common_prefix(written: &[Message], incoming: &[Message]) -> usize {
+    written
+        .iter()
+        .zip(incoming)
+        .take_while(|(a, b)| a == b)
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msgs(n: usize) -> Vec<Message> {
+        (0..n)
+            .map(|i| Message::user(format!("m{i}")).with_id(format!("{i}")))
+            .collect()
+    }
+
+    #[test]
+    fn an_entry_counts_only_under_the_generation_it_was_written_with() {
+        let mut w = Written::default();
+        w.put("p", "c", 7, msgs(3));
+        assert_eq!(w.get("p", "c", 7).map(<[_]>::len), Some(3));
+        assert!(w.get("p", "c", 8).is_none());
+        assert!(w.get("q", "c", 7).is_none());
+        w.forget("p", "c");
+        assert!(w.get("p", "c", 7).is_none());
+        assert_eq!(w.messages, 0);
+    }
+
+    #[test]
+    fn the_least_recently_written_go_first_and_a_conversation_over_the_budget_is_not_kept() {
+        let mut w = Written::default();
+        for i in 0..MAX_CONVERSATIONS + 10 {
+            w.put("p", &format!("c{i}"), 1, msgs(1));
+            // c0 is written again each time: it stays.
+            w.put("p", "c0", 1, msgs(1));
+        }
+        assert_eq!(w.entries.len(), MAX_CONVERSATIONS);
+        assert!(w.get("p", "c0", 1).is_some());
+        assert!(w.get("p", "c1", 1).is_none());
+        assert!(
+            w.get("p", &format!("c{}", MAX_CONVERSATIONS + 9), 1)
+                .is_some()
+        );
+        assert!(w.order.len() <= 4 * MAX_CONVERSATIONS + 1);
+
+        w.put("p", "huge", 1, msgs(MAX_MESSAGES + 1));
+        assert!(w.get("p", "huge", 1).is_none());
+        w.put("p", "big", 1, msgs(MAX_MESSAGES));
+        assert_eq!(w.entries.len(), 1, "the budget is in messages too");
+        assert_eq!(w.messages, MAX_MESSAGES);
+    }
+
+    #[test]
+    fn the_common_prefix_stops_at_the_first_difference() {
+        let a = msgs(4);
+        let mut b = msgs(5);
+        assert_eq!(common_prefix(&a, &b), 4);
+        b[2] = Message::user("edited").with_id("2");
+        assert_eq!(common_prefix(&a, &b), 2);
+        assert_eq!(common_prefix(&[], &b), 0);
+    }
+}
