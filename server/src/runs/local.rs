@@ -41,6 +41,9 @@ pub(crate) fn is_run_id(id: &str) -> bool {
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
+/// The most bytes a follower sends as one chunk when several frames are waiting.
+const CHUNK: usize = 64 << 10;
+
 /// One run: who owns it, which conversation it writes, its log.
 pub(crate) struct Run {
     id: String,
@@ -129,20 +132,39 @@ impl Run {
     pub(crate) fn follow(self: &Arc<Self>, after: u64) -> impl Stream<Item = Bytes> + Send + use<> {
         let rx = self.tick.subscribe();
         let next = usize::try_from(after).unwrap_or(usize::MAX);
-        let state = (self.clone(), next, rx, VecDeque::<Bytes>::new());
-        futures_util::stream::unfold(state, |(run, mut next, mut rx, mut ready)| async move {
+        let state = (self.clone(), next, rx);
+        futures_util::stream::unfold(state, |(run, mut next, mut rx)| async move {
             loop {
-                if let Some(frame) = ready.pop_front() {
-                    return Some((frame, (run, next, rx, ready)));
-                }
                 // Marked seen before reading, so an append after the read wakes us.
                 rx.borrow_and_update();
                 {
                     let log = run.lock();
                     if next < log.frames.len() {
-                        ready.extend(log.frames[next..].iter().cloned());
-                        next = log.frames.len();
-                        continue;
+                        // The frames appended since the last look go out as one chunk (up to
+                        // CHUNK bytes): one body frame and one write for a burst, not one per
+                        // event.
+                        let mut take = 0;
+                        let mut len = 0;
+                        for frame in &log.frames[next..] {
+                            if take > 0 && len + frame.len() > CHUNK {
+                                break;
+                            }
+                            take += 1;
+                            len += frame.len();
+                        }
+                        let chunk = match &log.frames[next..next + take] {
+                            [one] => one.clone(),
+                            many => {
+                                let mut buf = bytes::BytesMut::with_capacity(len);
+                                for frame in many {
+                                    buf.extend_from_slice(frame);
+                                }
+                                buf.freeze()
+                            }
+                        };
+                        next += take;
+                        drop(log);
+                        return Some((chunk, (run, next, rx)));
                     }
                     if log.status != RunStatus::Running {
                         return None;

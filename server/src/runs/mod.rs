@@ -18,7 +18,8 @@
 //!   403, so ids cannot be probed.
 //! - **The log holds framed events** (`id:` and `data:` lines, encoded once when appended):
 //!   every follower shares the same bytes, and a follower that falls behind only reads further
-//!   back in the log (a follower never holds up the run).
+//!   back in the log (a follower never holds up the run). What a follower finds waiting goes
+//!   out as one chunk (up to 64 KiB): a burst of events costs one write, not one each.
 //! - **Retention**: a finished run stays readable for [`local::RETENTION`] (a tab that lost its
 //!   connection near the end still gets the end), and finished logs hold at most
 //!   [`local::RETAINED_BYTES`] in all, the oldest dropped first. A running run is never dropped.

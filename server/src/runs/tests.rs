@@ -8,14 +8,32 @@ fn alice() -> Principal {
     Principal::new("alice")
 }
 
+/// The events a follower sent, one string each (chunks may carry several).
 async fn collect(s: impl Stream<Item = Bytes>) -> Vec<String> {
-    let frames: Vec<Bytes> = tokio::time::timeout(Duration::from_secs(5), s.collect())
+    let chunks: Vec<Bytes> = tokio::time::timeout(Duration::from_secs(5), s.collect())
         .await
         .expect("the stream ends");
-    frames
-        .iter()
-        .map(|b| String::from_utf8_lossy(b).into_owned())
-        .collect()
+    let all: String = chunks.iter().map(|b| String::from_utf8_lossy(b)).collect();
+    all.split_inclusive("\n\n").map(str::to_owned).collect()
+}
+
+#[tokio::test]
+async fn waiting_frames_go_out_as_one_chunk_of_at_most_64_kib() {
+    let runs = Runs::default();
+    let w = runs.start(&alice(), Some("t1"), "m1", None).unwrap();
+    let big = "x".repeat(20 << 10);
+    for _ in 0..5 {
+        w.append(&big);
+    }
+    let run = w.run().clone();
+    w.finish(RunStatus::Finished);
+    let chunks: Vec<Bytes> = run.follow(0).collect().await;
+    let sizes: Vec<usize> = chunks.iter().map(Bytes::len).collect();
+    // Three 20 KiB frames fit in 64 KiB, the fourth starts the next chunk.
+    assert_eq!(sizes.len(), 2, "{sizes:?}");
+    assert!(sizes[0] <= CHUNK && sizes[0] > 3 * big.len(), "{sizes:?}");
+    let whole: Vec<u8> = chunks.concat();
+    assert_eq!(String::from_utf8(whole).unwrap().matches("\n\n").count(), 5);
 }
 
 #[tokio::test]
