@@ -81,6 +81,7 @@ on_each_engine!(
     another_principal_can_neither_follow_nor_stop_a_run_through_the_other_instance,
     a_stop_sent_to_b_drops_the_upstream_on_a_within_100_ms,
     two_instances_starting_a_run_in_one_conversation_at_once_get_one_409,
+    the_next_message_sent_the_moment_a_reply_ended_is_taken_by_either_instance,
     a_run_whose_instance_vanished_is_marked_failed_by_b_with_its_partial_reply_saved,
 );
 
@@ -288,6 +289,30 @@ async fn two_instances_starting_a_run_in_one_conversation_at_once_get_one_409(sp
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(next.is_some(), "the conversation was freed");
+}
+
+async fn the_next_message_sent_the_moment_a_reply_ended_is_taken_by_either_instance(spec: &Spec) {
+    let (host, store) = (FedHost::default(), Arc::new(MemoryStore::new()));
+    let a = instance(&host, &store, spec).await;
+    let b = instance(&host, &store, spec).await;
+    for round in 0..20 {
+        let (first, next) = if round % 2 == 0 { (&a, &b) } else { (&b, &a) };
+        let feed = host.next_feed();
+        let on_first = open(first, ask("t1")).await;
+        assert_eq!(on_first.status, 200, "round {round}");
+        feed.send(Event::delta("x")).unwrap();
+        feed.send(Event::done(FinishReason::Stop, None)).unwrap();
+        on_first.rest().await;
+        // At once, no retry: the end a client sees means the conversation is free everywhere.
+        let feed = host.next_feed();
+        let on_next = open(next, ask("t1")).await;
+        assert_eq!(
+            on_next.status, 200,
+            "round {round}: the next message was refused"
+        );
+        feed.send(Event::done(FinishReason::Stop, None)).unwrap();
+        on_next.rest().await;
+    }
 }
 
 async fn a_run_whose_instance_vanished_is_marked_failed_by_b_with_its_partial_reply_saved(

@@ -327,7 +327,7 @@ pub(crate) async fn run(
             s.flush().await;
         }
         writer.append(DONE_DATA);
-        writer.finish(status);
+        writer.finish(status).await;
     });
     Ok(run)
 }

@@ -271,11 +271,13 @@ impl RunWriter {
         self.local.stopped()
     }
 
-    /// Ends the run with `status`: followers read to the end and stop.
-    pub(crate) fn finish(self, status: RunStatus) {
+    /// Ends the run with `status`: followers read to the end and stop. With a shared engine
+    /// the engine records the end first, so the conversation is free on every instance by
+    /// the time a follower sees the end.
+    pub(crate) async fn finish(self, status: RunStatus) {
         #[cfg(shared_engine)]
-        if let Some(m) = &self.mirror {
-            m.finish(status);
+        if let Some(m) = self.mirror {
+            m.finish(status).await;
         }
         self.local.finish(status);
     }

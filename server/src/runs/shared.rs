@@ -428,6 +428,10 @@ impl SharedRun {
     }
 }
 
+/// How long a finishing run waits for the engine to record its end before its followers end
+/// anyway.
+const END_WAIT: Duration = Duration::from_secs(5);
+
 /// What the running side hands its copy task.
 enum Copy {
     Frame(u64, Bytes),
@@ -438,13 +442,19 @@ enum Copy {
 /// without [`Mirror::finish`], the run ends failed.
 pub(crate) struct Mirror {
     tx: mpsc::UnboundedSender<Copy>,
+    /// Resolves once the copy task ended the run in the engine.
+    ended: tokio::sync::oneshot::Receiver<()>,
 }
 
 impl Mirror {
     fn start(log: Arc<dyn RunLog>, run: Arc<local::Run>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(copy(log, run, rx));
-        Self { tx }
+        let (ended_tx, ended) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            copy(log, run, rx).await;
+            let _ = ended_tx.send(());
+        });
+        Self { tx, ended }
     }
 
     /// Copies one frame.
@@ -452,9 +462,14 @@ impl Mirror {
         let _ = self.tx.send(Copy::Frame(id, frame));
     }
 
-    /// Ends the run with `status` once every frame is copied.
-    pub(crate) fn finish(&self, status: RunStatus) {
+    /// Ends the run with `status` once every frame is copied, and waits for that (at most
+    /// [`END_WAIT`]): the run's followers end only after, so a client that saw the end and
+    /// sends the next message at once, to any instance, finds the conversation free.
+    pub(crate) async fn finish(self, status: RunStatus) {
         let _ = self.tx.send(Copy::Finish(status));
+        if tokio::time::timeout(END_WAIT, self.ended).await.is_err() {
+            tracing::warn!("ending the run in the shared engine takes long; ending it here first");
+        }
     }
 }
 

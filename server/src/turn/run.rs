@@ -108,7 +108,7 @@ pub(crate) async fn start(
         {
             writer.append_json(&Event::Saved { revision });
         }
-        writer.finish(status);
+        writer.finish(status).await;
     });
     Ok(run)
 }
