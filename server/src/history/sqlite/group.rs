@@ -151,13 +151,10 @@ fn save_group(
     let mut replaced = Vec::new();
     for (principal, conversation) in work {
         let id = conversation.id.clone();
+        // A save that fails drops its savepoint, which rolls it back; the others stand.
         let attempt = tx.savepoint().db().and_then(|sp| {
-            let attempt = save_in(&sp, &counters.read, written, &principal, conversation);
-            match attempt {
-                Ok(a) => sp.commit().db().map(|()| a),
-                // Dropping the savepoint rolls this save back; the others stand.
-                Err(e) => Err(e),
-            }
+            save_in(&sp, &counters.read, written, &principal, conversation)
+                .and_then(|a| sp.commit().db().map(|()| a))
         });
         results.push(match attempt {
             Ok(Attempt::Saved {

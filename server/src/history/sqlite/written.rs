@@ -21,8 +21,7 @@
 //!   all; the least recently written go first, and a conversation longer than the whole budget
 //!   is not kept (its saves read rows, as before).
 
-use std::collections::{HashMap, VecDeque};
-
+use indexmap::IndexMap;
 use lmchatkit_protocol::Message;
 
 /// The most conversations kept.
@@ -35,10 +34,8 @@ type Key = (String, String);
 /// The cache; lives beside the connection and is only touched with its lock held.
 #[derive(Default)]
 pub(super) struct Written {
-    entries: HashMap<Key, (i64, Vec<Message>)>,
-    /// Keys from least to most recently written (a key may appear more than once; only its
-    /// last place counts, see `evict`).
-    order: VecDeque<Key>,
+    /// From least to most recently written.
+    entries: IndexMap<Key, (i64, Vec<Message>)>,
     messages: usize,
 }
 
@@ -58,17 +55,22 @@ impl Written {
         generation: i64,
         messages: Vec<Message>,
     ) {
-        let key = (principal.to_owned(), id.to_owned());
-        if let Some((_, old)) = self.entries.remove(&key) {
-            self.messages -= old.len();
-        }
+        // Dropped here: `put` follows `forget`, which already took the previous entry.
+        drop(self.forget(principal, id));
         if messages.len() > MAX_MESSAGES {
             return;
         }
         self.messages += messages.len();
-        self.entries.insert(key.clone(), (generation, messages));
-        self.order.push_back(key);
-        self.evict();
+        self.entries.insert(
+            (principal.to_owned(), id.to_owned()),
+            (generation, messages),
+        );
+        while self.entries.len() > MAX_CONVERSATIONS || self.messages > MAX_MESSAGES {
+            let Some((_, (_, old))) = self.entries.shift_remove_index(0) else {
+                break;
+            };
+            self.messages -= old.len();
+        }
     }
 
     /// Forgets `principal`'s conversation `id` (deleted, or about to be rewritten); what was
@@ -76,38 +78,9 @@ impl Written {
     pub(super) fn forget(&mut self, principal: &str, id: &str) -> Option<Vec<Message>> {
         let (_, old) = self
             .entries
-            .remove(&(principal.to_owned(), id.to_owned()))?;
+            .shift_remove(&(principal.to_owned(), id.to_owned()))?;
         self.messages -= old.len();
         Some(old)
-    }
-
-    fn evict(&mut self) {
-        while self.entries.len() > MAX_CONVERSATIONS || self.messages > MAX_MESSAGES {
-            let Some(key) = self.order.pop_front() else {
-                break;
-            };
-            // Only the key's last place in the order counts.
-            if self.order.contains(&key) {
-                continue;
-            }
-            if let Some((_, old)) = self.entries.remove(&key) {
-                self.messages -= old.len();
-            }
-        }
-        // Stale places of keys written again pile up; drop them now and then.
-        if self.order.len() > 4 * MAX_CONVERSATIONS {
-            let live = &self.entries;
-            let mut seen = std::collections::HashSet::new();
-            let mut kept: Vec<Key> = self
-                .order
-                .iter()
-                .rev()
-                .filter(|k| live.contains_key(*k) && seen.insert((*k).clone()))
-                .cloned()
-                .collect();
-            kept.reverse();
-            self.order = kept.into();
-        }
     }
 }
 
@@ -157,7 +130,6 @@ mod tests {
             w.get("p", &format!("c{}", MAX_CONVERSATIONS + 9), 1)
                 .is_some()
         );
-        assert!(w.order.len() <= 4 * MAX_CONVERSATIONS + 1);
 
         w.put("p", "huge", 1, msgs(MAX_MESSAGES + 1));
         assert!(w.get("p", "huge", 1).is_none());
