@@ -47,6 +47,34 @@ pub fn remembered_current() -> Option<String> {
     session_get(CURRENT_KEY)
 }
 
+/// Where this tab's history was kept when it last loaded `/api/config` (`"server"` or
+/// `"browser"`), so a reload can fetch the remembered chat before the config comes back.
+const MODE_KEY: &str = "lmchatkit:historyMode";
+
+/// Remembers the history mode `/api/config` named, for the next reload's prefetch.
+pub fn remember_mode(mode: HistoryMode) {
+    let name = match mode {
+        HistoryMode::Server => "server",
+        HistoryMode::Browser => "browser",
+    };
+    session_set(MODE_KEY, Some(name));
+}
+
+/// What fetching a conversation from the service gave: it and the run writing it, if any.
+pub type Fetched = Result<(StoredConversation, Option<String>), ApiError>;
+
+/// Fetches the chat that was open before a reload, when this tab kept its history on the
+/// service then: started together with `/api/config`, so a reload costs one round trip
+/// before the conversation shows, not three (config, list, conversation).
+pub async fn prefetch_remembered(store: Store) -> Option<(String, Fetched)> {
+    let id = remembered_current()?;
+    if session_get(MODE_KEY).as_deref() != Some("server") {
+        return None;
+    }
+    let fetched = store.api().conversation_with_run(&id).await;
+    Some((id, fetched))
+}
+
 fn browser_all() -> Vec<StoredConversation> {
     session_get(SESSION_KEY)
         .and_then(|s| serde_json::from_str(&s).ok())
@@ -224,9 +252,19 @@ fn resolve_conflict(store: Store, chat: &Chat, server: StoredConversation) {
 
 /// Opens a stored conversation.
 pub async fn open(store: Store, id: String) {
+    let fetched = match store.history_mode() {
+        Some(HistoryMode::Server) => Some(store.api().conversation_with_run(&id).await),
+        _ => None,
+    };
+    show(store, id, fetched);
+}
+
+/// Shows conversation `id` as [`open`] fetched it (`None`: from this tab's storage), or says
+/// why it could not.
+pub fn show(store: Store, id: String, fetched: Option<Fetched>) {
     let mut run = None;
-    let conv = match store.history_mode() {
-        Some(HistoryMode::Server) => match store.api().conversation_with_run(&id).await {
+    let conv = match fetched {
+        Some(fetched) => match fetched {
             Ok((c, r)) => {
                 run = r;
                 Some(c)
@@ -245,7 +283,7 @@ pub async fn open(store: Store, id: String) {
                 return;
             }
         },
-        _ => browser_all().into_iter().find(|c| c.id == id),
+        None => browser_all().into_iter().find(|c| c.id == id),
     };
     let Some(conv) = conv else {
         remember_current(None);

@@ -196,10 +196,16 @@ pub fn App(
     components::code_hooks::wire_code_copy();
     let ready = RwSignal::new(false);
     spawn_local(async move {
-        let (config, models, personas) = futures_join(
-            store.api().config(),
-            store.api().models(),
-            store.api().personas(),
+        // A reload fetches the chat it had open together with the config (see
+        // `history::prefetch_remembered`); the list loads while it shows.
+        let ((config, models, personas), prefetched, ()) = futures_join(
+            futures_join(
+                store.api().config(),
+                store.api().models(),
+                store.api().personas(),
+            ),
+            history::prefetch_remembered(store),
+            std::future::ready(()),
         )
         .await;
         let config_ok = config.as_ref().ok().cloned();
@@ -210,13 +216,27 @@ pub fn App(
         }
         apply_initial_setup(store);
         if let Some(cfg) = config_ok {
-            history::refresh_list(store).await;
+            history::remember_mode(cfg.history);
             if cfg.history == HistoryMode::Server && cfg.events {
                 sync::start(store);
             }
-            if let Some(id) = history::remembered_current() {
-                history::open(store, id).await;
-            }
+            let restore = async move {
+                match (history::remembered_current(), prefetched) {
+                    (Some(id), Some((fetched_id, fetched)))
+                        if cfg.history == HistoryMode::Server && fetched_id == id =>
+                    {
+                        history::show(store, id, Some(fetched))
+                    }
+                    (Some(id), _) => history::open(store, id).await,
+                    (None, _) => {}
+                }
+            };
+            futures_join(
+                history::refresh_list(store),
+                restore,
+                std::future::ready(()),
+            )
+            .await;
         }
         ready.set(true);
     });
@@ -307,7 +327,7 @@ pub fn App(
     }
 }
 
-/// Awaits three futures concurrently.
+/// Awaits three futures concurrently (`std::future::ready(())` fills a place not needed).
 async fn futures_join<A, B, C>(
     a: impl std::future::Future<Output = A>,
     b: impl std::future::Future<Output = B>,

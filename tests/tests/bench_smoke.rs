@@ -48,6 +48,7 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
             "latency",
             "throughput",
             "open_streams",
+            "first_load",
             "history",
             "durability",
             "pipeline",
@@ -214,6 +215,22 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
             "typed_parse_ns",
         ],
     );
+    // The UI's first load, as sent: with the bundle built (as ./scripts/test.sh does) every
+    // file is there, and each compressed copy is smaller than the plain one.
+    if std::env::var_os("LMCHATKIT_EXPECT_BUNDLE").is_some() {
+        let f = &r["first_load"];
+        keys(f, "first_load", &["files", "identity", "gzip", "br"]);
+        let files = f["files"].as_array().expect("first_load files");
+        assert!(
+            files
+                .iter()
+                .any(|f| f["path"].as_str().unwrap().ends_with(".wasm")),
+            "{f}"
+        );
+        let n = |k: &str| f[k].as_u64().unwrap();
+        assert!(n("br") < n("gzip") && n("gzip") < n("identity"), "{f}");
+        assert!(md.contains("UI first load"), "{md}");
+    }
     for t in r["targets"].as_array().unwrap() {
         keys(t, "target", &["target", "met", "detail"]);
     }

@@ -5,6 +5,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::io::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -43,6 +44,8 @@ pub(crate) fn is_run_id(id: &str) -> bool {
 
 /// The most bytes a follower sends as one chunk when several frames are waiting.
 const CHUNK: usize = 64 << 10;
+/// The most scheduler rounds a follower waits for a running run to add to a burst.
+const GATHER: u32 = 32;
 
 /// One run: who owns it, which conversation it writes, its log.
 pub(crate) struct Run {
@@ -62,10 +65,103 @@ pub(crate) struct Run {
     stop: watch::Sender<bool>,
 }
 
+/// A run's frames. While the run runs, each frame is one exactly sized `Bytes` (one
+/// allocation). When it ends, the frames are packed into one buffer with their end offsets, so
+/// a retained log costs its bytes plus four per frame, and a follower's chunk is a slice of it.
 struct Log {
     frames: Vec<Bytes>,
+    packed: Option<Packed>,
+    /// What the log holds, in bytes (what retention counts).
     bytes: usize,
     status: RunStatus,
+    /// Where the next frame is built before it is copied out (reused, so one allocation per
+    /// frame).
+    scratch: Vec<u8>,
+}
+
+/// The frames of an ended run in one buffer.
+struct Packed {
+    buf: Bytes,
+    /// Where each frame ends in `buf`.
+    ends: Vec<u32>,
+}
+
+impl Log {
+    fn new() -> Self {
+        Self {
+            frames: Vec::new(),
+            packed: None,
+            bytes: 0,
+            status: RunStatus::Running,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// How many frames the log holds.
+    fn len(&self) -> usize {
+        match &self.packed {
+            Some(p) => p.ends.len(),
+            None => self.frames.len(),
+        }
+    }
+
+    /// The frames from `next` on as one chunk of at most [`CHUNK`] bytes (at least one frame,
+    /// whatever its size), and how many frames it holds. `next` is below [`Log::len`].
+    fn chunk(&self, next: usize) -> (Bytes, usize) {
+        if let Some(p) = &self.packed {
+            let start = next.checked_sub(1).map_or(0, |i| p.ends[i] as usize);
+            let mut take = 1;
+            while next + take < p.ends.len() && p.ends[next + take] as usize - start <= CHUNK {
+                take += 1;
+            }
+            let end = p.ends[next + take - 1] as usize;
+            return (p.buf.slice(start..end), take);
+        }
+        let mut take = 0;
+        let mut len = 0;
+        for frame in &self.frames[next..] {
+            if take > 0 && len + frame.len() > CHUNK {
+                break;
+            }
+            take += 1;
+            len += frame.len();
+        }
+        let chunk = match &self.frames[next..next + take] {
+            [one] => one.clone(),
+            many => {
+                let mut buf = bytes::BytesMut::with_capacity(len);
+                for frame in many {
+                    buf.extend_from_slice(frame);
+                }
+                buf.freeze()
+            }
+        };
+        (chunk, take)
+    }
+
+    /// Packs the frames into one buffer (once the run has ended); its size then.
+    fn pack(&mut self) -> usize {
+        let frames = std::mem::take(&mut self.frames);
+        self.scratch = Vec::new();
+        let total: usize = frames.iter().map(Bytes::len).sum();
+        // Offsets are `u32`: a log past 4 GiB (never, given the turn's limits) stays unpacked.
+        if self.packed.is_none() && u32::try_from(total).is_ok() {
+            let mut buf = Vec::with_capacity(total);
+            let mut ends = Vec::with_capacity(frames.len());
+            for frame in &frames {
+                buf.extend_from_slice(frame);
+                ends.push(buf.len() as u32);
+            }
+            self.bytes = total + 4 * ends.len();
+            self.packed = Some(Packed {
+                buf: Bytes::from(buf),
+                ends,
+            });
+        } else {
+            self.frames = frames;
+        }
+        self.bytes
+    }
 }
 
 impl fmt::Debug for Run {
@@ -134,48 +230,60 @@ impl Run {
         let next = usize::try_from(after).unwrap_or(usize::MAX);
         let state = (self.clone(), next, rx);
         futures_util::stream::unfold(state, |(run, mut next, mut rx)| async move {
+            // The log's length when this follower last yielded to let the run go on.
+            let mut seen = next;
+            let mut yields = 0;
             loop {
                 // Marked seen before reading, so an append after the read wakes us.
                 rx.borrow_and_update();
-                {
+                let look = {
                     let log = run.lock();
-                    if next < log.frames.len() {
+                    let len = log.len();
+                    let running = log.status == RunStatus::Running;
+                    if next >= len {
+                        if running { Look::Wait } else { Look::End }
+                    } else if running && len > seen && yields < GATHER {
+                        // While the run is still producing, give it one more scheduler round
+                        // before writing (up to GATHER rounds): a burst then goes out as one
+                        // write, not one per event. A run that made no progress in a round is
+                        // waiting on its upstream, so what is here goes out now.
+                        seen = len;
+                        yields += 1;
+                        Look::Gather
+                    } else {
                         // The frames appended since the last look go out as one chunk (up to
-                        // CHUNK bytes): one body frame and one write for a burst, not one per
-                        // event.
-                        let mut take = 0;
-                        let mut len = 0;
-                        for frame in &log.frames[next..] {
-                            if take > 0 && len + frame.len() > CHUNK {
-                                break;
-                            }
-                            take += 1;
-                            len += frame.len();
-                        }
-                        let chunk = match &log.frames[next..next + take] {
-                            [one] => one.clone(),
-                            many => {
-                                let mut buf = bytes::BytesMut::with_capacity(len);
-                                for frame in many {
-                                    buf.extend_from_slice(frame);
-                                }
-                                buf.freeze()
-                            }
-                        };
+                        // CHUNK bytes): one body frame and one write for a burst.
+                        let (chunk, take) = log.chunk(next);
                         next += take;
-                        drop(log);
-                        return Some((chunk, (run, next, rx)));
+                        Look::Send(chunk)
                     }
-                    if log.status != RunStatus::Running {
-                        return None;
+                };
+                match look {
+                    Look::Send(chunk) => return Some((chunk, (run, next, rx))),
+                    Look::End => return None,
+                    Look::Gather => tokio::task::yield_now().await,
+                    Look::Wait => {
+                        yields = 0;
+                        if rx.changed().await.is_err() {
+                            return None;
+                        }
                     }
-                }
-                if rx.changed().await.is_err() {
-                    return None;
                 }
             }
         })
     }
+}
+
+/// What a follower does after looking at the log.
+enum Look {
+    /// Send this chunk.
+    Send(Bytes),
+    /// Let the run add to the burst first.
+    Gather,
+    /// Wait for the next append.
+    Wait,
+    /// The run ended and everything was sent.
+    End,
 }
 
 /// The running side of a run: appends to its log, learns of a stop, finishes it. Dropping it
@@ -213,14 +321,17 @@ impl RunWriter {
         let pushed = {
             let mut log = self.run.lock();
             let id = log.frames.len() as u64 + 1;
-            let mut buf = Vec::with_capacity(64);
+            let mut buf = std::mem::take(&mut log.scratch);
+            buf.clear();
             buf.extend_from_slice(b"id: ");
-            buf.extend_from_slice(id.to_string().as_bytes());
+            // Writing into a `Vec` cannot fail.
+            let _ = write!(buf, "{id}");
             buf.extend_from_slice(b"\ndata: ");
             data(&mut buf);
             buf.extend_from_slice(b"\n\n");
             log.bytes += buf.len();
-            let frame = Bytes::from(buf);
+            let frame = Bytes::copy_from_slice(&buf);
+            log.scratch = buf;
             log.frames.push(frame.clone());
             (id, frame)
         };
@@ -251,7 +362,7 @@ impl RunWriter {
         let bytes = {
             let mut log = self.run.lock();
             log.status = status;
-            log.bytes
+            log.pack()
         };
         self.run.tick.send_replace(());
         self.runs.ended(&self.run, bytes);
@@ -341,11 +452,7 @@ impl Runs {
             thread: thread.map(str::to_owned),
             message_id: message_id.to_owned(),
             resume_base,
-            log: Mutex::new(Log {
-                frames: Vec::new(),
-                bytes: 0,
-                status: RunStatus::Running,
-            }),
+            log: Mutex::new(Log::new()),
             tick: watch::Sender::new(()),
             stop: watch::Sender::new(false),
         });

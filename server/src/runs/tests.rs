@@ -36,6 +36,37 @@ async fn waiting_frames_go_out_as_one_chunk_of_at_most_64_kib() {
     assert_eq!(String::from_utf8(whole).unwrap().matches("\n\n").count(), 5);
 }
 
+/// An ended run's frames are packed into one buffer: read from any id, the log is the same as
+/// it was while the run ran, chunked the same way.
+#[tokio::test]
+async fn an_ended_run_reads_the_same_from_every_id_as_while_it_ran() {
+    let runs = Runs::default();
+    let w = runs.start(&alice(), Some("t1"), "m1", None).unwrap();
+    let run = w.run().clone();
+    let sizes = [10, 30 << 10, 1, 40 << 10, 70 << 10, 5, 0];
+    for (n, size) in sizes.iter().enumerate() {
+        w.append(&n.to_string().repeat(*size));
+    }
+    let live: Vec<_> = (0..=sizes.len() as u64)
+        .map(|after| tokio::spawn(run.follow(after).collect::<Vec<Bytes>>()))
+        .collect();
+    tokio::task::yield_now().await;
+    w.finish(RunStatus::Finished);
+    for (after, live) in live.into_iter().enumerate() {
+        let live = live.await.unwrap();
+        let ended: Vec<Bytes> = run.follow(after as u64).collect().await;
+        assert_eq!(ended, live, "after {after}");
+        let text = String::from_utf8(ended.concat()).unwrap();
+        assert_eq!(text.matches("\n\n").count(), sizes.len() - after);
+        if after < sizes.len() {
+            assert!(
+                text.starts_with(&format!("id: {}\n", after + 1)),
+                "after {after}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_follower_gets_every_event_with_its_id_and_ends_with_the_run() {
     let runs = Runs::default();

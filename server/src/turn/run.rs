@@ -78,7 +78,10 @@ pub(crate) async fn start(
                 if matches!(ev, Event::Saved { .. }) {
                     continue; // the service's own event
                 }
-                apply(&mut reply, &ev);
+                // Without a conversation to save into, the reply is not collected.
+                if keep.is_some() {
+                    apply(&mut reply, &ev);
+                }
                 writer.append_json(&ev);
                 // The turn ends here, whether or not the host's stream does.
                 if matches!(ev, Event::Done { .. } | Event::Error { .. }) {

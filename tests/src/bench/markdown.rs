@@ -95,6 +95,26 @@ pub fn render(r: &Results) -> String {
             o.cpu_s
         );
     }
+    if let Some(f) = &r.first_load {
+        s.push_str("\nUI first load, bytes as sent (the highlighter, loaded at the first code block, not counted):\n\n| file | plain | gzip | brotli |\n|---|---|---|---|\n");
+        for file in &f.files {
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} | {} |",
+                file.path, file.identity, file.gzip, file.br
+            );
+        }
+        let _ = writeln!(
+            s,
+            "| **all** | {} ({:.1} KiB) | {} ({:.1} KiB) | {} ({:.1} KiB) |",
+            f.identity,
+            f.identity as f64 / 1024.0,
+            f.gzip,
+            f.gzip as f64 / 1024.0,
+            f.br,
+            f.br as f64 / 1024.0
+        );
+    }
     s.push_str("\nHistory (SQLite file):\n\n| messages | load (ms) | load per message (µs) | save one more turn (ms) |\n|---|---|---|---|\n");
     for h in &r.history {
         let _ = writeln!(

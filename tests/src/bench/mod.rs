@@ -15,6 +15,7 @@
 pub mod checks;
 pub mod echo;
 pub mod engines;
+pub mod first_load;
 pub mod history;
 pub mod load;
 pub mod markdown;

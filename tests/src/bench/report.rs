@@ -111,6 +111,8 @@ pub struct Results {
     pub throughput: Throughput,
     /// Many open streams.
     pub open_streams: Option<OpenStreams>,
+    /// The UI's first load, bytes as sent.
+    pub first_load: Option<super::first_load::FirstLoad>,
     /// History store costs by size.
     pub history: Vec<HistoryPoint>,
     /// History save cost with `synchronous=FULL` and `NORMAL`.
@@ -162,6 +164,7 @@ impl Results {
             latency: Vec::new(),
             throughput: Throughput::default(),
             open_streams: None,
+            first_load: None,
             history: Vec::new(),
             durability: Vec::new(),
             pipeline: None,

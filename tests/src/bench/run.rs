@@ -82,6 +82,10 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
             &db.to_string_lossy(),
         ],
     )?;
+    match super::first_load::measure(ours.addr, "/chat").await {
+        Ok(f) => results.first_load = Some(f),
+        Err(e) => results.note(format!("UI first load not measured: {e}")),
+    }
     let mut peers: Vec<Proc> = Vec::new();
     if let Some(dir) = &opts.aisdk_dir {
         match procs::aisdk(dir, &v1) {

@@ -83,6 +83,16 @@ enum Cmd {
         /// Seconds.
         #[arg(long, default_value_t = 10.0)]
         secs: f64,
+        /// Milliseconds the mock waits between tokens (0: none). With `--concurrency 10000
+        /// --tokens 20 --interval-ms 500 --ramp-ms 4000` this is the open-streams phase alone.
+        #[arg(long, default_value_t = 0)]
+        interval_ms: u64,
+        /// Milliseconds over which the streams are opened.
+        #[arg(long, default_value_t = 0)]
+        ramp_ms: u64,
+        /// Streams started in all (default: as many as the time allows).
+        #[arg(long)]
+        max_requests: Option<usize>,
     },
     /// Serve one of the bench's servers.
     Serve {
@@ -140,6 +150,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         concurrency,
         tokens,
         secs,
+        interval_ms,
+        ramp_ms,
+        max_requests,
     }) = args.serve
     {
         let target = match flavor.as_str() {
@@ -149,24 +162,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let phase = load::Phase {
             concurrency,
-            max_requests: usize::MAX,
+            max_requests: max_requests.unwrap_or(usize::MAX),
             duration: Duration::from_secs_f64(secs),
-            timeout: Duration::from_secs(30),
+            timeout: Duration::from_secs(60),
             workload: Workload {
                 tokens,
+                interval_us: interval_ms * 1000,
                 ..Workload::default()
             },
             history: false,
             verify: false,
-            ramp: Duration::ZERO,
+            ramp: Duration::from_millis(ramp_ms),
         };
         let o = load::run(&target, phase).await;
         println!(
-            "{}/{} ok, {:.0} streams/s, {:.0} events/s, errors {:?}",
+            "{}/{} ok, {:.0} streams/s, {:.0} events/s, max open {}, errors {:?}",
             o.completed,
             o.requests,
             o.completed as f64 / o.elapsed_s,
             o.events as f64 / o.elapsed_s,
+            o.max_open,
             o.errors
         );
         return Ok(());

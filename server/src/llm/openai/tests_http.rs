@@ -519,6 +519,33 @@ async fn a_stalled_stream_ends_with_an_error() {
     );
 }
 
+/// Chunks 80 ms apart for longer than the idle timeout (200 ms): each chunk restarts the idle
+/// time, so the reply ends whole.
+#[tokio::test]
+async fn a_slow_steady_reply_longer_than_the_idle_timeout_is_not_cut() {
+    let base = serve(|_req| async {
+        let (tx, resp) = streamed();
+        tokio::spawn(async move {
+            for _ in 0..8 {
+                send(&tx, &delta("x")).await;
+                tokio::time::sleep(Duration::from_millis(80)).await;
+            }
+            send(&tx, "data: [DONE]\n\n").await;
+        });
+        resp
+    })
+    .await;
+    let backend =
+        OpenAiBackend::new(OpenAiConfig::new(base).with_idle_timeout(Duration::from_millis(200)));
+    let events = collect(&backend).await;
+    assert_eq!(events.len(), 9, "{events:?}");
+    assert!(
+        events[..8].iter().all(|e| *e == Event::delta("x")),
+        "{events:?}"
+    );
+    assert!(matches!(events[8], Event::Done { .. }), "{events:?}");
+}
+
 /// A reply that streams steadily but never ends: the idle timeout never fires, the total one
 /// does, and the text so far is kept.
 #[tokio::test]

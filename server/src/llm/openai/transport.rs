@@ -112,22 +112,74 @@ pub(in crate::llm) fn guard<S>(
 where
     S: Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
 {
-    let start = (Box::pin(body), EventSize::default());
-    stream::unfold(Some(start), move |state| async move {
-        let (mut body, mut size) = state?;
-        let wait = Instant::now() + idle;
-        match tokio::time::timeout_at(wait.min(deadline), body.next()).await {
-            Ok(Some(Ok(bytes))) if size.add(&bytes) => Some((Ok(bytes), Some((body, size)))),
-            Ok(Some(Ok(_))) => Some((Err(BodyError::EventTooLarge), None)),
-            Ok(Some(Err(e))) => Some((Err(BodyError::Transport(causes(&e))), None)),
-            Ok(None) => None,
-            Err(_) if Instant::now() >= deadline => {
-                let why = "upstream reply exceeded the turn's total timeout".to_owned();
-                Some((Err(BodyError::Stalled(why)), None))
+    Guarded {
+        body: Some(Box::pin(body)),
+        size: EventSize::default(),
+        idle,
+        deadline,
+        last_data: Instant::now(),
+        timer: Box::pin(tokio::time::sleep_until(
+            (Instant::now() + idle).min(deadline),
+        )),
+    }
+}
+
+/// The body stream [`guard`] returns. One timer per reply, armed lazily: a chunk only notes
+/// when it came, and the timer, when it fires, checks that time and re-arms itself for the
+/// rest of the idle time. A timer per chunk (as a `timeout` around each read would make)
+/// costs a timer-wheel insertion and removal per upstream chunk.
+struct Guarded<S> {
+    body: Option<std::pin::Pin<Box<S>>>,
+    size: EventSize,
+    idle: Duration,
+    deadline: Instant,
+    last_data: Instant,
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<S> Stream for Guarded<S>
+where
+    S: Stream<Item = reqwest::Result<Bytes>>,
+{
+    type Item = Result<Bytes, BodyError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        let this = &mut *self;
+        let Some(body) = this.body.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let ended = match body.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(bytes))) if this.size.add(&bytes) => {
+                this.last_data = Instant::now();
+                return Poll::Ready(Some(Ok(bytes)));
             }
-            Err(_) => Some((Err(BodyError::Stalled(stalled(idle))), None)),
-        }
-    })
+            Poll::Ready(Some(Ok(_))) => Some(BodyError::EventTooLarge),
+            Poll::Ready(Some(Err(e))) => Some(BodyError::Transport(causes(&e))),
+            Poll::Ready(None) => None,
+            Poll::Pending => loop {
+                if this.timer.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                let now = Instant::now();
+                if now >= this.deadline {
+                    let why = "upstream reply exceeded the turn's total timeout".to_owned();
+                    break Some(BodyError::Stalled(why));
+                }
+                let due = (this.last_data + this.idle).min(this.deadline);
+                if now >= due {
+                    break Some(BodyError::Stalled(stalled(this.idle)));
+                }
+                // Data came since the timer was armed: wait for the rest of the idle time.
+                this.timer.as_mut().reset(due);
+            },
+        };
+        this.body = None;
+        Poll::Ready(ended.map(Err))
+    }
 }
 
 /// The size of the SSE event being received: bytes since the last blank line.
