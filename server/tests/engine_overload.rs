@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use lmchatkit::engine::Redis;
 use lmchatkit::history::postgres::test_support::{TestSchema, lock_table};
-use lmchatkit::history::{HistoryError, HistoryStore, MemoryStore, PostgresStore};
+use lmchatkit::history::{HistoryError, HistoryStore, MemoryStore};
 use lmchatkit::protocol::*;
 use lmchatkit::{ChatService, Principal};
 use serde_json::json;
@@ -117,15 +117,7 @@ async fn a_request_that_finds_the_postgres_pool_exhausted_is_503_with_retry_afte
         return;
     };
     let timeout = Duration::from_millis(300);
-    let options = db
-        .options()
-        .with_max_connections(1)
-        .with_acquire_timeout(timeout);
-    let store = Arc::new(
-        PostgresStore::connect(&db.store_url(), options)
-            .await
-            .unwrap(),
-    );
+    let store = Arc::new(db.connect_one(timeout).await.unwrap());
     let svc: ChatService =
         service(config(host()).history_arc(store.clone() as Arc<dyn HistoryStore>));
     // Another session locks the table, so a save holds the pool's only connection.

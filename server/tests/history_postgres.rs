@@ -387,15 +387,7 @@ async fn an_exhausted_pool_fails_after_the_acquire_timeout_instead_of_hanging() 
         return;
     };
     let timeout = std::time::Duration::from_millis(300);
-    let options = db
-        .options()
-        .with_max_connections(1)
-        .with_acquire_timeout(timeout);
-    let store = Arc::new(
-        PostgresStore::connect(&db.store_url(), options)
-            .await
-            .unwrap(),
-    );
+    let store = Arc::new(db.connect_one(timeout).await.unwrap());
     // Another session locks the table, so the first save holds the pool's only connection.
     let lock = db.lock("conversations").await.unwrap();
     let me = Principal::new("p");

@@ -84,6 +84,19 @@ impl TestSchema {
         PostgresStore::connect(&self.store_url(), self.options()).await
     }
 
+    /// A store on the schema whose pool holds one connection and waits `acquire_timeout` for
+    /// it (for tests of an exhausted pool).
+    pub async fn connect_one(
+        &self,
+        acquire_timeout: Duration,
+    ) -> Result<PostgresStore, HistoryError> {
+        let options = self
+            .options()
+            .with_max_connections(1)
+            .with_acquire_timeout(acquire_timeout);
+        PostgresStore::connect(&self.store_url(), options).await
+    }
+
     /// Runs `sql` (one or more statements) in the schema on a connection of its own.
     pub async fn execute(
         &self,
