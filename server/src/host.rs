@@ -7,8 +7,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bytes::BytesMut;
 use futures_util::Stream;
-use http::{Extensions, HeaderMap};
+use http::{Extensions, HeaderMap, HeaderValue};
 use lmchatkit_protocol::{
     Event, Message, Model, Params, Prompt, PromptResult, Resource, ResourceResult, Tool, ToolResult,
 };
@@ -72,12 +73,15 @@ impl RequestContext {
         }
     }
 
-    /// Built from a request's parts.
+    /// Built from a request's parts. The headers are copied into one buffer of their own: hyper
+    /// parses header values as views into the connection's read buffer, and a context lives as
+    /// long as the turn it serves (minutes for a slow stream), so sharing them would pin that
+    /// 8 KiB block and make hyper allocate a second one for the next read on the connection.
     pub fn from_parts(parts: &http::request::Parts) -> Self {
         Self {
             principal: parts.extensions.get::<Principal>().cloned(),
             extensions: parts.extensions.clone(),
-            headers: parts.headers.clone(),
+            headers: owned_headers(&parts.headers),
         }
     }
 
@@ -100,6 +104,25 @@ impl RequestContext {
     pub fn headers(&self) -> &HeaderMap {
         &self.headers
     }
+}
+
+/// `headers` with every value copied into one allocation that shares nothing with the request.
+fn owned_headers(headers: &HeaderMap) -> HeaderMap {
+    let mut buffer = BytesMut::with_capacity(headers.values().map(|v| v.len()).sum());
+    for value in headers.values() {
+        buffer.extend_from_slice(value.as_bytes());
+    }
+    let mut buffer = buffer.freeze();
+    let mut owned = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let bytes = buffer.split_to(value.len());
+        // The bytes were a valid header value a moment ago; keep the original on the
+        // impossible failure rather than drop the header.
+        let mut copy = HeaderValue::from_maybe_shared(bytes).unwrap_or_else(|_| value.clone());
+        copy.set_sensitive(value.is_sensitive());
+        owned.append(name.clone(), copy);
+    }
+    owned
 }
 
 /// The stream of chat events a completion produces. Dropping it cancels the upstream.
@@ -257,5 +280,46 @@ pub trait Host: Send + Sync + 'static {
     /// MCP hub adds the server's namespace.
     async fn resolve_view_tool(&self, _scope: &Scope, name: &str) -> String {
         name.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    #[test]
+    fn a_request_context_keeps_no_view_of_the_connections_read_buffer() {
+        // hyper parses a request's headers as views into the connection's read buffer; a
+        // context that outlives the request (a running chat turn) must not keep that buffer.
+        let wire = Bytes::from(b"text/plainsecret-tokena, b".to_vec());
+        let mut parts = http::Request::new(()).into_parts().0;
+        parts.headers.insert(
+            "content-type",
+            HeaderValue::from_maybe_shared(wire.slice(0..10)).expect("a header value"),
+        );
+        let mut token = HeaderValue::from_maybe_shared(wire.slice(10..22)).expect("a header value");
+        token.set_sensitive(true);
+        parts.headers.insert("authorization", token);
+        parts.headers.append(
+            "x-multi",
+            HeaderValue::from_maybe_shared(wire.slice(22..23)).expect("a header value"),
+        );
+        parts.headers.append(
+            "x-multi",
+            HeaderValue::from_maybe_shared(wire.slice(25..26)).expect("a header value"),
+        );
+
+        let cx = RequestContext::from_parts(&parts);
+        drop(parts);
+
+        assert!(wire.is_unique(), "the context still shares the read buffer");
+        let headers = cx.headers();
+        assert_eq!(headers["content-type"], "text/plain");
+        assert_eq!(headers["authorization"], "secret-token");
+        assert!(headers["authorization"].is_sensitive());
+        let multi: Vec<_> = headers.get_all("x-multi").iter().collect();
+        assert_eq!(multi, ["a", "b"]);
     }
 }

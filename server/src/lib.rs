@@ -49,9 +49,10 @@
 //! - `redis`: `engine::Redis`, a shared engine of several instances (runs, stops, events and
 //!   view tokens across instances through one Redis).
 //! - `test-support`: `history::conformance`, the suite a `HistoryStore` of your own should pass.
+//! - `serve`: `connection::serve`, one accepted TCP connection served with hyper over HTTP/1.1
+//!   or HTTP/2 with prior knowledge, as the app serves them.
 //! - `app`: the `lmchatkit` binary (`cargo install lmchatkit --features app`); turns on
-//!   all of the above except `test-support`, plus clap, directories, tracing-subscriber and
-//!   hyper-util's server.
+//!   all of the above except `test-support`, plus clap, directories and tracing-subscriber.
 
 #![warn(missing_docs)]
 
@@ -64,6 +65,8 @@ pub mod catalog;
 #[cfg(feature = "clap-tools")]
 pub mod clap_tools;
 pub mod config;
+#[cfg(feature = "serve")]
+pub mod connection;
 pub mod engine;
 pub mod events;
 pub mod history;

@@ -1,6 +1,6 @@
 //! lmchatkit as the bench runs it: a `ChatService` over the OpenAI-compatible backend and the
-//! SQLite history store, served by hyper-util's auto builder exactly as the `lmchatkit` binary
-//! serves it (`server/src/bin/lmchatkit/serve.rs`), in its own process so its CPU and RSS are its own.
+//! SQLite history store, each connection served by `lmchatkit::connection::serve` as the
+//! `lmchatkit` binary serves it, in its own process so its CPU and RSS are its own.
 //! The same relay on the shared engines ([`Storage::Shared`]) keeps history in a `PostgresStore`
 //! (a schema of its own, the default pool) and runs every turn as a Redis-backed run
 //! (`engine::Redis` under a prefix of its own), or, without Redis, as a run of the PostgreSQL
@@ -10,8 +10,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::service::TowerToHyperService;
+use lmchatkit::connection::{self, Connection};
 use lmchatkit::engine::{Postgres, Redis};
 use lmchatkit::history::{PostgresOptions, PostgresStore, SqliteStore};
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
@@ -84,17 +83,11 @@ pub async fn serve(
     let svc = ChatService::new(config);
     let listener = super::sys::listen(addr)?;
     let addr = listener.local_addr()?;
+    let settings = Connection::default().with_nodelay(nodelay);
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            if nodelay {
-                let _ = stream.set_nodelay(true);
-            }
-            let svc = TowerToHyperService::new(svc.clone());
-            tokio::spawn(async move {
-                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection_with_upgrades(TokioIo::new(stream), svc)
-                    .await;
-            });
+            let (svc, settings) = (svc.clone(), settings.clone());
+            tokio::spawn(async move { connection::serve(stream, svc, &settings, None).await });
         }
     });
     Ok(addr)
