@@ -3,6 +3,10 @@
 //! tab's sessionStorage. Saves of one chat are serialised: a change during a save marks the chat
 //! dirty and saves again after.
 //!
+//! A server save sends only what changed at the end: the messages equal to those this tab last
+//! saved or loaded are named by count (`kept`), so one more turn uploads that turn, not the
+//! whole conversation (see [`kept_count`]).
+//!
 //! 409 resolution: when the stored copy still starts with the messages this tab last saved (by id)
 //! and this tab only appended since, the appended messages are re-applied on top of the stored
 //! copy and saved again; otherwise this tab's copy is saved as a new conversation titled
@@ -10,7 +14,7 @@
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lmchatkit_protocol::{HistoryMode, StoredConversation};
+use lmchatkit_protocol::{HistoryMode, Message, StoredConversation};
 
 use crate::api::{ApiError, SaveOutcome};
 use crate::state::{Chat, Store, UiMessage, new_id};
@@ -140,19 +144,35 @@ pub async fn save(store: Store, chat: Chat) {
         s.saving = true;
     }
     loop {
-        let conv = chat.to_stored();
+        let mut conv = chat.to_stored();
         let ids: Vec<String> = conv.messages.iter().filter_map(|m| m.id.clone()).collect();
+        let kept = chat
+            .sync
+            .lock()
+            .map(|s| kept_count(s.stored_revision, &s.stored, &conv.messages))
+            .unwrap_or(0);
+        // Only what follows the kept messages goes out.
+        let mut known = std::mem::take(&mut conv.messages);
+        conv.messages = known.split_off(kept);
+        conv.kept = (kept > 0).then_some(kept as u64);
         let outcome = store.api().save(&conv).await;
         let again = {
             let mut s = chat.sync.lock().unwrap();
             match &outcome {
-                // Revisions only grow: a save answered after the service's own save of a reply
-                // (whose `saved` revision the chat took as its base meanwhile) is older news.
-                Ok(SaveOutcome::Saved(rev)) if *rev >= s.revision => {
-                    s.revision = *rev;
-                    s.base_ids = ids;
+                Ok(SaveOutcome::Saved(rev)) => {
+                    // Revisions only grow: a save answered after the service's own save of a
+                    // reply (whose `saved` revision the chat took as its base meanwhile) is
+                    // older news for the base, but still what this tab knows stored.
+                    if *rev >= s.revision {
+                        s.revision = *rev;
+                        s.base_ids = ids;
+                    }
+                    if *rev >= s.stored_revision {
+                        known.append(&mut conv.messages);
+                        s.stored = known;
+                        s.stored_revision = *rev;
+                    }
                 }
-                Ok(SaveOutcome::Saved(_)) => {}
                 Ok(SaveOutcome::Conflict(_)) | Err(_) => {}
             }
             let again = s.dirty;
@@ -161,6 +181,15 @@ pub async fn save(store: Store, chat: Chat) {
         };
         match outcome {
             Ok(SaveOutcome::Saved(_)) => {}
+            // Gone (deleted elsewhere) while this tab kept some of it: save it whole, which
+            // creates it again, as a whole save would have.
+            Ok(SaveOutcome::Conflict(c)) if c.conversation.revision == 0 => {
+                let mut s = chat.sync.lock().unwrap();
+                s.revision = 0;
+                s.stored.clear();
+                s.stored_revision = 0;
+                continue;
+            }
             Ok(SaveOutcome::Conflict(c)) => {
                 resolve_conflict(store, &chat, c.conversation);
                 continue;
@@ -175,6 +204,29 @@ pub async fn save(store: Store, chat: Chat) {
     }
     chat.sync.lock().unwrap().saving = false;
     refresh_list(store).await;
+}
+
+/// How many leading `messages` a save may leave out as kept ([`StoredConversation::kept`]):
+/// those equal to the ones this tab last saved or loaded (`stored`, at `revision`), none for a
+/// conversation not stored yet. Comparing here, in the tab, spares sending and the service
+/// comparing the whole conversation on every save.
+///
+/// The service's own save of a reply (a newer revision the tab takes as its base) keeps the
+/// messages before the reply as they were, so what the tab saved stays a valid prefix; an edit
+/// in this tab shows as a difference and is sent. A save that keeps more than is stored (the
+/// conversation changed under it some other way) is a 409, merged like any other. An edit of
+/// an earlier message that another tab saved in the moment between this tab's save and the
+/// service's save of its reply stays stored as that tab made it (a whole save would have put
+/// this tab's older text back over it); this tab shows it after its next reload.
+pub fn kept_count(revision: u64, stored: &[Message], messages: &[Message]) -> usize {
+    if revision == 0 {
+        return 0;
+    }
+    stored
+        .iter()
+        .zip(messages)
+        .take_while(|(a, b)| a == b)
+        .count()
 }
 
 /// How a 409 is resolved.
@@ -234,6 +286,8 @@ fn resolve_conflict(store: Store, chat: &Chat, server: StoredConversation) {
         let mut s = chat.sync.lock().unwrap();
         s.revision = server.revision;
         s.base_ids = server_ids;
+        s.stored = server.messages;
+        s.stored_revision = server.revision;
     } else {
         // Keep both: this tab's copy becomes a new conversation.
         let title = format!("{} (conflict copy)", chat.title.get_untracked());
@@ -242,6 +296,8 @@ fn resolve_conflict(store: Store, chat: &Chat, server: StoredConversation) {
         let mut s = chat.sync.lock().unwrap();
         s.revision = 0;
         s.base_ids.clear();
+        s.stored.clear();
+        s.stored_revision = 0;
         remember_current(Some(&chat.id.get_untracked()));
         store.notice.set(Some(
             "This conversation changed in another tab; your copy was kept as a conflict copy."
@@ -400,6 +456,30 @@ mod tests {
         // A message the server already has is not duplicated.
         let plan = merge_plan(&ids(&["a"]), &ids(&["a", "u"]), &ids(&["a", "u", "x"]));
         assert_eq!(plan, MergePlan::Reapply(vec![]));
+    }
+
+    fn msgs(texts: &[&str]) -> Vec<Message> {
+        texts
+            .iter()
+            .map(|t| Message::user(*t).with_id(*t))
+            .collect()
+    }
+
+    #[test]
+    fn a_save_keeps_the_messages_known_stored_unchanged() {
+        let stored = msgs(&["a", "b", "c"]);
+        // One more turn: everything stored is kept.
+        assert_eq!(kept_count(4, &stored, &msgs(&["a", "b", "c", "d", "e"])), 3);
+        // An edit keeps what comes before it.
+        assert_eq!(kept_count(4, &stored, &msgs(&["a", "x", "c"])), 1);
+        let mut edited = msgs(&["a", "b", "c"]);
+        edited[2].thinking = Some("a detail changed".into());
+        assert_eq!(kept_count(4, &stored, &edited), 2);
+        // Fewer messages than stored (a reply regenerated from "b").
+        assert_eq!(kept_count(4, &stored, &msgs(&["a", "b"])), 2);
+        // Nothing is kept of a conversation not stored yet, or not known.
+        assert_eq!(kept_count(0, &stored, &msgs(&["a", "b", "c", "d"])), 0);
+        assert_eq!(kept_count(4, &[], &msgs(&["a"])), 0);
     }
 
     #[test]

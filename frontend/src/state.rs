@@ -100,6 +100,11 @@ pub struct SyncState {
     pub revision: u64,
     /// Message ids as of that revision (to tell an append from an edit on a 409).
     pub base_ids: Vec<String>,
+    /// The messages as this tab last saved or loaded them (at `stored_revision`): a save sends
+    /// only what follows those it still holds unchanged (see [`crate::history::kept_count`]).
+    pub stored: Vec<Message>,
+    /// The revision `stored` was saved or loaded at.
+    pub stored_revision: u64,
     /// A save is in flight.
     pub saving: bool,
     /// Something changed while saving: save again after.
@@ -166,6 +171,7 @@ impl Chat {
             stored.push(m);
         }
         let results = link_results(&stored);
+        let known = stored.clone();
         let messages: Vec<UiMessage> = stored.into_iter().map(UiMessage::new).collect();
         let base_ids = messages.iter().map(|m| m.key.clone()).collect();
         Self {
@@ -182,6 +188,8 @@ impl Chat {
             sync: Arc::new(Mutex::new(SyncState {
                 revision: c.revision,
                 base_ids,
+                stored: known,
+                stored_revision: c.revision,
                 ..Default::default()
             })),
             model_context: ArcRwSignal::new(None),

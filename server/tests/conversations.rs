@@ -112,6 +112,54 @@ async fn stale_revision_gets_409_with_the_current_copy() {
 }
 
 #[tokio::test]
+async fn a_put_that_keeps_stored_messages_carries_only_the_new_ones() {
+    let s = svc();
+    let url = "/chat/api/conversations/c-3";
+    let first = json!([{"id": "a", "role": "user", "content": "1"}, {"id": "b", "role": "assistant", "content": "2"}]);
+    assert_eq!(
+        send(&s, put(url, &conv(0, first))).await.json()["revision"],
+        1
+    );
+    let mut turn = conv(1, json!([{"id": "c", "role": "user", "content": "3"}]));
+    turn["kept"] = json!(2);
+    assert_eq!(
+        send(&s, put(url, &turn)).await.json(),
+        json!({"ok": true, "revision": 2})
+    );
+    let got = send(&s, get(url)).await.json();
+    let ids: Vec<&str> = got["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+    assert!(got.get("kept").is_none(), "a GET never says what was kept");
+
+    // Keeping more than is stored: 409 with the current copy.
+    let mut wrong = conv(2, json!([]));
+    wrong["kept"] = json!(4);
+    let r = send(&s, put(url, &wrong)).await;
+    assert_eq!(r.status, 409);
+    assert_eq!(r.json()["conversation"]["messages"][2]["id"], "c");
+
+    // Deleted in another tab: 409 at revision 0, and nothing is created until the whole
+    // conversation comes.
+    let del = Request::delete(url).body(Full::default()).unwrap();
+    assert_eq!(send(&s, del).await.status, 204);
+    let mut kept = conv(2, json!([{"id": "d", "role": "user", "content": "4"}]));
+    kept["kept"] = json!(3);
+    let r = send(&s, put(url, &kept)).await;
+    assert_eq!(r.status, 409);
+    assert_eq!(r.json()["revision"], 0);
+    assert_eq!(send(&s, get(url)).await.status, 404);
+    // A negative or non-integer count is a 400, not a save.
+    let mut bad = conv(0, json!([]));
+    bad["kept"] = json!(-1);
+    assert_eq!(send(&s, put(url, &bad)).await.status, 400);
+}
+
+#[tokio::test]
 async fn conversations_are_scoped_to_the_principal() {
     let s = svc();
     let as_user = |mut req: Request<Full<bytes::Bytes>>, who: &str| {

@@ -187,6 +187,19 @@ async fn a_database_with_a_newer_schema_is_refused_untouched() {
     assert_eq!(kept, [["kept"]]);
 }
 
+/// Stores conversation `long` of `me` with 1,000 messages: its revision and the messages.
+async fn thousand_stored(store: &PostgresStore, me: &Principal) -> (u64, Vec<Message>) {
+    let messages = numbered(1000);
+    let SaveOutcome::Saved { revision } = store
+        .save(me, conversation("long", 0, messages.clone()))
+        .await
+        .unwrap()
+    else {
+        panic!("conflict")
+    };
+    (revision, messages)
+}
+
 #[tokio::test]
 async fn appending_one_message_to_a_thousand_reads_hashes_only_and_writes_one_row() {
     let Some(db) = TestSchema::new().await else {
@@ -194,14 +207,7 @@ async fn appending_one_message_to_a_thousand_reads_hashes_only_and_writes_one_ro
     };
     let store = db.connect().await.unwrap();
     let me = Principal::new("big");
-    let mut messages = numbered(1000);
-    let SaveOutcome::Saved { revision } = store
-        .save(&me, conversation("long", 0, messages.clone()))
-        .await
-        .unwrap()
-    else {
-        panic!("conflict")
-    };
+    let (revision, mut messages) = thousand_stored(&store, &me).await;
     let versions = |answer| {
         rows(answer)
             .into_iter()
@@ -249,6 +255,48 @@ async fn appending_one_message_to_a_thousand_reads_hashes_only_and_writes_one_ro
     );
     let got = store.get(&me, "long").await.unwrap().unwrap();
     assert_eq!(got.messages, messages);
+}
+
+#[tokio::test]
+async fn a_save_keeping_a_thousand_stored_messages_reads_no_hash_and_rewrites_no_row() {
+    let Some(db) = TestSchema::new().await else {
+        return;
+    };
+    let store = db.connect().await.unwrap();
+    let me = Principal::new("kept");
+    let (revision, mut messages) = thousand_stored(&store, &me).await;
+    let query = "SELECT seq, xmin::text FROM messages ORDER BY seq";
+    let before = rows(db.execute(query).await.unwrap());
+    let counted = store.counters();
+    let turn = vec![
+        Message::user("one more").with_id("m1000"),
+        Message::assistant("and its answer").with_id("m1001"),
+    ];
+    let kept = StoredConversation {
+        kept: Some(1000),
+        ..conversation("long", revision, turn.clone())
+    };
+    assert_eq!(
+        store.save(&me, kept).await.unwrap(),
+        SaveOutcome::Saved {
+            revision: revision + 1
+        }
+    );
+    let now = store.counters();
+    assert_eq!(now.rows_written - counted.rows_written, 2, "the turn only");
+    assert_eq!(now.hashes_read - counted.hashes_read, 0, "no hash read");
+    assert_eq!(now.bodies_read - counted.bodies_read, 0, "no body read");
+    let after = rows(db.execute(query).await.unwrap());
+    assert_eq!(after.len(), 1002);
+    assert_eq!(
+        after[..1000],
+        before[..],
+        "the kept rows were not rewritten"
+    );
+    messages.extend(turn);
+    let got = store.get(&me, "long").await.unwrap().unwrap();
+    assert_eq!(got.messages, messages);
+    assert_eq!(got.revision, revision + 1);
 }
 
 #[tokio::test]

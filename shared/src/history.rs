@@ -62,9 +62,19 @@ pub struct StoredConversation {
     /// In a GET, the current revision; in a PUT, the revision the edit started from (`0` creates).
     #[serde(default)]
     pub revision: u64,
-    /// The messages, oldest first, without system messages; `[]` when absent.
+    /// The messages, oldest first, without system messages; `[]` when absent. In a PUT with
+    /// [`kept`](Self::kept), only the messages after the kept ones.
     #[serde(default)]
     pub messages: Vec<Message>,
+    /// In a PUT only: the first `kept` messages stored at the base `revision` stay as they are
+    /// and `messages` holds what follows them (the stored ones after them are replaced), so
+    /// saving one more turn sends and writes that turn, not the whole conversation. The client
+    /// counts only messages it knows are stored unchanged at that revision. More than are
+    /// stored, or a conversation that is gone, is a conflict (`409`; revision `0` in the copy
+    /// says it is gone: send everything with base `0` to recreate it). Omitted (never sent by
+    /// the service) when absent: the PUT holds the whole conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<u64>,
     /// Tools the user always allows in this conversation ("Always allow" in this chat), so the
     /// choice survives a reload and shows in other tabs. Replaced by every save, kept by a
     /// patch; omitted when empty (and absent in older copies).
@@ -132,6 +142,39 @@ impl ConversationTotals {
             }
         }
         t
+    }
+
+    /// The totals of a conversation whose messages are those of `self` followed by those of
+    /// `later`: what a save that appends messages adds to the stored totals.
+    ///
+    /// ```
+    /// use lmchatkit_protocol::{ConversationTotals, Message, Usage};
+    /// let reply = |p, c, cost| {
+    ///     let mut m = Message::assistant("ok");
+    ///     m.usage = Some(Usage { prompt_tokens: Some(p), completion_tokens: Some(c), ..Usage::default() });
+    ///     m.cost_usd = cost;
+    ///     m
+    /// };
+    /// let (a, b) = ([reply(100, 10, Some(0.5))], [Message::user("b"), reply(130, 20, None)]);
+    /// let all = [a[0].clone(), b[0].clone(), b[1].clone()];
+    /// let joined = ConversationTotals::of(&a).then(ConversationTotals::of(&b));
+    /// assert_eq!(joined, ConversationTotals::of(&all));
+    /// assert_eq!(joined.last_context_tokens, Some(150));
+    /// // Later messages without usage keep the earlier context size.
+    /// let quiet = ConversationTotals::of(&a).then(ConversationTotals::of(&[Message::user("c")]));
+    /// assert_eq!(quiet.last_context_tokens, Some(110));
+    /// ```
+    #[must_use]
+    pub fn then(self, later: Self) -> Self {
+        Self {
+            total_input_tokens: self.total_input_tokens + later.total_input_tokens,
+            total_output_tokens: self.total_output_tokens + later.total_output_tokens,
+            total_cost_usd: match (self.total_cost_usd, later.total_cost_usd) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            },
+            last_context_tokens: later.last_context_tokens.or(self.last_context_tokens),
+        }
     }
 }
 

@@ -417,6 +417,13 @@ fn history_types() {
     .unwrap();
     assert_eq!(to(&allowing)["allowed_tools"], json!(["get_weather"]));
     assert_eq!(to(&allowing.summary()).get("allowed_tools"), None);
+    // A save that keeps the stored messages names how many; a copy read back never does.
+    let tail: StoredConversation =
+        serde_json::from_value(json!({"id": "c-3", "revision": 4, "kept": 12, "messages": []}))
+            .unwrap();
+    assert_eq!(tail.kept, Some(12));
+    assert_eq!(to(&tail)["kept"], 12);
+    assert_eq!(to(&allowing).get("kept"), None);
     let patch: ConversationPatch =
         serde_json::from_value(json!({"title": "n", "params": {}})).unwrap();
     assert_eq!(patch.params, Some(Default::default()));

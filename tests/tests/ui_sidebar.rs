@@ -1,7 +1,7 @@
 //! The conversation sidebar and the conversation-level features around it, in headless Chromium:
 //! unread dots from another tab, the edit modal, delete with confirmation, export (JSON and
-//! Markdown) and import, `/compact`, the floating-window mount mode and the `/api/events`
-//! reconnect with `Last-Event-ID`. (Code blocks and the menus' keyboard a11y: `ui_code.rs`.)
+//! Markdown) and import, `/compact`, the floating-window mount mode, the `/api/events`
+//! reconnect with `Last-Event-ID`, and saves that send only a turn's new messages. (Code blocks and the menus' keyboard a11y: `ui_code.rs`.)
 //!
 //! Skipped (with a message) only when Chromium is absent and `LMCHATKIT_EXPECT_BROWSER` is unset.
 
@@ -598,4 +598,81 @@ async fn a_chat_that_fails_to_load_does_not_forget_the_open_one() {
     b.client.refresh().await.unwrap();
     b.wait_text(".lmck-title", "First").await;
     b.wait_text(".lmck-transcript", "Message number 3.").await;
+}
+
+#[tokio::test]
+async fn each_turn_is_saved_with_only_its_new_messages() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_front().await else {
+        return;
+    };
+    let b = &env.browser;
+    b.client.goto(&env.front.url("/chat")).await.unwrap();
+    start_chat(b).await;
+    for (turn, text) in ["first question", "second question", "third question"]
+        .into_iter()
+        .enumerate()
+    {
+        b.send_message(text).await;
+        let replies = turn + 1;
+        b.wait_js(
+            "the reply",
+            &format!(
+                "return document.querySelectorAll('.lmck-assistant .lmck-md').length === {replies};"
+            ),
+        )
+        .await;
+        idle(b).await;
+    }
+    // The stored copy ends up whole, in order, as the tab shows it.
+    let probe = env.front.probe.clone();
+    let id = probe.saves().first().expect("a save").id.clone();
+    let url = env.front.url(&format!("/chat/api/conversations/{id}"));
+    let mut stored = Value::Null;
+    for _ in 0..200 {
+        stored = get_json(&url).await;
+        if stored["messages"].as_array().map_or(0, Vec::len) == 6 && probe.saves().len() >= 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let roles: Vec<&str> = stored["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+    assert_eq!(stored["messages"][4]["content"], "third question");
+    let saves = probe.saves();
+    assert!(saves.iter().all(|s| s.status == 200), "{saves:?}");
+    // The first save creates the conversation whole; later ones keep what is stored and carry
+    // the new messages only (a save that races the service's own save of a reply goes whole,
+    // so the checks leave room for one).
+    assert_eq!(saves[0].kept, None, "{saves:?}");
+    assert!(
+        saves
+            .iter()
+            .any(|s| s.kept.is_some_and(|k| k >= 4) && s.messages <= 2),
+        "a late turn was saved whole: {saves:?}"
+    );
+    let carried: usize = saves.iter().map(|s| s.messages).sum();
+    let whole: usize = saves
+        .iter()
+        .map(|s| s.messages + s.kept.unwrap_or(0) as usize)
+        .sum();
+    assert!(
+        carried * 2 <= whole,
+        "kept saves carry at most half of what whole ones would: {carried} of {whole}, {saves:?}"
+    );
 }

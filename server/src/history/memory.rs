@@ -13,7 +13,7 @@ use lmchatkit_protocol::{
     ConversationPatch, ConversationSummary, ConversationTotals, StoredConversation,
 };
 
-use super::rows::{MessageRow, common_prefix, decode_rows, encode_messages, now_ms};
+use super::rows::{MessageRow, common_prefix, decode_rows, encode_messages, gone, now_ms};
 use super::{HistoryError, HistoryStore, SaveOutcome, validate_id};
 use crate::host::Principal;
 
@@ -41,6 +41,7 @@ impl Entry {
             messages: decode_rows(self.rows.iter().map(|r| r.body.as_str()))?,
             allowed_tools: self.allowed_tools.clone(),
             totals: s.totals,
+            kept: None,
         })
     }
 }
@@ -145,13 +146,15 @@ impl HistoryStore for MemoryStore {
         conversation: StoredConversation,
     ) -> Result<SaveOutcome, HistoryError> {
         validate_id(&conversation.id)?;
-        let rows = encode_messages(&conversation.messages)?;
-        let totals = ConversationTotals::of(&conversation.messages);
+        let mut rows = encode_messages(&conversation.messages)?;
+        // The totals of the messages sent: the whole conversation's, or a kept save's tail's.
+        let sent = ConversationTotals::of(&conversation.messages);
         let now = now_ms();
         let base = conversation.revision;
+        let kept = conversation.kept;
         let mut map = self.lock();
         let k = key(principal, &conversation.id);
-        let summary = |created_at, revision| ConversationSummary {
+        let summary = |created_at, revision, totals| ConversationSummary {
             id: conversation.id.clone(),
             title: conversation.title.clone(),
             persona_id: conversation.persona_id.clone(),
@@ -163,6 +166,9 @@ impl HistoryStore for MemoryStore {
             totals,
         };
         match map.get_mut(&k) {
+            None if kept.is_some_and(|n| n > 0) => {
+                Ok(SaveOutcome::Conflict(Box::new(gone(&conversation.id))))
+            }
             None => {
                 // Absent: create (also for a base > 0, e.g. deleted elsewhere — nothing is lost).
                 let created_at = if conversation.created_at > 0 {
@@ -175,31 +181,53 @@ impl HistoryStore for MemoryStore {
                 map.insert(
                     k,
                     Entry {
-                        summary: summary(created_at, 1),
+                        summary: summary(created_at, 1, sent),
                         allowed_tools: conversation.allowed_tools.clone(),
                         rows,
                     },
                 );
                 Ok(SaveOutcome::Saved { revision: 1 })
             }
-            Some(entry) if base == 0 || base != entry.summary.revision => {
+            Some(entry)
+                if base == 0
+                    || base != entry.summary.revision
+                    || kept.is_some_and(|n| n > entry.rows.len() as u64) =>
+            {
                 let current = entry.clone();
                 drop(map);
                 Ok(SaveOutcome::Conflict(Box::new(current.to_conversation()?)))
             }
             Some(entry) => {
-                let keep = common_prefix(
-                    entry
-                        .rows
-                        .iter()
-                        .map(|r| (r.id.as_deref(), r.body.as_str())),
-                    &rows,
-                );
-                let written = (entry.rows.len() - keep) + (rows.len() - keep);
+                let (keep, totals) = match kept {
+                    None => {
+                        let keep = common_prefix(
+                            entry
+                                .rows
+                                .iter()
+                                .map(|r| (r.id.as_deref(), r.body.as_str())),
+                            &rows,
+                        );
+                        rows.drain(..keep);
+                        (keep, sent)
+                    }
+                    Some(n) => {
+                        let keep = n as usize;
+                        let before = if keep == entry.rows.len() {
+                            entry.summary.totals
+                        } else {
+                            let prefix = &entry.rows[..keep];
+                            ConversationTotals::of(&decode_rows(
+                                prefix.iter().map(|r| r.body.as_str()),
+                            )?)
+                        };
+                        (keep, before.then(sent))
+                    }
+                };
+                let written = (entry.rows.len() - keep) + rows.len();
                 entry.rows.truncate(keep);
-                entry.rows.extend(rows.into_iter().skip(keep));
+                entry.rows.extend(rows);
                 let revision = entry.summary.revision + 1;
-                entry.summary = summary(entry.summary.created_at, revision);
+                entry.summary = summary(entry.summary.created_at, revision, totals);
                 entry.allowed_tools = conversation.allowed_tools.clone();
                 self.rows_written
                     .fetch_add(written as u64, Ordering::SeqCst);

@@ -3,7 +3,8 @@
 //! Write model: every conversation has a `revision`. A save sends the full
 //! conversation with the revision it started from (`0` creates); the store keeps messages as
 //! rows, finds the longest common prefix with what it holds, rewrites only the rest and bumps
-//! the revision. A stale revision is a [`SaveOutcome::Conflict`] carrying the current copy, so
+//! the revision. A save may instead name how many stored messages it keeps and send only what
+//! follows them. A stale revision is a [`SaveOutcome::Conflict`] carrying the current copy, so
 //! nothing is overwritten silently. System messages are never stored. Everything is scoped by
 //! [`Principal`].
 //!
@@ -12,6 +13,14 @@
 //! - The common prefix is the longest run where both the message id and the full serialized JSON
 //!   are equal; stored rows after it are deleted and the rest inserted, so appending one turn
 //!   writes one turn and editing an earlier message rewrites from there.
+//! - A save may say how many stored messages it keeps ([`StoredConversation::kept`]): then its
+//!   messages are only what follows them, nothing before them is compared or sent, and the
+//!   totals grow by what the new messages add, so saving one more turn costs what the turn
+//!   holds whatever the conversation's length. The client vouches for the kept messages under
+//!   the base revision (as it vouches for the whole conversation in a whole save); the store
+//!   checks the revision and that so many are stored. Keeping more than are stored, or keeping
+//!   any of a conversation that is gone, is a [`SaveOutcome::Conflict`] (for a gone one, an
+//!   empty copy at revision `0`); keeping none of a gone one creates it.
 //! - A save with a base revision `> 0` for an id that is absent (e.g. deleted in another tab)
 //!   recreates it at revision 1 rather than failing: nothing is lost.
 //! - `created_at` is set by the first save (the body's value when `> 0`, else now) and kept after;
@@ -87,7 +96,8 @@ pub trait HistoryStore: Send + Sync + 'static {
         id: &str,
     ) -> Result<Option<StoredConversation>, HistoryError>;
 
-    /// Saves the full conversation; `conversation.revision` is the base revision.
+    /// Saves the conversation: the whole of it, or with [`StoredConversation::kept`] the
+    /// messages after the kept ones; `conversation.revision` is the base revision.
     async fn save(
         &self,
         principal: &Principal,

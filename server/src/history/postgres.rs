@@ -25,6 +25,11 @@
 //!   and locks its row until the message rows are changed in the same transaction; a stale base
 //!   returns no row, and the save answers [`SaveOutcome::Conflict`] with the current copy,
 //!   which the competing save has committed by then.
+//! - A save that keeps stored messages ([`StoredConversation::kept`]) locks the conversation's
+//!   row with `SELECT … FOR UPDATE`, checks the revision and the message count (`max(seq)`, from
+//!   the primary key's index), deletes the rows after the kept ones and inserts the new ones:
+//!   no hash is read, and the totals grow by the new messages'. Keeping fewer than are stored
+//!   reads the kept bodies once for their totals.
 //! - PostgreSQL refuses a NUL character in `text`; a conversation's title, model or persona
 //!   holding one is [`HistoryError::InvalidInput`] (a 400), checked before any SQL runs (and a
 //!   server refusal of a character maps there too). Inside message bodies and JSON columns NUL
@@ -48,7 +53,9 @@ use sha2::{Digest, Sha256};
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
-use super::rows::{MessageRow, encode_messages, now_ms, storage, stored_conversation};
+use super::rows::{
+    MessageRow, decode_rows, encode_messages, gone, now_ms, storage, stored_conversation,
+};
 use super::{HistoryError, HistoryStore, SaveOutcome, validate_id};
 use crate::host::Principal;
 
@@ -417,7 +424,6 @@ impl PostgresStore {
             return Ok(current.map(|cur| SaveOutcome::Conflict(Box::new(cur))));
         };
         let revision: i64 = won.try_get(0).map_err(pg)?;
-        let rows = &encoded.rows;
         // Revision 1 is a fresh row (an update makes base + 1 >= 2): nothing is stored yet.
         let (keep, deleted) = if revision == 1 {
             (0, 0)
@@ -442,53 +448,189 @@ impl PostgresStore {
                 keep += 1;
             }
             let deleted = match keep < stored.len() {
-                true => {
-                    let delete = tx
-                        .prepare_cached(
-                            "DELETE FROM messages
-                             WHERE principal = $1 AND conversation_id = $2 AND seq >= $3",
-                        )
-                        .await
-                        .map_err(pg)?;
-                    let from = i32::try_from(keep).map_err(storage)?;
-                    tx.execute(&delete, &[&principal, &c.id, &from])
-                        .await
-                        .map_err(pg)?
-                }
+                true => delete_rows(&tx, principal, &c.id, keep).await?,
                 false => 0,
             };
             (keep, deleted)
         };
-        let inserted = match keep < rows.len() {
-            true => {
-                let insert = tx
-                    .prepare_cached(
-                        "INSERT INTO messages (principal, conversation_id, seq, hash, body)
-                         SELECT $1, $2, t.seq, t.hash, t.body
-                         FROM UNNEST($3::int4[], $4::bytea[], $5::text[]) AS t(seq, hash, body)",
-                    )
-                    .await
-                    .map_err(pg)?;
-                let seqs = (keep..rows.len())
-                    .map(i32::try_from)
-                    .collect::<Result<Vec<i32>, _>>()
-                    .map_err(storage)?;
-                let hashes: Vec<&[u8]> = encoded.hashes[keep..].iter().map(Vec::as_slice).collect();
-                let bodies: Vec<&str> = rows[keep..].iter().map(|r| r.body.as_str()).collect();
-                tx.execute(&insert, &[&principal, &c.id, &seqs, &hashes, &bodies])
-                    .await
-                    .map_err(pg)?
-            }
-            false => 0,
-        };
-        tx.commit().await.map_err(pg)?;
-        self.counters
-            .rows_written
-            .fetch_add(deleted + inserted, Ordering::SeqCst);
-        Ok(Some(SaveOutcome::Saved {
-            revision: revision_of(revision),
-        }))
+        let inserted = insert_rows(&tx, principal, &c.id, keep, keep, encoded).await?;
+        self.commit(tx, deleted + inserted, revision)
+            .await
+            .map(Some)
     }
+}
+
+impl PostgresStore {
+    /// A save that keeps the first `kept` stored messages ([`StoredConversation::kept`]) and
+    /// replaces the rest with the body's: the row is locked with `FOR UPDATE`, its revision and
+    /// message count checked, and only the rows after `kept` deleted and the new ones inserted.
+    /// No hash or body is read when it keeps them all (the totals grow by the new messages').
+    /// `None`: the conversation is absent and `kept` is `0`, which a whole save does.
+    async fn try_save_kept(
+        &self,
+        principal: &str,
+        c: &StoredConversation,
+        kept: u64,
+        encoded: &Encoded,
+    ) -> Result<Option<SaveOutcome>, HistoryError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(pg)?;
+        let lock = tx
+            .prepare_cached(
+                "SELECT revision, totals,
+                        (SELECT max(seq) FROM messages
+                         WHERE principal = $1 AND conversation_id = $2)
+                 FROM conversations WHERE principal = $1 AND id = $2 FOR UPDATE",
+            )
+            .await
+            .map_err(pg)?;
+        let Some(row) = tx
+            .query_opt(&lock, &[&principal, &c.id])
+            .await
+            .map_err(pg)?
+        else {
+            tx.rollback().await.map_err(pg)?;
+            return Ok(match kept {
+                0 => None,
+                _ => Some(SaveOutcome::Conflict(Box::new(gone(&c.id)))),
+            });
+        };
+        let stored: i64 = row.try_get(0).map_err(pg)?;
+        let totals: String = row.try_get(1).map_err(pg)?;
+        let last_seq: Option<i32> = row.try_get(2).map_err(pg)?;
+        let count = last_seq.map_or(0, |s| i64::from(s) + 1) as u64;
+        if c.revision == 0 || c.revision != revision_of(stored) || kept > count {
+            tx.rollback().await.map_err(pg)?;
+            let current = self.load(&client, principal, &c.id).await?;
+            return Ok(Some(SaveOutcome::Conflict(Box::new(
+                current.unwrap_or_else(|| gone(&c.id)),
+            ))));
+        }
+        let from = i32::try_from(kept).map_err(storage)?;
+        let before = if kept == count {
+            serde_json::from_str::<ConversationTotals>(&totals).map_err(storage)?
+        } else {
+            let bodies = tx
+                .prepare_cached(
+                    "SELECT body FROM messages
+                     WHERE principal = $1 AND conversation_id = $2 AND seq < $3 ORDER BY seq",
+                )
+                .await
+                .map_err(pg)?;
+            let rows = tx
+                .query(&bodies, &[&principal, &c.id, &from])
+                .await
+                .map_err(pg)?;
+            self.counters
+                .bodies_read
+                .fetch_add(rows.len() as u64, Ordering::SeqCst);
+            let bodies = rows
+                .iter()
+                .map(|r| r.try_get::<_, String>(0).map_err(pg))
+                .collect::<Result<Vec<_>, _>>()?;
+            ConversationTotals::of(&decode_rows(bodies.iter().map(String::as_str))?)
+        };
+        let totals = before.then(ConversationTotals::of(&c.messages));
+        let totals = serde_json::to_string(&totals).map_err(storage)?;
+        let deleted = delete_rows(&tx, principal, &c.id, kept as usize).await?;
+        let inserted = insert_rows(&tx, principal, &c.id, kept as usize, 0, encoded).await?;
+        let update = tx
+            .prepare_cached(
+                "UPDATE conversations
+                 SET title = $3, persona_id = $4, model = $5, params = $6, updated_at = $7,
+                     revision = revision + 1, allowed_tools = $8, totals = $9
+                 WHERE principal = $1 AND id = $2 RETURNING revision",
+            )
+            .await
+            .map_err(pg)?;
+        let revision: i64 = tx
+            .query_one(
+                &update,
+                &[
+                    &principal,
+                    &c.id,
+                    &c.title,
+                    &c.persona_id,
+                    &c.model,
+                    &encoded.params,
+                    &now_ms(),
+                    &encoded.allowed,
+                    &totals,
+                ],
+            )
+            .await
+            .map_err(pg)?
+            .try_get(0)
+            .map_err(pg)?;
+        self.commit(tx, deleted + inserted, revision)
+            .await
+            .map(Some)
+    }
+
+    /// Commits a save that changed `rows` message rows and left `revision`.
+    async fn commit(
+        &self,
+        tx: deadpool_postgres::Transaction<'_>,
+        rows: u64,
+        revision: i64,
+    ) -> Result<SaveOutcome, HistoryError> {
+        tx.commit().await.map_err(pg)?;
+        self.counters.rows_written.fetch_add(rows, Ordering::SeqCst);
+        Ok(SaveOutcome::Saved {
+            revision: revision_of(revision),
+        })
+    }
+}
+
+/// Deletes the message rows from `seq` on; the number deleted.
+async fn delete_rows(
+    tx: &deadpool_postgres::Transaction<'_>,
+    principal: &str,
+    id: &str,
+    seq: usize,
+) -> Result<u64, HistoryError> {
+    let delete = tx
+        .prepare_cached(
+            "DELETE FROM messages WHERE principal = $1 AND conversation_id = $2 AND seq >= $3",
+        )
+        .await
+        .map_err(pg)?;
+    let from = i32::try_from(seq).map_err(storage)?;
+    tx.execute(&delete, &[&principal, &id, &from])
+        .await
+        .map_err(pg)
+}
+
+/// Inserts `encoded`'s rows from index `from` on, numbered from `seq`; the number inserted.
+async fn insert_rows(
+    tx: &deadpool_postgres::Transaction<'_>,
+    principal: &str,
+    id: &str,
+    seq: usize,
+    from: usize,
+    encoded: &Encoded,
+) -> Result<u64, HistoryError> {
+    let rows = &encoded.rows[from..];
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let insert = tx
+        .prepare_cached(
+            "INSERT INTO messages (principal, conversation_id, seq, hash, body)
+             SELECT $1, $2, t.seq, t.hash, t.body
+             FROM UNNEST($3::int4[], $4::bytea[], $5::text[]) AS t(seq, hash, body)",
+        )
+        .await
+        .map_err(pg)?;
+    let seqs = (seq..seq + rows.len())
+        .map(i32::try_from)
+        .collect::<Result<Vec<i32>, _>>()
+        .map_err(storage)?;
+    let hashes: Vec<&[u8]> = encoded.hashes[from..].iter().map(Vec::as_slice).collect();
+    let bodies: Vec<&str> = rows.iter().map(|r| r.body.as_str()).collect();
+    tx.execute(&insert, &[&principal, &id, &seqs, &hashes, &bodies])
+        .await
+        .map_err(pg)
 }
 
 /// A save's values, encoded once for every attempt.
@@ -558,6 +700,15 @@ impl HistoryStore for PostgresStore {
             ("model", &c.model),
         ])?;
         let encoded = Encoded::of(&c)?;
+        // A kept save of a conversation that is gone and keeps none goes on as a whole save,
+        // which creates it.
+        if let Some(kept) = c.kept
+            && let Some(outcome) = self
+                .try_save_kept(principal.id(), &c, kept, &encoded)
+                .await?
+        {
+            return Ok(outcome);
+        }
         for _ in 0..SAVE_ATTEMPTS {
             if let Some(outcome) = self.try_save(principal.id(), &c, &encoded).await? {
                 return Ok(outcome);

@@ -2,8 +2,8 @@
 //! and the clock.
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-use lmchatkit_protocol::{ConversationSummary, StoredConversation};
-use lmchatkit_protocol::{Message, Role};
+use lmchatkit_protocol::ConversationSummary;
+use lmchatkit_protocol::{Message, Role, StoredConversation};
 
 use super::HistoryError;
 
@@ -27,7 +27,17 @@ pub(crate) fn stored_conversation(
         messages: decode_rows(bodies.iter().map(String::as_str))?,
         allowed_tools: serde_json::from_str(allowed_tools).map_err(storage)?,
         totals: s.totals,
+        kept: None,
     })
+}
+
+/// The conflict copy of a conversation that is gone, answered to a save that keeps stored
+/// messages ([`StoredConversation::kept`]) of it: only the id, at revision `0`.
+pub(crate) fn gone(id: &str) -> StoredConversation {
+    StoredConversation {
+        id: id.to_owned(),
+        ..StoredConversation::default()
+    }
 }
 
 /// One stored message row: the message id (if any) and the message serialized as JSON.

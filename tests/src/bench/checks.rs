@@ -156,7 +156,7 @@ pub fn check(r: &Results) -> Vec<Check> {
     // Flat: the longest conversation's save within 1.5x the 100-message one's (the points
     // are medians of a few dozen saves; 1.5x leaves room for their noise, not for O(n)).
     out.push(check_of(
-        "saving one more turn costs the same from 100 to 5,000 messages",
+        "saving one more turn (as the UI saves it) costs the same from 100 to 5,000 messages",
         flat.filter(|(_, b)| b.messages >= 5000)
             .map(|(a, b)| b.save_turn_ms <= 1.5 * a.save_turn_ms),
         flat.map_or("not measured".into(), |(a, b)| {

@@ -1,6 +1,13 @@
-//! History cost: with the SQLite store on a file, the time to save one more turn (the `PUT`
-//! after a reply: the full conversation goes in, only the new turn is written) and to load a
-//! conversation, at 10, 100, 1,000 and 5,000 messages. Flat per-message load cost is the target.
+//! History cost: with the SQLite store on a file, the time to save one more turn and to load a
+//! conversation, at 10, 100, 1,000 and 5,000 messages. A turn is saved two ways: as the UI saves
+//! it (the `PUT` after a reply keeps the stored messages, `kept`, and carries only the turn) and
+//! whole (the full conversation goes in, the store finds what is new; direct callers and older
+//! clients). Flat per-message load cost and a flat kept save are the targets.
+//!
+//! The same turn also goes through the service as a `PUT` (in-process, `tower::oneshot`, its
+//! own SQLite file): the body the client sends is serialised before the clock starts; reading
+//! and parsing it, the save and the answer are timed, so the whole-save column shows what
+//! carrying the conversation in every `PUT` costs.
 //!
 //! Durability cost ([`sync_cost`]): saves of a new two-message conversation, one after another,
 //! with `synchronous=FULL` (the default: every commit syncs the WAL) and `NORMAL` (synced at
@@ -10,10 +17,14 @@
 use std::path::Path;
 use std::time::Instant;
 
-use lmchatkit::Principal;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
 use lmchatkit::history::{HistoryStore, SaveOutcome, SqliteOptions, SqliteStore, Synchronous};
-use lmchatkit::protocol::{Message, Role, StoredConversation};
+use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+use lmchatkit::protocol::{Message, Role, SaveResponse, StoredConversation};
+use lmchatkit::{ChatService, Config, Principal};
 use serde::Serialize;
+use tower::ServiceExt;
 
 use super::stats::{Summary, median};
 
@@ -26,8 +37,19 @@ pub struct HistoryPoint {
     pub load_ms: f64,
     /// `load_ms` per message, µs.
     pub load_us_per_message: f64,
-    /// Median time to save it with one more turn (2 messages) appended, ms.
+    /// Median time to save one more turn (2 messages) as the UI does, keeping the stored
+    /// messages and sending the turn only, ms.
     pub save_turn_ms: f64,
+    /// Median time to save one more turn as a whole-conversation save, ms.
+    pub save_turn_whole_ms: f64,
+    /// Median time of the service's `PUT` of one more turn as the UI sends it (kept), ms.
+    pub put_turn_ms: f64,
+    /// Median time of the service's `PUT` of one more turn as a whole conversation, ms.
+    pub put_turn_whole_ms: f64,
+    /// Body size of that kept `PUT`, bytes.
+    pub put_turn_bytes: usize,
+    /// Body size of that whole `PUT`, bytes.
+    pub put_turn_whole_bytes: usize,
     /// Loads and saves timed.
     pub repeats: usize,
 }
@@ -51,6 +73,9 @@ fn message(i: usize) -> Message {
 pub async fn run(db: &Path, sizes: &[usize], repeats: usize) -> Result<Vec<HistoryPoint>, String> {
     let _ = std::fs::remove_file(db);
     let store = SqliteStore::open(db).map_err(|e| e.to_string())?;
+    let http_db = db.with_extension("http.db");
+    remove_db(&http_db);
+    let svc = service(&http_db)?;
     let who = Principal::anonymous();
     let mut out = Vec::new();
     for &n in sizes {
@@ -74,30 +99,156 @@ pub async fn run(db: &Path, sizes: &[usize], repeats: usize) -> Result<Vec<Histo
                 return Err(format!("loaded {} of {n} messages", got.messages.len()));
             }
         }
-        let mut saves = Vec::new();
+        let (mut kept_saves, mut whole_saves) = (Vec::new(), Vec::new());
         for _ in 0..repeats {
-            let next = conv.messages.len();
-            conv.messages.push(message(next));
-            conv.messages.push(message(next + 1));
-            // The copy handed to the store is the caller's, made before the clock starts.
-            let copy = conv.clone();
+            let turn = vec![message(n), message(n + 1)];
+            // The copies handed to the store are the caller's, made before the clock starts.
+            let kept = StoredConversation {
+                messages: turn.clone(),
+                kept: Some(n as u64),
+                ..header(&conv)
+            };
             let t = Instant::now();
-            conv.revision = save(&store, &who, copy).await?;
-            saves.push(t.elapsed().as_secs_f64() * 1e3);
-            // Keep the size at n for the next save.
+            conv.revision = save(&store, &who, kept).await?;
+            kept_saves.push(t.elapsed().as_secs_f64() * 1e3);
+            conv.revision = save(&store, &who, back_to(&conv, n)).await?;
+
+            conv.messages.extend(turn);
+            let whole = conv.clone();
+            let t = Instant::now();
+            conv.revision = save(&store, &who, whole).await?;
+            whole_saves.push(t.elapsed().as_secs_f64() * 1e3);
             conv.messages.truncate(n);
-            conv.revision = save(&store, &who, conv.clone()).await?;
+            conv.revision = save(&store, &who, back_to(&conv, n)).await?;
         }
+        let puts = put_turns(&svc, &conv, repeats).await?;
         let load_ms = median(&loads);
         out.push(HistoryPoint {
             messages: n,
             load_ms,
             load_us_per_message: load_ms * 1e3 / n.max(1) as f64,
-            save_turn_ms: median(&saves),
+            save_turn_ms: median(&kept_saves),
+            save_turn_whole_ms: median(&whole_saves),
+            put_turn_ms: puts.kept_ms,
+            put_turn_whole_ms: puts.whole_ms,
+            put_turn_bytes: puts.kept_bytes,
+            put_turn_whole_bytes: puts.whole_bytes,
             repeats,
         });
     }
+    drop(svc);
+    remove_db(&http_db);
     Ok(out)
+}
+
+/// The service the `PUT`s go to: SQLite history on `db`, an upstream nothing listens on (no
+/// turn runs).
+fn service(db: &Path) -> Result<ChatService, String> {
+    let upstream = OpenAiConfig::new("http://127.0.0.1:9").with_api_key("sk-bench");
+    let store = SqliteStore::open(db).map_err(|e| e.to_string())?;
+    let config = Config::builder(OpenAiBackend::new(upstream))
+        .history(store)
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok(ChatService::new(config))
+}
+
+/// Medians and body sizes of the `PUT`s of one more turn.
+struct Puts {
+    kept_ms: f64,
+    whole_ms: f64,
+    kept_bytes: usize,
+    whole_bytes: usize,
+}
+
+/// Stores `conv` through `svc`, then times `repeats` `PUT`s of one more turn each way, putting
+/// the conversation back to its size after each.
+async fn put_turns(
+    svc: &ChatService,
+    conv: &StoredConversation,
+    repeats: usize,
+) -> Result<Puts, String> {
+    let n = conv.messages.len();
+    let mut c = StoredConversation {
+        revision: 0,
+        ..conv.clone()
+    };
+    c.revision = put(svc, &c).await?.0;
+    let (mut kept, mut whole) = (Vec::new(), Vec::new());
+    let (mut kept_bytes, mut whole_bytes) = (0, 0);
+    for _ in 0..repeats {
+        let turn = vec![message(n), message(n + 1)];
+        let body = StoredConversation {
+            messages: turn.clone(),
+            kept: Some(n as u64),
+            ..header(&c)
+        };
+        let (revision, ms, bytes) = put(svc, &body).await?;
+        (c.revision, kept_bytes) = (revision, bytes);
+        kept.push(ms);
+        c.revision = put(svc, &back_to(&c, n)).await?.0;
+
+        c.messages.extend(turn);
+        let (revision, ms, bytes) = put(svc, &c).await?;
+        (c.revision, whole_bytes) = (revision, bytes);
+        whole.push(ms);
+        c.messages.truncate(n);
+        c.revision = put(svc, &back_to(&c, n)).await?.0;
+    }
+    Ok(Puts {
+        kept_ms: median(&kept),
+        whole_ms: median(&whole),
+        kept_bytes,
+        whole_bytes,
+    })
+}
+
+/// `PUT`s `c` through `svc`: the new revision, the time from the request to the parsed answer
+/// (ms) and the body's size.
+async fn put(svc: &ChatService, c: &StoredConversation) -> Result<(u64, f64, usize), String> {
+    let body = serde_json::to_vec(c).map_err(|e| e.to_string())?;
+    let size = body.len();
+    let req = http::Request::put(format!("/chat/api/conversations/{}", c.id))
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let res = svc.clone().oneshot(req).await.map_err(|e| e.to_string())?;
+    let status = res.status();
+    let bytes = res
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    if status != http::StatusCode::OK {
+        return Err(format!(
+            "PUT answered {status}: {}",
+            String::from_utf8_lossy(&bytes)
+        ));
+    }
+    let saved: SaveResponse = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+    Ok((saved.revision, ms, size))
+}
+
+/// `conv`'s settings and revision, without messages.
+fn header(conv: &StoredConversation) -> StoredConversation {
+    StoredConversation {
+        id: conv.id.clone(),
+        title: conv.title.clone(),
+        model: conv.model.clone(),
+        revision: conv.revision,
+        ..Default::default()
+    }
+}
+
+/// A save that keeps the first `n` stored messages and drops the rest.
+fn back_to(conv: &StoredConversation, n: usize) -> StoredConversation {
+    StoredConversation {
+        kept: Some(n as u64),
+        ..header(conv)
+    }
 }
 
 async fn save(

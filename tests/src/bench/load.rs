@@ -4,7 +4,8 @@
 //! carrying text), total time, events. A stream counts as completed only when it ended with the
 //! path's end marker after exactly the expected number of text events; `verify` also checks the
 //! exact event sequence and the reassembled text. With `history`, every turn is followed by the
-//! `PUT` of the grown conversation (as the UI does), timed separately. A path taking
+//! `PUT` of the turn on top of the stored conversation (`kept`, as the UI does; whole for the
+//! first turn), timed separately. A path taking
 //! [`Body::UiMessages`] gets a fresh thread id on every request (`aisdk-{pid}-{phase}-{vu}-{n}`),
 //! one taking [`Body::ChatSaved`] a fresh conversation id (`conv-…`, the same way).
 
@@ -327,8 +328,17 @@ async fn put_turn(
     let now = 1_700_000_000_000i64 + turn as i64;
     conv.messages.push(serde_json::json!({"id": format!("u{turn}"), "role": "user", "content": s.phase.workload.prompt(), "created_at": now}));
     conv.messages.push(serde_json::json!({"id": format!("a{turn}"), "role": "assistant", "content": s.phase.workload.reply(), "created_at": now}));
-    let body = serde_json::json!({"id": conv.id, "title": "bench", "model": "mock-small",
-        "revision": conv.revision, "messages": conv.messages});
+    // As the UI saves: the first save creates the conversation whole, later ones keep the
+    // stored messages and carry the turn.
+    let body = match conv.revision {
+        0 => serde_json::json!({"id": conv.id, "title": "bench", "model": "mock-small",
+            "revision": 0, "messages": conv.messages}),
+        base => {
+            let kept = conv.messages.len() - 2;
+            serde_json::json!({"id": conv.id, "title": "bench", "model": "mock-small",
+                "revision": base, "kept": kept, "messages": conv.messages[kept..]})
+        }
+    };
     let req = http::Request::put(format!("{prefix}/{}", conv.id))
         .header("host", "127.0.0.1")
         .header("content-type", "application/json")

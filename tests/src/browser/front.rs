@@ -1,8 +1,8 @@
 //! A small front server for browser tests that need more than the service alone: it serves a
 //! host page embedding the UI in floating-window mode (`/host.html`), records the `Last-Event-ID`
-//! of every `GET /chat/api/events`, and can end the open event streams on demand (as a proxy or
-//! a restarting instance would), without restarting anything. Everything else goes to the
-//! service unchanged.
+//! of every `GET /chat/api/events` and what every conversation `PUT` carried, and can end the
+//! open event streams on demand (as a proxy or a restarting instance would), without
+//! restarting anything. Everything else goes to the service unchanged.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -33,11 +33,26 @@ pub const HOST_PAGE: &str = "<!doctype html>\n<html lang=\"en\"><head><meta char
      <p id=\"host-text\">Content the chat window floats over.</p>\
      <div data-lmchatkit data-prefix=\"/chat\" data-mode=\"floating\"></div></body></html>\n";
 
+/// One conversation `PUT` the front passed on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavePut {
+    /// The path's conversation id.
+    pub id: String,
+    /// The body's `kept` count, if any.
+    pub kept: Option<u64>,
+    /// How many messages the body carried.
+    pub messages: usize,
+    /// The service's answer.
+    pub status: u16,
+}
+
 /// What the front saw and can do.
 #[derive(Default)]
 pub struct Probe {
     /// `Last-Event-ID` of each `GET /chat/api/events`, in order (`None`: header absent).
     pub event_requests: Mutex<Vec<Option<String>>>,
+    /// Every conversation `PUT`, in the order answered.
+    pub saves: Mutex<Vec<SavePut>>,
     cut: Mutex<Option<tokio::sync::watch::Sender<u64>>>,
 }
 
@@ -52,6 +67,11 @@ impl Probe {
     /// The `Last-Event-ID` headers seen so far.
     pub fn event_requests(&self) -> Vec<Option<String>> {
         self.event_requests.lock().unwrap().clone()
+    }
+
+    /// The conversation `PUT`s seen so far.
+    pub fn saves(&self) -> Vec<SavePut> {
+        self.saves.lock().unwrap().clone()
     }
 }
 
@@ -120,6 +140,28 @@ async fn route(svc: ChatService, probe: Arc<Probe>, req: Request<Incoming>) -> R
             http::HeaderValue::from_static("text/html; charset=utf-8"),
         );
         return res;
+    }
+    if req.method() == http::Method::PUT
+        && let Some(id) = req.uri().path().strip_prefix("/chat/api/conversations/")
+    {
+        let id = id.to_owned();
+        let (parts, body) = req.into_parts();
+        let bytes = body
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        let mut svc = svc;
+        let req = Request::from_parts(parts, Full::new(bytes));
+        let Ok(res) = tower::Service::call(&mut svc, req).await;
+        probe.saves.lock().unwrap().push(SavePut {
+            id,
+            kept: v["kept"].as_u64(),
+            messages: v["messages"].as_array().map_or(0, Vec::len),
+            status: res.status().as_u16(),
+        });
+        return res.map(|b| b.map_err(Into::<BoxError>::into).boxed_unsync());
     }
     let events = req.uri().path() == "/chat/api/events";
     let mut cut = None;

@@ -216,6 +216,7 @@ async fn run_rows(store: &dyn HistoryStore, rows: Rows<'_>) {
     invalid_ids(store).await;
     create_and_conflicts(store, &alice, rows).await;
     prefix_writes(store, &alice, rows).await;
+    kept_saves(store, &alice, rows).await;
     round_trip(store, &alice).await;
     allowed_tools(store, &alice).await;
     totals(store, &alice).await;
@@ -400,6 +401,104 @@ async fn prefix_writes(store: &dyn HistoryStore, alice: &Principal, rows: Rows<'
     assert_eq!(got.messages, msgs);
     assert_eq!(got.revision, rev);
     assert_eq!(rev, 11);
+    assert!(store.delete(alice, id).await.expect("delete"));
+}
+
+/// A save that says how many stored messages it keeps ([`StoredConversation::kept`]) and
+/// carries only what follows them.
+fn tail(id: &str, revision: u64, kept: u64, messages: Vec<Message>) -> StoredConversation {
+    StoredConversation {
+        kept: Some(kept),
+        ..conv(id, revision, messages)
+    }
+}
+
+async fn kept_saves(store: &dyn HistoryStore, alice: &Principal, rows: Rows<'_>) {
+    let id = "c-kept";
+    let mut msgs = vec![msg("user", "u1", "one"), reply("a1", 100, 10, Some(0.5))];
+    let mut rev = saved(store, alice, conv(id, 0, msgs.clone())).await;
+
+    // Appending a turn: only the turn is sent and written; a system message in it is dropped;
+    // the totals cover the whole conversation; the body's settings are saved.
+    let turn = vec![msg("user", "u2", "two"), reply("a2", 130, 20, Some(0.25))];
+    let mut body = tail(id, rev, 2, turn.clone());
+    body.messages.insert(1, Message::system("never stored"));
+    body.title = "renamed by a tail save".into();
+    let w = rows.now();
+    rev = saved(store, alice, body).await;
+    rows.written(w, 2, "a kept save appending a turn");
+    msgs.extend(turn);
+    let got = get(store, alice, id).await;
+    assert_eq!(got.messages, msgs);
+    assert_eq!(got.title, "renamed by a tail save");
+    assert_eq!(got.revision, rev);
+    assert_eq!(got.kept, None, "a read copy never says what it kept");
+    assert_eq!(got.totals, ConversationTotals::of(&msgs));
+    assert_eq!(got.totals.last_context_tokens, Some(150));
+
+    // Keeping fewer than are stored replaces the rest (a regenerated reply): the totals no
+    // longer count the replaced reply.
+    let w = rows.now();
+    rev = saved(
+        store,
+        alice,
+        tail(id, rev, 3, vec![reply("a2b", 140, 5, Some(0.125))]),
+    )
+    .await;
+    rows.written(w, 2, "one row replaced");
+    msgs[3] = reply("a2b", 140, 5, Some(0.125));
+    let got = get(store, alice, id).await;
+    assert_eq!(got.messages, msgs);
+    assert_eq!(got.totals, ConversationTotals::of(&msgs));
+    assert_eq!(got.totals.total_cost_usd, Some(0.625));
+
+    // Keeping everything with nothing new writes no row but still saves the settings.
+    let mut same = tail(id, rev, 4, vec![]);
+    same.model = "other-model".into();
+    let w = rows.now();
+    rev = saved(store, alice, same).await;
+    rows.written(w, 0, "kept everything");
+    let got = get(store, alice, id).await;
+    assert_eq!((got.messages.len(), got.model.as_str()), (4, "other-model"));
+
+    // Keeping none replaces every message.
+    rev = saved(
+        store,
+        alice,
+        tail(id, rev, 0, vec![msg("user", "n1", "fresh")]),
+    )
+    .await;
+    msgs = vec![msg("user", "n1", "fresh")];
+    let got = get(store, alice, id).await;
+    assert_eq!(got.messages, msgs);
+    assert_eq!(got.totals, ConversationTotals::default());
+
+    // Claiming more than is stored, or a stale base: a conflict with the current copy, nothing
+    // written.
+    let w = rows.now();
+    let cur = conflict(store, alice, tail(id, rev, 2, vec![msg("user", "x", "x")])).await;
+    assert_eq!(cur, got);
+    let cur = conflict(
+        store,
+        alice,
+        tail(id, rev - 1, 1, vec![msg("user", "x", "x")]),
+    )
+    .await;
+    assert_eq!(cur, got);
+    let cur = conflict(store, alice, tail(id, 0, 0, vec![msg("user", "x", "x")])).await;
+    assert_eq!(cur, got);
+    rows.written(w, 0, "refused kept saves write nothing");
+    assert_eq!(get(store, alice, id).await, got);
+
+    // A conversation that is gone cannot keep anything: the conflict copy is empty at revision
+    // 0, and nothing is created. Keeping none creates it, as a whole save does.
+    assert!(store.delete(alice, id).await.expect("delete"));
+    let gone = conflict(store, alice, tail(id, rev, 1, vec![msg("user", "x", "x")])).await;
+    assert_eq!((gone.id.as_str(), gone.revision), (id, 0));
+    assert!(gone.messages.is_empty());
+    assert!(store.get(alice, id).await.expect("get").is_none());
+    assert_eq!(saved(store, alice, tail(id, rev, 0, msgs.clone())).await, 1);
+    assert_eq!(get(store, alice, id).await.messages, msgs);
     assert!(store.delete(alice, id).await.expect("delete"));
 }
 

@@ -21,7 +21,7 @@ use lmchatkit_protocol::{Message, StoredConversation};
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
-use super::queries::{Attempt, Counters, Db, save_in};
+use super::queries::{Attempt, Counters, Db, Stored, save_in};
 use super::written::Written;
 use crate::history::rows::storage;
 use crate::history::{HistoryError, SaveOutcome};
@@ -164,8 +164,27 @@ fn save_group(
                 changed: rows,
             }) => {
                 // Forgotten now: should the commit fail, no entry claims rows never written.
-                replaced.extend(written.forget(&principal, &id));
-                remember.push((principal, id, generation, messages));
+                let before = written.forget(&principal, &id);
+                match messages {
+                    Stored::All(messages) => {
+                        replaced.extend(before);
+                        remember.push((principal, id, generation, messages));
+                    }
+                    // The cache held what the kept save started from: it becomes what the
+                    // save left, without copying the kept messages.
+                    Stored::Kept {
+                        kept,
+                        added,
+                        cached,
+                    } => match before {
+                        Some(mut messages) if cached => {
+                            replaced.push(messages.split_off(kept.min(messages.len())));
+                            messages.extend(added);
+                            remember.push((principal, id, generation, messages));
+                        }
+                        before => replaced.extend(before),
+                    },
+                }
                 changed += rows;
                 Ok(SaveOutcome::Saved { revision })
             }

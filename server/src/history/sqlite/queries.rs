@@ -11,7 +11,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::written::{Written, common_prefix};
 use crate::history::HistoryError;
 use crate::history::rows::{
-    MessageRow, encode_messages, now_ms, row_matches, storage, stored_conversation,
+    MessageRow, decode_rows, encode_messages, gone, now_ms, row_matches, storage,
+    stored_conversation,
 };
 
 /// `rusqlite` errors as [`HistoryError::Storage`].
@@ -162,16 +163,29 @@ pub(super) struct Counters {
 
 /// What one save did inside its group's transaction.
 pub(super) enum Attempt {
-    /// Written (to be committed): the revision, the generation stored, the messages as stored
-    /// (for the cache) and the message rows inserted plus deleted.
+    /// Written (to be committed): the revision, the generation stored, what the messages are
+    /// now (for the cache) and the message rows inserted plus deleted.
     Saved {
         revision: u64,
         generation: i64,
-        messages: Vec<Message>,
+        messages: Stored,
         changed: u64,
     },
     /// The base revision was stale; nothing written.
     Conflict(Box<StoredConversation>),
+}
+
+/// The messages a save left stored, for the cache of what was written.
+pub(super) enum Stored {
+    /// All of them.
+    All(Vec<Message>),
+    /// The first `kept` of those the cache held (`cached`: whether it held the generation the
+    /// save replaced), then `added`.
+    Kept {
+        kept: usize,
+        added: Vec<Message>,
+        cached: bool,
+    },
 }
 
 /// One save on `conn`, inside a transaction (or savepoint) the caller holds: revision check,
@@ -186,6 +200,9 @@ pub(super) fn save_in(
     principal: &str,
     mut c: StoredConversation,
 ) -> Result<Attempt, HistoryError> {
+    if let Some(kept) = c.kept.take() {
+        return save_kept_in(conn, read, written, principal, c, kept);
+    }
     let now = now_ms();
     let params_json = serde_json::to_string(&c.params).map_err(storage)?;
     let allowed_json = serde_json::to_string(&c.allowed_tools).map_err(storage)?;
@@ -258,34 +275,149 @@ pub(super) fn save_in(
                 .db()? as u64;
             let inserted = insert_rows(conn, principal, &c.id, keep, &rows)?;
             let revision = stored + 1;
-            conn.prepare_cached(
-                "UPDATE conversations
-                 SET title = ?3, persona_id = ?4, model = ?5, params = ?6, updated_at = ?7,
-                     revision = ?8, allowed_tools = ?9, totals = ?10, generation = ?11
-                 WHERE principal = ?1 AND id = ?2",
-            )
-            .db()?
-            .execute(params![
-                principal,
-                c.id,
-                c.title,
-                c.persona_id,
-                c.model,
-                params_json,
-                now,
-                revision,
-                allowed_json,
-                totals_json,
-                generation
-            ])
-            .db()?;
+            let json = [params_json, allowed_json, totals_json];
+            update_row(conn, principal, &c, &json, now, revision, generation)?;
             (revision as u64, deleted + inserted)
         }
     };
     Ok(Attempt::Saved {
         revision,
         generation,
-        messages,
+        messages: Stored::All(messages),
         changed,
     })
+}
+
+/// A save that keeps the first `kept` stored messages ([`StoredConversation::kept`]) and
+/// replaces the rest with `c.messages`: it reads no message row when it keeps them all (the
+/// totals grow by what the new messages add) and serialises only the new messages, so saving
+/// one more turn costs the same at 100 messages as at 5,000. Keeping fewer reads the kept rows
+/// once for their totals.
+fn save_kept_in(
+    conn: &Connection,
+    read: &AtomicU64,
+    written: &Written,
+    principal: &str,
+    mut c: StoredConversation,
+    kept: u64,
+) -> Result<Attempt, HistoryError> {
+    let current: Option<(i64, i64, String, Option<i64>)> = conn
+        .prepare_cached(
+            "SELECT revision, generation, totals,
+                    (SELECT max(seq) FROM messages WHERE principal = ?1 AND conversation_id = ?2)
+             FROM conversations WHERE principal = ?1 AND id = ?2",
+        )
+        .db()?
+        .query_row(params![principal, c.id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .optional()
+        .db()?;
+    let Some((stored, stored_generation, totals, last_seq)) = current else {
+        // Gone: keeping none is a whole save that creates it; keeping some cannot be done.
+        return match kept {
+            0 => save_in(conn, read, written, principal, c),
+            _ => Ok(Attempt::Conflict(Box::new(gone(&c.id)))),
+        };
+    };
+    let count = last_seq.map_or(0, |s| s + 1) as u64;
+    if c.revision == 0 || c.revision != stored as u64 || kept > count {
+        let current = load(conn, principal, &c.id)?
+            .ok_or_else(|| HistoryError::Storage("conversation vanished".into()))?;
+        return Ok(Attempt::Conflict(Box::new(current)));
+    }
+    let mut added = std::mem::take(&mut c.messages);
+    added.retain(|m| m.role != Role::System);
+    let before = if kept == count {
+        serde_json::from_str::<ConversationTotals>(&totals).map_err(storage)?
+    } else {
+        ConversationTotals::of(&stored_rows_before(conn, principal, &c.id, kept, read)?)
+    };
+    let json = [
+        serde_json::to_string(&c.params).map_err(storage)?,
+        serde_json::to_string(&c.allowed_tools).map_err(storage)?,
+        serde_json::to_string(&before.then(ConversationTotals::of(&added))).map_err(storage)?,
+    ];
+    let generation: i64 = rand::random();
+    let deleted = conn
+        .prepare_cached(
+            "DELETE FROM messages WHERE principal = ?1 AND conversation_id = ?2 AND seq >= ?3",
+        )
+        .db()?
+        .execute(params![principal, c.id, kept as i64])
+        .db()? as u64;
+    let rows = encode_messages(&added)?;
+    let inserted = insert_rows(conn, principal, &c.id, kept as usize, &rows)?;
+    let revision = stored + 1;
+    update_row(conn, principal, &c, &json, now_ms(), revision, generation)?;
+    let cached = written.get(principal, &c.id, stored_generation).is_some();
+    Ok(Attempt::Saved {
+        revision: revision as u64,
+        generation,
+        messages: Stored::Kept {
+            kept: kept as usize,
+            added,
+            cached,
+        },
+        changed: deleted + inserted,
+    })
+}
+
+/// The first `n` stored messages (each row read is counted in `read`).
+fn stored_rows_before(
+    conn: &Connection,
+    principal: &str,
+    id: &str,
+    n: u64,
+    read: &AtomicU64,
+) -> Result<Vec<Message>, HistoryError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT body FROM messages
+             WHERE principal = ?1 AND conversation_id = ?2 AND seq < ?3 ORDER BY seq",
+        )
+        .db()?;
+    let bodies = stmt
+        .query_map(params![principal, id, n as i64], |r| r.get::<_, String>(0))
+        .db()?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .db()?;
+    read.fetch_add(bodies.len() as u64, Ordering::Relaxed);
+    decode_rows(bodies.iter().map(String::as_str))
+}
+
+/// Writes a saved conversation's row: its settings from `c`, `json` (its params, allowed tools
+/// and totals as JSON), the time, the new revision and the generation of its messages.
+fn update_row(
+    conn: &Connection,
+    principal: &str,
+    c: &StoredConversation,
+    json: &[String; 3],
+    now: i64,
+    revision: i64,
+    generation: i64,
+) -> Result<(), HistoryError> {
+    let [params_json, allowed_json, totals_json] = json;
+    conn.prepare_cached(
+        "UPDATE conversations
+         SET title = ?3, persona_id = ?4, model = ?5, params = ?6, updated_at = ?7,
+             revision = ?8, allowed_tools = ?9, totals = ?10, generation = ?11
+         WHERE principal = ?1 AND id = ?2",
+    )
+    .db()?
+    .execute(params![
+        principal,
+        c.id,
+        c.title,
+        c.persona_id,
+        c.model,
+        params_json,
+        now,
+        revision,
+        allowed_json,
+        totals_json,
+        generation
+    ])
+    .db()?;
+    Ok(())
 }

@@ -241,6 +241,67 @@ async fn saving_one_more_turn_reads_no_stored_row_and_serialises_only_the_turn()
 }
 
 #[tokio::test]
+async fn a_kept_save_reads_no_row_and_leaves_what_it_wrote_known_for_the_next_whole_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let p = Principal::anonymous();
+    let mut msgs: Vec<Message> = (0..500).map(|i| user(&i.to_string(), "words")).collect();
+    let rev = saved(&store, &p, conv("c", 0, msgs.clone())).await;
+
+    // One more turn, keeping the 500 stored: nothing read, two rows written.
+    let turn = vec![user("500", "q"), user("501", "a")];
+    let (read, written) = (store.rows_read(), store.rows_written());
+    let kept = StoredConversation {
+        kept: Some(500),
+        ..conv("c", rev, turn.clone())
+    };
+    let rev = saved(&store, &p, kept).await;
+    assert_eq!(store.rows_read() - read, 0, "no stored row read");
+    assert_eq!(store.rows_written() - written, 2);
+    msgs.extend(turn);
+    assert_eq!(store.get(&p, "c").await.unwrap().unwrap().messages, msgs);
+
+    // A whole save next still finds the prefix in what this store wrote, the kept save's
+    // messages included: an edit of the turn's answer is found without reading a row.
+    msgs[501] = user("501", "a, edited");
+    let (read, written) = (store.rows_read(), store.rows_written());
+    let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(
+        store.rows_read() - read,
+        0,
+        "the cache knew the kept save's rows"
+    );
+    assert_eq!(store.rows_written() - written, 2, "one row replaced");
+
+    // Keeping fewer than stored replaces the rest and reads only the kept rows' bodies.
+    let read = store.rows_read();
+    let regen = StoredConversation {
+        kept: Some(501),
+        ..conv("c", rev, vec![user("501b", "another answer")])
+    };
+    let rev = saved(&store, &p, regen).await;
+    assert_eq!(
+        store.rows_read() - read,
+        501,
+        "the kept rows, for their totals"
+    );
+    msgs[501] = user("501b", "another answer");
+    assert_eq!(store.get(&p, "c").await.unwrap().unwrap().messages, msgs);
+
+    // A store on the same file that did not write it keeps rows just as well.
+    let other = SqliteStore::open(&path).unwrap();
+    let kept = StoredConversation {
+        kept: Some(502),
+        ..conv("c", rev, vec![user("502", "from the other")])
+    };
+    saved(&other, &p, kept).await;
+    assert_eq!(other.rows_read(), 0);
+    msgs.push(user("502", "from the other"));
+    assert_eq!(store.get(&p, "c").await.unwrap().unwrap().messages, msgs);
+}
+
+#[tokio::test]
 async fn a_write_through_another_store_on_the_file_is_never_taken_for_what_this_one_wrote() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("h.db");
