@@ -140,6 +140,27 @@ impl HistoryStore for MemoryStore {
         entry.map(|e| e.to_conversation()).transpose()
     }
 
+    async fn get_tail(
+        &self,
+        principal: &Principal,
+        id: &str,
+        n: usize,
+    ) -> Result<Option<(StoredConversation, u64)>, HistoryError> {
+        validate_id(id)?;
+        let map = self.lock();
+        let Some(entry) = map.get(&key(principal, id)) else {
+            return Ok(None);
+        };
+        let before = entry.rows.len().saturating_sub(n);
+        let tail = Entry {
+            summary: entry.summary.clone(),
+            allowed_tools: entry.allowed_tools.clone(),
+            rows: entry.rows[before..].to_vec(),
+        };
+        drop(map);
+        Ok(Some((tail.to_conversation()?, before as u64)))
+    }
+
     async fn save(
         &self,
         principal: &Principal,

@@ -96,6 +96,24 @@ pub trait HistoryStore: Send + Sync + 'static {
         id: &str,
     ) -> Result<Option<StoredConversation>, HistoryError>;
 
+    /// The conversation with only its last `n` messages, and how many stored messages come
+    /// before them; `None` when absent. What a save that keeps the rest needs to know of a
+    /// long conversation (the service's own save of a reply reads this, not the whole of it).
+    /// The default reads the whole conversation and drops the rest; the stores here read only
+    /// the last `n` messages.
+    async fn get_tail(
+        &self,
+        principal: &Principal,
+        id: &str,
+        n: usize,
+    ) -> Result<Option<(StoredConversation, u64)>, HistoryError> {
+        Ok(self.get(principal, id).await?.map(|mut c| {
+            let before = c.messages.len().saturating_sub(n);
+            c.messages.drain(..before);
+            (c, before as u64)
+        }))
+    }
+
     /// Saves the conversation: the whole of it, or with [`StoredConversation::kept`] the
     /// messages after the kept ones; `conversation.revision` is the base revision.
     async fn save(

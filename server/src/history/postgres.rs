@@ -360,16 +360,35 @@ impl PostgresStore {
         principal: &str,
         id: &str,
     ) -> Result<Option<StoredConversation>, HistoryError> {
+        let whole = self.load_tail(client, principal, id, usize::MAX).await?;
+        Ok(whole.map(|(c, _)| c))
+    }
+
+    /// The conversation with its last `n` messages only and how many come before them, in one
+    /// statement (one snapshot), or `None`. The count comes from the primary key's index.
+    async fn load_tail(
+        &self,
+        client: &tokio_postgres::Client,
+        principal: &str,
+        id: &str,
+        n: usize,
+    ) -> Result<Option<(StoredConversation, u64)>, HistoryError> {
+        let n = i32::try_from(n).unwrap_or(i32::MAX);
         let row = client
             .query_opt(
                 &format!(
                     "SELECT {SUMMARY_COLUMNS}, allowed_tools,
                         ARRAY(SELECT m.body FROM messages m
                               WHERE m.principal = c.principal AND m.conversation_id = c.id
-                              ORDER BY m.seq)
-                     FROM conversations c WHERE principal = $1 AND id = $2"
+                                AND m.seq >= t.first
+                              ORDER BY m.seq),
+                        t.first
+                     FROM conversations c,
+                          LATERAL (SELECT greatest(0, coalesce(max(seq) + 1, 0) - $3) AS first
+                                   FROM messages WHERE principal = $1 AND conversation_id = $2) t
+                     WHERE c.principal = $1 AND c.id = $2"
                 ),
-                &[&principal, &id],
+                &[&principal, &id, &n],
             )
             .await
             .map_err(pg)?;
@@ -379,10 +398,12 @@ impl PostgresStore {
         let s = summary(&row)?;
         let allowed: String = row.try_get(9).map_err(pg)?;
         let bodies: Vec<String> = row.try_get(10).map_err(pg)?;
+        let before: i32 = row.try_get(11).map_err(pg)?;
         self.counters
             .bodies_read
             .fetch_add(bodies.len() as u64, Ordering::SeqCst);
-        stored_conversation(s, &bodies, &allowed).map(Some)
+        let c = stored_conversation(s, &bodies, &allowed)?;
+        Ok(Some((c, u64::try_from(before).unwrap_or(0))))
     }
 
     /// One attempt at a save: `None` when the conversation vanished between a lost
@@ -684,6 +705,18 @@ impl HistoryStore for PostgresStore {
         no_nul(&[("principal", principal.id())])?;
         let client = self.client().await?;
         self.load(&client, principal.id(), id).await
+    }
+
+    async fn get_tail(
+        &self,
+        principal: &Principal,
+        id: &str,
+        n: usize,
+    ) -> Result<Option<(StoredConversation, u64)>, HistoryError> {
+        validate_id(id)?;
+        no_nul(&[("principal", principal.id())])?;
+        let client = self.client().await?;
+        self.load_tail(&client, principal.id(), id, n).await
     }
 
     async fn save(

@@ -41,7 +41,9 @@ use lmchatkit_protocol::{ConversationPatch, ConversationSummary, StoredConversat
 use rusqlite::{Connection, OptionalExtension, params};
 
 use self::group::Group;
-use self::queries::{Counters, Db, SUMMARY_COLUMNS, load, summary_from_row, with_params};
+use self::queries::{
+    Counters, Db, SUMMARY_COLUMNS, load, load_tail, summary_from_row, with_params,
+};
 use self::written::Written;
 use super::rows::{now_ms, storage};
 use super::{HistoryError, HistoryStore, SaveOutcome, validate_id};
@@ -242,6 +244,18 @@ impl HistoryStore for SqliteStore {
         validate_id(id)?;
         let (principal, id) = (principal.id().to_owned(), id.to_owned());
         self.run(move |conn, _| load(conn, &principal, &id)).await
+    }
+
+    async fn get_tail(
+        &self,
+        principal: &Principal,
+        id: &str,
+        n: usize,
+    ) -> Result<Option<(StoredConversation, u64)>, HistoryError> {
+        validate_id(id)?;
+        let (principal, id) = (principal.id().to_owned(), id.to_owned());
+        self.run(move |conn, _| load_tail(conn, &principal, &id, n))
+            .await
     }
 
     async fn save(

@@ -18,6 +18,13 @@
 //!   the writer remembers the revision it saved last, so only its first save reads the thread.
 //! - Title, persona and params of an existing conversation are kept; a new one is titled from
 //!   its first user message.
+//! - **A reply is placed on the conversation's tail**: the writer reads the last [`TAIL`]
+//!   messages ([`HistoryStore::get_tail`]) and saves the reply with the messages before its
+//!   place kept ([`StoredConversation::kept`]), so saving a reply costs the same in a
+//!   conversation of 5,000 messages as in one of 10. Its place (the request's last message, or
+//!   an earlier save of the reply, which always comes after that message) is among the last
+//!   messages unless more than [`TAIL`] came after the request while the reply ran; then, and
+//!   on a conflict, the writer reads the whole conversation as before.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -118,6 +125,9 @@ impl Saver {
     }
 }
 
+/// How many of the conversation's last messages a reply's save reads to find its place.
+pub(crate) const TAIL: usize = 64;
+
 /// Saves `snapshot` on top of `known` (what this writer saved last, for whole snapshots), else
 /// of what is stored; the revision saved (`None` when the conversation kept changing).
 async fn save(
@@ -125,6 +135,11 @@ async fn save(
     known: &mut Option<StoredConversation>,
     snapshot: Snapshot,
 ) -> Result<Option<u64>, crate::history::HistoryError> {
+    if let Snapshot::Reply { request, reply } = &snapshot
+        && let Some(revision) = save_on_tail(t, request, reply).await?
+    {
+        return Ok(Some(revision));
+    }
     let mut current = match (&snapshot, known.take()) {
         (Snapshot::Whole(_), Some(c)) => Some(c),
         _ => t.store.get(&t.principal, &t.thread).await?,
@@ -150,10 +165,7 @@ async fn save(
                 if matches!(snapshot, Snapshot::Whole(_)) {
                     *known = Some(StoredConversation { revision, ..header });
                 }
-                if let Some(events) = &t.events {
-                    let saved = ServerEventType::ConversationSaved;
-                    events.conversation(&t.principal, saved, &t.thread, Some(revision));
-                }
+                announce(t, revision);
                 return Ok(Some(revision));
             }
             SaveOutcome::Conflict(copy) => current = Some(*copy),
@@ -161,6 +173,40 @@ async fn save(
     }
     tracing::warn!(thread = %t.thread, "the conversation kept changing under the save; skipped");
     Ok(None)
+}
+
+/// Saves `reply` in its place among the conversation's last [`TAIL`] messages, keeping the
+/// ones before it; the revision saved, or `None` when the place is not among them, the
+/// conversation is absent or the save met a conflict (the caller then reads it whole).
+async fn save_on_tail(
+    t: &Target,
+    request: &[Message],
+    reply: &Message,
+) -> Result<Option<u64>, crate::history::HistoryError> {
+    let Some((mut stored, before)) = t.store.get_tail(&t.principal, &t.thread, TAIL).await? else {
+        return Ok(None);
+    };
+    let Some((keep, after)) = place_in(&stored.messages, request, reply) else {
+        return Ok(None);
+    };
+    stored.messages.clear();
+    let mut conversation = next_copy(t, Some(stored), after);
+    conversation.kept = Some(before + keep as u64);
+    match t.store.save(&t.principal, conversation).await? {
+        SaveOutcome::Saved { revision } => {
+            announce(t, revision);
+            Ok(Some(revision))
+        }
+        SaveOutcome::Conflict(_) => Ok(None),
+    }
+}
+
+/// Tells the principal's tabs that the conversation was saved at `revision`.
+fn announce(t: &Target, revision: u64) {
+    if let Some(events) = &t.events {
+        let saved = ServerEventType::ConversationSaved;
+        events.conversation(&t.principal, saved, &t.thread, Some(revision));
+    }
 }
 
 /// The conversation to save: the stored one's settings (when there is one) with `messages`.
@@ -198,31 +244,47 @@ fn next_copy(
 ///   save then drops) is kept, and the reply goes at the end, so nothing is lost;
 /// - else (the tab's own save has not landed) the request's messages then the reply.
 pub(crate) fn place_reply(stored: &[Message], request: &[Message], reply: Message) -> Vec<Message> {
+    match place_in(stored, request, &reply) {
+        Some((keep, after)) => {
+            let mut out = stored[..keep].to_vec();
+            out.extend(after);
+            out
+        }
+        None => {
+            let mut out = request.to_vec();
+            out.push(reply);
+            out
+        }
+    }
+}
+
+/// Where [`place_reply`] puts `reply` in `stored` (all of the conversation or its last
+/// messages): how many of `stored` stay before it, and what follows those (the reply, with the
+/// messages it does not replace); `None` when neither an earlier save of it nor the message it
+/// answers is in `stored`.
+fn place_in(
+    stored: &[Message],
+    request: &[Message],
+    reply: &Message,
+) -> Option<(usize, Vec<Message>)> {
     if let Some(j) = stored
         .iter()
         .position(|m| m.id.is_some() && m.id == reply.id)
     {
-        let mut out = stored.to_vec();
-        out[j] = reply;
-        return out;
+        let mut after = vec![reply.clone()];
+        after.extend_from_slice(&stored[j + 1..]);
+        return Some((j, after));
     }
     let anchor = request.last().and_then(|m| m.id.as_ref());
-    let at = anchor.and_then(|a| stored.iter().position(|m| m.id.as_ref() == Some(a)));
-    let mut out = match at {
-        Some(i) => {
-            let rest = &stored[i + 1..];
-            let replaced = rest
-                .iter()
-                .take_while(|m| matches!(m.role, Role::Assistant | Role::Tool) && m.info.is_none())
-                .count();
-            let mut out = stored[..=i].to_vec();
-            out.extend_from_slice(&rest[replaced..]);
-            out
-        }
-        None => request.to_vec(),
-    };
-    out.push(reply);
-    out
+    let i = anchor.and_then(|a| stored.iter().position(|m| m.id.as_ref() == Some(a)))?;
+    let rest = &stored[i + 1..];
+    let replaced = rest
+        .iter()
+        .take_while(|m| matches!(m.role, Role::Assistant | Role::Tool) && m.info.is_none())
+        .count();
+    let mut after = rest[replaced..].to_vec();
+    after.push(reply.clone());
+    Some((i + 1, after))
 }
 
 /// A new conversation's title: its first user message's title.
@@ -240,7 +302,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::history::MemoryStore;
+    use crate::history::{HistoryError, MemoryStore};
 
     fn target(store: Arc<dyn HistoryStore>) -> Target {
         Target {
@@ -380,6 +442,117 @@ mod tests {
         ];
         let placed = place_reply(&stored, &request, with_id(Message::assistant("new"), "r1"));
         assert_eq!(ids(&placed), ["u1", "u9", "r1"]);
+    }
+
+    /// A memory store that counts whole reads.
+    #[derive(Default)]
+    struct Counting {
+        inner: MemoryStore,
+        gets: AtomicU64,
+    }
+
+    #[async_trait::async_trait]
+    impl HistoryStore for Counting {
+        async fn list(
+            &self,
+            p: &Principal,
+        ) -> Result<Vec<lmchatkit_protocol::ConversationSummary>, HistoryError> {
+            self.inner.list(p).await
+        }
+        async fn get(
+            &self,
+            p: &Principal,
+            id: &str,
+        ) -> Result<Option<StoredConversation>, HistoryError> {
+            self.gets.fetch_add(1, Ordering::SeqCst);
+            self.inner.get(p, id).await
+        }
+        async fn get_tail(
+            &self,
+            p: &Principal,
+            id: &str,
+            n: usize,
+        ) -> Result<Option<(StoredConversation, u64)>, HistoryError> {
+            self.inner.get_tail(p, id, n).await
+        }
+        async fn save(
+            &self,
+            p: &Principal,
+            c: StoredConversation,
+        ) -> Result<SaveOutcome, HistoryError> {
+            self.inner.save(p, c).await
+        }
+        async fn patch(
+            &self,
+            p: &Principal,
+            id: &str,
+            patch: lmchatkit_protocol::ConversationPatch,
+        ) -> Result<Option<u64>, HistoryError> {
+            self.inner.patch(p, id, patch).await
+        }
+        async fn delete(&self, p: &Principal, id: &str) -> Result<bool, HistoryError> {
+            self.inner.delete(p, id).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reply_in_a_long_conversation_is_saved_from_its_tail_without_reading_the_rest() {
+        let store = Arc::new(Counting::default());
+        let p = Principal::new("alice");
+        let history: Vec<Message> = (0..500)
+            .map(|i| with_id(Message::user(format!("m{i}")), &format!("u{i}")))
+            .collect();
+        let existing = StoredConversation {
+            id: "t1".into(),
+            title: "Long".into(),
+            messages: history.clone(),
+            ..StoredConversation::default()
+        };
+        store.save(&p, existing).await.unwrap();
+        let saver = Saver::start(target(store.clone()));
+        let request = Arc::new(history);
+        saver.save(Snapshot::Reply {
+            request: request.clone(),
+            reply: Box::new(with_id(Message::assistant("He"), "r1")),
+        });
+        assert_eq!(saver.flush().await, Some(2));
+        saver.save(Snapshot::Reply {
+            request: request.clone(),
+            reply: Box::new(with_id(Message::assistant("Hello"), "r1")),
+        });
+        assert_eq!(saver.flush().await, Some(3));
+        assert_eq!(store.gets.load(Ordering::SeqCst), 0, "no whole read");
+        let c = store.get(&p, "t1").await.unwrap().unwrap();
+        assert_eq!(c.messages.len(), 501);
+        assert_eq!(c.messages[500].content.joined_text(""), "Hello");
+        assert_eq!(c.title, "Long");
+
+        // More than the tail came after the request meanwhile: the reply's place is further
+        // back, found by reading the whole conversation, and it stays there.
+        let mut grown = c.messages.clone();
+        grown.extend(
+            (0..TAIL + 10).map(|i| with_id(Message::user(format!("x{i}")), &format!("x{i}"))),
+        );
+        let moved = StoredConversation {
+            messages: grown,
+            ..c
+        };
+        store.save(&p, moved).await.unwrap();
+        let gets = store.gets.load(Ordering::SeqCst);
+        saver.save(Snapshot::Reply {
+            request,
+            reply: Box::new(with_id(Message::assistant("Hello there"), "r1")),
+        });
+        assert!(saver.flush().await.is_some());
+        assert_eq!(
+            store.gets.load(Ordering::SeqCst) - gets,
+            1,
+            "the writer read it whole"
+        );
+        let c = store.get(&p, "t1").await.unwrap().unwrap();
+        assert_eq!(c.messages.len(), 501 + TAIL + 10);
+        assert_eq!(c.messages[500].content.joined_text(""), "Hello there");
+        assert_eq!(c.messages[500].id.as_deref(), Some("r1"));
     }
 
     #[tokio::test]

@@ -1,5 +1,6 @@
 //! History cost: with the SQLite store on a file, the time to save one more turn and to load a
-//! conversation, at 10, 100, 1,000 and 5,000 messages. A turn is saved two ways: as the UI saves
+//! conversation (whole, and its last 64 messages as the service's save of a reply reads it), at
+//! 10, 100, 1,000 and 5,000 messages. A turn is saved two ways: as the UI saves
 //! it (the `PUT` after a reply keeps the stored messages, `kept`, and carries only the turn) and
 //! whole (the full conversation goes in, the store finds what is new; direct callers and older
 //! clients). Flat per-message load cost and a flat kept save are the targets.
@@ -37,6 +38,8 @@ pub struct HistoryPoint {
     pub load_ms: f64,
     /// `load_ms` per message, µs.
     pub load_us_per_message: f64,
+    /// Median time to load its last 64 messages (what the service's save of a reply reads), ms.
+    pub tail_ms: f64,
     /// Median time to save one more turn (2 messages) as the UI does, keeping the stored
     /// messages and sending the turn only, ms.
     pub save_turn_ms: f64,
@@ -121,12 +124,25 @@ pub async fn run(db: &Path, sizes: &[usize], repeats: usize) -> Result<Vec<Histo
             conv.messages.truncate(n);
             conv.revision = save(&store, &who, back_to(&conv, n)).await?;
         }
+        let mut tails = Vec::new();
+        for _ in 0..repeats {
+            let t = Instant::now();
+            let got = store.get_tail(&who, &id, 64).await;
+            tails.push(t.elapsed().as_secs_f64() * 1e3);
+            let (got, _) = got
+                .map_err(|e| e.to_string())?
+                .ok_or("conversation vanished")?;
+            if got.messages.len() != n.min(64) {
+                return Err(format!("the tail held {} messages", got.messages.len()));
+            }
+        }
         let puts = put_turns(&svc, &conv, repeats).await?;
         let load_ms = median(&loads);
         out.push(HistoryPoint {
             messages: n,
             load_ms,
             load_us_per_message: load_ms * 1e3 / n.max(1) as f64,
+            tail_ms: median(&tails),
             save_turn_ms: median(&kept_saves),
             save_turn_whole_ms: median(&whole_saves),
             put_turn_ms: puts.kept_ms,

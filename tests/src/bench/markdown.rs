@@ -115,14 +115,15 @@ pub fn render(r: &Results) -> String {
             f.br as f64 / 1024.0
         );
     }
-    s.push_str("\nHistory (SQLite file; one more turn saved as the UI saves it, keeping the stored messages, and as a whole-conversation save; in the store, then as the service's `PUT` with its body size):\n\n| messages | load (ms) | load per message (µs) | save one more turn (ms) | whole save of it (ms) | `PUT` of the turn (ms, bytes) | whole `PUT` (ms, bytes) |\n|---|---|---|---|---|---|---|\n");
+    s.push_str("\nHistory (SQLite file; one more turn saved as the UI saves it, keeping the stored messages, and as a whole-conversation save; in the store, then as the service's `PUT` with its body size):\n\n| messages | load (ms) | load per message (µs) | load the last 64 (ms) | save one more turn (ms) | whole save of it (ms) | `PUT` of the turn (ms, bytes) | whole `PUT` (ms, bytes) |\n|---|---|---|---|---|---|---|---|\n");
     for h in &r.history {
         let _ = writeln!(
             s,
-            "| {} | {:.3} | {:.2} | {:.3} | {:.3} | {:.3} ({}) | {:.3} ({}) |",
+            "| {} | {:.3} | {:.2} | {:.3} | {:.3} | {:.3} | {:.3} ({}) | {:.3} ({}) |",
             h.messages,
             h.load_ms,
             h.load_us_per_message,
+            h.tail_ms,
             h.save_turn_ms,
             h.save_turn_whole_ms,
             h.put_turn_ms,

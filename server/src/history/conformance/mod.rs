@@ -217,6 +217,7 @@ async fn run_rows(store: &dyn HistoryStore, rows: Rows<'_>) {
     create_and_conflicts(store, &alice, rows).await;
     prefix_writes(store, &alice, rows).await;
     kept_saves(store, &alice, rows).await;
+    tails(store, &alice).await;
     round_trip(store, &alice).await;
     allowed_tools(store, &alice).await;
     totals(store, &alice).await;
@@ -499,6 +500,60 @@ async fn kept_saves(store: &dyn HistoryStore, alice: &Principal, rows: Rows<'_>)
     assert!(store.get(alice, id).await.expect("get").is_none());
     assert_eq!(saved(store, alice, tail(id, rev, 0, msgs.clone())).await, 1);
     assert_eq!(get(store, alice, id).await.messages, msgs);
+    assert!(store.delete(alice, id).await.expect("delete"));
+}
+
+/// [`HistoryStore::get_tail`]: the last messages, how many come before them, and the rest of
+/// the copy as a whole read has it.
+async fn tails(store: &dyn HistoryStore, alice: &Principal) {
+    let id = "c-tail";
+    assert!(store.get_tail(alice, id, 2).await.expect("tail").is_none());
+    let msgs: Vec<Message> = (0..5)
+        .map(|i| msg("user", &format!("t{i}"), &format!("message {i}")))
+        .collect();
+    let mut body = conv(id, 0, msgs.clone());
+    body.messages
+        .insert(2, Message::system("never stored, never counted"));
+    saved(store, alice, body).await;
+    let whole = get(store, alice, id).await;
+    let (tail, before) = store
+        .get_tail(alice, id, 2)
+        .await
+        .expect("tail")
+        .expect("present");
+    assert_eq!(before, 3);
+    assert_eq!(tail.messages, msgs[3..]);
+    assert_eq!(
+        StoredConversation {
+            messages: whole.messages[3..].to_vec(),
+            ..whole.clone()
+        },
+        tail,
+        "everything but the messages as a whole read has it"
+    );
+    let (all, before) = store
+        .get_tail(alice, id, 50)
+        .await
+        .expect("tail")
+        .expect("present");
+    assert_eq!((all, before), (whole, 0));
+    let (none, before) = store
+        .get_tail(alice, id, 0)
+        .await
+        .expect("tail")
+        .expect("present");
+    assert_eq!((none.messages.len(), before), (0, 5));
+    assert!(matches!(
+        store.get_tail(alice, "../x", 1).await,
+        Err(HistoryError::InvalidId)
+    ));
+    assert!(
+        store
+            .get_tail(&Principal::new("bob"), id, 2)
+            .await
+            .expect("tail")
+            .is_none()
+    );
     assert!(store.delete(alice, id).await.expect("delete"));
 }
 

@@ -66,6 +66,37 @@ pub(super) fn load(
     principal: &str,
     id: &str,
 ) -> Result<Option<StoredConversation>, HistoryError> {
+    load_from(conn, principal, id, 0)
+}
+
+/// The conversation with its last `n` messages only, and how many come before them; `None`
+/// when absent. The count comes from the primary key's index (`max(seq)`); only the last `n`
+/// bodies are read.
+pub(super) fn load_tail(
+    conn: &Connection,
+    principal: &str,
+    id: &str,
+    n: usize,
+) -> Result<Option<(StoredConversation, u64)>, HistoryError> {
+    let last: Option<i64> = conn
+        .prepare_cached(
+            "SELECT max(seq) FROM messages WHERE principal = ?1 AND conversation_id = ?2",
+        )
+        .db()?
+        .query_row(params![principal, id], |r| r.get(0))
+        .db()?;
+    let count = last.map_or(0, |s| s + 1);
+    let from = (count - i64::try_from(n).unwrap_or(i64::MAX)).max(0);
+    Ok(load_from(conn, principal, id, from)?.map(|c| (c, from as u64)))
+}
+
+/// The conversation with its messages from `seq` on, or `None`.
+fn load_from(
+    conn: &Connection,
+    principal: &str,
+    id: &str,
+    seq: i64,
+) -> Result<Option<StoredConversation>, HistoryError> {
     let row = conn
         .prepare_cached(&format!(
             "SELECT {SUMMARY_COLUMNS} FROM conversations WHERE principal = ?1 AND id = ?2"
@@ -85,11 +116,12 @@ pub(super) fn load(
         .db()?;
     let mut stmt = conn
         .prepare_cached(
-            "SELECT body FROM messages WHERE principal = ?1 AND conversation_id = ?2 ORDER BY seq",
+            "SELECT body FROM messages WHERE principal = ?1 AND conversation_id = ?2 AND seq >= ?3
+             ORDER BY seq",
         )
         .db()?;
     let bodies = stmt
-        .query_map(params![principal, id], |r| r.get::<_, String>(0))
+        .query_map(params![principal, id, seq], |r| r.get::<_, String>(0))
         .db()?
         .collect::<rusqlite::Result<Vec<_>>>()
         .db()?;
