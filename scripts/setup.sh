@@ -41,7 +41,9 @@ if [ "$(trunk --version 2>/dev/null || true)" = "trunk $TRUNK_VER" ]; then
   step "trunk $TRUNK_VER present"
 else
   step "installing trunk $TRUNK_VER (cargo install, ~6-10 min on 2 cores)"
-  cargo install trunk --version "$TRUNK_VER" --locked
+  # --force: cargo's own record may say it is installed while the binary is gone or another
+  # version; this step only runs when `trunk --version` did not answer the pinned one.
+  cargo install trunk --version "$TRUNK_VER" --locked --force
   did+=("trunk $TRUNK_VER")
 fi
 
@@ -50,9 +52,10 @@ if [ "$(wasm-bindgen --version 2>/dev/null || true)" = "wasm-bindgen $WB_VER" ];
   step "wasm-bindgen-cli $WB_VER present"
 else
   step "installing wasm-bindgen-cli $WB_VER (cargo install, ~2 min)"
-  if ! cargo install wasm-bindgen-cli --version "$WB_VER" --locked; then
+  # --force, as for trunk: a record of an install whose binary is gone must not stop it.
+  if ! cargo install wasm-bindgen-cli --version "$WB_VER" --locked --force; then
     step "--locked failed (lockfile pins a crate version the registry lacks); retrying without it"
-    cargo install wasm-bindgen-cli --version "$WB_VER"
+    cargo install wasm-bindgen-cli --version "$WB_VER" --force
   fi
   did+=("wasm-bindgen-cli $WB_VER")
 fi
