@@ -1,8 +1,25 @@
 #!/usr/bin/env bash
-# scripts/build-ui.sh — builds the UI (frontend/) into server/assets/ with trunk (see Trunk.toml),
-# for server/build.rs to embed. Needs the tools from ./scripts/setup.sh; downloads nothing.
-# After a UI change, rebuild the server too (cargo notices the new files in server/assets/).
-# Extra arguments go to `trunk build` (e.g. none for a size-optimised release build).
+# scripts/build-ui.sh — builds the UI (frontend/) into server/assets/, for server/build.rs to
+# embed. Needs the tools from ./scripts/setup.sh; downloads nothing. After a UI change, rebuild
+# the server too (cargo notices the new files in server/assets/). Takes no arguments.
+#
+# The wasm is split at the UI's split points (frontend/src/lazy.rs), so the first load carries
+# only what the first paint needs:
+#   1. cargo builds the UI for wasm32 (profile wasm-release) with `--cfg lmchatkit_split` and the
+#      linker's relocations kept (`--emit-relocs`), which the splitter needs;
+#   2. wasm-split-cli writes the main module, one wasm per split point (`split_<name>.wasm`), one
+#      per run of code several split points share (`chunk_<n>.wasm`), and the JS that loads them
+#      (`__wasm_split.js`, which the main module imports);
+#   3. wasm-bindgen (--target web, keeping the exports the chunks link against) makes the JS glue
+#      of the main module;
+#   4. wasm-opt -Oz (npm binaryen, never Debian's) shrinks every wasm;
+#   5. every file gets the same content hash in its name, `lmchatkit-web-<hash>.js` +
+#      `lmchatkit-web-<hash>_bg.wasm` (the entry build.rs looks for), `lmchatkit-split-<hash>.js`,
+#      `<part>-<hash>.wasm`, and the names the files use for each other are rewritten to match
+#      (each rewrite checked). One hash over all files breaks the cycle of the glue and the split
+#      JS naming each other; the service serves hashed names `immutable`.
+# The stylesheet is copied as `style-<hash>.css`. trunk is not used here (it cannot split; it
+# stays for ./scripts/dev.sh, whose unsplit build loads every part at once).
 #
 # Then it adds the code highlighter, which the UI loads lazily on the first fenced code block:
 # highlight.js (npm @highlightjs/cdn-assets, installed by setup.sh) core + the languages in
@@ -18,13 +35,48 @@ HLJS=.tools/node_modules/@highlightjs/cdn-assets
 # `ini` highlights TOML, `xml` HTML; `shell` is console sessions (`$ cmd` + output).
 HLJS_LANGUAGES="bash css diff go ini javascript json python rust shell sql typescript xml yaml"
 HLJS_BUDGET=$((60 * 1024))
-if ! command -v trunk >/dev/null || [ ! -x .tools/node_modules/.bin/wasm-opt ] \
-  || [ ! -f "$HLJS/es/core.min.js" ]; then
-  echo "build-ui: trunk, wasm-opt or highlight.js missing; run ./scripts/setup.sh first" >&2
+if [ "$#" -gt 0 ]; then
+  echo "build-ui: takes no arguments" >&2
+  exit 2
+fi
+for tool in wasm-bindgen wasm-split-cli .tools/node_modules/.bin/wasm-opt; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "build-ui: $tool missing; run ./scripts/setup.sh first" >&2
+    exit 1
+  fi
+done
+if [ ! -f "$HLJS/es/core.min.js" ]; then
+  echo "build-ui: highlight.js missing; run ./scripts/setup.sh first" >&2
   exit 1
 fi
 start=$(date +%s)
-trunk build --release "$@"
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+
+# 1. The wasm. These flags replace .cargo/config.toml's for wasm32 (cargo takes one source of
+#    rustflags), so `erase_components` is repeated here.
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="--cfg erase_components --cfg lmchatkit_split -Clink-args=--emit-relocs" \
+  cargo build -p lmchatkit-web --bin lmchatkit-web --profile wasm-release \
+  --target wasm32-unknown-unknown --locked -j"${JOBS:-2}"
+target_dir=$(cargo metadata --format-version 1 --no-deps | node -e \
+  'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')
+# 2. Split.
+wasm-split-cli "$target_dir/wasm32-unknown-unknown/wasm-release/lmchatkit-web.wasm" \
+  "$stage/split" --out-name lmchatkit-web
+# 3. The main module's glue.
+wasm-bindgen "$stage/split/lmchatkit-web.wasm" --out-dir "$stage/out" --out-name lmchatkit-web \
+  --target web --no-typescript --keep-lld-exports
+# 4. Shrink.
+wasm-opt -Oz "$stage/out/lmchatkit-web_bg.wasm" -o "$stage/out/lmchatkit-web_bg.wasm"
+for part in "$stage"/split/*.wasm; do
+  [ "$(basename "$part")" = lmchatkit-web.wasm ] && continue
+  wasm-opt -Oz "$part" -o "$stage/out/$(basename "$part")" 2> >(grep -v 'unknown name subsection' >&2)
+done
+cp "$stage/split/__wasm_split.js" "$stage/out/"
+# 5. Name by content.
+node scripts/ui-names.js "$stage/out" frontend/style.css "$stage/assets"
+rm -rf server/assets
+mv "$stage/assets" server/assets
 
 # The highlighter. The core is an ES module ending in `export{X as default};`: inside a function
 # that line becomes `return X;`. The language files are classic scripts calling

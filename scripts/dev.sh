@@ -3,14 +3,15 @@
 # rebuilds the UI on every change under frontend/ or shared/ and forwards /chat/api to the app.
 # Open http://127.0.0.1:8081/. The app is told to accept requests from that page's origin
 # (--allowed-origin; without it every POST from the page is refused as cross-origin). trunk
-# writes into target/trunk-dev/, never into server/assets/ (the bundle the server embeds).
+# writes into target/trunk-dev/, never into server/assets/ (the bundle the server embeds). Its build
+# is not split (frontend/src/lazy.rs): every part of the UI is in the one wasm.
 # Arguments go to lmchatkit (e.g. OPENAI_BASE_URL works as for ./scripts/run.sh).
 #
 # LMCHATKIT_DEV_APP_PORT and LMCHATKIT_DEV_UI_PORT change the two ports; LMCHATKIT_BIN runs a
 # built lmchatkit instead of building one; TRUNK_ARGS adds `trunk serve` arguments (--release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh >/dev/null
+./scripts/setup.sh --dev >/dev/null
 # npm binaryen first: trunk must never pick up Debian's wasm-opt (see build-ui.sh).
 export PATH="$PWD/.tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 app_port=${LMCHATKIT_DEV_APP_PORT:-8080}

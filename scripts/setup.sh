@@ -4,8 +4,11 @@
 # the installed version and does nothing when it already matches (about 1 s in total then).
 #
 #   - Rust target wasm32-unknown-unknown            (rustup)
-#   - trunk 0.21.14                                  (crates.io; 0.22.x needs rustc >= 1.96.1)
-#   - wasm-bindgen-cli = the wasm-bindgen in Cargo.lock (trunk only uses an exact match)
+#   - wasm-bindgen-cli = the wasm-bindgen in Cargo.lock (the glue must match the crate exactly)
+#   - wasm-split-cli 0.2.4 (crates.io wasm_split_cli_support): splits the UI's wasm at its split
+#     points (frontend/src/lazy.rs) before wasm-bindgen, in scripts/build-ui.sh
+#   - with --dev only: trunk 0.21.14 (crates.io; 0.22.x needs rustc >= 1.96.1), for the UI's dev
+#     loop (scripts/dev.sh); building and testing do not use it
 #   - wasm-opt from npm binaryen@132.0.0 into .tools/ (never Debian's binaryen 108: it corrupts the wasm)
 #   - the code highlighter: npm @highlightjs/cdn-assets@11.11.1 into .tools/ (scripts/build-ui.sh
 #     turns its core + a few languages into the UI's lazily loaded highlighter asset)
@@ -16,6 +19,14 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
 TRUNK_VER=0.21.14
+SPLIT_VER=0.2.4
+DEV=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) DEV=1 ;;
+    *) echo "setup: unknown argument $arg (only --dev)" >&2; exit 2 ;;
+  esac
+done
 BINARYEN_VER=132.0.0
 HLJS_VER=11.11.1
 WB_VER=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
@@ -36,15 +47,28 @@ else
   did+=("wasm32 target")
 fi
 
-# 2. trunk (P1: --locked with an explicit version; the newest trunk needs a newer rustc)
-if [ "$(trunk --version 2>/dev/null || true)" = "trunk $TRUNK_VER" ]; then
-  step "trunk $TRUNK_VER present"
+# 2. wasm-split-cli (--locked with an explicit version). It prints no version, so the version
+#    cargo installed is read from cargo's install record, and the binary must be there too.
+if command -v wasm-split-cli >/dev/null \
+  && cargo install --list | grep -qx "wasm_split_cli_support v$SPLIT_VER:"; then
+  step "wasm-split-cli $SPLIT_VER present"
 else
-  step "installing trunk $TRUNK_VER (cargo install, ~6-10 min on 2 cores)"
+  step "installing wasm-split-cli $SPLIT_VER (cargo install, ~2 min)"
   # --force: cargo's own record may say it is installed while the binary is gone or another
-  # version; this step only runs when `trunk --version` did not answer the pinned one.
-  cargo install trunk --version "$TRUNK_VER" --locked --force
-  did+=("trunk $TRUNK_VER")
+  # version; this step only runs when the check above failed.
+  cargo install wasm_split_cli_support --version "$SPLIT_VER" --features build-binary \
+    --locked --force
+  did+=("wasm-split-cli $SPLIT_VER")
+fi
+# trunk, for scripts/dev.sh only (P1: --locked with an explicit version).
+if [ "$DEV" = 1 ]; then
+  if [ "$(trunk --version 2>/dev/null || true)" = "trunk $TRUNK_VER" ]; then
+    step "trunk $TRUNK_VER present"
+  else
+    step "installing trunk $TRUNK_VER (cargo install, ~6-10 min on 2 cores)"
+    cargo install trunk --version "$TRUNK_VER" --locked --force
+    did+=("trunk $TRUNK_VER")
+  fi
 fi
 
 # 3. wasm-bindgen-cli (P2: its shipped lockfile may pin crates the reachable registry lacks)
@@ -52,7 +76,7 @@ if [ "$(wasm-bindgen --version 2>/dev/null || true)" = "wasm-bindgen $WB_VER" ];
   step "wasm-bindgen-cli $WB_VER present"
 else
   step "installing wasm-bindgen-cli $WB_VER (cargo install, ~2 min)"
-  # --force, as for trunk: a record of an install whose binary is gone must not stop it.
+  # --force, as for wasm-split-cli: a record of an install whose binary is gone must not stop it.
   if ! cargo install wasm-bindgen-cli --version "$WB_VER" --locked --force; then
     step "--locked failed (lockfile pins a crate version the registry lacks); retrying without it"
     cargo install wasm-bindgen-cli --version "$WB_VER" --force
@@ -87,4 +111,6 @@ if [ ${#did[@]} -eq 0 ]; then
 else
   step "installed: ${did[*]}"
 fi
-echo "setup ok: $(trunk --version), $(wasm-bindgen --version), $(.tools/node_modules/.bin/wasm-opt --version), highlight.js $(npm_version @highlightjs/cdn-assets)"
+trunk_note=""
+[ "$DEV" = 1 ] && trunk_note="$(trunk --version), "
+echo "setup ok: ${trunk_note}wasm-split-cli $SPLIT_VER, $(wasm-bindgen --version), $(.tools/node_modules/.bin/wasm-opt --version), highlight.js $(npm_version @highlightjs/cdn-assets)"

@@ -1,22 +1,24 @@
-//! Build script: embeds the UI bundle that trunk writes into `server/assets/`.
+//! Build script: embeds the UI bundle that `scripts/build-ui.sh` writes into `server/assets/`.
 //! It writes two files into `OUT_DIR`, both used by `src/bundle.rs`:
 //!
 //! - `lmchatkit.js`: the **stable loader** served at `{prefix}/assets/lmchatkit.js`. When a bundle is
-//!   present it imports trunk's content-hashed JS relative to its own URL, links the hashed CSS and
+//!   present it imports the content-hashed JS glue relative to its own URL, links the hashed CSS and
 //!   starts the wasm; otherwise it only writes a "the UI bundle is not built" message into the page.
 //!   When `scripts/build-ui.sh` added the code highlighter (`lmchatkit-highlight-<hash>.js`), the
 //!   loader also puts its absolute URL into `globalThis.__lmchatkit.highlighter`; the UI loads it
 //!   on the first fenced code block (`frontend/src/markdown/hljs.rs`).
 //! - `bundle_table.rs`: the table of embedded files (`include_bytes!` with absolute paths), each with
 //!   its content type, a strong ETag (`"` + first 16 hex digits of its SHA-256 + `"`) and whether its
-//!   name is content-hashed (then it is served `immutable`), plus which file is trunk's JS entry,
+//!   name is content-hashed (then it is served `immutable`), plus which file is the JS entry,
 //!   its wasm and its CSS. The precompressed copies `<file>.gz` and `<file>.br` that
 //!   `scripts/build-ui.sh` writes are not files of their own: they are attached to `<file>` (each
 //!   with its own ETag) and served in its place when the request accepts that encoding.
 //!
 //! A missing or empty `assets/` is normal (`cargo clippy`/`cargo test` never need the wasm
-//! toolchain): the table is then empty and the loader is the "not built" one. trunk's own
-//! `index.html` and hidden entries (trunk's `.stage/`) are never embedded.
+//! toolchain): the table is then empty and the loader is the "not built" one. An
+//! `index.html` (a trunk build's page) and hidden entries are never embedded. The wasm chunks the
+//! UI loads later (`split_<part>-<hash>.wasm`, `chunk_<n>-<hash>.wasm`) and the JS that loads
+//! them are embedded like every other file; the glue names that JS, the loader does not.
 //!
 //! The ETag is the same function as the service's `http_util::etag_of`; the unit tests in
 //! `src/bundle.rs` check every embedded ETag against it.
@@ -67,7 +69,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", assets.display());
     } else {
         // A missing path would make cargo rerun this script (and rebuild the crate) on every
-        // build. Watch the crate directory instead: it changes when trunk creates `assets/`.
+        // build. Watch the crate directory instead: it changes when `assets/` is created.
         println!("cargo:rerun-if-changed={}", manifest_dir.display());
     }
 
@@ -81,7 +83,7 @@ fn main() {
     }
     let files = attach_encoded(files);
 
-    // trunk (wasm-bindgen --target web) writes `<name>-<hash>.js` next to `<name>-<hash>_bg.wasm`.
+    // wasm-bindgen (--target web) writes `<name>-<hash>.js` next to `<name>-<hash>_bg.wasm`.
     let top_level = |f: &&Embedded| !f.rel.contains('/');
     let mut entries = files.iter().filter(top_level).filter_map(|wasm| {
         let stem = wasm.rel.strip_suffix("_bg.wasm")?;
@@ -134,11 +136,11 @@ fn main() {
         Some((js, wasm)) => (format!("Some({js:?})"), format!("Some({wasm:?})")),
         None => ("None".to_owned(), "None".to_owned()),
     };
-    let _ = writeln!(table, "/// trunk's JS entry (wasm-bindgen glue).");
+    let _ = writeln!(table, "/// The JS entry (wasm-bindgen glue).");
     let _ = writeln!(table, "pub(super) const JS_ENTRY: Option<&str> = {js};");
-    let _ = writeln!(table, "/// trunk's wasm module.");
+    let _ = writeln!(table, "/// The main wasm module.");
     let _ = writeln!(table, "pub(super) const WASM: Option<&str> = {wasm};");
-    let _ = writeln!(table, "/// trunk's stylesheets, in name order.");
+    let _ = writeln!(table, "/// The stylesheets, in name order.");
     let _ = writeln!(table, "pub(super) const CSS: &[&str] = &{css:?};");
     let _ = writeln!(
         table,
@@ -207,7 +209,7 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<Embedded>) {
             continue;
         };
         if name.starts_with('.') {
-            continue; // trunk's `.stage/` while it builds, editor files, ...
+            continue; // a build's staging directory, editor files, ...
         }
         let Ok(meta) = fs::metadata(&path) else {
             continue;
@@ -224,7 +226,7 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<Embedded>) {
             .collect::<Vec<_>>()
             .join("/");
         if rel == "index.html" {
-            continue; // trunk's page; the service renders its own at `{prefix}`.
+            continue; // a trunk build's page; the service renders its own at `{prefix}`.
         }
         if rel == LOADER {
             println!("cargo:warning=assets/{LOADER} is shadowed by the generated loader");
@@ -272,7 +274,7 @@ fn path_str(path: &Path) -> String {
         .to_owned()
 }
 
-/// Whether trunk put a content hash in the name: some path component (extension and a
+/// Whether the build put a content hash in the name: some path component (extension and a
 /// wasm-bindgen `_bg` suffix removed) has a `-`-separated part of at least 8 hex digits, as in
 /// `lmchatkit-web-1a2b3c4d5e6f7a8b.js`, `..._bg.wasm`, `style-<hash>.css`, `<hash>-logo.svg`
 /// (copied files) or `snippets/<crate>-<hash>/inline0.js`.

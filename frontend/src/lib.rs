@@ -8,7 +8,8 @@
 //!   [`history`] saves and loads conversations (server or sessionStorage mode, from
 //!   `/api/config`), [`sync`] follows `/api/events` for cross-tab sync, [`follow`] re-attaches
 //!   to a reply still running on the server (after a reload, or in a second tab).
-//! - **Components** are in [`components`], one per file.
+//! - **Components** are in [`components`], one per file. The dialogs and MCP App views a first
+//!   paint does not need are separate wasm chunks, fetched when first shown ([`lazy`]).
 //! - **Scoped, themable styles.** Every class name starts with `lmck-`; colours are CSS custom
 //!   properties on `.lmck-app` (see `style.css`), light/dark following `prefers-color-scheme`
 //!   unless the theme toggle forces one.
@@ -25,6 +26,7 @@ pub mod components;
 pub mod follow;
 pub mod history;
 pub mod input_history;
+pub mod lazy;
 pub mod markdown;
 pub mod params;
 pub mod reply;
@@ -45,11 +47,12 @@ use wasm_bindgen::JsCast;
 use crate::api::ApiError;
 use crate::components::composer::Composer;
 use crate::components::picker::{Picker, choose_persona};
-use crate::components::servers::ServersDialog;
+use crate::components::servers::servers_dialog;
 use crate::components::settings::ThemeToggle;
 use crate::components::sidebar::Sidebar;
 use crate::components::spend_bar::SpendBar;
 use crate::components::transcript::Transcript;
+use crate::lazy::{Shell, lazily};
 use crate::state::{Store, Theme};
 
 /// Prefix used when the mount element has no `data-prefix` (or there is no mount element).
@@ -322,7 +325,10 @@ pub fn App(
                 }}
                 <Composer />
             </main>
-            {move || store.servers_screen.get().map(|s| view! { <ServersDialog focus=s.focus /> })}
+            {move || store.servers_screen.get().map(|s| {
+                let close = Callback::new(move |()| store.servers_screen.set(None));
+                lazily(Shell::Dialog(close), move || servers_dialog(s.focus.clone()))
+            })}
         </div>
     }
 }

@@ -2,19 +2,23 @@
 //! and below `{prefix}/assets/`. Pure lookups, no HTTP types; the `assets` route turns an
 //! [`Asset`] into a response.
 //!
-//! - trunk builds the UI into `server/assets/` (`./scripts/build-ui.sh`); `build.rs` embeds every
-//!   file there except trunk's `index.html`, with its content type and a strong ETag computed at
+//! - `./scripts/build-ui.sh` builds the UI into `server/assets/`; `build.rs` embeds every
+//!   file there except an `index.html`, with its content type and a strong ETag computed at
 //!   build time. Without a bundle the crate still builds and the loader shows how to build the UI.
 //! - `{prefix}/assets/lmchatkit.js` is the **stable loader** (not immutable: serve it with
-//!   `Cache-Control: no-cache` and its ETag). It imports trunk's content-hashed JS relative to its
+//!   `Cache-Control: no-cache` and its ETag). It imports the content-hashed JS glue relative to its
 //!   own URL, starts the hashed wasm and links the hashed CSS, so the page and host pages never
 //!   name a hash. The hashed files are [`Asset::immutable`] (`public, max-age=31536000, immutable`).
-//! - The page at `{prefix}` is [`page_html`], rendered with the run-time prefix (trunk's
+//! - The page at `{prefix}` is [`page_html`], rendered with the run-time prefix (an
 //!   `index.html` is never served). It has no inline script or style, so a strict CSP
 //!   (`script-src 'self'`, `style-src 'self'`) works. Host pages embed the UI with the same two
 //!   elements: the mount `<div data-lmchatkit data-prefix="…">` and the loader `<script>`.
 //! - The code highlighter (`lmchatkit-highlight-<hash>.js`, added by `scripts/build-ui.sh`) is
 //!   one more hashed file; the loader publishes its URL for the UI, which loads it lazily.
+//! - **Wasm chunks.** The UI's wasm is split at its split points (the dialogs and MCP App views
+//!   a first paint does not need): `lmchatkit-split-<hash>.js`, which the glue imports, fetches
+//!   `split_<part>-<hash>.wasm` (and any `chunk_<n>-<hash>.wasm` it shares) the first time the
+//!   part is shown. They are hashed files like the rest; the loader does not name them.
 //! - **Precompressed.** `scripts/build-ui.sh` also writes a brotli (quality 11) and a gzip
 //!   (level 9) copy of each JS, CSS and wasm file; they are embedded as [`Asset::br`] and
 //!   [`Asset::gzip`] and [`Asset::encoded`] picks one by the request's `Accept-Encoding`, so the
@@ -93,7 +97,7 @@ pub(crate) fn asset(path: &str) -> Option<Asset> {
         .map(|i| table::FILES[i].1)
 }
 
-/// Whether a UI bundle (trunk's JS entry and wasm) is embedded. When not, the loader only shows
+/// Whether a UI bundle (the JS entry and its wasm) is embedded. When not, the loader only shows
 /// how to build it.
 pub(crate) fn is_built() -> bool {
     table::BUILT

@@ -6,7 +6,7 @@
 //!
 //! It measures, in headless Chromium against the real service and the mock upstream:
 //! - the gzipped size of the embedded bundle (wasm + js + css), and apart from it that of the
-//!   lazily loaded code highlighter;
+//!   lazily loaded code highlighter and wasm chunks;
 //! - main-thread time per stream frame while a 48 KB Markdown reply streams (p50/p95/max), and
 //!   per batched HTML update;
 //! - time to interactive of a 1,000-message conversation opened on reload (navigation start until
@@ -70,6 +70,9 @@ async fn ui_benchmark() {
             println!(
                 "bundle: {name}: {raw} bytes, {size} gzipped, {br} brotli (code highlighter, lazy; target <= 60 KB gz)"
             );
+        } else if name.starts_with("split_") || name.starts_with("chunk_") {
+            // A wasm chunk (frontend/src/lazy.rs), loaded when its part of the UI is first shown.
+            println!("bundle: {name}: {raw} bytes, {size} gzipped, {br} brotli (lazy part)");
         } else {
             println!("bundle: {name}: {raw} bytes, {size} gzipped, {br} brotli");
             total += size;

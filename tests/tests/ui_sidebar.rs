@@ -11,7 +11,7 @@ use lmchatkit_tests::browser::Browser;
 use lmchatkit_tests::browser::app::{
     Env, ONE_AT_A_TIME, idle, saved_messages, setup, start_chat, wait_saved,
 };
-use lmchatkit_tests::browser::front::setup_front;
+use lmchatkit_tests::browser::front::{is_ui_part, setup_front};
 use lmchatkit_tests::browser::helpers::{put_long_conversation, setup_with_personas, talk};
 use serde_json::{Value, json};
 
@@ -675,4 +675,81 @@ async fn each_turn_is_saved_with_only_its_new_messages() {
         carried * 2 <= whole,
         "kept saves carry at most half of what whole ones would: {carried} of {whole}, {saves:?}"
     );
+}
+
+#[tokio::test]
+async fn the_edit_dialog_loads_its_part_when_first_opened_and_a_failed_load_can_be_retried() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_front().await else {
+        return;
+    };
+    let b = &env.browser;
+    let probe = env.front.probe.clone();
+    let parts = || {
+        probe
+            .assets()
+            .into_iter()
+            .filter(|(name, _)| is_ui_part(name))
+            .collect::<Vec<_>>()
+    };
+    b.client.goto(&env.front.url("/chat")).await.unwrap();
+    b.watch_csp_violations().await;
+    start_chat(b).await;
+    talk(b, "a chat to rename").await;
+    let edit = ".lmck-conv button[title=Edit]";
+    b.wait_for(edit).await;
+    assert!(
+        probe.assets().iter().any(|(n, _)| n.ends_with("_bg.wasm")),
+        "the front saw the main module: {:?}",
+        probe.assets()
+    );
+    assert_eq!(parts(), [], "the first paint and a turn load no part");
+
+    // The part's first fetch fails: the dialog says so instead of opening, and the page lives on.
+    probe.fail_next_parts(1);
+    b.click(edit).await;
+    b.wait_text(".lmck-modal .lmck-load-failed", "could not be loaded")
+        .await;
+    let failed = parts();
+    assert_eq!(
+        failed.iter().filter(|(_, status)| *status == 503).count(),
+        1,
+        "{failed:?}"
+    );
+    assert!(
+        failed
+            .iter()
+            .all(|(n, _)| n.starts_with("split_edit-") || n.starts_with("chunk_")),
+        "only the edit dialog's part and what it shares are fetched: {failed:?}"
+    );
+
+    // Trying again fetches again, and the dialog opens.
+    b.click(".lmck-load-failed .lmck-retry").await;
+    b.wait_for(".lmck-modal[aria-label='Edit conversation'] input.lmck-field")
+        .await;
+    assert!(b.texts(".lmck-load-failed").await.is_empty());
+    let loaded = parts();
+    assert!(loaded.len() > failed.len(), "{loaded:?}");
+    assert!(
+        loaded
+            .iter()
+            .any(|(n, status)| n.starts_with("split_edit-") && *status == 200),
+        "{loaded:?}"
+    );
+    let (refused, _) = &failed[failed.iter().position(|(_, s)| *s == 503).unwrap()];
+    assert!(
+        loaded.iter().any(|(n, s)| n == refused && *s == 200),
+        "the part that failed was fetched again: {loaded:?}"
+    );
+
+    // Loaded once is loaded: closing and opening again fetches nothing more, and the page's
+    // CSP allowed all of it.
+    b.js("Array.from(document.querySelectorAll('.lmck-modal button')).find(x => x.textContent === 'Cancel').click(); return true;")
+        .await;
+    modal_closed(b).await;
+    b.click(edit).await;
+    b.wait_for(".lmck-modal[aria-label='Edit conversation']")
+        .await;
+    assert_eq!(parts(), loaded);
+    assert_eq!(b.csp_violations().await, Vec::<String>::new());
 }

@@ -251,6 +251,13 @@ fn open_link(url: &str) -> Result<Value, String> {
     Ok(json!({}))
 }
 
+crate::lazy::split_point! {
+    /// [`AppFrame`], from the `views` chunk (see [`crate::lazy`]).
+    views: fn app_view(call: ViewCall, chat: Chat) {
+        view! { <AppFrame call chat /> }.into_any()
+    }
+}
+
 /// One view of a tool call.
 #[component]
 pub fn AppFrame(call: ViewCall, chat: Chat) -> impl IntoView {

@@ -14,6 +14,20 @@ use crate::history;
 use crate::spend::{effort_of, is_reasoning, usable, with_effort};
 use crate::state::{PARAM_FIELDS, Theme, fields_from_params, params_from_fields};
 
+crate::lazy::split_point! {
+    /// [`EditModal`], from the `edit` chunk (see [`crate::lazy`]).
+    edit: fn edit_modal(id: String, on_close: Callback<()>) {
+        view! { <EditModal id on_close /> }.into_any()
+    }
+}
+
+crate::lazy::split_point! {
+    /// [`ConfirmDelete`], from the `edit` chunk (see [`crate::lazy`]).
+    edit: fn confirm_delete(id: String, title: String, on_close: Callback<()>) {
+        view! { <ConfirmDelete id title on_close /> }.into_any()
+    }
+}
+
 /// Edits a conversation's title and setup.
 #[component]
 pub fn EditModal(id: String, on_close: Callback<()>) -> impl IntoView {

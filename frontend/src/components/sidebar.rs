@@ -8,9 +8,10 @@ use leptos::task::spawn_local;
 use lmchatkit_protocol::{Role, StoredConversation};
 use wasm_bindgen::JsCast;
 
-use crate::components::settings::{ConfirmDelete, EditModal};
+use crate::components::settings::{confirm_delete, edit_modal};
 use crate::components::store;
 use crate::history;
+use crate::lazy::{Shell, lazily};
 use crate::servers::ServersScreen;
 
 /// A conversation as Markdown.
@@ -152,7 +153,13 @@ pub fn Sidebar() -> impl IntoView {
                 </Show>
             </div>
         </nav>
-        {move || editing.get().map(|id| view! { <EditModal id on_close=Callback::new(move |_| editing.set(None)) /> })}
-        {move || deleting.get().map(|(id, title)| view! { <ConfirmDelete id title on_close=Callback::new(move |_| deleting.set(None)) /> })}
+        {move || editing.get().map(|id| {
+            let on_close = Callback::new(move |()| editing.set(None));
+            lazily(Shell::Dialog(on_close), move || edit_modal(id.clone(), on_close))
+        })}
+        {move || deleting.get().map(|(id, title)| {
+            let on_close = Callback::new(move |()| deleting.set(None));
+            lazily(Shell::Dialog(on_close), move || confirm_delete(id.clone(), title.clone(), on_close))
+        })}
     }
 }

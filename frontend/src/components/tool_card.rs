@@ -6,8 +6,9 @@
 use leptos::prelude::*;
 use lmchatkit_protocol::{Approval, ToolCall};
 
-use crate::apps::frame::{AppFrame, ViewCall, call_tool_result};
+use crate::apps::frame::{ViewCall, app_view, call_tool_result};
 use crate::components::servers::stale::{StaleNote, stale_server};
+use crate::lazy::{Shell, lazily};
 use crate::results::{CallKey, ends_answers};
 use crate::state::Chat;
 
@@ -98,6 +99,9 @@ pub fn ToolCard(call: ToolCall, owner: String, chat: Chat) -> impl IntoView {
                 }
             })}
         </details>
-        {move || view_call.get().map(|vc| view! { <AppFrame call=vc chat=frame_chat.clone() /> })}
+        {move || view_call.get().map(|vc| {
+            let chat = frame_chat.clone();
+            lazily(Shell::Inline, move || app_view(vc.clone(), chat.clone()))
+        })}
     }
 }

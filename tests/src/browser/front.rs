@@ -1,11 +1,13 @@
 //! A small front server for browser tests that need more than the service alone: it serves a
 //! host page embedding the UI in floating-window mode (`/host.html`), records the `Last-Event-ID`
-//! of every `GET /chat/api/events` and what every conversation `PUT` carried, and can end the
-//! open event streams on demand (as a proxy or a restarting instance would), without
+//! of every `GET /chat/api/events`, what every conversation `PUT` carried and every asset
+//! requested, and can end the open event streams on demand (as a proxy or a restarting instance
+//! would) or fail the next requests for the UI's wasm chunks (as a flaky network would), without
 //! restarting anything. Everything else goes to the service unchanged.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -53,7 +55,16 @@ pub struct Probe {
     pub event_requests: Mutex<Vec<Option<String>>>,
     /// Every conversation `PUT`, in the order answered.
     pub saves: Mutex<Vec<SavePut>>,
+    /// Every `GET /chat/assets/<name>`: the name and the status answered, in order.
+    pub assets: Mutex<Vec<(String, u16)>>,
     cut: Mutex<Option<tokio::sync::watch::Sender<u64>>>,
+    fail_parts: AtomicUsize,
+}
+
+/// Whether an asset is one of the UI's wasm chunks (`split_<part>-<hash>.wasm`,
+/// `chunk_<n>-<hash>.wasm`), which the UI loads the first time a part is shown.
+pub fn is_ui_part(name: &str) -> bool {
+    (name.starts_with("split_") || name.starts_with("chunk_")) && name.ends_with(".wasm")
 }
 
 impl Probe {
@@ -72,6 +83,16 @@ impl Probe {
     /// The conversation `PUT`s seen so far.
     pub fn saves(&self) -> Vec<SavePut> {
         self.saves.lock().unwrap().clone()
+    }
+
+    /// The assets requested so far, with the status each was answered.
+    pub fn assets(&self) -> Vec<(String, u16)> {
+        self.assets.lock().unwrap().clone()
+    }
+
+    /// Answers the next `n` requests for a wasm chunk ([`is_ui_part`]) 503.
+    pub fn fail_next_parts(&self, n: usize) {
+        self.fail_parts.store(n, Ordering::SeqCst);
     }
 }
 
@@ -162,6 +183,35 @@ async fn route(svc: ChatService, probe: Arc<Probe>, req: Request<Incoming>) -> R
             status: res.status().as_u16(),
         });
         return res.map(|b| b.map_err(Into::<BoxError>::into).boxed_unsync());
+    }
+    if req.method() == http::Method::GET
+        && let Some(name) = req.uri().path().strip_prefix("/chat/assets/")
+    {
+        let name = name.to_owned();
+        let fail = is_ui_part(&name)
+            && probe
+                .fail_parts
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+        let res = if fail {
+            let mut res = Response::new(
+                Full::new(Bytes::from_static(b"unavailable"))
+                    .map_err(|e| match e {})
+                    .boxed_unsync(),
+            );
+            *res.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+            res
+        } else {
+            let mut svc = svc;
+            let Ok(res) = tower::Service::call(&mut svc, req).await;
+            res.map(|b| b.map_err(Into::<BoxError>::into).boxed_unsync())
+        };
+        probe
+            .assets
+            .lock()
+            .unwrap()
+            .push((name, res.status().as_u16()));
+        return res;
     }
     let events = req.uri().path() == "/chat/api/events";
     let mut cut = None;

@@ -30,6 +30,13 @@ use crate::components::servers::review::ReviewPane;
 use crate::components::store;
 pub use screen::{Pane, Screen, screen};
 
+crate::lazy::split_point! {
+    /// The dialog, from the `servers` chunk (see [`crate::lazy`]).
+    servers: fn servers_dialog(focus: Option<String>) {
+        view! { <ServersDialog focus /> }.into_any()
+    }
+}
+
 /// The "Tools & servers" dialog, opened on the server `focus` when given.
 #[component]
 pub fn ServersDialog(focus: Option<String>) -> impl IntoView {
