@@ -18,15 +18,16 @@ const renamed = (f) =>
   : f === "__wasm_split.js" ? `lmchatkit-split-${h}.js`
   : /^(split|chunk)_[A-Za-z0-9_]+\.wasm$/.test(f) ? f.replace(/\.wasm$/, `-${h}.wasm`)
   : null;
-// Replaces the one `"./<from>"` of a text by `"./<to>"`.
-const rewrite = (text, from, to) => {
-  const parts = text.split(`"./${from}"`);
-  if (parts.length !== 2) {
-    console.error(`build-ui: expected one "./${from}" in the output, found ${parts.length - 1}`);
+// Replaces `from` by `to` in a text: exactly once, or (with `many`) at least once.
+const rewrite = (text, from, to, many = false) => {
+  const parts = text.split(from);
+  if (many ? parts.length < 2 : parts.length !== 2) {
+    console.error(`build-ui: expected ${many ? "some" : "one"} ${from} in the output, found ${parts.length - 1}`);
     process.exit(1);
   }
-  return parts.join(`"./${to}"`);
+  return parts.join(to);
 };
+const quoted = (name) => `"./${name}"`;
 fs.mkdirSync(dest, { recursive: true });
 for (const f of files) {
   const to = renamed(f);
@@ -34,24 +35,15 @@ for (const f of files) {
   let body = fs.readFileSync(path.join(dir, f));
   if (f === "lmchatkit-web.js") {
     // Only the import statements: the imports object keeps the module name the wasm imports from.
-    let text = body.toString().split(`from "./__wasm_split.js"`);
-    if (text.length < 2) {
-      console.error("build-ui: the glue does not import ./__wasm_split.js");
-      process.exit(1);
-    }
-    text = text.join(`from "./${renamed("__wasm_split.js")}"`);
+    const split = "__wasm_split.js";
+    const text = rewrite(body.toString(), `from ${quoted(split)}`, `from ${quoted(renamed(split))}`, true);
     // The glue's default URL of its wasm (the loader passes the wasm itself; kept right anyway).
-    const own = text.split("'lmchatkit-web_bg.wasm'");
-    if (own.length !== 2) {
-      console.error(`build-ui: expected one 'lmchatkit-web_bg.wasm' in the glue, found ${own.length - 1}`);
-      process.exit(1);
-    }
-    text = own.join(`'${renamed("lmchatkit-web_bg.wasm")}'`);
-    body = text;
+    const wasm = "lmchatkit-web_bg.wasm";
+    body = rewrite(text, `'${wasm}'`, `'${renamed(wasm)}'`);
   } else if (f === "__wasm_split.js") {
-    let text = rewrite(body.toString(), "lmchatkit-web.js", renamed("lmchatkit-web.js"));
-    for (const part of files.filter((p) => /^(split|chunk)_/.test(p))) {
-      text = rewrite(text, part, renamed(part));
+    let text = body.toString();
+    for (const name of ["lmchatkit-web.js", ...files.filter((p) => /^(split|chunk)_/.test(p))]) {
+      text = rewrite(text, quoted(name), quoted(renamed(name)));
     }
     body = text;
   }
