@@ -45,6 +45,8 @@ pub const DEFAULT_MODELS_TTL: Duration = Duration::from_secs(60);
 pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 mod request;
+/// The upstream's SSE split into events, shared with the Anthropic backend.
+pub(in crate::llm) mod sse_parse;
 /// The stream translator; its SSE driver is shared with the Anthropic backend.
 pub(in crate::llm) mod translate;
 /// The HTTP plumbing, shared with the Anthropic backend.

@@ -228,8 +228,9 @@ impl Run {
     pub(crate) fn follow(self: &Arc<Self>, after: u64) -> impl Stream<Item = Bytes> + Send + use<> {
         let rx = self.tick.subscribe();
         let next = usize::try_from(after).unwrap_or(usize::MAX);
-        let state = (self.clone(), next, rx);
-        futures_util::stream::unfold(state, |(run, mut next, mut rx)| async move {
+        // Nothing sent yet: the first frames go out at once (they are the time to first token).
+        let state = (self.clone(), next, rx, true);
+        futures_util::stream::unfold(state, |(run, mut next, mut rx, first)| async move {
             // The log's length when this follower last yielded to let the run go on.
             let mut seen = next;
             let mut yields = 0;
@@ -242,7 +243,7 @@ impl Run {
                     let running = log.status == RunStatus::Running;
                     if next >= len {
                         if running { Look::Wait } else { Look::End }
-                    } else if running && len > seen && yields < GATHER {
+                    } else if running && !first && len > seen && yields < GATHER {
                         // While the run is still producing, give it one more scheduler round
                         // before writing (up to GATHER rounds): a burst then goes out as one
                         // write, not one per event. A run that made no progress in a round is
@@ -259,7 +260,7 @@ impl Run {
                     }
                 };
                 match look {
-                    Look::Send(chunk) => return Some((chunk, (run, next, rx))),
+                    Look::Send(chunk) => return Some((chunk, (run, next, rx, false))),
                     Look::End => return None,
                     Look::Gather => tokio::task::yield_now().await,
                     Look::Wait => {

@@ -19,7 +19,10 @@
 //! - **The log holds framed events** (`id:` and `data:` lines, encoded once when appended):
 //!   every follower shares the same bytes, and a follower that falls behind only reads further
 //!   back in the log (a follower never holds up the run). What a follower finds waiting goes
-//!   out as one chunk (up to 64 KiB): a burst of events costs one write, not one each.
+//!   out as one chunk (up to 64 KiB): a burst of events costs one write, not one each. While
+//!   the run is producing, a follower gives it a few scheduler rounds to add to the burst,
+//!   except before its first chunk, which goes out at once: that is the time to first token,
+//!   and under load each round can cost milliseconds.
 //! - **Retention**: a finished run stays readable for [`local::RETENTION`] (a tab that lost its
 //!   connection near the end still gets the end), and finished logs hold at most
 //!   [`local::RETAINED_BYTES`] in all, the oldest dropped first. A running run is never dropped.

@@ -36,6 +36,33 @@ async fn waiting_frames_go_out_as_one_chunk_of_at_most_64_kib() {
     assert_eq!(String::from_utf8(whole).unwrap().matches("\n\n").count(), 5);
 }
 
+/// While a run produces one frame per scheduler round, a follower's first chunk is what it
+/// found (the time to first token is not held up), and what follows is gathered into one.
+#[tokio::test]
+async fn the_first_frame_goes_out_at_once_and_a_burst_after_it_as_one_chunk() {
+    let runs = Runs::default();
+    let w = runs.start(&alice(), Some("t1"), "m1", None).unwrap();
+    w.append("1");
+    let run = w.run().clone();
+    let mut follower = std::pin::pin!(run.follow(0));
+    let writer = tokio::spawn(async move {
+        for n in 2..=10 {
+            w.append(&n.to_string());
+            tokio::task::yield_now().await;
+        }
+        w.finish(RunStatus::Finished);
+    });
+    let first = follower.next().await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&first), "id: 1\ndata: 1\n\n");
+    let rest = follower.next().await.unwrap();
+    let want: String = (2..=10)
+        .map(|n| format!("id: {n}\ndata: {n}\n\n"))
+        .collect();
+    assert_eq!(String::from_utf8_lossy(&rest), want);
+    assert_eq!(follower.next().await, None);
+    writer.await.unwrap();
+}
+
 /// An ended run's frames are packed into one buffer: read from any id, the log is the same as
 /// it was while the run ran, chunked the same way.
 #[tokio::test]

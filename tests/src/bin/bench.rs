@@ -175,12 +175,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ramp: Duration::from_millis(ramp_ms),
         };
         let o = load::run(&target, phase).await;
+        let ttft = lmchatkit_tests::bench::stats::Summary::of(&o.ttft_ms);
         println!(
-            "{}/{} ok, {:.0} streams/s, {:.0} events/s, max open {}, errors {:?}",
+            "{}/{} ok, {:.0} streams/s, {:.0} events/s, TTFT p50 {:.3} p90 {:.3} p99 {:.3} ms, max open {}, errors {:?}",
             o.completed,
             o.requests,
             o.completed as f64 / o.elapsed_s,
             o.events as f64 / o.elapsed_s,
+            ttft.p50,
+            ttft.p90,
+            ttft.p99,
             o.max_open,
             o.errors
         );

@@ -1,7 +1,7 @@
 //! The stream translator: OpenAI-compatible chat-completion SSE chunks in, [`Event`]s out.
 //!
 //! SSE framing (CRLF, `:` keep-alives, `event:`/`id:` lines, chunk boundaries mid-line or
-//! mid-UTF-8) is the `eventsource-stream` crate's job; this module reads the JSON chunks.
+//! mid-UTF-8, the size cap) is [`super::sse_parse`]'s job; this module reads the JSON chunks.
 //! `<think>` tags inside `content` are left alone: the UI splits them out.
 //!
 //! When a reply counts as finished — decided here, for every OpenAI-compatible upstream:
@@ -26,7 +26,6 @@ use std::collections::VecDeque;
 use std::fmt::Display;
 
 use bytes::Bytes;
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::{Stream, StreamExt, stream};
 use lmchatkit_protocol::{Event, FinishReason, ToolCall, Usage};
 use std::borrow::Cow;
@@ -34,6 +33,9 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
+
+use super::sse_parse::SseParser;
+use super::transport::MAX_SSE_EVENT;
 
 /// Translates an OpenAI-compatible chat-completions SSE body into chat [`Event`]s.
 ///
@@ -76,7 +78,7 @@ where
 /// What a translator does with the SSE events of one reply; [`read_events`] drives it. Shared
 /// with the Anthropic translator.
 pub(in crate::llm) trait Reader: Send {
-    /// One SSE event (its `event:` name, empty when absent, and its data); `Flow::End` ends the
+    /// One SSE event (its `event:` name, `message` when absent, and its data); `Flow::End` ends the
     /// turn and drops the body.
     fn on_sse(&mut self, event: &str, data: &str, out: &mut VecDeque<Event>) -> Flow;
     /// The body ended before the reader ended the turn: cleanly when `cause` is `None`, else
@@ -84,17 +86,17 @@ pub(in crate::llm) trait Reader: Send {
     fn body_ended(&mut self, cause: Option<String>, out: &mut VecDeque<Event>);
 }
 
-/// Splits an SSE body into events for `reader` and yields the events it queues.
+/// Splits an SSE body into events for `reader` ([`SseParser`], events up to
+/// [`MAX_SSE_EVENT`] bytes) and yields the events it queues.
 pub(in crate::llm) fn read_events<S, E, R>(bytes: S, reader: R) -> impl Stream<Item = Event> + Send
 where
     S: Stream<Item = Result<Bytes, E>> + Send,
     E: Display + Send,
     R: Reader,
 {
-    // Pads the body so a final event missing its blank line is still dispatched.
-    let padded = bytes.chain(stream::once(async { Ok(Bytes::from_static(b"\n\n")) }));
     let state = State {
-        events: Some(Box::pin(padded.eventsource())),
+        body: Body::Reading(Box::pin(bytes)),
+        parser: SseParser::new(MAX_SSE_EVENT),
         acc: reader,
         queue: VecDeque::new(),
     };
@@ -103,27 +105,39 @@ where
             if let Some(ev) = st.queue.pop_front() {
                 return Some((ev, st));
             }
-            let events = st.events.as_mut()?;
-            match events.next().await {
+            if matches!(st.body, Body::Done) {
+                return None;
+            }
+            // The events already received go first.
+            match st.parser.next_event() {
                 Some(Ok(sse)) => {
-                    if st.acc.on_sse(&sse.event, &sse.data, &mut st.queue) == Flow::End {
-                        st.events = None;
+                    if st.acc.on_sse(sse.event, sse.data, &mut st.queue) == Flow::End {
+                        st.body = Body::Done;
                     }
+                    continue;
                 }
-                Some(Err(err)) => {
-                    st.events = None;
-                    let cause = match err {
-                        EventStreamError::Transport(e) => e.to_string(),
-                        EventStreamError::Utf8(_) => "upstream sent invalid UTF-8".to_owned(),
-                        EventStreamError::Parser(e) => {
-                            format!("upstream sent a malformed event stream: {e}")
-                        }
-                    };
-                    st.acc.body_ended(Some(cause), &mut st.queue);
+                Some(Err(e)) => {
+                    st.body = Body::Done;
+                    st.acc.body_ended(Some(e.to_string()), &mut st.queue);
+                    continue;
+                }
+                None => {}
+            }
+            let Body::Reading(body) = &mut st.body else {
+                st.body = Body::Done;
+                st.acc.body_ended(None, &mut st.queue);
+                continue;
+            };
+            match body.next().await {
+                Some(Ok(bytes)) => st.parser.push(&bytes),
+                Some(Err(e)) => {
+                    st.body = Body::Done;
+                    st.acc.body_ended(Some(e.to_string()), &mut st.queue);
                 }
                 None => {
-                    st.events = None;
-                    st.acc.body_ended(None, &mut st.queue);
+                    // A final event missing its blank line is still read.
+                    st.parser.push(b"\n\n");
+                    st.body = Body::Ended;
                 }
             }
         }
@@ -131,10 +145,20 @@ where
 }
 
 struct State<T, R> {
-    /// The SSE events; `None` once the turn has ended (drops the body).
-    events: Option<std::pin::Pin<Box<T>>>,
+    body: Body<T>,
+    parser: SseParser,
     acc: R,
     queue: VecDeque<Event>,
+}
+
+/// Where the body is.
+enum Body<T> {
+    /// Being read.
+    Reading(std::pin::Pin<Box<T>>),
+    /// Ended cleanly; the parser holds its last events.
+    Ended,
+    /// The turn is over (the body dropped, when it was not done).
+    Done,
 }
 
 /// Whether a reply goes on after an event.

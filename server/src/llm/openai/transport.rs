@@ -96,14 +96,12 @@ pub(in crate::llm) async fn reply_events(
 pub(in crate::llm) enum BodyError {
     #[error("{0}")]
     Stalled(String),
-    #[error("upstream sent an event larger than {MAX_SSE_EVENT} bytes")]
-    EventTooLarge,
     #[error("upstream connection failed mid-stream: {0}")]
     Transport(String),
 }
 
-/// Adds the idle timeout, the turn's deadline and the event-size cap to a body stream and
-/// turns its errors into readable ones. After an error the body is dropped.
+/// Adds the idle timeout and the turn's deadline to a body stream and turns its errors into
+/// readable ones (the event-size cap is the SSE parser's). After an error the body is dropped.
 pub(in crate::llm) fn guard<S>(
     body: S,
     idle: Duration,
@@ -114,7 +112,6 @@ where
 {
     Guarded {
         body: Some(Box::pin(body)),
-        size: EventSize::default(),
         idle,
         deadline,
         last_data: Instant::now(),
@@ -130,7 +127,6 @@ where
 /// costs a timer-wheel insertion and removal per upstream chunk.
 struct Guarded<S> {
     body: Option<std::pin::Pin<Box<S>>>,
-    size: EventSize,
     idle: Duration,
     deadline: Instant,
     last_data: Instant,
@@ -153,11 +149,10 @@ where
             return Poll::Ready(None);
         };
         let ended = match body.as_mut().poll_next(cx) {
-            Poll::Ready(Some(Ok(bytes))) if this.size.add(&bytes) => {
+            Poll::Ready(Some(Ok(bytes))) => {
                 this.last_data = Instant::now();
                 return Poll::Ready(Some(Ok(bytes)));
             }
-            Poll::Ready(Some(Ok(_))) => Some(BodyError::EventTooLarge),
             Poll::Ready(Some(Err(e))) => Some(BodyError::Transport(causes(&e))),
             Poll::Ready(None) => None,
             Poll::Pending => loop {
@@ -179,33 +174,6 @@ where
         };
         this.body = None;
         Poll::Ready(ended.map(Err))
-    }
-}
-
-/// The size of the SSE event being received: bytes since the last blank line.
-#[derive(Debug, Default)]
-struct EventSize {
-    len: usize,
-    /// The last byte other than `\r` was `\n`.
-    at_line_start: bool,
-}
-
-impl EventSize {
-    /// Counts `bytes`; false once an event is over [`MAX_SSE_EVENT`]. Looks only at line
-    /// ends: the other bytes are counted in bulk (this runs on every upstream byte).
-    fn add(&mut self, bytes: &[u8]) -> bool {
-        let mut rest = bytes;
-        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
-            let blank = self.at_line_start && rest[..end].iter().all(|&b| b == b'\r');
-            self.len = if blank { 0 } else { self.len + end + 1 };
-            self.at_line_start = true;
-            rest = &rest[end + 1..];
-        }
-        self.len += rest.len();
-        if rest.iter().any(|&b| b != b'\r') {
-            self.at_line_start = false;
-        }
-        self.len <= MAX_SSE_EVENT
     }
 }
 
@@ -324,27 +292,6 @@ fn causes(e: &reqwest::Error) -> String {
         e.to_string()
     } else {
         parts.join(": ")
-    }
-}
-
-#[cfg(test)]
-mod caps_tests {
-    use super::*;
-
-    #[test]
-    fn an_event_is_measured_up_to_its_blank_line() {
-        let mut size = EventSize::default();
-        let half = vec![b'x'; MAX_SSE_EVENT / 2 - 10];
-        assert!(size.add(&half) && size.add(&half));
-        assert!(size.add(b"\r\n\r\n"), "a blank line ends the event");
-        assert!(size.add(&half));
-        assert!(size.add(b"\n"), "one newline does not");
-        assert!(
-            size.add(&half),
-            "lines of one event add up: {} bytes",
-            size.len
-        );
-        assert!(!size.add(&[b'x'; 30]), "past the cap");
     }
 }
 
