@@ -8,7 +8,9 @@
 # Arguments go to lmchatkit (e.g. OPENAI_BASE_URL works as for ./scripts/run.sh).
 #
 # LMCHATKIT_DEV_APP_PORT and LMCHATKIT_DEV_UI_PORT change the two ports; LMCHATKIT_BIN runs a
-# built lmchatkit instead of building one; TRUNK_ARGS adds `trunk serve` arguments (--release).
+# built lmchatkit instead of building one; TRUNK_ARGS adds `trunk serve` arguments (--release
+# works, but its wasm-release build and ./scripts/build-ui.sh's, made with other flags, then
+# rebuild each other's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --dev >/dev/null

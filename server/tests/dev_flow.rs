@@ -3,8 +3,10 @@
 //! script, the app refused every POST from that page ("cross-origin request from
 //! http://127.0.0.1:8081 refused").
 //!
-//! Runs `trunk serve --release`, which reuses the wasm `./scripts/build-ui.sh` built; skipped
-//! when trunk is missing unless `LMCHATKIT_EXPECT_BUNDLE` says the toolchain is there.
+//! Runs `trunk serve` as developers do, a debug build: `--release` would build the
+//! `wasm-release` profile that `./scripts/build-ui.sh` also builds, with other flags (no split),
+//! and each would rebuild the other's wasm (145 s a time here). Skipped when trunk is missing
+//! unless `LMCHATKIT_EXPECT_BUNDLE` says the toolchain is there.
 
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
@@ -53,7 +55,6 @@ async fn the_dev_script_serves_the_ui_and_the_page_can_post_through_trunk() {
         .env("LMCHATKIT_BIN", env!("CARGO_BIN_EXE_lmchatkit"))
         .env("LMCHATKIT_DEV_APP_PORT", app_port.to_string())
         .env("LMCHATKIT_DEV_UI_PORT", ui_port.to_string())
-        .env("TRUNK_ARGS", "--release")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
