@@ -308,7 +308,7 @@ mod tests {
         // Two lines of 50 bytes, then the blank line: 101 bytes, one over.
         let body = [line(43), line(43), b"\n".to_vec()].concat();
         assert_eq!(read(&[&body], cap), Err(SseError::TooLarge(cap)));
-        // 99 bytes with the blank line: fine, and the next event starts from zero.
+        // 50 + 49 + the blank line: 100 bytes, at the cap; the next event starts from zero.
         let body = [
             line(43),
             line(42),
