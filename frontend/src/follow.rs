@@ -265,6 +265,7 @@ pub fn attach(store: Store, chat: Chat, run: String) {
     }
     leave(store);
     store.busy.set(true);
+    crate::markdown::engine::fetch();
     let api = store.api();
     let (generation, signal) = begin(api.clone(), Kind::Follow);
     set_run(generation, run.clone());

@@ -308,10 +308,19 @@ fn resolve_conflict(store: Store, chat: &Chat, server: StoredConversation) {
 
 /// Opens a stored conversation.
 pub async fn open(store: Store, id: String) {
-    let fetched = match store.history_mode() {
-        Some(HistoryMode::Server) => Some(store.api().conversation_with_run(&id).await),
-        _ => None,
+    let fetch = async {
+        match store.history_mode() {
+            Some(HistoryMode::Server) => Some(store.api().conversation_with_run(&id).await),
+            _ => None,
+        }
     };
+    // Its replies show rendered, so the Markdown parser loads alongside.
+    let (fetched, _, ()) = crate::futures_join(
+        fetch,
+        crate::markdown::engine::ready(),
+        std::future::ready(()),
+    )
+    .await;
     show(store, id, fetched);
 }
 

@@ -8,8 +8,10 @@
 //!   only that part reaches. Code two chunks share goes into a third that both load; code the
 //!   first paint reaches stays in the main module.
 //! - **What is split off**: the "Tools & servers" dialog, MCP App views (the frame and its
-//!   bridge to the view) and the conversation edit and delete dialogs. A reloaded conversation
-//!   with an App view in it shows its text at once and the view when its chunk has arrived.
+//!   bridge to the view), the conversation edit and delete dialogs, and the Markdown parser
+//!   ([`crate::markdown::engine`], not a view: its split point hands back the parser, and a
+//!   text shows plain until it is here). A reloaded conversation with an App view in it shows
+//!   its text at once and the view when its chunk has arrived.
 //! - **Without `lmchatkit_split`** (`trunk serve`, native unit tests) a split point is a
 //!   plain function behind the same `async` signature, so the dev loop and the tests run the
 //!   same components.

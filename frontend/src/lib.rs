@@ -8,8 +8,9 @@
 //!   [`history`] saves and loads conversations (server or sessionStorage mode, from
 //!   `/api/config`), [`sync`] follows `/api/events` for cross-tab sync, [`follow`] re-attaches
 //!   to a reply still running on the server (after a reload, or in a second tab).
-//! - **Components** are in [`components`], one per file. The dialogs and MCP App views a first
-//!   paint does not need are separate wasm chunks, fetched when first shown ([`lazy`]).
+//! - **Components** are in [`components`], one per file. The dialogs, MCP App views and the
+//!   Markdown parser, which a first paint does not need, are separate wasm chunks, fetched when
+//!   first needed ([`lazy`]).
 //! - **Scoped, themable styles.** Every class name starts with `lmck-`; colours are CSS custom
 //!   properties on `.lmck-app` (see `style.css`), light/dark following `prefers-color-scheme`
 //!   unless the theme toggle forces one.
@@ -195,12 +196,12 @@ pub fn App(
     let store = Store::new(&prefix);
     store.theme.set(crate::components::settings::load_theme());
     provide_context(store);
-    components::code_hooks::rehighlight_when_loaded(store);
+    components::code_hooks::rerender_when_loaded(store);
     components::code_hooks::wire_code_copy();
     let ready = RwSignal::new(false);
     spawn_local(async move {
         // A reload fetches the chat it had open together with the config (see
-        // `history::prefetch_remembered`); the list loads while it shows.
+        // `history::prefetch_remembered`) and the Markdown parser; the list loads while it shows.
         let ((config, models, personas), prefetched, ()) = futures_join(
             futures_join(
                 store.api().config(),
@@ -208,7 +209,12 @@ pub fn App(
                 store.api().personas(),
             ),
             history::prefetch_remembered(store),
-            std::future::ready(()),
+            // The chat a reload restores shows rendered, so its renderer loads alongside.
+            async {
+                if history::remembered_current().is_some() {
+                    markdown::engine::ready().await;
+                }
+            },
         )
         .await;
         let config_ok = config.as_ref().ok().cloned();

@@ -104,6 +104,8 @@ fn auto_allowed(store: Store, chat: &Chat, name: &str) -> bool {
 /// Runs turns until the model stops asking for tools, a call waits for approval, or the user stops.
 pub async fn run(store: Store, chat: Chat) {
     store.busy.set(true);
+    // The reply is Markdown: its renderer loads while the request goes out.
+    crate::markdown::engine::fetch();
     loop {
         let outcome = stream_one(store, &chat).await;
         persist(store, &chat);

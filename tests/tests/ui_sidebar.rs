@@ -703,14 +703,30 @@ async fn the_edit_dialog_loads_its_part_when_first_opened_and_a_failed_load_can_
         "the front saw the main module: {:?}",
         probe.assets()
     );
-    assert_eq!(parts(), [], "the first paint and a turn load no part");
+    // A turn loads the Markdown renderer's part (the reply is Markdown), and nothing else.
+    b.wait_js(
+        "the markdown part",
+        "return performance.getEntriesByType('resource').some(e => e.name.includes('/split_markdown-'));",
+    )
+    .await;
+    let after_turn = parts();
+    assert!(
+        after_turn
+            .iter()
+            .any(|(n, s)| n.starts_with("split_markdown-") && *s == 200)
+            && after_turn
+                .iter()
+                .all(|(n, _)| n.starts_with("split_markdown-") || n.starts_with("chunk_")),
+        "a turn loads the markdown part only: {after_turn:?}"
+    );
+    let since_turn = || parts().split_off(after_turn.len());
 
     // The part's first fetch fails: the dialog says so instead of opening, and the page lives on.
     probe.fail_next_parts(1);
     b.click(edit).await;
     b.wait_text(".lmck-modal .lmck-load-failed", "could not be loaded")
         .await;
-    let failed = parts();
+    let failed = since_turn();
     assert_eq!(
         failed.iter().filter(|(_, status)| *status == 503).count(),
         1,
@@ -728,7 +744,7 @@ async fn the_edit_dialog_loads_its_part_when_first_opened_and_a_failed_load_can_
     b.wait_for(".lmck-modal[aria-label='Edit conversation'] input.lmck-field")
         .await;
     assert!(b.texts(".lmck-load-failed").await.is_empty());
-    let loaded = parts();
+    let loaded = since_turn();
     assert!(loaded.len() > failed.len(), "{loaded:?}");
     assert!(
         loaded
@@ -750,6 +766,105 @@ async fn the_edit_dialog_loads_its_part_when_first_opened_and_a_failed_load_can_
     b.click(edit).await;
     b.wait_for(".lmck-modal[aria-label='Edit conversation']")
         .await;
-    assert_eq!(parts(), loaded);
+    assert_eq!(since_turn(), loaded);
+    assert_eq!(b.csp_violations().await, Vec::<String>::new());
+}
+
+/// The HTML of the `n`th assistant reply on screen (0-based).
+async fn reply_html(b: &Browser, n: usize) -> String {
+    b.js(&format!(
+        "const r = document.querySelectorAll('.lmck-assistant .lmck-md')[{n}]; return r ? r.innerHTML : '';"
+    ))
+    .await
+    .as_str()
+    .unwrap_or_default()
+    .to_owned()
+}
+
+#[tokio::test]
+async fn the_markdown_part_loads_with_the_first_reply_and_a_failed_load_leaves_replies_plain_until_a_later_one()
+ {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_front().await else {
+        return;
+    };
+    let b = &env.browser;
+    let probe = env.front.probe.clone();
+    let markdown_parts = || {
+        probe
+            .assets()
+            .into_iter()
+            .filter(|(name, _)| name.starts_with("split_markdown-"))
+            .map(|(_, status)| status)
+            .collect::<Vec<_>>()
+    };
+    b.client.goto(&env.front.url("/chat")).await.unwrap();
+    b.watch_csp_violations().await;
+    start_chat(b).await;
+    assert!(
+        probe.assets().iter().all(|(n, _)| !is_ui_part(n)),
+        "the first paint of a new chat loads no part: {:?}",
+        probe.assets()
+    );
+
+    // The renderer's first fetch fails: the reply still shows, as plain text, all of it.
+    probe.fail_next_parts(1);
+    b.send_message("mirror-back **bold words** and `code`")
+        .await;
+    b.wait_text(".lmck-assistant .lmck-md", "bold words").await;
+    idle(b).await;
+    for _ in 0..100 {
+        if probe
+            .assets()
+            .iter()
+            .any(|(n, s)| is_ui_part(n) && *s == 503)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        probe
+            .assets()
+            .iter()
+            .any(|(n, s)| is_ui_part(n) && *s == 503),
+        "{:?}",
+        probe.assets()
+    );
+    let plain = reply_html(b, 0).await;
+    assert!(
+        plain.contains("lmck-md-plain") && plain.contains("**bold words** and `code`"),
+        "{plain}"
+    );
+    assert!(!plain.contains("<strong>"), "{plain}");
+
+    // The next reply loads it again, and every reply on screen is rendered.
+    b.send_message("mirror-back a _second_ reply").await;
+    b.wait_js(
+        "both replies rendered",
+        "const r = document.querySelectorAll('.lmck-assistant .lmck-md'); \
+         return r.length === 2 && !!r[0].querySelector('strong') && !!r[1].querySelector('em') \
+           && !document.querySelector('.lmck-md-plain');",
+    )
+    .await;
+    idle(b).await;
+    assert!(
+        reply_html(b, 0)
+            .await
+            .contains("<strong>bold words</strong>")
+    );
+    assert_eq!(markdown_parts().last(), Some(&200), "{:?}", probe.assets());
+
+    assert_eq!(b.csp_violations().await, Vec::<String>::new());
+
+    // A reload of the conversation loads the renderer with it and shows the replies rendered.
+    b.client.refresh().await.unwrap();
+    b.watch_csp_violations().await;
+    b.wait_js(
+        "the restored replies rendered",
+        "const r = document.querySelectorAll('.lmck-assistant .lmck-md'); \
+         return r.length === 2 && !!r[0].querySelector('strong') && !document.querySelector('.lmck-md-plain');",
+    )
+    .await;
     assert_eq!(b.csp_violations().await, Vec::<String>::new());
 }

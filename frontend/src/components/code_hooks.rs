@@ -1,7 +1,7 @@
 //! App-wide hooks of the rendered Markdown, which has no components of its own (the App installs
-//! them once): [`rehighlight_when_loaded`] re-renders messages already on screen once the lazily
-//! loaded code highlighter arrives, and [`wire_code_copy`] makes every code block's Copy button
-//! work.
+//! them once): [`rerender_when_loaded`] re-renders messages already on screen once a lazily
+//! loaded part of the renderer arrives (the parser or the code highlighter), and
+//! [`wire_code_copy`] makes every code block's Copy button work.
 
 use leptos::prelude::*;
 use lmchatkit_protocol::Role;
@@ -11,15 +11,18 @@ use crate::components::copy_text;
 use crate::markdown::{self, highlight};
 use crate::state::{Store, UiMessage};
 
-/// Re-renders the open chat's finished assistant messages that hold code once the code
-/// highlighter is installed ([`highlight::subscribe`]): they were rendered with plain code before.
-/// A reply streaming at that moment is upgraded by its renderer on its next delta, and checked
-/// again here when the turn ends (in case no delta came after the highlighter).
-pub fn rehighlight_when_loaded(store: Store) {
-    let generation = RwSignal::new(highlight::generation());
-    highlight::subscribe(move || {
-        generation.try_set(highlight::generation());
-    });
+/// Re-renders the open chat's finished assistant messages that were rendered without a part of
+/// the renderer once it arrives: as plain text before the parser ([`markdown::engine`]), with
+/// plain code before the code highlighter ([`highlight`]). A reply streaming at that moment is
+/// upgraded by its renderer on its next delta, and checked again here when the turn ends (in
+/// case no delta came after the part).
+pub fn rerender_when_loaded(store: Store) {
+    let generation = RwSignal::new(markdown::generation());
+    let arrived = move || {
+        generation.try_set(markdown::generation());
+    };
+    highlight::subscribe(arrived);
+    markdown::engine::subscribe(arrived);
     let streaming_then = StoredValue::new(std::collections::HashSet::<String>::new());
     Effect::new(move |seen: Option<u64>| {
         let current = generation.get();
@@ -43,16 +46,20 @@ pub fn rehighlight_when_loaded(store: Store) {
             }
             let was_streaming = streaming_then.try_update_value(|s| s.remove(&m.key));
             if fresh || was_streaming == Some(true) {
-                rerender_code(&m);
+                rerender(&m);
             }
         }
         current
     });
 }
 
-/// Renders an assistant message again if it holds a fenced code block with a language.
-fn rerender_code(m: &UiMessage) {
-    if !m.html.with_untracked(|h| h.contains(" data-lang=\"")) {
+/// Renders an assistant message again if it was shown as plain text or holds a fenced code block
+/// with a language (neither can be spelled by the text: rendering escapes `<` and `"`).
+fn rerender(m: &UiMessage) {
+    if !m
+        .html
+        .with_untracked(|h| h.contains(" data-lang=\"") || h.contains(markdown::engine::PLAIN_OPEN))
+    {
         return;
     }
     let Some(text) = m.data.with_untracked(|d| {

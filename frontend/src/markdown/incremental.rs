@@ -13,11 +13,10 @@
 //! ([`super::fence`]) or a table ([`super::table`]), only its new lines are rendered.
 //!
 //! A closed code block is highlighted when its block is rendered (so a finished one once); when
-//! the highlighter arrives after some blocks were rendered ([`super::highlight::generation`]
-//! changed), the next push re-renders everything once.
+//! the highlighter or the parser arrives after some blocks were rendered
+//! ([`super::generation`] changed), the next push re-renders everything once.
 
 use super::fence::OpenFence;
-use super::highlight;
 use super::table::OpenTable;
 use super::{Defs, Parsed, parse, sanitize::TABLE_OPEN as TABLE};
 
@@ -62,8 +61,8 @@ pub struct Incremental {
     next_key: u64,
     next_rev: u64,
     renders: u64,
-    /// The highlighter generation the blocks were rendered under ([`super::highlight`]).
-    highlight_generation: u64,
+    /// The [`super::generation`] the blocks were rendered under.
+    generation: u64,
 }
 
 impl Incremental {
@@ -144,7 +143,8 @@ impl Incremental {
     /// Re-parses from the start of the unfinished tail, or from the start of the text when a
     /// link reference definition is involved, and finishes what can no longer change.
     fn update(&mut self) {
-        if highlight::generation() != self.highlight_generation {
+        let generation = super::generation();
+        if generation != self.generation {
             self.open_tail = None;
         }
         if let Some(html) = self.extend_open_tail() {
@@ -156,10 +156,9 @@ impl Incremental {
             }
             return;
         }
-        let generation = highlight::generation();
-        if generation != self.highlight_generation {
-            // A highlighter arrived: finished code blocks may now be highlighted. Once.
-            self.highlight_generation = generation;
+        if generation != self.generation {
+            // The highlighter or the parser arrived: finished blocks may now render otherwise.
+            self.generation = generation;
             self.finished = 0;
             self.tail_start = 0;
             self.defs.clear();

@@ -45,6 +45,7 @@
 //! `<code>` after it.
 
 mod autolink;
+pub mod engine;
 mod fence;
 pub mod highlight;
 #[cfg(target_arch = "wasm32")]
@@ -103,7 +104,19 @@ pub(crate) fn parse_fragment(text: &str, known: &Defs) -> Parsed {
     parse_blocks(text, known, false)
 }
 
+/// Parses with the parser when it is here ([`engine`]); else the text is shown as itself.
 fn parse_blocks(text: &str, known: &Defs, highlight: bool) -> Parsed {
+    match engine::parser() {
+        Some(parse) => parse(text, known, highlight),
+        None => {
+            engine::want();
+            engine::plain(text)
+        }
+    }
+}
+
+/// The parser itself: the part of the renderer that is a wasm chunk of its own ([`engine`]).
+pub(crate) fn parse_now(text: &str, known: &Defs, highlight: bool) -> Parsed {
     let lookup = |link: BrokenLink<'_>| {
         known
             .get(&UniCase::new(link.reference.to_string()))
@@ -180,6 +193,12 @@ impl<'a, I: Iterator<Item = (Event<'a>, std::ops::Range<usize>)>> Iterator
 /// The offset of the start of the line holding `offset`.
 pub(crate) fn line_start(text: &str, offset: usize) -> usize {
     text[..offset].rfind(['\n', '\r']).map_or(0, |i| i + 1)
+}
+
+/// Changes when HTML rendered before may now render differently: the parser ([`engine`]) or
+/// the code highlighter ([`highlight`]) arrived.
+pub fn generation() -> u64 {
+    engine::generation() + highlight::generation()
 }
 
 /// Renders `markdown` to sanitised HTML (see the module documentation for what is kept).
