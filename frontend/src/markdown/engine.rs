@@ -12,8 +12,8 @@
 //!   When it arrives, [`generation`] changes and the [`subscribe`]d callbacks run; the UI renders
 //!   again what it showed plain, as it does when the code highlighter arrives.
 //! - **A failed load is retried by the next [`ready`] or [`fetch`]** (the next turn, the next
-//!   conversation opened), never by a render: a reply streaming while the service is out of reach would ask
-//!   again at every frame.
+//!   conversation opened), never by a render: a reply streaming while the service is out of
+//!   reach would ask again at every frame.
 //! - Without `--cfg lmchatkit_split` (`trunk serve`, native tests) the parser is linked in and
 //!   always ready.
 
