@@ -13,6 +13,9 @@
 #   - wasm-opt from npm binaryen@132.0.0 into .tools/ (never Debian's binaryen 108: it corrupts the wasm)
 #   - the code highlighter: npm @highlightjs/cdn-assets@11.11.1 into .tools/ (scripts/build-ui.sh
 #     turns its core + a few languages into the UI's lazily loaded highlighter asset)
+#   - zopfli (Debian's package, Google's reference implementation): scripts/build-ui.sh writes
+#     the bundle's precompressed `.gz` copies with it (the same gzip format, ~5% smaller than
+#     zlib's level 9)
 #
 # Browser-test dependencies (Chromium, chromedriver) are installed by another script.
 set -euo pipefail
@@ -107,6 +110,16 @@ else
   did+=("binaryen $BINARYEN_VER, highlight.js $HLJS_VER")
 fi
 
+# 5. zopfli, for the bundle's `.gz` files.
+if command -v zopfli >/dev/null; then
+  step "zopfli present"
+else
+  step "installing Debian's zopfli (apt)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends zopfli
+  did+=("zopfli")
+fi
+
 if [ ${#did[@]} -eq 0 ]; then
   step "nothing to do"
 else
@@ -114,4 +127,4 @@ else
 fi
 trunk_note=""
 [ "$DEV" = 1 ] && trunk_note="$(trunk --version), "
-echo "setup ok: ${trunk_note}wasm-split-cli $SPLIT_VER, $(wasm-bindgen --version), $(.tools/node_modules/.bin/wasm-opt --version), highlight.js $(npm_version @highlightjs/cdn-assets)"
+echo "setup ok: ${trunk_note}wasm-split-cli $SPLIT_VER, $(wasm-bindgen --version), $(.tools/node_modules/.bin/wasm-opt --version), highlight.js $(npm_version @highlightjs/cdn-assets), zopfli"

@@ -3,14 +3,16 @@
 
 use lmchatkit_protocol::Params;
 
-/// The six parameter fields of the picker and the edit modal: (key, label, step).
-pub const PARAM_FIELDS: [(&str, &str, f64); 6] = [
-    ("temperature", "Temperature", 0.05),
-    ("top_p", "Top P", 0.05),
-    ("top_k", "Top K", 1.0),
-    ("repeat_penalty", "Repeat penalty", 0.05),
-    ("context_length", "Context length", 512.0),
-    ("max_tokens", "Output length", 256.0),
+/// The six parameter fields of the picker and the edit modal: (key, label, step). The step is
+/// the input's attribute text as written (formatting an `f64` would link the float printer into
+/// the first load for six constants).
+pub const PARAM_FIELDS: [(&str, &str, &str); 6] = [
+    ("temperature", "Temperature", "0.05"),
+    ("top_p", "Top P", "0.05"),
+    ("top_k", "Top K", "1"),
+    ("repeat_penalty", "Repeat penalty", "0.05"),
+    ("context_length", "Context length", "512"),
+    ("max_tokens", "Output length", "256"),
 ];
 
 /// The six fields as text (empty = the persona's or the model's default).

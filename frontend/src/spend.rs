@@ -128,11 +128,17 @@ pub fn format_cost(usd: f64) -> String {
     if usd < 0.000_001 {
         return "<$0.000001".into();
     }
-    if usd >= 1.0 {
-        return format!("${usd:.2}");
-    }
-    let decimals = ((-usd.log10()).ceil() as usize + 1).clamp(2, 6);
-    format!("${usd:.decimals$}")
+    let decimals = if usd >= 1.0 {
+        2
+    } else {
+        ((-usd.log10()).ceil() as u32 + 1).clamp(2, 6)
+    };
+    // Rounded in integers and printed as two of them: formatting the `f64` itself would link
+    // the float printer (~10 KB) into the first load for this one label.
+    let scale = 10u128.pow(decimals);
+    let scaled = (usd * scale as f64).round() as u128;
+    let width = decimals as usize;
+    format!("${}.{:0width$}", scaled / scale, scaled % scale)
 }
 
 /// A reply's reported counts, for its footer's tooltip (`?` for what was not reported).
@@ -165,6 +171,17 @@ pub struct Gauge {
     pub warn: bool,
 }
 
+impl Gauge {
+    /// The `<meter>`'s `low` and `high` bound: a thousandth of a token under the warning
+    /// threshold, so a whole `used` at the threshold itself shows in the bad colour. Exact
+    /// decimal from integers (`102399.999` for 80% of 128,000), not a float printed.
+    pub fn meter_high(&self) -> String {
+        let thousandths =
+            (u128::from(self.window) * u128::from(CONTEXT_WARN_PERCENT) * 10).saturating_sub(1);
+        format!("{}.{:03}", thousandths / 1000, thousandths % 1000)
+    }
+}
+
 /// The gauge for `used` tokens of a `window`; `None` when either is unknown (or the window 0).
 pub fn gauge(used: Option<u64>, window: Option<u64>) -> Option<Gauge> {
     let (used, window) = (used?, window.filter(|w| *w > 0)?);
@@ -186,6 +203,15 @@ mod tests {
             provider: provider.map(str::to_owned),
             ..Model::new(id)
         }
+    }
+
+    #[test]
+    fn the_meter_turns_a_thousandth_of_a_token_under_the_warning_threshold() {
+        let high = |window| gauge(Some(0), Some(window)).map(|g| g.meter_high());
+        assert_eq!(high(128_000).as_deref(), Some("102399.999"));
+        assert_eq!(high(1_001).as_deref(), Some("800.799"));
+        assert_eq!(high(1).as_deref(), Some("0.799"));
+        assert_eq!(high(u64::MAX).as_deref(), Some("14757395258967641291.999"));
     }
 
     #[test]
@@ -258,6 +284,10 @@ mod tests {
         assert_eq!(format_cost(0.1), "$0.10");
         assert_eq!(format_cost(1.2345), "$1.23");
         assert_eq!(format_cost(12.5), "$12.50");
+        assert_eq!(format_cost(0.999), "$1.00");
+        assert_eq!(format_cost(0.0015), "$0.0015");
+        assert_eq!(format_cost(0.000_001_4), "$0.000001");
+        assert_eq!(format_cost(1234567.891), "$1234567.89");
         assert_eq!(format_cost(0.0), "$0");
         assert_eq!(format_cost(0.000_000_4), "<$0.000001");
         assert_eq!(format_cost(f64::NAN), "$?");

@@ -88,7 +88,7 @@ pub fn Picker() -> impl IntoView {
                 <div class="lmck-param-grid">
                     {PARAM_FIELDS.iter().enumerate().map(|(i, (key, label, step))| view! {
                         <label class="lmck-label">{*label}
-                            <input class="lmck-field" type="number" step=step.to_string() placeholder="default"
+                            <input class="lmck-field" type="number" step=*step placeholder="default"
                                 name=*key prop:value=move || store.setup.with(|s| s.fields[i].clone())
                                 on:input=move |ev| store.setup.update(|s| s.fields[i] = event_target_value(&ev)) />
                         </label>

@@ -118,7 +118,7 @@ pub fn EditModal(id: String, on_close: Callback<()>) -> impl IntoView {
                 </Show>
                 <div class="lmck-param-grid">
                     {PARAM_FIELDS.iter().enumerate().map(|(i, (_, label, step))| view! {
-                        <label class="lmck-label">{*label}<input class="lmck-field" type="number" step=step.to_string()
+                        <label class="lmck-label">{*label}<input class="lmck-field" type="number" step=*step
                             placeholder="default" prop:value=move || fields.with(|f| f[i].clone())
                             on:input=move |ev| fields.update(|f| f[i] = event_target_value(&ev)) /></label>
                     }).collect_view()}

@@ -2,7 +2,7 @@
 //! chat's model (see [`crate::spend`] for the rules). The totals are
 //! [`ConversationTotals::of`] the open chat's messages, what the server's store computes on
 //! each save. The gauge is a native `<meter>` (no inline style, which the page's CSP forbids);
-//! from [`CONTEXT_WARN_PERCENT`] on it is marked as a
+//! from [`CONTEXT_WARN_PERCENT`](crate::spend::CONTEXT_WARN_PERCENT) on it is marked as a
 //! warning and offers a button that runs `/compact` ([`compact_open_chat`]).
 
 use leptos::prelude::*;
@@ -10,7 +10,7 @@ use lmchatkit_protocol::{ConversationTotals, Message};
 
 use crate::actions::compact_open_chat;
 use crate::components::store;
-use crate::spend::{CONTEXT_WARN_PERCENT, Gauge, format_cost, gauge};
+use crate::spend::{Gauge, format_cost, gauge};
 
 /// The open chat's totals and context gauge (nothing on the start screen).
 #[component]
@@ -72,9 +72,8 @@ fn ContextGauge(g: Gauge) -> impl IntoView {
     let store = store();
     let label = format!("Context window: {} of {} tokens used", g.used, g.window);
     let tip = label.clone();
-    // The meter turns from its good colour to its bad one where the gauge warns (`used` is a
-    // whole number, so just under the threshold puts the threshold itself in the bad region).
-    let high = (g.window as f64 * CONTEXT_WARN_PERCENT as f64 / 100.0 - 0.001).to_string();
+    // The meter turns from its good colour to its bad one where the gauge warns.
+    let high = g.meter_high();
     let (max, value) = (g.window.to_string(), g.used.to_string());
     view! {
         <span class="lmck-gauge" class:lmck-gauge-warn=g.warn title=tip>

@@ -74,16 +74,19 @@ pub use sanitize::{image_host, image_url, link_url};
 
 use sanitize::{FenceQueue, Sanitize};
 
-/// Link reference definitions by label: destination and title (first definition wins).
-pub(crate) type Defs = HashMap<UniCase<String>, (String, String)>;
+/// Link reference definitions by label, case-folded (as CommonMark matches labels):
+/// destination and title (first definition wins). The parser folds the labels ([`fold_label`]),
+/// so the Unicode case-folding tables stay in the parser's wasm chunk and the rest of the
+/// renderer keys a map by plain strings.
+pub(crate) type Defs = HashMap<String, (String, String)>;
 
 /// A parse of (part of) a text, cut into top-level blocks.
 pub(crate) struct Parsed {
     /// `(offset of the start of the block's first line, HTML)` of each top-level block.
     pub blocks: Vec<(usize, String)>,
-    /// `(label, offset of the definition, destination, title)` of the link reference definitions
-    /// found in the text.
-    pub defs: Vec<(UniCase<String>, usize, String, String)>,
+    /// `(case-folded label, offset of the definition, destination, title)` of the link reference
+    /// definitions found in the text.
+    pub defs: Vec<(String, usize, String, String)>,
 }
 
 /// The extensions enabled: GFM tables, strikethrough and task lists.
@@ -115,11 +118,17 @@ fn parse_blocks(text: &str, known: &Defs, highlight: bool) -> Parsed {
     }
 }
 
+/// A link label as [`Defs`] keys it: Unicode case-folded (`[Foo]` matches `[foo]`, `[ꙭ]` matches
+/// `[Ꙭ]`).
+fn fold_label(label: &str) -> String {
+    UniCase::new(label).to_folded_case()
+}
+
 /// The parser itself: the part of the renderer that is a wasm chunk of its own ([`engine`]).
 pub(crate) fn parse_now(text: &str, known: &Defs, highlight: bool) -> Parsed {
     let lookup = |link: BrokenLink<'_>| {
         known
-            .get(&UniCase::new(link.reference.to_string()))
+            .get(&fold_label(&link.reference))
             .map(|(url, title)| (CowStr::from(url.clone()), CowStr::from(title.clone())))
     };
     let callback = (!known.is_empty()).then_some(lookup);
@@ -130,7 +139,7 @@ pub(crate) fn parse_now(text: &str, known: &Defs, highlight: bool) -> Parsed {
         .map(|(label, def)| {
             let title = def.title.as_deref().unwrap_or("").to_owned();
             (
-                UniCase::new(label.to_owned()),
+                fold_label(label),
                 def.span.start,
                 def.dest.to_string(),
                 title,

@@ -333,3 +333,18 @@ fn reference_links_resolve_case_insensitively() {
     );
     assert_safe(&html);
 }
+
+#[test]
+fn link_labels_are_keyed_case_folded_so_any_case_finds_the_definition() {
+    assert_eq!(fold_label("FOO Bar"), fold_label("foo bar"));
+    assert_eq!(fold_label("Ꙭ"), fold_label("ꙭ"));
+    // Full Unicode folding, not lowercasing: the capital sharp s folds to "ss".
+    assert_eq!(fold_label("STRASSE"), fold_label("straẞe"));
+    assert_ne!(fold_label("foo"), fold_label("fo"));
+    let parsed = parse("[Straße]: https://s.example\n", &Defs::new());
+    let (label, _, url, _) = &parsed.defs[0];
+    assert_eq!(
+        (label.as_str(), url.as_str()),
+        ("strasse", "https://s.example")
+    );
+}
