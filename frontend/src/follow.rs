@@ -6,7 +6,7 @@
 //! its bubble), so the composer's Stop stops it wherever it came from.
 //!
 //! Decisions:
-//! - **Re-attach** ([`attach`]): when the tab opens a conversation (the remembered one after a
+//! - **Re-attach** ([`attach_now`]): when the tab opens a conversation (the remembered one after a
 //!   reload, a click in the sidebar, a second tab, or a re-read after another tab's save) and
 //!   the service names a running run (`lmchatkit-run-id` on `GET /api/conversations/{id}`), the
 //!   tab follows `GET /api/runs/{id}/stream` **from the run's first event** into the bubble of
@@ -255,8 +255,9 @@ pub fn take_base(chat: &Chat, revision: u64) {
 }
 
 /// Follows run `run` writing into the open chat `chat` (see the module docs); nothing while a
-/// turn of this tab runs, or without server-side history.
-pub fn attach(store: Store, chat: Chat, run: String) {
+/// turn of this tab runs, or without server-side history. In the turn's chunk: the UI calls
+/// [`crate::turn::attach`].
+pub(crate) fn attach_now(store: Store, chat: Chat, run: String) {
     if store.history_mode() != Some(HistoryMode::Server) {
         return;
     }

@@ -364,7 +364,7 @@ pub fn show(store: Store, id: String, fetched: Option<Fetched>) {
     store.sidebar_open.set(false);
     store.focus();
     if let Some(run) = run {
-        crate::follow::attach(store, chat, run);
+        crate::turn::attach(store, chat, run);
     }
     if crate::bench::enabled() {
         // After the render this set off: the time to interactive of an opened conversation.
@@ -403,7 +403,7 @@ pub async fn reload_current(store: Store) {
     };
     // Another tab's turn runs in it now: follow that reply too.
     if let Some(run) = run {
-        crate::follow::attach(store, chat, run);
+        crate::turn::attach(store, chat, run);
     }
 }
 

@@ -8,10 +8,11 @@
 //!   only that part reaches. Code two chunks share goes into a third that both load; code the
 //!   first paint reaches stays in the main module.
 //! - **What is split off**: the "Tools & servers" dialog, MCP App views (the frame and its
-//!   bridge to the view), the conversation edit and delete dialogs, and the Markdown parser
+//!   bridge to the view), the conversation edit and delete dialogs, the Markdown parser
 //!   ([`crate::markdown::engine`], not a view: its split point hands back the parser, and a
-//!   text shows plain until it is here). A reloaded conversation with an App view in it shows
-//!   its text at once and the view when its chunk has arrived.
+//!   text shows plain until it is here) and the turn's code ([`crate::turn`]: the turn and
+//!   follow loops, fetched at the composer's first keystroke). A reloaded conversation with an
+//!   App view in it shows its text at once and the view when its chunk has arrived.
 //! - **Without `lmchatkit_split`** (`trunk serve`, native unit tests) a split point is a
 //!   plain function behind the same `async` signature, so the dev loop and the tests run the
 //!   same components.
@@ -21,8 +22,13 @@
 //!   are not cached).
 //! - **While it loads** the part shows nothing: on loopback a chunk arrives within a frame or
 //!   two, and a placeholder that flashes is worse than a dialog that opens a frame later.
+//! - **Code that is not a view** (the Markdown parser, the turn's code) comes back from its split
+//!   point as function pointers into the chunk, kept by a [`Loader`]: one load at a time, callers
+//!   during a load wait for its outcome, and a failed load is tried again by the next caller.
 
+use std::cell::RefCell;
 use std::future::Future;
+use std::task::{Poll, Waker};
 
 use leptos::prelude::*;
 
@@ -58,6 +64,133 @@ macro_rules! split_point {
     };
 }
 pub(crate) use split_point;
+
+/// Where a [`Loader`] is.
+#[derive(Clone, Copy)]
+enum Load<T> {
+    NotAsked,
+    Loading,
+    Failed,
+    Ready(T),
+}
+
+/// What a chunk's split point handed back (function pointers into the chunk), once loaded; kept
+/// in a `thread_local!` of the part's module.
+pub struct Loader<T: Copy + 'static> {
+    state: RefCell<(Load<T>, Vec<Waker>)>,
+}
+
+/// How [`Loader::ready`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival<T> {
+    /// It was here, or another call's load brought it.
+    Here(T),
+    /// This call loaded it (the part's first arrival).
+    Arrived(T),
+    /// The load failed (this call's or the one it waited for).
+    Failed,
+}
+
+impl<T: Copy + 'static> Arrival<T> {
+    /// What was loaded, if it was.
+    pub fn value(self) -> Option<T> {
+        match self {
+            Arrival::Here(v) | Arrival::Arrived(v) => Some(v),
+            Arrival::Failed => None,
+        }
+    }
+}
+
+impl<T: Copy + 'static> Loader<T> {
+    /// Nothing loaded yet.
+    pub const fn new() -> Self {
+        Loader {
+            state: RefCell::new((Load::NotAsked, Vec::new())),
+        }
+    }
+
+    /// What was loaded, if it has arrived.
+    pub fn here(&self) -> Option<T> {
+        match self.state.borrow().0 {
+            Load::Ready(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Whether nothing has asked for it yet.
+    pub fn not_asked(&self) -> bool {
+        matches!(self.state.borrow().0, Load::NotAsked)
+    }
+
+    /// Loads it with `load` unless it is here or a load is under way (then waits for that one).
+    pub async fn ready<F, Fut>(key: &'static std::thread::LocalKey<Self>, load: F) -> Arrival<T>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, LoadFailed>>,
+    {
+        enum Step<T> {
+            Here(T),
+            Wait,
+            Load,
+        }
+        let step = key.with(|l| {
+            let mut s = l.state.borrow_mut();
+            match s.0 {
+                Load::Ready(v) => Step::Here(v),
+                Load::Loading => Step::Wait,
+                Load::NotAsked | Load::Failed => {
+                    s.0 = Load::Loading;
+                    Step::Load
+                }
+            }
+        });
+        match step {
+            Step::Here(v) => return Arrival::Here(v),
+            Step::Wait => return Self::outcome(key).await,
+            Step::Load => {}
+        }
+        let loaded = load().await;
+        let waiters = key.with(|l| {
+            let mut s = l.state.borrow_mut();
+            s.0 = match loaded {
+                Ok(v) => Load::Ready(v),
+                Err(LoadFailed) => Load::Failed,
+            };
+            std::mem::take(&mut s.1)
+        });
+        for w in waiters {
+            w.wake();
+        }
+        match loaded {
+            Ok(v) => Arrival::Arrived(v),
+            Err(LoadFailed) => Arrival::Failed,
+        }
+    }
+
+    /// Waits for the load under way to end.
+    async fn outcome(key: &'static std::thread::LocalKey<Self>) -> Arrival<T> {
+        std::future::poll_fn(|cx| {
+            key.with(|l| {
+                let mut s = l.state.borrow_mut();
+                match s.0 {
+                    Load::Loading => {
+                        s.1.push(cx.waker().clone());
+                        Poll::Pending
+                    }
+                    Load::Ready(v) => Poll::Ready(Arrival::Here(v)),
+                    Load::NotAsked | Load::Failed => Poll::Ready(Arrival::Failed),
+                }
+            })
+        })
+        .await
+    }
+}
+
+impl<T: Copy + 'static> Default for Loader<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 /// How a part that failed to load shows the failure.
 #[derive(Clone, Copy)]
@@ -108,5 +241,81 @@ fn failed(shell: Shell, attempt: RwSignal<u32>) -> AnyView {
             </div>
         }
         .into_any(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::pin::pin;
+    use std::rc::Rc;
+    use std::task::{Context, Poll, Waker};
+
+    use super::*;
+
+    /// The future of a test's load.
+    type Gate = std::pin::Pin<Box<dyn Future<Output = Result<u8, LoadFailed>>>>;
+
+    /// A load that stays pending until the test settles it; counts its starts.
+    fn gate(
+        starts: &Rc<Cell<u32>>,
+        outcome: &Rc<Cell<Option<Result<u8, LoadFailed>>>>,
+    ) -> impl FnOnce() -> Gate {
+        let (starts, outcome) = (starts.clone(), outcome.clone());
+        move || {
+            starts.set(starts.get() + 1);
+            Box::pin(std::future::poll_fn(move |_| match outcome.get() {
+                Some(r) => Poll::Ready(r),
+                None => Poll::Pending,
+            }))
+        }
+    }
+
+    #[test]
+    fn callers_during_a_load_wait_for_it_and_the_part_is_loaded_once() {
+        thread_local! { static PART: Loader<u8> = const { Loader::new() }; }
+        let cx = &mut Context::from_waker(Waker::noop());
+        let (starts, outcome) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(None)));
+        assert!(PART.with(|l| l.not_asked()));
+        let mut first = pin!(Loader::ready(&PART, gate(&starts, &outcome)));
+        let mut second = pin!(Loader::ready(&PART, gate(&starts, &outcome)));
+        assert!(first.as_mut().poll(cx).is_pending());
+        assert!(second.as_mut().poll(cx).is_pending());
+        assert_eq!(
+            starts.get(),
+            1,
+            "the second caller waits instead of loading"
+        );
+        assert!(!PART.with(|l| l.not_asked()));
+
+        outcome.set(Some(Ok(7)));
+        assert_eq!(first.as_mut().poll(cx), Poll::Ready(Arrival::Arrived(7)));
+        assert_eq!(second.as_mut().poll(cx), Poll::Ready(Arrival::Here(7)));
+        assert_eq!(PART.with(|l| l.here()), Some(7));
+        let mut later = pin!(Loader::ready(&PART, gate(&starts, &outcome)));
+        assert_eq!(later.as_mut().poll(cx), Poll::Ready(Arrival::Here(7)));
+        assert_eq!(starts.get(), 1);
+    }
+
+    #[test]
+    fn a_failed_load_fails_its_waiters_and_the_next_caller_loads_again() {
+        thread_local! { static PART: Loader<u8> = const { Loader::new() }; }
+        let cx = &mut Context::from_waker(Waker::noop());
+        let (starts, outcome) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(None)));
+        let mut first = pin!(Loader::ready(&PART, gate(&starts, &outcome)));
+        let mut waiting = pin!(Loader::ready(&PART, gate(&starts, &outcome)));
+        assert!(first.as_mut().poll(cx).is_pending());
+        assert!(waiting.as_mut().poll(cx).is_pending());
+        outcome.set(Some(Err(LoadFailed)));
+        assert_eq!(first.as_mut().poll(cx), Poll::Ready(Arrival::Failed));
+        assert_eq!(waiting.as_mut().poll(cx), Poll::Ready(Arrival::Failed));
+        assert_eq!(PART.with(|l| l.here()), None);
+
+        outcome.set(Some(Ok(3)));
+        let mut again = pin!(Loader::ready(&PART, gate(&starts, &outcome)));
+        assert_eq!(again.as_mut().poll(cx), Poll::Ready(Arrival::Arrived(3)));
+        assert_eq!(starts.get(), 2, "the failure was not cached");
+        assert_eq!(Arrival::Arrived(3).value(), Some(3));
+        assert_eq!(Arrival::<u8>::Failed.value(), None);
     }
 }

@@ -6,6 +6,20 @@
 //! events are written by [`crate::reply`]; Stop stops the turn's run on the server and keeps the
 //! partial reply, marked stopped ([`crate::follow`], which also re-attaches a reloaded or second
 //! tab to a reply still running).
+//!
+//! **The turn's code is a wasm chunk of its own** (`turn`: the turn loop, running approved
+//! calls, the reply writer and the follow loop), which a new chat's first paint does not load:
+//! - it is fetched at the composer's first keystroke ([`prefetch`]), so by the time the user
+//!   sends it has usually arrived; a send before then (a suggestion, an app's message, a decision
+//!   on a restored approval, a reloaded conversation whose reply still runs) waits for it;
+//! - **when it cannot be loaded**, nothing the user wrote is lost: a send keeps the user's message
+//!   and shows the failed reply's error with Retry (as a failed turn does), a decision is put
+//!   back to pending with a notice, a reply still running is not followed (the conversation shows
+//!   what was saved). Every later attempt fetches the chunk again.
+//! - Without `--cfg lmchatkit_split` the code is linked in and the same path runs.
+
+use std::future::Future;
+use std::pin::Pin;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -16,6 +30,7 @@ use lmchatkit_protocol::{
 use crate::api::ApiError;
 use crate::follow::{self, Kind};
 use crate::history::persist;
+use crate::lazy::{LoadFailed, Loader};
 use crate::reply::ReplyWriter;
 use crate::state::{Chat, Store, UiMessage, deny_message, now_ms};
 
@@ -101,8 +116,90 @@ fn auto_allowed(store: Store, chat: &Chat, name: &str) -> bool {
         || chat.allowed.with_untracked(|s| s.contains(name))
 }
 
-/// Runs turns until the model stops asking for tools, a call waits for approval, or the user stops.
+/// A future the turn's chunk hands back.
+type Turn = Pin<Box<dyn Future<Output = ()>>>;
+
+/// The entries of the turn's chunk.
+#[derive(Clone, Copy)]
+pub(crate) struct TurnCode {
+    run: fn(Store, Chat) -> Turn,
+    resume: fn(Store, Chat, UiMessage) -> Turn,
+    attach: fn(Store, Chat, String),
+}
+
+/// Pointers to the turn's code (in the chunk when split).
+fn linked() -> TurnCode {
+    TurnCode {
+        run: |store, chat| Box::pin(run_now(store, chat)),
+        resume: |store, chat, ui| Box::pin(resume_now(store, chat, ui)),
+        attach: follow::attach_now,
+    }
+}
+
+/// The chunk's one entry.
+#[cfg(lmchatkit_split)]
+#[leptos::wasm_split::wasm_split(turn, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn load_turn() -> Result<TurnCode, LoadFailed> {
+    Ok(linked())
+}
+
+/// The linked code (no split).
+#[cfg(not(lmchatkit_split))]
+async fn load_turn() -> Result<TurnCode, LoadFailed> {
+    Ok(linked())
+}
+
+thread_local! {
+    static CODE: Loader<TurnCode> = const { Loader::new() };
+}
+
+/// The turn's code, loaded unless it is here; `None` when it could not be loaded.
+async fn code() -> Option<TurnCode> {
+    Loader::ready(&CODE, load_turn).await.value()
+}
+
+/// Starts loading the turn's code (the composer's first keystroke) unless it was asked for.
+pub fn prefetch() {
+    if CODE.with(|l| l.not_asked()) {
+        spawn_local(async {
+            code().await;
+        });
+    }
+}
+
+/// What a reply says when the turn's code could not be loaded.
+pub const NOT_LOADED: &str =
+    "The chat's code could not be loaded (see the browser console). Retry to try again.";
+
+/// Runs turns until the model stops asking for tools, a call waits for approval, or the user
+/// stops. When the turn's code cannot be loaded, the reply is an error with Retry.
 pub async fn run(store: Store, chat: Chat) {
+    store.busy.set(true);
+    match code().await {
+        Some(code) => (code.run)(store, chat).await,
+        None => {
+            store.busy.set(false);
+            let mut m = Message::assistant("");
+            m.created_at = Some(now_ms());
+            let ui = UiMessage::new(m);
+            ui.error.set(Some(NOT_LOADED.to_owned()));
+            chat.push(ui);
+        }
+    }
+}
+
+/// Follows run `run` into `chat` ([`follow::attach_now`]) once the turn's code is here; when it
+/// cannot be loaded the conversation shows what was saved (the failure is in the console).
+pub fn attach(store: Store, chat: Chat, run: String) {
+    spawn_local(async move {
+        if let Some(code) = code().await {
+            (code.attach)(store, chat, run);
+        }
+    });
+}
+
+/// The turn loop (in the chunk).
+async fn run_now(store: Store, chat: Chat) {
     store.busy.set(true);
     // The reply is Markdown: its renderer loads while the request goes out.
     crate::markdown::engine::fetch();
@@ -211,11 +308,33 @@ pub fn decide(store: Store, chat: Chat, ui: UiMessage, call_id: String, approval
     if !pending && !store.busy.get_untracked() {
         spawn_local(async move {
             store.busy.set(true);
-            execute(store, &chat, &ui).await;
-            persist(store, &chat);
-            run(store, chat).await;
+            match code().await {
+                Some(code) => (code.resume)(store, chat, ui).await,
+                None => {
+                    // Nothing ran: the call waits for a decision again.
+                    ui.data.update(|d| {
+                        if let Some(c) = d.tool_calls.iter_mut().find(|c| c.id == call_id) {
+                            c.approval = Some(Approval::Pending);
+                        }
+                    });
+                    persist(store, &chat);
+                    store.busy.set(false);
+                    store.notice.set(Some(
+                        "The chat's code could not be loaded (see the browser console). \
+                         Decide again to try again."
+                            .to_owned(),
+                    ));
+                }
+            }
         });
     }
+}
+
+/// Runs the decided calls and the turns after them (in the chunk).
+async fn resume_now(store: Store, chat: Chat, ui: UiMessage) {
+    execute(store, &chat, &ui).await;
+    persist(store, &chat);
+    run_now(store, chat).await;
 }
 
 /// Runs the approved calls of `ui` in order and appends one tool message per call (the deny

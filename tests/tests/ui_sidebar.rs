@@ -703,7 +703,8 @@ async fn the_edit_dialog_loads_its_part_when_first_opened_and_a_failed_load_can_
         "the front saw the main module: {:?}",
         probe.assets()
     );
-    // A turn loads the Markdown renderer's part (the reply is Markdown), and nothing else.
+    // A turn loads its own part and the Markdown renderer's (the reply is Markdown), and
+    // nothing else.
     b.wait_js(
         "the markdown part",
         "return performance.getEntriesByType('resource').some(e => e.name.includes('/split_markdown-'));",
@@ -716,8 +717,10 @@ async fn the_edit_dialog_loads_its_part_when_first_opened_and_a_failed_load_can_
             .any(|(n, s)| n.starts_with("split_markdown-") && *s == 200)
             && after_turn
                 .iter()
-                .all(|(n, _)| n.starts_with("split_markdown-") || n.starts_with("chunk_")),
-        "a turn loads the markdown part only: {after_turn:?}"
+                .all(|(n, _)| n.starts_with("split_markdown-")
+                    || n.starts_with("split_turn-")
+                    || n.starts_with("chunk_")),
+        "a turn loads the turn's and the markdown part only: {after_turn:?}"
     );
     let since_turn = || parts().split_off(after_turn.len());
 
@@ -790,14 +793,7 @@ async fn the_markdown_part_loads_with_the_first_reply_and_a_failed_load_leaves_r
     };
     let b = &env.browser;
     let probe = env.front.probe.clone();
-    let markdown_parts = || {
-        probe
-            .assets()
-            .into_iter()
-            .filter(|(name, _)| name.starts_with("split_markdown-"))
-            .map(|(_, status)| status)
-            .collect::<Vec<_>>()
-    };
+    let markdown_parts = || probe.part_statuses("markdown");
     b.client.goto(&env.front.url("/chat")).await.unwrap();
     b.watch_csp_violations().await;
     start_chat(b).await;
@@ -808,7 +804,7 @@ async fn the_markdown_part_loads_with_the_first_reply_and_a_failed_load_leaves_r
     );
 
     // The renderer's first fetch fails: the reply still shows, as plain text, all of it.
-    probe.fail_next_parts(1);
+    probe.fail_next_of("markdown", 1);
     b.send_message("mirror-back **bold words** and `code`")
         .await;
     b.wait_text(".lmck-assistant .lmck-md", "bold words").await;
@@ -867,4 +863,125 @@ async fn the_markdown_part_loads_with_the_first_reply_and_a_failed_load_leaves_r
     )
     .await;
     assert_eq!(b.csp_violations().await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn the_turn_part_loads_at_the_first_keystroke_and_a_failed_load_keeps_the_message_for_retry()
+{
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_front().await else {
+        return;
+    };
+    let b = &env.browser;
+    let probe = env.front.probe.clone();
+    let turn_parts = || probe.part_statuses("turn");
+    b.client.goto(&env.front.url("/chat")).await.unwrap();
+    b.watch_csp_violations().await;
+    start_chat(b).await;
+    assert!(turn_parts().is_empty(), "{:?}", probe.assets());
+
+    // Every fetch of the turn's part fails. The first keystroke asks for it.
+    probe.fail_next_of("turn", 100);
+    let input = b.wait_for(".lmck-input").await;
+    input.send_keys("m").await.unwrap();
+    for _ in 0..100 {
+        if !turn_parts().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(turn_parts(), [503], "the keystroke's fetch");
+
+    // Sending asks again; the message stays (and is saved), the reply is an error with Retry.
+    input
+        .send_keys("irror-back through a flaky network\u{E007}")
+        .await
+        .unwrap();
+    b.wait_text(".lmck-msg-error", "could not be loaded").await;
+    assert!(
+        b.texts(".lmck-user")
+            .await
+            .contains("mirror-back through a flaky network")
+    );
+    let failed = turn_parts();
+    assert!(
+        failed.len() >= 2 && failed.iter().all(|s| *s == 503),
+        "{failed:?}"
+    );
+    let mut saved = false;
+    for _ in 0..100 {
+        saved = probe
+            .saves
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|s| s.status == 200 && s.messages >= 1);
+        if saved {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        saved,
+        "the user's message was saved without the turn's part"
+    );
+    // The composer is not left busy.
+    idle(b).await;
+
+    // Retry fetches the part again, and the turn runs.
+    probe.fail_next_of("turn", 0);
+    b.click(".lmck-msg-error .lmck-retry").await;
+    b.wait_text(".lmck-assistant .lmck-md", "through a flaky network")
+        .await;
+    idle(b).await;
+    assert!(b.texts(".lmck-msg-error").await.is_empty());
+    assert_eq!(turn_parts().last(), Some(&200), "{:?}", probe.assets());
+    assert_eq!(b.csp_violations().await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_decision_the_turn_part_cannot_be_loaded_for_stays_pending_and_can_be_made_again() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_front().await else {
+        return;
+    };
+    let b = &env.browser;
+    let probe = env.front.probe.clone();
+    // A conversation whose reply waits for a decision, stored before this browser ran a turn.
+    let conv = json!({"id": "pending-call", "title": "pending call", "model": "mock-small",
+        "revision": 0, "messages": [
+            {"id": "u1", "role": "user", "content": "please use the tool"},
+            {"id": "a1", "role": "assistant", "content": "", "tool_calls": [
+                {"id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"},
+                 "approval": "pending"}]}]});
+    let res = reqwest::Client::new()
+        .put(env.front.url("/chat/api/conversations/pending-call"))
+        .json(&conv)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    b.client.goto(&env.front.url("/chat")).await.unwrap();
+    b.click(".lmck-conv-open").await;
+    b.wait_for(".lmck-approval .lmck-allow").await;
+    let turn_parts = || probe.part_statuses("turn");
+    assert!(turn_parts().is_empty(), "{:?}", probe.assets());
+
+    probe.fail_next_of("turn", 100);
+    b.click(".lmck-approval .lmck-allow").await;
+    b.wait_text(".lmck-notice", "could not be loaded").await;
+    b.wait_for(".lmck-approval .lmck-allow").await;
+    assert!(b.texts(".lmck-tool-result").await.is_empty());
+    let failed = turn_parts();
+    assert!(
+        !failed.is_empty() && failed.iter().all(|s| *s == 503),
+        "{failed:?}"
+    );
+    idle(b).await;
+
+    probe.fail_next_of("turn", 0);
+    b.click(".lmck-approval .lmck-allow").await;
+    b.wait_text(".lmck-tool-result", "Oslo: sunny").await;
+    idle(b).await;
+    assert_eq!(turn_parts().last(), Some(&200));
 }

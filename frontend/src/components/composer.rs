@@ -245,7 +245,7 @@ pub fn Composer() -> impl IntoView {
                     aria-autocomplete="list" aria-controls=menu_open aria-activedescendant=active_option
                     placeholder="Type a message… (/ commands, @ resources, ↑↓ history)"
                     prop:value=move || store.draft.get()
-                    on:input=move |ev| { dismissed.set(false); selected.set(0); store.draft.set(event_target_value(&ev)); }
+                    on:input=move |ev| { turn::prefetch(); dismissed.set(false); selected.set(0); store.draft.set(event_target_value(&ev)); }
                     on:keydown=on_keydown
                     on:paste=on_paste
                     on:dragover=move |ev: leptos::ev::DragEvent| ev.prevent_default()

@@ -76,10 +76,9 @@ mod linked {
 mod split {
     use std::cell::RefCell;
     use std::rc::Rc;
-    use std::task::{Poll, Waker};
 
     use super::ParseFn;
-    use crate::lazy::LoadFailed;
+    use crate::lazy::{Arrival, LoadFailed, Loader};
 
     /// The chunk's one entry: the parser, as a function pointer into the chunk.
     #[leptos::wasm_split::wasm_split(markdown, wasm_split_path = ::leptos::wasm_split, fallible)]
@@ -87,27 +86,15 @@ mod split {
         Ok(crate::markdown::parse_now)
     }
 
-    #[derive(Clone, Copy)]
-    enum Load {
-        NotAsked,
-        Loading,
-        Failed,
-        Ready(ParseFn),
-    }
-
     struct State {
-        load: Load,
-        /// Calls of [`ready`] waiting for the load under way.
-        waiters: Vec<Waker>,
         generation: u64,
         subscribers: Vec<Rc<dyn Fn()>>,
     }
 
     thread_local! {
+        static PARSER: Loader<ParseFn> = const { Loader::new() };
         static STATE: RefCell<State> = const {
             RefCell::new(State {
-                load: Load::NotAsked,
-                waiters: Vec::new(),
                 generation: 0,
                 subscribers: Vec::new(),
             })
@@ -116,79 +103,25 @@ mod split {
 
     /// The parser, if it has arrived.
     pub(crate) fn parser() -> Option<ParseFn> {
-        STATE.with(|s| match s.borrow().load {
-            Load::Ready(parse) => Some(parse),
-            _ => None,
-        })
+        PARSER.with(|l| l.here())
     }
 
     /// Loads the parser unless it is here; whether it is (`false`: the load failed). A call
     /// while a load is under way waits for that load's outcome.
     pub async fn ready() -> bool {
-        enum Step {
-            Here,
-            Wait,
-            Load,
-        }
-        let step = STATE.with(|s| {
-            let mut s = s.borrow_mut();
-            match s.load {
-                Load::Ready(_) => Step::Here,
-                Load::Loading => Step::Wait,
-                Load::NotAsked | Load::Failed => {
-                    s.load = Load::Loading;
-                    Step::Load
-                }
-            }
-        });
-        match step {
-            Step::Here => return true,
-            Step::Wait => return outcome().await,
-            Step::Load => {}
-        }
-        let loaded = load_parser().await;
-        let waiters = STATE.with(|s| {
-            let mut s = s.borrow_mut();
-            s.load = match loaded {
-                Ok(parse) => Load::Ready(parse),
-                Err(LoadFailed) => Load::Failed,
-            };
-            std::mem::take(&mut s.waiters)
-        });
-        for w in waiters {
-            w.wake();
-        }
-        match loaded {
-            Ok(_) => {
+        match Loader::ready(&PARSER, load_parser).await {
+            Arrival::Here(_) => true,
+            Arrival::Arrived(_) => {
                 arrived();
                 true
             }
-            Err(LoadFailed) => false,
+            Arrival::Failed => false,
         }
-    }
-
-    /// Waits for the load under way to end; whether it brought the parser.
-    async fn outcome() -> bool {
-        std::future::poll_fn(|cx| {
-            STATE.with(|s| {
-                let mut s = s.borrow_mut();
-                match s.load {
-                    Load::Loading => {
-                        s.waiters.push(cx.waker().clone());
-                        Poll::Pending
-                    }
-                    Load::Ready(_) => Poll::Ready(true),
-                    Load::NotAsked | Load::Failed => Poll::Ready(false),
-                }
-            })
-        })
-        .await
     }
 
     /// A render found the parser missing: loads it if nothing asked yet.
     pub fn want() {
-        let first = STATE.with(|s| matches!(s.borrow().load, Load::NotAsked));
-        if first {
+        if PARSER.with(|l| l.not_asked()) {
             leptos::task::spawn_local(async {
                 ready().await;
             });

@@ -59,6 +59,8 @@ pub struct Probe {
     pub assets: Mutex<Vec<(String, u16)>>,
     cut: Mutex<Option<tokio::sync::watch::Sender<u64>>>,
     fail_parts: AtomicUsize,
+    /// Only parts whose name starts with this fail (`None`: any part).
+    fail_only: Mutex<Option<String>>,
 }
 
 /// Whether an asset is one of the UI's wasm chunks (`split_<part>-<hash>.wasm`,
@@ -92,6 +94,23 @@ impl Probe {
 
     /// Answers the next `n` requests for a wasm chunk ([`is_ui_part`]) 503.
     pub fn fail_next_parts(&self, n: usize) {
+        *self.fail_only.lock().unwrap() = None;
+        self.fail_parts.store(n, Ordering::SeqCst);
+    }
+
+    /// The statuses answered to requests for the part `split_<part>-…`, in order.
+    pub fn part_statuses(&self, part: &str) -> Vec<u16> {
+        let prefix = format!("split_{part}-");
+        self.assets()
+            .into_iter()
+            .filter(|(name, _)| name.starts_with(&prefix))
+            .map(|(_, status)| status)
+            .collect()
+    }
+
+    /// Answers the next `n` requests for the part `split_<part>-…` 503 (other parts load).
+    pub fn fail_next_of(&self, part: &str, n: usize) {
+        *self.fail_only.lock().unwrap() = Some(format!("split_{part}-"));
         self.fail_parts.store(n, Ordering::SeqCst);
     }
 }
@@ -188,7 +207,9 @@ async fn route(svc: ChatService, probe: Arc<Probe>, req: Request<Incoming>) -> R
         && let Some(name) = req.uri().path().strip_prefix("/chat/assets/")
     {
         let name = name.to_owned();
+        let only = probe.fail_only.lock().unwrap().clone();
         let fail = is_ui_part(&name)
+            && only.is_none_or(|p| name.starts_with(&p))
             && probe
                 .fail_parts
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
