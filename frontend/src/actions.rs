@@ -98,7 +98,7 @@ pub fn submit(store: Store) -> bool {
                 return true;
             }
             ("compact", true) => {
-                spawn_local(compact(store, chat));
+                spawn_local(turn::compact(store, chat));
                 return true;
             }
             _ => {}
@@ -160,12 +160,22 @@ pub fn compact_open_chat(store: Store) {
         return;
     }
     if let Some(chat) = store.chat.get_untracked().filter(|c| !c.has_pending()) {
-        spawn_local(compact(store, chat));
+        spawn_local(turn::compact(store, chat));
     }
 }
 
-/// `/compact`: asks the model for a summary and replaces the transcript with it.
-async fn compact(store: Store, chat: Chat) {
+/// Says that `/compact` failed (the transcript is unchanged).
+pub fn compaction_failed(store: Store, chat: &Chat) {
+    turn::info_card(
+        store,
+        chat,
+        json!({"title": "Compaction Failed", "items": []}),
+    );
+}
+
+/// `/compact`: asks the model for a summary and replaces the transcript with it. In the turn's
+/// chunk: the UI calls [`turn::compact`].
+pub(crate) async fn compact_now(store: Store, chat: Chat) {
     let msgs = chat.wire_messages();
     let Some(req) = compact_request(
         chat.model.get_untracked(),
@@ -202,11 +212,7 @@ async fn compact(store: Store, chat: Chat) {
         .await;
     store.busy.set(false);
     if res.is_err() || failed || summary.trim().is_empty() {
-        turn::info_card(
-            store,
-            &chat,
-            json!({"title": "Compaction Failed", "items": []}),
-        );
+        compaction_failed(store, &chat);
         return;
     }
     let n = msgs.len();

@@ -8,14 +8,15 @@
 //! tab to a reply still running).
 //!
 //! **The turn's code is a wasm chunk of its own** (`turn`: the turn loop, running approved
-//! calls, the reply writer and the follow loop), which a new chat's first paint does not load:
+//! calls, the reply writer, the follow loop and `/compact`), which a new chat's first paint does
+//! not load:
 //! - it is fetched at the composer's first keystroke ([`prefetch`]), so by the time the user
 //!   sends it has usually arrived; a send before then (a suggestion, an app's message, a decision
 //!   on a restored approval, a reloaded conversation whose reply still runs) waits for it;
 //! - **when it cannot be loaded**, nothing the user wrote is lost: a send keeps the user's message
 //!   and shows the failed reply's error with Retry (as a failed turn does), a decision is put
-//!   back to pending with a notice, a reply still running is not followed (the conversation shows
-//!   what was saved). Every later attempt fetches the chunk again.
+//!   back to pending with a notice, `/compact` says it failed (the transcript is unchanged), a
+//!   reply still running is not followed (the conversation shows what was saved). Every later attempt fetches the chunk again.
 //! - Without `--cfg lmchatkit_split` the code is linked in and the same path runs.
 
 use std::future::Future;
@@ -125,6 +126,7 @@ pub(crate) struct TurnCode {
     run: fn(Store, Chat) -> Turn,
     resume: fn(Store, Chat, UiMessage) -> Turn,
     attach: fn(Store, Chat, String),
+    compact: fn(Store, Chat) -> Turn,
 }
 
 /// Pointers to the turn's code (in the chunk when split).
@@ -133,6 +135,7 @@ fn linked() -> TurnCode {
         run: |store, chat| Box::pin(run_now(store, chat)),
         resume: |store, chat, ui| Box::pin(resume_now(store, chat, ui)),
         attach: follow::attach_now,
+        compact: |store, chat| Box::pin(crate::actions::compact_now(store, chat)),
     }
 }
 
@@ -196,6 +199,14 @@ pub fn attach(store: Store, chat: Chat, run: String) {
             (code.attach)(store, chat, run);
         }
     });
+}
+
+/// `/compact` ([`crate::actions::compact_now`]) once the turn's code is here.
+pub async fn compact(store: Store, chat: Chat) {
+    match code().await {
+        Some(code) => (code.compact)(store, chat).await,
+        None => crate::actions::compaction_failed(store, &chat),
+    }
 }
 
 /// The turn loop (in the chunk).

@@ -11,7 +11,7 @@ use lmchatkit_tests::browser::Browser;
 use lmchatkit_tests::browser::app::{
     Env, ONE_AT_A_TIME, idle, saved_messages, setup, start_chat, wait_saved,
 };
-use lmchatkit_tests::browser::front::{is_ui_part, setup_front};
+use lmchatkit_tests::browser::front::{FrontEnv, is_ui_part, setup_front};
 use lmchatkit_tests::browser::helpers::{put_long_conversation, setup_with_personas, talk};
 use serde_json::{Value, json};
 
@@ -939,6 +939,26 @@ async fn the_turn_part_loads_at_the_first_keystroke_and_a_failed_load_keeps_the_
     assert_eq!(b.csp_violations().await, Vec::<String>::new());
 }
 
+/// Stores `messages` as conversation `id` through the front, then opens it from the sidebar in a
+/// browser that has not run a turn (so the turn's part has not been fetched).
+async fn open_stored(env: &FrontEnv, id: &str, messages: Value) {
+    let conv = json!({"id": id, "title": id, "model": "mock-small", "revision": 0,
+        "messages": messages});
+    let res = reqwest::Client::new()
+        .put(env.front.url(&format!("/chat/api/conversations/{id}")))
+        .json(&conv)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    env.browser
+        .client
+        .goto(&env.front.url("/chat"))
+        .await
+        .unwrap();
+    env.browser.click(".lmck-conv-open").await;
+}
+
 #[tokio::test]
 async fn a_decision_the_turn_part_cannot_be_loaded_for_stays_pending_and_can_be_made_again() {
     let _one = ONE_AT_A_TIME.lock().await;
@@ -947,22 +967,13 @@ async fn a_decision_the_turn_part_cannot_be_loaded_for_stays_pending_and_can_be_
     };
     let b = &env.browser;
     let probe = env.front.probe.clone();
-    // A conversation whose reply waits for a decision, stored before this browser ran a turn.
-    let conv = json!({"id": "pending-call", "title": "pending call", "model": "mock-small",
-        "revision": 0, "messages": [
-            {"id": "u1", "role": "user", "content": "please use the tool"},
-            {"id": "a1", "role": "assistant", "content": "", "tool_calls": [
-                {"id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"},
-                 "approval": "pending"}]}]});
-    let res = reqwest::Client::new()
-        .put(env.front.url("/chat/api/conversations/pending-call"))
-        .json(&conv)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    b.client.goto(&env.front.url("/chat")).await.unwrap();
-    b.click(".lmck-conv-open").await;
+    // A conversation whose reply waits for a decision.
+    let messages = json!([
+        {"id": "u1", "role": "user", "content": "please use the tool"},
+        {"id": "a1", "role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"},
+             "approval": "pending"}]}]);
+    open_stored(&env, "pending-call", messages).await;
     b.wait_for(".lmck-approval .lmck-allow").await;
     let turn_parts = || probe.part_statuses("turn");
     assert!(turn_parts().is_empty(), "{:?}", probe.assets());
@@ -984,4 +995,52 @@ async fn a_decision_the_turn_part_cannot_be_loaded_for_stays_pending_and_can_be_
     b.wait_text(".lmck-tool-result", "Oslo: sunny").await;
     idle(b).await;
     assert_eq!(turn_parts().last(), Some(&200));
+}
+
+#[tokio::test]
+async fn compact_without_the_turn_part_says_it_failed_and_keeps_the_transcript() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_front().await else {
+        return;
+    };
+    let b = &env.browser;
+    let probe = env.front.probe.clone();
+    let messages = json!([
+        {"id": "u1", "role": "user", "content": "alpha question"},
+        {"id": "a1", "role": "assistant", "content": "alpha answer"}]);
+    open_stored(&env, "to-compact", messages).await;
+    b.wait_text(".lmck-user", "alpha question").await;
+
+    let compact = async || {
+        let input = b.wait_for(".lmck-input").await;
+        input.send_keys("/compact").await.unwrap();
+        b.wait_text(".lmck-menu", "/compact").await;
+        input.send_keys("\u{E007}").await.unwrap();
+    };
+    probe.fail_next_of("turn", 100);
+    compact().await;
+    b.wait_text(".lmck-info", "Compaction Failed").await;
+    idle(b).await;
+    assert_eq!(
+        b.js("return document.querySelectorAll('.lmck-user').length;")
+            .await,
+        json!(1)
+    );
+    let failed = probe.part_statuses("turn");
+    assert!(
+        !failed.is_empty() && failed.iter().all(|s| *s == 503),
+        "{failed:?}"
+    );
+
+    probe.fail_next_of("turn", 0);
+    compact().await;
+    b.wait_text(".lmck-info", "Conversation Compacted: 2 messages")
+        .await;
+    idle(b).await;
+    assert_eq!(
+        b.js("return document.querySelectorAll('.lmck-user').length;")
+            .await,
+        json!(0)
+    );
+    assert_eq!(probe.part_statuses("turn").last(), Some(&200));
 }
