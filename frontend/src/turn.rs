@@ -16,7 +16,8 @@
 //! - **when it cannot be loaded**, nothing the user wrote is lost: a send keeps the user's message
 //!   and shows the failed reply's error with Retry (as a failed turn does), a decision is put
 //!   back to pending with a notice, `/compact` says it failed (the transcript is unchanged), a
-//!   reply still running is not followed (the conversation shows what was saved). Every later attempt fetches the chunk again.
+//!   reply still running is not followed (the conversation shows what was saved). Every later
+//!   attempt fetches the chunk again.
 //! - Without `--cfg lmchatkit_split` the code is linked in and the same path runs.
 
 use std::future::Future;
