@@ -210,9 +210,8 @@ pub async fn compact(store: Store, chat: Chat) {
     }
 }
 
-/// The turn loop (in the chunk).
+/// The turn loop (in the chunk). Its callers ([`run`], [`decide`]) have set `busy`.
 async fn run_now(store: Store, chat: Chat) {
-    store.busy.set(true);
     // The reply is Markdown: its renderer loads while the request goes out.
     crate::markdown::engine::fetch();
     loop {

@@ -29,6 +29,18 @@ async fn get_json(url: &str) -> Value {
 }
 
 /// The stored conversations of the service in `env`.
+/// Polls `done` every 50 ms for up to 5 s (what the front's probe saw arrives asynchronously);
+/// whether it came true.
+async fn settles(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..100 {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    done()
+}
+
 async fn list(env: &Env) -> Vec<Value> {
     get_json(&env.server.url("/chat/api/conversations"))
         .await
@@ -466,12 +478,7 @@ async fn the_event_stream_reconnects_with_last_event_id() {
     b.client.goto(&env.front.url("/chat")).await.unwrap();
     b.wait_for(".lmck-picker").await;
     let probe = env.front.probe.clone();
-    for _ in 0..100 {
-        if !probe.event_requests().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    settles(|| !probe.event_requests().is_empty()).await;
     assert_eq!(probe.event_requests(), vec![None], "first connection");
     // Another client saves a conversation: this tab lists it with an unread dot.
     let put = |id: &'static str, text: &'static str| {
@@ -809,16 +816,13 @@ async fn the_markdown_part_loads_with_the_first_reply_and_a_failed_load_leaves_r
         .await;
     b.wait_text(".lmck-assistant .lmck-md", "bold words").await;
     idle(b).await;
-    for _ in 0..100 {
-        if probe
+    settles(|| {
+        probe
             .assets()
             .iter()
             .any(|(n, s)| is_ui_part(n) && *s == 503)
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     assert!(
         probe
             .assets()
@@ -884,12 +888,7 @@ async fn the_turn_part_loads_at_the_first_keystroke_and_a_failed_load_keeps_the_
     probe.fail_next_of("turn", 100);
     let input = b.wait_for(".lmck-input").await;
     input.send_keys("m").await.unwrap();
-    for _ in 0..100 {
-        if !turn_parts().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    settles(|| !turn_parts().is_empty()).await;
     assert_eq!(turn_parts(), [503], "the keystroke's fetch");
 
     // Sending asks again; the message stays (and is saved), the reply is an error with Retry.
@@ -908,19 +907,13 @@ async fn the_turn_part_loads_at_the_first_keystroke_and_a_failed_load_keeps_the_
         failed.len() >= 2 && failed.iter().all(|s| *s == 503),
         "{failed:?}"
     );
-    let mut saved = false;
-    for _ in 0..100 {
-        saved = probe
-            .saves
-            .lock()
-            .unwrap()
+    let saved = settles(|| {
+        probe
+            .saves()
             .iter()
-            .any(|s| s.status == 200 && s.messages >= 1);
-        if saved {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+            .any(|s| s.status == 200 && s.messages >= 1)
+    })
+    .await;
     assert!(
         saved,
         "the user's message was saved without the turn's part"
