@@ -250,9 +250,11 @@ async fn start_turn(at: &Instance, id: &str, question: &str) -> (String, SseRead
     (run, SseReader::new(res))
 }
 
-/// `POST /api/runs/{run}/stop` through `at`: the status code and the answer.
-async fn stop(at: &Instance, run: &str) -> (u16, Value) {
-    let res = client()
+/// `POST /api/runs/{run}/stop` through `at` with `http`: the status code and the answer. A
+/// timed stop builds `http` before its clock starts: building a client reads the system's root
+/// certificates, which took 20–50 ms here.
+async fn stop(http: &reqwest::Client, at: &Instance, run: &str) -> (u16, Value) {
+    let res = http
         .post(at.at(&format!("/api/runs/{run}/stop")))
         .header("content-type", "application/json")
         .body("{}")
@@ -365,8 +367,9 @@ async fn a_stop_sent_to_b_stops_the_upstream_of_a_within_100_ms(engine: Engine) 
     for _ in 0..5 {
         on_a.next().await.expect("A's stream ended early");
     }
+    let http = client();
     let asked = Instant::now();
-    let (code, info) = stop(&b, &run).await;
+    let (code, info) = stop(&http, &b, &run).await;
     assert_eq!((code, &info["status"]), (200, &json!("stopped")), "{info}");
     let dropped = cluster
         .mock
@@ -464,7 +467,7 @@ async fn killing_a_mid_run_leaves_the_partial_reply_saved_and_the_run_failed(eng
     let replay = SseReader::new(res).rest().await;
     let last: Value = serde_json::from_str(&replay.last().expect("events").data).unwrap();
     assert_eq!(last["type"], "error", "the run ends failed: {last}");
-    let (_, info) = stop(&b, &run).await;
+    let (_, info) = stop(&client(), &b, &run).await;
     assert_eq!(info["status"], "failed", "{info}");
 
     let reply = stored_reply(&b, "killed")
