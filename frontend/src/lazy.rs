@@ -10,9 +10,11 @@
 //! - **What is split off**: the "Tools & servers" dialog, MCP App views (the frame and its
 //!   bridge to the view), the conversation edit and delete dialogs, the Markdown parser
 //!   ([`crate::markdown::engine`], not a view: its split point hands back the parser, and a
-//!   text shows plain until it is here) and the turn's code ([`crate::turn`]: the turn and
-//!   follow loops, fetched at the composer's first keystroke). A reloaded conversation with an
-//!   App view in it shows its text at once and the view when its chunk has arrived.
+//!   text shows plain until it is here), the turn's code ([`crate::turn`]: the turn and
+//!   follow loops) and the transcript ([`crate::components::transcript`]: the messages, tool and
+//!   approval cards), both fetched at the composer's first keystroke. A reloaded conversation
+//!   with an App view in it shows its text once the transcript has arrived and the view when its
+//!   chunk has.
 //! - **Without `lmchatkit_split`** (`trunk serve`, native unit tests) a split point is a
 //!   plain function behind the same `async` signature, so the dev loop and the tests run the
 //!   same components.

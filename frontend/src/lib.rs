@@ -8,9 +8,9 @@
 //!   [`history`] saves and loads conversations (server or sessionStorage mode, from
 //!   `/api/config`), [`sync`] follows `/api/events` for cross-tab sync, [`follow`] re-attaches
 //!   to a reply still running on the server (after a reload, or in a second tab).
-//! - **Components** are in [`components`], one per file. The dialogs, MCP App views and the
-//!   Markdown parser, which a first paint does not need, are separate wasm chunks, fetched when
-//!   first needed ([`lazy`]).
+//! - **Components** are in [`components`], one per file. The dialogs, MCP App views, the
+//!   Markdown parser, the turn's code and the transcript, which a new chat's first paint does not
+//!   need, are separate wasm chunks, fetched when first needed ([`lazy`]).
 //! - **Scoped, themable styles.** Every class name starts with `lmck-`; colours are CSS custom
 //!   properties on `.lmck-app` (see `style.css`), light/dark following `prefers-color-scheme`
 //!   unless the theme toggle forces one.
@@ -52,7 +52,7 @@ use crate::components::servers::servers_dialog;
 use crate::components::settings::ThemeToggle;
 use crate::components::sidebar::Sidebar;
 use crate::components::spend_bar::SpendBar;
-use crate::components::transcript::Transcript;
+use crate::components::transcript::ChatArea;
 use crate::lazy::{Shell, lazily};
 use crate::state::{Store, Theme};
 
@@ -209,9 +209,11 @@ pub fn App(
                 store.api().personas(),
             ),
             history::prefetch_remembered(store),
-            // The chat a reload restores shows rendered, so its renderer loads alongside.
+            // The chat a reload restores shows rendered, so its transcript and renderer load
+            // alongside.
             async {
                 if history::remembered_current().is_some() {
+                    components::transcript::prefetch();
                     markdown::engine::ready().await;
                 }
             },
@@ -326,7 +328,7 @@ pub fn App(
                         <button class="lmck-icon-btn" aria-label="Dismiss" on:click=move |_| store.notice.set(None)>"✕"</button></div>
                 })}
                 {move || match shown.get() {
-                    Some(chat) => view! { <Transcript chat /> }.into_any(),
+                    Some(chat) => view! { <ChatArea chat /> }.into_any(),
                     None => view! { <div class="lmck-start"><Picker /></div> }.into_any(),
                 }}
                 <Composer />

@@ -28,7 +28,6 @@ async fn get_json(url: &str) -> Value {
     reqwest::get(url).await.unwrap().json().await.unwrap()
 }
 
-/// The stored conversations of the service in `env`.
 /// Polls `done` every 50 ms for up to 5 s (what the front's probe saw arrives asynchronously);
 /// whether it came true.
 async fn settles(mut done: impl FnMut() -> bool) -> bool {
@@ -41,6 +40,7 @@ async fn settles(mut done: impl FnMut() -> bool) -> bool {
     done()
 }
 
+/// The stored conversations of the service in `env`.
 async fn list(env: &Env) -> Vec<Value> {
     get_json(&env.server.url("/chat/api/conversations"))
         .await
@@ -710,8 +710,8 @@ async fn the_edit_dialog_loads_its_part_when_first_opened_and_a_failed_load_can_
         "the front saw the main module: {:?}",
         probe.assets()
     );
-    // A turn loads its own part and the Markdown renderer's (the reply is Markdown), and
-    // nothing else.
+    // A turn loads its own part, the transcript's and the Markdown renderer's (the reply is
+    // Markdown), and nothing else.
     b.wait_js(
         "the markdown part",
         "return performance.getEntriesByType('resource').some(e => e.name.includes('/split_markdown-'));",
@@ -726,8 +726,9 @@ async fn the_edit_dialog_loads_its_part_when_first_opened_and_a_failed_load_can_
                 .iter()
                 .all(|(n, _)| n.starts_with("split_markdown-")
                     || n.starts_with("split_turn-")
+                    || n.starts_with("split_transcript-")
                     || n.starts_with("chunk_")),
-        "a turn loads the turn's and the markdown part only: {after_turn:?}"
+        "a turn loads the turn's, the transcript's and the markdown part only: {after_turn:?}"
     );
     let since_turn = || parts().split_off(after_turn.len());
 
@@ -1036,4 +1037,60 @@ async fn compact_without_the_turn_part_says_it_failed_and_keeps_the_transcript()
         json!(0)
     );
     assert_eq!(probe.part_statuses("turn").last(), Some(&200));
+}
+
+#[tokio::test]
+async fn the_transcript_part_loads_at_the_first_keystroke_and_a_failed_load_keeps_the_conversation_for_try_again()
+ {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_front().await else {
+        return;
+    };
+    let b = &env.browser;
+    let probe = env.front.probe.clone();
+    let transcript_parts = || probe.part_statuses("transcript");
+    b.client.goto(&env.front.url("/chat")).await.unwrap();
+    b.watch_csp_violations().await;
+    start_chat(b).await;
+    assert!(transcript_parts().is_empty(), "{:?}", probe.assets());
+
+    // Every fetch of the transcript's part fails. The first keystroke asks for it.
+    probe.fail_next_of("transcript", 100);
+    let input = b.wait_for(".lmck-input").await;
+    input.send_keys("m").await.unwrap();
+    settles(|| !transcript_parts().is_empty()).await;
+    assert_eq!(transcript_parts(), [503], "the keystroke's fetch");
+
+    // The message is sent and the reply runs and is saved; the transcript says it cannot show.
+    input
+        .send_keys("irror-back behind a missing transcript\u{E007}")
+        .await
+        .unwrap();
+    b.wait_text(".lmck-main .lmck-load-failed", "could not be loaded")
+        .await;
+    idle(b).await;
+    assert!(b.texts(".lmck-user").await.is_empty());
+    let listed = get_json(&env.front.url("/chat/api/conversations")).await;
+    let id = listed[0]["id"]
+        .as_str()
+        .expect("the conversation was saved");
+    let stored = get_json(&env.front.url(&format!("/chat/api/conversations/{id}"))).await;
+    assert_eq!(
+        stored["messages"][1]["content"], "Mirror: mirror-back behind a missing transcript",
+        "the question and the reply were saved: {stored}"
+    );
+
+    // Trying again shows the whole conversation.
+    probe.fail_next_of("transcript", 0);
+    b.click(".lmck-main .lmck-load-failed .lmck-retry").await;
+    b.wait_text(".lmck-assistant .lmck-md", "behind a missing transcript")
+        .await;
+    assert!(
+        b.texts(".lmck-user")
+            .await
+            .contains("mirror-back behind a missing transcript")
+    );
+    assert!(b.texts(".lmck-load-failed").await.is_empty());
+    assert_eq!(transcript_parts().last(), Some(&200));
+    assert_eq!(b.csp_violations().await, Vec::<String>::new());
 }

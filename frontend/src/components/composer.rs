@@ -12,6 +12,7 @@ use crate::commands::SlashKind;
 use crate::components::attachments::{Attachments, upload, uploads_enabled};
 use crate::components::menus::{MENU_ID, Menu, MenuItem, PromptForm, items_for, option_id};
 use crate::components::store;
+use crate::components::transcript;
 use crate::history::{session_get, session_set};
 use crate::input_history::InputHistory;
 use crate::turn;
@@ -245,7 +246,7 @@ pub fn Composer() -> impl IntoView {
                     aria-autocomplete="list" aria-controls=menu_open aria-activedescendant=active_option
                     placeholder="Type a message… (/ commands, @ resources, ↑↓ history)"
                     prop:value=move || store.draft.get()
-                    on:input=move |ev| { turn::prefetch(); dismissed.set(false); selected.set(0); store.draft.set(event_target_value(&ev)); }
+                    on:input=move |ev| { turn::prefetch(); transcript::prefetch(); dismissed.set(false); selected.set(0); store.draft.set(event_target_value(&ev)); }
                     on:keydown=on_keydown
                     on:paste=on_paste
                     on:dragover=move |ev: leptos::ev::DragEvent| ev.prevent_default()

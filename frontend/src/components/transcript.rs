@@ -7,15 +7,29 @@
 //! nobody sees yet; now about 240 ms). Scrolling near the top, or the "Show earlier messages" button, renders
 //! [`WINDOW`] more above, keeping the messages on screen where they are. Messages added later
 //! (the next turns, another tab's) are always rendered.
+//!
+//! **The transcript is a wasm chunk of its own** (`transcript`: the transcript, the message
+//! bubbles, tool cards and approval cards; see [`crate::lazy`]), which a new chat's first paint
+//! does not load:
+//! - a chat with no message yet shows an empty transcript region ([`ChatArea`]), so the picker
+//!   and a new chat need nothing from the chunk;
+//! - it is fetched at the composer's first keystroke ([`prefetch`], beside the turn's code) and,
+//!   on a reload that restores a conversation, together with `/api/config`; a conversation opened
+//!   from the sidebar before then fetches it when it shows;
+//! - **when it cannot be loaded** the messages are still sent, streamed and saved (that code is
+//!   not in the chunk); the transcript's place says it could not be loaded, with "Try again".
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use leptos::html;
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 use lmchatkit_protocol::Role;
 
 use crate::components::message::MessageView;
 use crate::components::store;
+use crate::lazy::{Shell, lazily};
 use crate::state::Chat;
 
 /// How many messages are rendered when a chat opens, and how many more each "show earlier" adds.
@@ -28,6 +42,49 @@ const NEAR_TOP_PX: i32 = 400;
 /// (or all) messages rendered when the chat got shorter (an edit-and-resend, another tab's save).
 pub fn window_start(first: usize, len: usize) -> usize {
     first.min(len.saturating_sub(WINDOW))
+}
+
+/// The open chat's messages: an empty region while it has none, else the transcript from its
+/// chunk.
+#[component]
+pub fn ChatArea(chat: Chat) -> impl IntoView {
+    let messages = chat.messages.clone();
+    let empty = Memo::new(move |_| messages.with(Vec::is_empty));
+    move || {
+        if empty.get() {
+            view! { <div class="lmck-transcript" aria-label="Conversation" role="region"></div> }
+                .into_any()
+        } else {
+            let chat = chat.clone();
+            lazily(Shell::Inline, move || transcript(chat.clone())).into_any()
+        }
+    }
+}
+
+crate::lazy::split_point! {
+    /// The transcript, from the `transcript` chunk.
+    transcript: fn transcript(chat: Chat) {
+        view! { <Transcript chat /> }.into_any()
+    }
+}
+
+crate::lazy::split_point! {
+    /// Nothing; calling it loads the `transcript` chunk ([`prefetch`]).
+    transcript: fn transcript_chunk() {
+        ().into_any()
+    }
+}
+
+/// Starts loading the transcript's chunk unless it was asked for (a failed load is tried again
+/// when the transcript shows).
+pub fn prefetch() {
+    thread_local! { static ASKED: Cell<bool> = const { Cell::new(false) }; }
+    if !ASKED.replace(true) {
+        spawn_local(async {
+            // A failure is logged by the loader and shown where the transcript would be.
+            let _ = transcript_chunk().await;
+        });
+    }
 }
 
 /// The messages of `chat`.
