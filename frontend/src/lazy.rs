@@ -12,7 +12,8 @@
 //!   ([`crate::markdown::engine`], not a view: its split point hands back the parser, and a
 //!   text shows plain until it is here), the turn's code ([`crate::turn`]: the turn and
 //!   follow loops) and the transcript ([`crate::components::transcript`]: the messages, tool and
-//!   approval cards), both fetched at the composer's first keystroke. A reloaded conversation
+//!   approval cards), both fetched at the composer's first keystroke, and export and import
+//!   ([`crate::transfer`], at the first click on either). A reloaded conversation
 //!   with an App view in it shows its text once the transcript has arrived and the view when its
 //!   chunk has.
 //! - **Without `lmchatkit_split`** (`trunk serve`, native unit tests) a split point is a

@@ -38,6 +38,7 @@ pub mod sse;
 pub mod state;
 pub mod sync;
 pub mod think;
+pub mod transfer;
 pub mod turn;
 
 use leptos::prelude::*;

@@ -1094,3 +1094,68 @@ async fn the_transcript_part_loads_at_the_first_keystroke_and_a_failed_load_keep
     assert_eq!(transcript_parts().last(), Some(&200));
     assert_eq!(b.csp_violations().await, Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn export_and_import_without_their_part_say_so_and_work_once_it_loads() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_front().await else {
+        return;
+    };
+    let b = &env.browser;
+    let probe = env.front.probe.clone();
+    let transfer_parts = || probe.part_statuses("transfer");
+    let messages = json!([
+        {"id": "u1", "role": "user", "content": "carry me over"},
+        {"id": "a1", "role": "assistant", "content": "carried"}]);
+    open_stored(&env, "to-export", messages).await;
+    b.wait_text(".lmck-user", "carry me over").await;
+    b.watch_csp_violations().await;
+    b.js(CAPTURE_DOWNLOADS).await;
+    assert!(transfer_parts().is_empty(), "{:?}", probe.assets());
+    let export_json = ".lmck-sidebar-foot .lmck-btn:nth-child(1)";
+    let import = |json: &str| {
+        format!(
+            "const dt = new DataTransfer(); dt.items.add(new File([{}], 'chat.json', {{type: 'application/json'}})); \
+             const input = document.querySelector('.lmck-sidebar-foot input[type=file]'); input.files = dt.files; \
+             input.dispatchEvent(new Event('change', {{bubbles: true}})); return true;",
+            serde_json::to_string(json).unwrap()
+        )
+    };
+
+    // Without the part, Export and Import say so, and nothing is downloaded or added.
+    probe.fail_next_of("transfer", 100);
+    b.click(export_json).await;
+    b.wait_text(".lmck-notice", "could not be loaded").await;
+    b.js(&import(
+        r#"{"id": "x", "title": "imported", "messages": []}"#,
+    ))
+    .await;
+    settles(|| transfer_parts().len() >= 2).await;
+    let failed = transfer_parts();
+    assert!(
+        failed.len() >= 2 && failed.iter().all(|s| *s == 503),
+        "{failed:?}"
+    );
+    assert_eq!(
+        b.js("return window.__lmckDownloads.length;").await,
+        json!(0)
+    );
+    let listed = get_json(&env.front.url("/chat/api/conversations")).await;
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+
+    // Once it loads, both work.
+    probe.fail_next_of("transfer", 0);
+    b.click(export_json).await;
+    let (mime, text, name) = next_download(b, 1).await;
+    assert_eq!(
+        (mime.as_str(), name.as_str()),
+        ("application/json", "to-export.json")
+    );
+    let exported: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(exported["messages"][1]["content"], "carried");
+    b.js(&import(&text)).await;
+    b.wait_text(".lmck-notice", "Imported 1 conversation(s).")
+        .await;
+    assert_eq!(transfer_parts().last(), Some(&200));
+    assert_eq!(b.csp_violations().await, Vec::<String>::new());
+}

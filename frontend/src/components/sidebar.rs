@@ -1,11 +1,10 @@
 //! The sidebar (a drawer on narrow screens): New chat, search, the conversation list with unread
 //! dots, edit and delete (with confirmation) per entry, export of the open chat (JSON and
-//! Markdown) and import (JSON), and the "Tools & servers" button when the user may add their own
-//! MCP servers.
+//! Markdown) and import (JSON) through [`crate::transfer`], and the "Tools & servers" button
+//! when the user may add their own MCP servers.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lmchatkit_protocol::{Role, StoredConversation};
 use wasm_bindgen::JsCast;
 
 use crate::components::settings::{confirm_delete, edit_modal};
@@ -13,45 +12,7 @@ use crate::components::store;
 use crate::history;
 use crate::lazy::{Shell, lazily};
 use crate::servers::ServersScreen;
-
-/// A conversation as Markdown.
-pub fn to_markdown(c: &StoredConversation) -> String {
-    let mut out = format!("# {}\n\n", c.title);
-    for m in &c.messages {
-        let who = match m.role {
-            Role::User => "User",
-            Role::Assistant if m.info.is_none() => "Assistant",
-            _ => continue,
-        };
-        let text = m.content.joined_text("\n\n");
-        out.push_str(&format!("**{who}:**\n\n{text}\n\n"));
-        for c in &m.tool_calls {
-            out.push_str(&format!("> tool call `{}` {}\n\n", c.name, c.arguments));
-        }
-    }
-    out
-}
-
-fn download(name: &str, mime: &str, text: &str) {
-    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
-    let opts = web_sys::BlobPropertyBag::new();
-    opts.set_type(mime);
-    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts) else {
-        return;
-    };
-    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
-        return;
-    };
-    if let Some(doc) = web_sys::window().and_then(|w| w.document())
-        && let Ok(a) = doc.create_element("a")
-    {
-        let a: web_sys::HtmlAnchorElement = a.unchecked_into();
-        a.set_href(&url);
-        a.set_download(name);
-        a.click();
-    }
-    let _ = web_sys::Url::revoke_object_url(&url);
-}
+use crate::transfer::{self, Format};
 
 /// The sidebar.
 #[component]
@@ -70,39 +31,18 @@ pub fn Sidebar() -> impl IntoView {
             .filter(|c| q.is_empty() || c.title.to_lowercase().contains(&q))
             .collect::<Vec<_>>()
     };
-    let export = move |md: bool| {
-        let Some(chat) = store.chat.get_untracked() else {
+    let on_import = move |ev: leptos::ev::Event| {
+        let Some(input) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+        else {
             return;
         };
-        let c = chat.to_stored();
-        if md {
-            download(&format!("{}.md", c.id), "text/markdown", &to_markdown(&c));
-        } else {
-            download(
-                &format!("{}.json", c.id),
-                "application/json",
-                &serde_json::to_string_pretty(&c).unwrap_or_default(),
-            );
-        }
-    };
-    let on_import = move |ev: leptos::ev::Event| {
-        let input: web_sys::HtmlInputElement = ev.target().unwrap().unchecked_into();
         let Some(file) = input.files().and_then(|f| f.get(0)) else {
             return;
         };
         input.set_value("");
-        spawn_local(async move {
-            let Ok(text) = wasm_bindgen_futures::JsFuture::from(file.text()).await else {
-                return;
-            };
-            let text = text.as_string().unwrap_or_default();
-            match history::import(store, &text).await {
-                Ok(n) => store
-                    .notice
-                    .set(Some(format!("Imported {n} conversation(s)."))),
-                Err(e) => store.notice.set(Some(format!("Import failed: {e}"))),
-            }
-        });
+        transfer::import(store, file);
     };
     view! {
         <nav class="lmck-sidebar" class:lmck-open=move || store.sidebar_open.get() aria-label="Conversations"
@@ -140,8 +80,8 @@ pub fn Sidebar() -> impl IntoView {
             </ul>
             <div class="lmck-sidebar-foot">
                 <Show when=move || store.chat.with(Option::is_some)>
-                    <button class="lmck-btn" on:click=move |_| export(false)>"Export JSON"</button>
-                    <button class="lmck-btn" on:click=move |_| export(true)>"Export MD"</button>
+                    <button class="lmck-btn" on:click=move |_| transfer::export(store, Format::Json)>"Export JSON"</button>
+                    <button class="lmck-btn" on:click=move |_| transfer::export(store, Format::Markdown)>"Export MD"</button>
                 </Show>
                 <label class="lmck-btn">"Import" <input type="file" accept=".json,application/json" class="lmck-hidden" on:change=on_import /></label>
                 <Show when=move || store.user_mcp_on()>
