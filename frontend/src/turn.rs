@@ -8,16 +8,17 @@
 //! tab to a reply still running).
 //!
 //! **The turn's code is a wasm chunk of its own** (`turn`: the turn loop, running approved
-//! calls, the reply writer, the follow loop and `/compact`), which a new chat's first paint does
-//! not load:
+//! calls, the reply writer, the follow loop, Stop, `/compact` and the upload of attachments),
+//! which a new chat's first paint does not load:
 //! - it is fetched at the composer's first keystroke ([`prefetch`]), so by the time the user
 //!   sends it has usually arrived; a send before then (a suggestion, an app's message, a decision
 //!   on a restored approval, a reloaded conversation whose reply still runs) waits for it;
 //! - **when it cannot be loaded**, nothing the user wrote is lost: a send keeps the user's message
 //!   and shows the failed reply's error with Retry (as a failed turn does), a decision is put
-//!   back to pending with a notice, `/compact` says it failed (the transcript is unchanged), a
-//!   reply still running is not followed (the conversation shows what was saved). Every later
-//!   attempt fetches the chunk again.
+//!   back to pending with a notice, `/compact` says it failed (the transcript is unchanged), an
+//!   attached file is not uploaded and the notice bar says why, a reply still running is not
+//!   followed (the conversation shows what was saved). Every later attempt fetches the chunk
+//!   again.
 //! - Without `--cfg lmchatkit_split` the code is linked in and the same path runs.
 
 use std::future::Future;
@@ -37,9 +38,26 @@ use crate::reply::ReplyWriter;
 use crate::state::{Chat, Store, UiMessage, deny_message, now_ms};
 
 /// Stops the streaming reply (this tab's turn, or a run it follows): see [`follow::stop`]. The
-/// partial reply is kept, marked stopped.
+/// partial reply is kept, marked stopped. Only the chunk's code starts replies, so without it
+/// there is none to stop.
 pub fn stop() {
-    follow::stop();
+    if let Some(code) = CODE.with(Loader::here) {
+        (code.stop)();
+    }
+}
+
+/// Uploads `form`'s files (`POST /api/upload`) and adds them as attachments once the turn's
+/// code is here; an upload that fails, or that the code could not be loaded for, is reported in
+/// the notice bar.
+pub fn upload(store: Store, form: web_sys::FormData) {
+    spawn_local(async move {
+        match code().await {
+            Some(code) => (code.upload)(store, form).await,
+            None => store
+                .notice
+                .set(Some(format!("Upload failed ({NOT_LOADED})"))),
+        }
+    });
 }
 
 /// Sends a user message and starts the turn.
@@ -128,6 +146,8 @@ pub(crate) struct TurnCode {
     resume: fn(Store, Chat, UiMessage) -> Turn,
     attach: fn(Store, Chat, String),
     compact: fn(Store, Chat) -> Turn,
+    stop: fn(),
+    upload: fn(Store, web_sys::FormData) -> Turn,
 }
 
 /// Pointers to the turn's code (in the chunk when split).
@@ -137,6 +157,8 @@ fn linked() -> TurnCode {
         resume: |store, chat, ui| Box::pin(resume_now(store, chat, ui)),
         attach: follow::attach_now,
         compact: |store, chat| Box::pin(crate::actions::compact_now(store, chat)),
+        stop: follow::stop,
+        upload: |store, form| Box::pin(upload_now(store, form)),
     }
 }
 
@@ -207,6 +229,14 @@ pub async fn compact(store: Store, chat: Chat) {
     match code().await {
         Some(code) => (code.compact)(store, chat).await,
         None => crate::actions::compaction_failed(store, &chat),
+    }
+}
+
+/// The upload (in the chunk).
+async fn upload_now(store: Store, form: web_sys::FormData) {
+    match store.api().upload(form).await {
+        Ok(r) => store.attachments.update(|a| a.extend(r.files)),
+        Err(e) => store.notice.set(Some(format!("Upload failed ({e})."))),
     }
 }
 

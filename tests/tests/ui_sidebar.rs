@@ -1159,3 +1159,40 @@ async fn export_and_import_without_their_part_say_so_and_work_once_it_loads() {
     assert_eq!(transfer_parts().last(), Some(&200));
     assert_eq!(b.csp_violations().await, Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn an_attachment_the_turn_part_cannot_be_loaded_for_is_not_added_and_the_notice_says_why() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_front().await else {
+        return;
+    };
+    let b = &env.browser;
+    let probe = env.front.probe.clone();
+    let turn_parts = || probe.part_statuses("turn");
+    b.client.goto(&env.front.url("/chat")).await.unwrap();
+    b.watch_csp_violations().await;
+    start_chat(b).await;
+    b.wait_for(".lmck-attach").await;
+    assert!(turn_parts().is_empty(), "{:?}", probe.assets());
+    let drop_file = "const dt = new DataTransfer(); dt.items.add(new File(['kiwi'], 'notes.txt', {type: 'text/plain'})); \
+        document.querySelector('.lmck-input').dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true})); return true;";
+
+    probe.fail_next_of("turn", 100);
+    b.js(drop_file).await;
+    b.wait_text(".lmck-notice", "Upload failed").await;
+    let notice = b.texts(".lmck-notice").await;
+    assert!(notice.contains("could not be loaded"), "{notice}");
+    assert!(b.texts(".lmck-chips").await.is_empty());
+    let failed = turn_parts();
+    assert!(
+        !failed.is_empty() && failed.iter().all(|s| *s == 503),
+        "{failed:?}"
+    );
+
+    probe.fail_next_of("turn", 0);
+    b.js(drop_file).await;
+    b.wait_text(".lmck-chips .lmck-chip-name", "notes.txt")
+        .await;
+    assert_eq!(turn_parts().last(), Some(&200));
+    assert_eq!(b.csp_violations().await, Vec::<String>::new());
+}

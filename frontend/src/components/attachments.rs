@@ -3,12 +3,12 @@
 //! server enables uploads). Upload errors are shown, not swallowed.
 
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use crate::components::store;
 use crate::state::Store;
 
-/// Uploads files and adds them as attachments.
+/// Uploads files and adds them as attachments ([`crate::turn::upload`]: the upload is part of
+/// the turn's code).
 pub fn upload(store: Store, files: web_sys::FileList) {
     let Ok(form) = web_sys::FormData::new() else {
         return;
@@ -20,15 +20,9 @@ pub fn upload(store: Store, files: web_sys::FileList) {
             any = true;
         }
     }
-    if !any {
-        return;
+    if any {
+        crate::turn::upload(store, form);
     }
-    spawn_local(async move {
-        match store.api().upload(form).await {
-            Ok(r) => store.attachments.update(|a| a.extend(r.files)),
-            Err(e) => store.notice.set(Some(format!("Upload failed ({e})."))),
-        }
-    });
 }
 
 /// Whether uploads are enabled by the server.

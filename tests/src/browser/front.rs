@@ -263,7 +263,7 @@ async fn route(svc: ChatService, probe: Arc<Probe>, req: Request<Incoming>) -> R
     Response::from_parts(parts, body.boxed_unsync())
 }
 
-/// A running service (memory history, events on) behind the [`Front`], with a browser that has
+/// A running service (memory history, events and uploads on) behind the [`Front`], with a browser that has
 /// not navigated anywhere yet; `None` when the test must be skipped (no browser or no bundle).
 pub struct FrontEnv {
     /// The mock upstream.
@@ -282,6 +282,7 @@ pub async fn setup_front() -> Option<FrontEnv> {
     );
     let config = lmchatkit::Config::builder(crate::test_host::TestHost(backend))
         .events(true)
+        .file_upload(true)
         .history(lmchatkit::history::MemoryStore::new())
         .build()
         .unwrap();
