@@ -198,6 +198,51 @@ fn a_message_from_an_app_names_it_and_is_optional() {
 }
 
 #[test]
+fn content_parts_read_with_the_type_anywhere_and_name_a_wrong_type() {
+    let parts = json!([
+        {"text": "look", "type": "text"},
+        {"image_url": {"url": "data:,", "detail": "low"}, "type": "image_url"},
+        {"type": "file", "file": {"file_id": "f-1"}, "extra": true},
+        {"input_audio": {"data": "UklG", "format": "wav"}, "type": "input_audio"}
+    ]);
+    let want = Content::Parts(vec![
+        ContentPart::text("look"),
+        ContentPart::ImageUrl {
+            image_url: ImageUrl {
+                url: "data:,".into(),
+                detail: Some("low".into()),
+            },
+        },
+        ContentPart::File {
+            file: FileData {
+                file_id: Some("f-1".into()),
+                ..FileData::default()
+            },
+        },
+        ContentPart::InputAudio {
+            input_audio: InputAudio {
+                data: "UklG".into(),
+                format: "wav".into(),
+            },
+        },
+    ]);
+    let text = parts.to_string();
+    assert_eq!(serde_json::from_str::<Content>(&text).unwrap(), want);
+    assert_eq!(serde_json::from_value::<Content>(parts).unwrap(), want);
+    let read = |j: Value| {
+        serde_json::from_value::<ContentPart>(j)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = read(json!({"type": "video", "video": {}}));
+    assert!(e.contains("unknown variant `video`"), "{e}");
+    let e = read(json!({"text": "no type"}));
+    assert!(e.contains("missing field `type`"), "{e}");
+    let e = read(json!({"type": "image_url"}));
+    assert!(e.contains("missing field `image_url`"), "{e}");
+}
+
+#[test]
 fn content_parts() {
     let m = Message::user(Content::Parts(vec![
         ContentPart::text("look"),
