@@ -204,6 +204,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 upstream_h2,
                 no_nodelay,
             } => {
+                // Logging as the `lmchatkit` binary does by default (`info`, redacted, to
+                // stderr), so the relay measured pays for its subscriber as the app does.
+                tracing_subscriber::fmt()
+                    .with_writer(|| lmchatkit::secrets::RedactingWriter::new(std::io::stderr()))
+                    .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
+                    .init();
                 let redis = redis.as_deref().zip(redis_prefix.as_deref());
                 let storage = match (&postgres, &schema, &db) {
                     (Some(postgres), Some(schema), _) => relay::Storage::Shared {
