@@ -25,9 +25,10 @@
 //!   are not cached).
 //! - **While it loads** the part shows nothing: on loopback a chunk arrives within a frame or
 //!   two, and a placeholder that flashes is worse than a dialog that opens a frame later.
-//! - **Code that is not a view** (the Markdown parser, the turn's code) comes back from its split
-//!   point as function pointers into the chunk, kept by a [`Loader`]: one load at a time, callers
-//!   during a load wait for its outcome, and a failed load is tried again by the next caller.
+//! - **Code that is not a view** (the Markdown parser, the turn's code, export and import) comes
+//!   back from its split point (`code_point!`) as function pointers into the chunk, kept by a
+//!   [`Loader`]: one load at a time, callers during a load wait for its outcome, and a failed
+//!   load is tried again by the next caller.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -67,6 +68,27 @@ macro_rules! split_point {
     };
 }
 pub(crate) use split_point;
+
+/// Declares the entry of a chunk of code (not a view): `chunk: fn name() -> T { value }`
+/// defines `async fn name() -> Result<T, LoadFailed>`, compiled into the wasm chunk `chunk`
+/// with `--cfg lmchatkit_split` and a plain function otherwise. `T` is what the chunk hands
+/// back (function pointers into it), kept by a [`Loader`].
+macro_rules! code_point {
+    ($(#[$doc:meta])* $chunk:ident: fn $name:ident() -> $ty:ty $body:block) => {
+        $(#[$doc])*
+        #[cfg(lmchatkit_split)]
+        #[::leptos::wasm_split::wasm_split($chunk, wasm_split_path = ::leptos::wasm_split, fallible)]
+        fn $name() -> ::std::result::Result<$ty, $crate::lazy::LoadFailed> {
+            ::std::result::Result::Ok($body)
+        }
+        $(#[$doc])*
+        #[cfg(not(lmchatkit_split))]
+        async fn $name() -> ::std::result::Result<$ty, $crate::lazy::LoadFailed> {
+            ::std::result::Result::Ok($body)
+        }
+    };
+}
+pub(crate) use code_point;
 
 /// Where a [`Loader`] is.
 #[derive(Clone, Copy)]

@@ -17,7 +17,7 @@ use lmchatkit_protocol::{Role, StoredConversation};
 use wasm_bindgen::JsCast;
 
 use crate::history;
-use crate::lazy::{LoadFailed, Loader};
+use crate::lazy::Loader;
 use crate::state::Store;
 
 /// What an export writes.
@@ -89,17 +89,11 @@ fn linked() -> TransferCode {
     }
 }
 
-/// The chunk's one entry.
-#[cfg(lmchatkit_split)]
-#[leptos::wasm_split::wasm_split(transfer, wasm_split_path = ::leptos::wasm_split, fallible)]
-fn load_transfer() -> Result<TransferCode, LoadFailed> {
-    Ok(linked())
-}
-
-/// The linked code (no split).
-#[cfg(not(lmchatkit_split))]
-async fn load_transfer() -> Result<TransferCode, LoadFailed> {
-    Ok(linked())
+crate::lazy::code_point! {
+    /// The chunk's one entry.
+    transfer: fn load_transfer() -> TransferCode {
+        linked()
+    }
 }
 
 thread_local! {

@@ -33,7 +33,7 @@ use lmchatkit_protocol::{
 use crate::api::ApiError;
 use crate::follow::{self, Kind};
 use crate::history::persist;
-use crate::lazy::{LoadFailed, Loader};
+use crate::lazy::Loader;
 use crate::reply::ReplyWriter;
 use crate::state::{Chat, Store, UiMessage, deny_message, now_ms};
 
@@ -162,17 +162,11 @@ fn linked() -> TurnCode {
     }
 }
 
-/// The chunk's one entry.
-#[cfg(lmchatkit_split)]
-#[leptos::wasm_split::wasm_split(turn, wasm_split_path = ::leptos::wasm_split, fallible)]
-fn load_turn() -> Result<TurnCode, LoadFailed> {
-    Ok(linked())
-}
-
-/// The linked code (no split).
-#[cfg(not(lmchatkit_split))]
-async fn load_turn() -> Result<TurnCode, LoadFailed> {
-    Ok(linked())
+crate::lazy::code_point! {
+    /// The chunk's one entry.
+    turn: fn load_turn() -> TurnCode {
+        linked()
+    }
 }
 
 thread_local! {

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use fantoccini::elements::Element;
 use lmchatkit_tests::browser::Browser;
 use lmchatkit_tests::browser::app::{
     Env, ONE_AT_A_TIME, idle, saved_messages, setup, start_chat, wait_saved,
@@ -870,6 +871,22 @@ async fn the_markdown_part_loads_with_the_first_reply_and_a_failed_load_leaves_r
     assert_eq!(b.csp_violations().await, Vec::<String>::new());
 }
 
+/// Opens a new chat in `env`'s browser (which loads no part), makes every fetch of `part` fail
+/// and types the first keystroke, whose one fetch of it fails; the composer's input.
+async fn first_keystroke_with_part_failing(env: &FrontEnv, part: &str) -> Element {
+    let (b, probe) = (&env.browser, &env.front.probe);
+    b.client.goto(&env.front.url("/chat")).await.unwrap();
+    b.watch_csp_violations().await;
+    start_chat(b).await;
+    assert!(probe.part_statuses(part).is_empty(), "{:?}", probe.assets());
+    probe.fail_next_of(part, 100);
+    let input = b.wait_for(".lmck-input").await;
+    input.send_keys("m").await.unwrap();
+    settles(|| !probe.part_statuses(part).is_empty()).await;
+    assert_eq!(probe.part_statuses(part), [503], "the keystroke's fetch");
+    input
+}
+
 #[tokio::test]
 async fn the_turn_part_loads_at_the_first_keystroke_and_a_failed_load_keeps_the_message_for_retry()
 {
@@ -880,17 +897,8 @@ async fn the_turn_part_loads_at_the_first_keystroke_and_a_failed_load_keeps_the_
     let b = &env.browser;
     let probe = env.front.probe.clone();
     let turn_parts = || probe.part_statuses("turn");
-    b.client.goto(&env.front.url("/chat")).await.unwrap();
-    b.watch_csp_violations().await;
-    start_chat(b).await;
-    assert!(turn_parts().is_empty(), "{:?}", probe.assets());
-
     // Every fetch of the turn's part fails. The first keystroke asks for it.
-    probe.fail_next_of("turn", 100);
-    let input = b.wait_for(".lmck-input").await;
-    input.send_keys("m").await.unwrap();
-    settles(|| !turn_parts().is_empty()).await;
-    assert_eq!(turn_parts(), [503], "the keystroke's fetch");
+    let input = first_keystroke_with_part_failing(&env, "turn").await;
 
     // Sending asks again; the message stays (and is saved), the reply is an error with Retry.
     input
@@ -1049,17 +1057,8 @@ async fn the_transcript_part_loads_at_the_first_keystroke_and_a_failed_load_keep
     let b = &env.browser;
     let probe = env.front.probe.clone();
     let transcript_parts = || probe.part_statuses("transcript");
-    b.client.goto(&env.front.url("/chat")).await.unwrap();
-    b.watch_csp_violations().await;
-    start_chat(b).await;
-    assert!(transcript_parts().is_empty(), "{:?}", probe.assets());
-
     // Every fetch of the transcript's part fails. The first keystroke asks for it.
-    probe.fail_next_of("transcript", 100);
-    let input = b.wait_for(".lmck-input").await;
-    input.send_keys("m").await.unwrap();
-    settles(|| !transcript_parts().is_empty()).await;
-    assert_eq!(transcript_parts(), [503], "the keystroke's fetch");
+    let input = first_keystroke_with_part_failing(&env, "transcript").await;
 
     // The message is sent and the reply runs and is saved; the transcript says it cannot show.
     input
