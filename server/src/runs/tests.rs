@@ -63,6 +63,63 @@ async fn the_first_frame_goes_out_at_once_and_a_burst_after_it_as_one_chunk() {
     writer.await.unwrap();
 }
 
+/// A run reading an HTTP/1.1 upstream gets its chunks one at a time from the connection's own
+/// task, so it adds a frame only every other scheduler round: the burst is still one chunk.
+#[tokio::test]
+async fn a_burst_with_a_round_between_its_frames_goes_out_as_one_chunk() {
+    let runs = Runs::default();
+    let w = runs.start(&alice(), Some("t1"), "m1", None).unwrap();
+    w.append("1");
+    let run = w.run().clone();
+    let mut follower = std::pin::pin!(run.follow(0));
+    let first = follower.next().await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&first), "id: 1\ndata: 1\n\n");
+    let writer = tokio::spawn(async move {
+        for n in 2..=10 {
+            w.append(&n.to_string());
+            tokio::task::yield_now().await;
+            tokio::task::yield_now().await;
+        }
+        w.finish(RunStatus::Finished);
+    });
+    let rest: Vec<String> = follower
+        .map(|c| String::from_utf8_lossy(&c).into_owned())
+        .collect()
+        .await;
+    let want: String = (2..=10)
+        .map(|n| format!("id: {n}\ndata: {n}\n\n"))
+        .collect();
+    assert_eq!(rest, [want]);
+    writer.await.unwrap();
+}
+
+/// A run waiting on its upstream adds nothing for many rounds: what it added goes out without
+/// waiting for more.
+#[tokio::test]
+async fn frames_go_out_while_the_run_waits_on_its_upstream() {
+    let runs = Runs::default();
+    let w = runs.start(&alice(), Some("t1"), "m1", None).unwrap();
+    let run = w.run().clone();
+    let mut follower = std::pin::pin!(run.follow(0));
+    w.append("1");
+    assert_eq!(follower.next().await.unwrap(), "id: 1\ndata: 1\n\n");
+    w.append("2");
+    w.append("3");
+    let (upstream, waiting) = tokio::sync::oneshot::channel::<()>();
+    let writer = tokio::spawn(async move {
+        let _ = waiting.await;
+        w.finish(RunStatus::Finished);
+    });
+    let got = tokio::time::timeout(Duration::from_secs(5), follower.next()).await;
+    assert_eq!(
+        got.expect("sent while the run waits").unwrap(),
+        "id: 2\ndata: 2\n\nid: 3\ndata: 3\n\n"
+    );
+    let _ = upstream.send(());
+    assert_eq!(follower.next().await, None);
+    writer.await.unwrap();
+}
+
 /// An ended run's frames are packed into one buffer: read from any id, the log is the same as
 /// it was while the run ran, chunked the same way.
 #[tokio::test]
