@@ -93,6 +93,10 @@ enum Cmd {
         /// Streams started in all (default: as many as the time allows).
         #[arg(long)]
         max_requests: Option<usize>,
+        /// After each turn, `PUT` it to the conversation as the UI does (the matrix's
+        /// `lmchatkit+history`; `lmchatkit` flavor only).
+        #[arg(long)]
+        history: bool,
     },
     /// Serve one of the bench's servers.
     Serve {
@@ -153,13 +157,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         interval_ms,
         ramp_ms,
         max_requests,
+        history,
     }) = args.serve
     {
-        let target = match flavor.as_str() {
+        let mut target = match flavor.as_str() {
             "aisdk" => run::aisdk_route(addr),
             "openai" => run::target("load", addr, "/v1/chat/completions", Flavor::OpenAi),
             _ => run::target("load", addr, "/chat/api/chat", Flavor::Lmchatkit),
         };
+        if history {
+            target.history_prefix = Some("/chat/api/conversations".into());
+        }
         let phase = load::Phase {
             concurrency,
             max_requests: max_requests.unwrap_or(usize::MAX),
@@ -170,14 +178,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 interval_us: interval_ms * 1000,
                 ..Workload::default()
             },
-            history: false,
+            history,
             verify: false,
             ramp: Duration::from_millis(ramp_ms),
         };
         let o = load::run(&target, phase).await;
         let ttft = lmchatkit_tests::bench::stats::Summary::of(&o.ttft_ms);
+        let put = lmchatkit_tests::bench::stats::Summary::of(&o.put_ms);
         println!(
-            "{}/{} ok, {:.0} streams/s, {:.0} events/s, TTFT p50 {:.3} p90 {:.3} p99 {:.3} ms, max open {}, errors {:?}",
+            "{}/{} ok, {:.0} streams/s, {:.0} events/s, TTFT p50 {:.3} p90 {:.3} p99 {:.3} ms, PUT p50 {:.3} ms, max open {}, errors {:?}",
             o.completed,
             o.requests,
             o.completed as f64 / o.elapsed_s,
@@ -185,6 +194,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ttft.p50,
             ttft.p90,
             ttft.p99,
+            put.p50,
             o.max_open,
             o.errors
         );
