@@ -22,7 +22,9 @@
 //!   out as one chunk (up to 64 KiB): a burst of events costs one write, not one each. While
 //!   the run is producing, a follower gives it a few scheduler rounds to add to the burst,
 //!   except before its first chunk, which goes out at once: that is the time to first token,
-//!   and under load each round can cost milliseconds.
+//!   and under load each round can cost milliseconds. The run counts as waiting on its
+//!   upstream (and what is here goes out) after two rounds in a row with no new frame, not
+//!   one: over HTTP/1.1 the upstream's connection task hands the run one chunk per round.
 //! - **Retention**: a finished run stays readable for [`local::RETENTION`] (a tab that lost its
 //!   connection near the end still gets the end), and finished logs hold at most
 //!   [`local::RETAINED_BYTES`] in all, the oldest dropped first. A running run is never dropped.
