@@ -285,6 +285,9 @@ pub(crate) async fn run(
                 // (and now and then with a shared engine, see `Runs::checkpoint_every`).
                 let mut step_ran_tools = false;
                 let mut checkpoint = crate::turn::run::Checkpoint::new(checkpoint_every);
+                // `start` went out at once; the first token must not wait for the burst
+                // behind it (see `RunWriter::flush_now`).
+                let mut flushed = false;
                 while let Some(ev) = rx_events.recv().await {
                     match &ev {
                         AgentEvent::StepStart => step_ran_tools = false,
@@ -297,8 +300,13 @@ pub(crate) async fn run(
                         _ => false,
                     };
                     translator.push(ev, &mut chunks);
+                    let first_token = !flushed && chunks.iter().any(is_model_output);
                     for c in chunks.drain(..) {
                         emit(&writer, &mut acc, &c);
+                    }
+                    if first_token {
+                        writer.flush_now();
+                        flushed = true;
                     }
                     if settle || checkpoint.due() {
                         save(&acc);
@@ -330,6 +338,18 @@ pub(crate) async fn run(
         writer.finish(status).await;
     });
     Ok(run)
+}
+
+/// Whether `chunk` is the model's (text, reasoning, a tool call, an error, the end), not the
+/// preamble the route writes before the upstream answers.
+fn is_model_output(chunk: &UiChunk) -> bool {
+    !matches!(
+        chunk,
+        UiChunk::Start { .. }
+            | UiChunk::StartStep {}
+            | UiChunk::MessageMetadata { .. }
+            | UiChunk::Data(_)
+    )
 }
 
 /// Applies `chunk` to the reply and appends it to the run's log.

@@ -83,6 +83,8 @@ struct Log {
     /// Where the next frame is built before it is copied out (reused, so one allocation per
     /// frame).
     scratch: Vec<u8>,
+    /// Frames below this index go out without gathering ([`RunWriter::flush_now`]).
+    eager: usize,
 }
 
 /// The frames of an ended run in one buffer.
@@ -100,6 +102,7 @@ impl Log {
             bytes: 0,
             status: RunStatus::Running,
             scratch: Vec::new(),
+            eager: 0,
         }
     }
 
@@ -251,7 +254,7 @@ impl Run {
                     let running = log.status == RunStatus::Running;
                     if next >= len {
                         if running { Look::Wait } else { Look::End }
-                    } else if running && !first && yields < GATHER && {
+                    } else if running && !first && next >= log.eager && yields < GATHER && {
                         stalls = if len > seen { 0 } else { stalls + 1 };
                         stalls < STALLS
                     } {
@@ -349,6 +352,16 @@ impl RunWriter {
         };
         self.run.tick.send_replace(());
         pushed
+    }
+
+    /// The frames appended so far go out at once, without waiting for a burst to gather: the
+    /// run calls it after its first token when a preamble went out before it.
+    pub(crate) fn flush_now(&self) {
+        {
+            let mut log = self.run.lock();
+            log.eager = log.len();
+        }
+        self.run.tick.send_replace(());
     }
 
     /// Resolves when a stop is asked (never, if the registry goes first).

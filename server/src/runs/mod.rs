@@ -271,6 +271,13 @@ impl RunWriter {
         }
     }
 
+    /// The frames appended so far go out to this instance's followers at once, without
+    /// waiting for a burst to gather: a run whose log starts with a preamble (the AI SDK
+    /// route's `start`) calls it after its first token, the time to first token.
+    pub(crate) fn flush_now(&self) {
+        self.local.flush_now();
+    }
+
     /// Resolves when a stop is asked, from any instance (never, if the registry goes first).
     pub(crate) fn stopped(&self) -> impl Future<Output = ()> + Send + use<> {
         self.local.stopped()

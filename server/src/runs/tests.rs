@@ -93,6 +93,32 @@ async fn a_burst_with_a_round_between_its_frames_goes_out_as_one_chunk() {
     writer.await.unwrap();
 }
 
+/// A run that wrote a preamble first (the AI SDK route's `start`) marks its first token: that
+/// frame goes out at once instead of waiting for the burst after it.
+#[tokio::test]
+async fn a_frame_the_run_flushes_goes_out_without_waiting_for_the_burst() {
+    let runs = Runs::default();
+    let w = runs.start(&alice(), Some("t1"), "m1", None).unwrap();
+    w.append("start");
+    let run = w.run().clone();
+    let mut follower = std::pin::pin!(run.follow(0));
+    assert_eq!(follower.next().await.unwrap(), "id: 1\ndata: start\n\n");
+    let writer = tokio::spawn(async move {
+        w.append("token");
+        w.flush_now();
+        for n in 3..=10 {
+            tokio::task::yield_now().await;
+            w.append(&n.to_string());
+        }
+        w.finish(RunStatus::Finished);
+    });
+    assert_eq!(follower.next().await.unwrap(), "id: 2\ndata: token\n\n");
+    let rest: Vec<Bytes> = follower.collect().await;
+    let text = String::from_utf8(rest.concat()).unwrap();
+    assert_eq!(text.matches("\n\n").count(), 8, "{text}");
+    writer.await.unwrap();
+}
+
 /// A run waiting on its upstream adds nothing for many rounds: what it added goes out without
 /// waiting for more.
 #[tokio::test]
