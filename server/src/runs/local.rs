@@ -252,12 +252,11 @@ impl Run {
                     let log = run.lock();
                     let len = log.len();
                     let running = log.status == RunStatus::Running;
+                    stalls = if len > seen { 0 } else { stalls + 1 };
+                    let gather = !first && next >= log.eager && yields < GATHER;
                     if next >= len {
                         if running { Look::Wait } else { Look::End }
-                    } else if running && !first && next >= log.eager && yields < GATHER && {
-                        stalls = if len > seen { 0 } else { stalls + 1 };
-                        stalls < STALLS
-                    } {
+                    } else if running && gather && stalls < STALLS {
                         // While the run is still producing, give it one more scheduler round
                         // before writing (up to GATHER rounds): a burst then goes out as one
                         // write, not one per event. A run that added nothing in STALLS rounds
