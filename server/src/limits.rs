@@ -14,8 +14,8 @@
 //!   ~30 MiB whatever the values' shape); beyond, 413 naming the field, before any tree is
 //!   built. The scan borrows from the body and allocates nothing per value.
 //! - **Chat streams** are counted per principal (4 by default) and in total (256): one more
-//!   is 429 with `Retry-After`, and the count drops when the stream ends or its client goes
-//!   away.
+//!   is 429 with `Retry-After`. A place is held while the reply runs and while its response
+//!   is open, and freed when both are over (the reply ended and its client read it or left).
 
 use std::collections::HashMap;
 use std::fmt;

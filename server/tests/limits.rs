@@ -150,6 +150,33 @@ async fn chat_streams_are_capped_per_principal_and_in_total() {
     assert_eq!(open("alice").await.status(), 200);
 }
 
+/// The AI SDK route counts its streams the same way: a reply that has ended still holds its
+/// place until its client has read it or left.
+#[tokio::test]
+async fn ai_sdk_streams_are_capped_until_their_bodies_are_done() {
+    let host = FakeHost {
+        models: vec![Model::new("m")],
+        events: vec![Event::delta("hello")],
+        ..FakeHost::default()
+    };
+    let svc = service(config(host).max_streams(1, 4));
+    let open = |thread: &'static str| {
+        let svc = svc.clone();
+        let mut req = post(
+            "/chat/api/aisdk/chat",
+            &json!({"id": thread, "model": "m", "trigger": "submit-message", "messages": [
+                {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}),
+        );
+        req.extensions_mut().insert(Principal::new("alice"));
+        async move { svc.oneshot(req).await.unwrap() }
+    };
+    let first = open("t1").await;
+    assert_eq!(first.status(), 200);
+    assert_eq!(open("t2").await.status(), 429);
+    first.into_body().collect().await.unwrap();
+    assert_eq!(open("t2").await.status(), 200);
+}
+
 fn config_as(who: &str) -> Request<http_body_util::Full<Bytes>> {
     let mut req = get("/chat/api/config");
     req.extensions_mut().insert(Principal::new(who));

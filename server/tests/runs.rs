@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use support::stream_body::{Open, as_user, events, open, text_of};
 use support::*;
 use tokio::sync::mpsc;
+use tower::ServiceExt;
 
 const CHAT: &str = "/chat/api/aisdk/chat";
 
@@ -498,4 +499,71 @@ async fn a_native_turn_without_a_conversation_saves_nothing_and_conflicts_with_n
                      "messages": [{"role": "user", "content": "hi"}]});
     let r = send(&s.svc, post("/chat/api/chat", &bad)).await;
     assert_eq!(r.status, 400, "{}", r.text());
+}
+
+/// The first chunk of `body` if it is there without waiting.
+fn chunk_now(body: &mut lmchatkit::http_util::ResponseBody) -> Option<String> {
+    use futures_util::FutureExt;
+    use http_body_util::BodyExt;
+    let frame = body.frame().now_or_never()??.ok()?;
+    Some(String::from_utf8_lossy(&frame.into_data().ok()?).into_owned())
+}
+
+#[tokio::test]
+async fn a_first_token_already_there_comes_with_the_response_itself() {
+    let s = setup();
+    // Native route: the model has answered by the time the run reads it.
+    let feed = s.host.next_feed();
+    feed.send(Event::delta("Hel")).unwrap();
+    let res = s.svc.clone().oneshot(native("c1")).await.unwrap();
+    let first = chunk_now(&mut res.into_body());
+    assert!(
+        first.as_deref().is_some_and(|c| c.contains("\"Hel\"")),
+        "the response came before its first token: {first:?}"
+    );
+    // AI SDK route: its `start` and the first token together.
+    let feed = s.host.next_feed();
+    feed.send(Event::delta("Hi")).unwrap();
+    let res = s.svc.clone().oneshot(ask("t1")).await.unwrap();
+    let first = chunk_now(&mut res.into_body()).unwrap_or_default();
+    assert!(
+        first.contains("\"start\"") && first.contains("\"delta\":\"Hi\""),
+        "{first:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_slow_model_gets_the_response_head_first_and_a_request_dropped_meanwhile_still_runs() {
+    let s = setup();
+    // A model that has not answered: the head (with the run's id) comes anyway, soon.
+    let feed = s.host.next_feed();
+    let asked = Instant::now();
+    let mut client = open(&s.svc, ask("t1")).await;
+    assert_eq!(client.status, 200);
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert!(client.run_id().starts_with("run-"));
+    feed.send(Event::delta("late")).unwrap();
+    client.until("late").await;
+    feed.send(Event::done(FinishReason::Stop, None)).unwrap();
+    drop(client);
+
+    // A request dropped while its run waits for the first token inside it: the run goes on
+    // and its reply is saved.
+    let feed = s.host.next_feed();
+    let call = s.svc.clone().oneshot(ask("t2"));
+    let early = tokio::time::timeout(Duration::from_millis(5), call).await;
+    assert!(
+        early.is_err(),
+        "the response did not wait for the first token"
+    );
+    feed.send(Event::delta("kept")).unwrap();
+    feed.send(Event::done(FinishReason::Stop, None)).unwrap();
+    stored_as(&s, "t2", |c| {
+        c.messages.len() == 2 && c.messages[1].content.joined_text("") == "kept"
+    })
+    .await;
 }

@@ -264,7 +264,7 @@ pub(crate) async fn run(
     };
     let mut translator = Translator::new(model, price, earlier, sign).with_run(writer.id());
     let mut acc = UiMessageBuilder::new(&message_id, continued);
-    tokio::spawn(async move {
+    let task = async move {
         let _hold = hold;
         // Each save converts the reply alone.
         let save = |acc: &UiMessageBuilder| {
@@ -336,7 +336,9 @@ pub(crate) async fn run(
         }
         writer.append(DONE_DATA);
         writer.finish(status).await;
-    });
+    };
+    // Its first token goes out with the response's head (see `runs::launch`).
+    crate::runs::launch(&run, task).await;
     Ok(run)
 }
 

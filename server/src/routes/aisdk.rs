@@ -13,6 +13,8 @@
 //!   as it was when the run started (without it, for a new reply): the resumed stream carries
 //!   the rest, and a client that appends it to what it read gets each part once.
 
+use std::sync::Arc;
+
 use http::StatusCode;
 use http::header::HeaderValue;
 use lmchatkit_protocol::RUN_ID_HEADER;
@@ -31,12 +33,13 @@ use crate::sse;
 use crate::state::State;
 
 pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiError> {
-    // Counted before the body is read: a client at its cap costs no parse.
-    let permit = state.streams.open(req.cx.principal().id())?;
+    // Counted before the body is read: a client at its cap costs no parse. Held by the run and
+    // by the response's body, and freed when both are gone (as the native route's).
+    let permit = Arc::new(state.streams.open(req.cx.principal().id())?);
     let body: AiSdkChatRequest = req.json().await?;
     let plan = turn::plan(state, &req.cx, body).await?;
-    let run = turn::run(state, plan, state.agent(), permit).await?;
-    let mut res = ui_stream(state, &run, ());
+    let run = turn::run(state, plan, state.agent(), permit.clone()).await?;
+    let mut res = ui_stream(state, &run, permit);
     if let Ok(v) = HeaderValue::from_str(run.id()) {
         res.headers_mut().insert(RUN_ID_HEADER, v);
     }

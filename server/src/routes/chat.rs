@@ -27,8 +27,10 @@ use crate::turn::run::Keep;
 use crate::{sse, turn};
 
 pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiError> {
-    // Counted before the body is read: a client at its cap costs no parse.
-    let permit = state.streams.open(req.cx.principal().id())?;
+    // Counted before the body is read: a client at its cap costs no parse. The place is held
+    // by the run and by the response's body, and freed when both are gone: a run may end
+    // before its client has read it (see `runs::launch`), or its client leave first.
+    let permit = Arc::new(state.streams.open(req.cx.principal().id())?);
     let body: ChatRequest = req.json().await?;
     if body.model.trim().is_empty() {
         return Err(ApiError::BadRequest("model is required".into()));
@@ -75,7 +77,6 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
         Scope::model(req.cx.clone()),
     );
     let events = with_terminal(events).map(move |ev| with_cost(ev, price));
-    // The permit lives as long as the run.
     let run = turn::run::start(
         &state.runs,
         &principal,
@@ -83,10 +84,14 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
         &reply_id,
         tracing_futures_stream(events, span),
         keep,
-        permit,
+        permit.clone(),
     )
     .await?;
-    let mut res = sse::response(run.follow(0), state.settings.heartbeat);
+    let frames = run.follow(0).map(move |f| {
+        let _held = &permit;
+        f
+    });
+    let mut res = sse::response(frames, state.settings.heartbeat);
     if let Ok(v) = http::HeaderValue::from_str(run.id()) {
         res.headers_mut().insert(RUN_ID_HEADER, v);
     }

@@ -199,6 +199,12 @@ impl Run {
         self.resume_base.as_ref()
     }
 
+    /// Whether the run has flushed its first output ([`RunWriter::flush_now`]) or ended.
+    pub(crate) fn flushed(&self) -> bool {
+        let log = self.lock();
+        log.eager > 0 || log.status != RunStatus::Running
+    }
+
     /// Where the run is.
     pub(crate) fn status(&self) -> RunStatus {
         self.lock().status

@@ -28,7 +28,7 @@ use lmchatkit_protocol::{Approval, Event, FinishReason, Message};
 use crate::history::writer::{Saver, Snapshot, Target};
 use crate::host::Principal;
 use crate::http_util::ApiError;
-use crate::runs::{Run, RunStatus, Runs};
+use crate::runs::{self, Run, RunStatus, Runs};
 
 /// Where and how a run's reply is saved.
 pub(crate) struct Keep {
@@ -57,7 +57,7 @@ pub(crate) async fn start(
     let mut reply = Message::assistant("");
     reply.id = Some(reply_id.to_owned());
     reply.created_at = Some(crate::history::now_ms());
-    tokio::spawn(async move {
+    let task = async move {
         let _hold = hold;
         let saver = keep.as_ref().map(|k| Saver::start(k.target.clone()));
         let save = |reply: &Message| {
@@ -74,6 +74,7 @@ pub(crate) async fn start(
         let relay = async {
             // With a shared engine, the reply so far is saved now and then (see `Runs`).
             let mut checkpoint = Checkpoint::new(checkpoint_every);
+            let mut flushed = false;
             while let Some(ev) = events.next().await {
                 if matches!(ev, Event::Saved { .. }) {
                     continue; // the service's own event
@@ -83,6 +84,11 @@ pub(crate) async fn start(
                     apply(&mut reply, &ev);
                 }
                 writer.append_json(&ev);
+                if !flushed {
+                    // The first event is the time to first token (see `runs::launch`).
+                    writer.flush_now();
+                    flushed = true;
+                }
                 // The turn ends here, whether or not the host's stream does.
                 if matches!(ev, Event::Done { .. } | Event::Error { .. }) {
                     break;
@@ -112,7 +118,8 @@ pub(crate) async fn start(
             writer.append_json(&Event::Saved { revision });
         }
         writer.finish(status).await;
-    });
+    };
+    runs::launch(&run, task).await;
     Ok(run)
 }
 
