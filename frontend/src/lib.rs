@@ -252,7 +252,8 @@ pub fn App(
         }
         ready.set(true);
     });
-    sync::load_catalog(store);
+    // The personas come with the config above.
+    sync::load_menu_lists(store);
     approvals::load(store);
     // Skip the picker when there is exactly one persona, one model and no conversation yet.
     Effect::new(move |done: Option<bool>| {

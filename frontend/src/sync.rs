@@ -50,6 +50,12 @@ pub fn load_catalog(store: Store) {
             store.personas.set(p);
         }
     });
+    load_menu_lists(store);
+}
+
+/// Fetches the slash and `@` menus' lists (commands, prompts, resources): at start, where the
+/// personas come with the config, and within [`load_catalog`].
+pub fn load_menu_lists(store: Store) {
     spawn_local(async move {
         if let Ok(c) = store.api().commands().await {
             store.commands.set(c);

@@ -224,6 +224,55 @@ async fn delete_asks_first_and_then_removes_the_conversation() {
         .await;
 }
 
+/// How many requests the page has made to each of `paths` (ends of URL paths).
+async fn requests_to(b: &Browser, paths: &[&str]) -> Vec<u64> {
+    let script = format!(
+        "const paths = {}; const seen = performance.getEntriesByType('resource') \
+         .map((e) => new URL(e.name).pathname); \
+         return paths.map((p) => seen.filter((s) => s.endsWith(p)).length);",
+        json!(paths)
+    );
+    let counts = b.js(&script).await;
+    counts
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default()
+}
+
+/// A page's start asks for each catalog list once: the personas come with the config, not
+/// again with the menus' lists.
+#[tokio::test]
+async fn the_page_asks_for_each_catalog_list_once_at_start() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    let lists = [
+        "/api/personas",
+        "/api/commands",
+        "/api/prompts",
+        "/api/resources",
+    ];
+    assert!(
+        settles_async(|| async { requests_to(b, &lists).await.iter().all(|&n| n >= 1) }).await,
+        "the catalog lists were asked for"
+    );
+    // Whatever was still on its way has landed.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(requests_to(b, &lists).await, [1, 1, 1, 1]);
+}
+
+/// Like [`settles`], for a check that is itself async.
+async fn settles_async<F: Future<Output = bool>>(mut done: impl FnMut() -> F) -> bool {
+    for _ in 0..100 {
+        if done().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    done().await
+}
+
 /// Captures downloads: every Blob given to `URL.createObjectURL` (its text lands in
 /// `window.__lmckDownloads`) and the `download` name of every clicked anchor (which then does
 /// not navigate).
