@@ -23,8 +23,6 @@ use lmchatkit_protocol::ui_stream::{
     UI_MESSAGE_STREAM_HEADER, UiMessage, to_ui_messages,
 };
 
-use futures_util::StreamExt;
-
 use crate::aisdk::turn;
 use crate::http_util::{ApiError, Response, empty, json, json_etag};
 use crate::runs::Run;
@@ -47,13 +45,9 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
 }
 
 /// A UI Message Stream response tailing `run` from its start, holding `hold` while open.
-fn ui_stream(state: &State, run: &Run, hold: impl Send + Sync + 'static) -> Response {
-    let frames = run.follow(0).map(move |f| {
-        let _held = &hold;
-        f
-    });
+fn ui_stream(state: &State, run: &Run, hold: impl Send + 'static) -> Response {
     let mut res = sse::response_with(
-        frames,
+        run.follow_holding(0, hold),
         state.settings.heartbeat,
         KEEP_ALIVE_FRAME.as_bytes(),
     );

@@ -87,11 +87,7 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
         permit.clone(),
     )
     .await?;
-    let frames = run.follow(0).map(move |f| {
-        let _held = &permit;
-        f
-    });
-    let mut res = sse::response(frames, state.settings.heartbeat);
+    let mut res = sse::response(run.follow_holding(0, permit), state.settings.heartbeat);
     if let Ok(v) = http::HeaderValue::from_str(run.id()) {
         res.headers_mut().insert(RUN_ID_HEADER, v);
     }

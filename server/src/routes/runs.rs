@@ -18,7 +18,6 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use http::StatusCode;
 use lmchatkit_protocol::{RUN_MESSAGE_HEADER, RunInfo, RunStatus};
 
@@ -65,11 +64,7 @@ pub(crate) async fn stream(state: &State, req: Req, param: &str) -> Result<Respo
     let after = after(&req)?;
     let run = owned_run(state, &req.cx.principal(), param, "stream").await?;
     let permit = state.streams.open(req.cx.principal().id())?;
-    let frames = run.follow(after).map(move |f| {
-        let _held = &permit;
-        f
-    });
-    let mut res = sse::response(frames, state.settings.heartbeat);
+    let mut res = sse::response(run.follow_holding(after, permit), state.settings.heartbeat);
     if let Ok(v) = http::HeaderValue::from_str(run.message_id()) {
         res.headers_mut().insert(RUN_MESSAGE_HEADER, v);
     }

@@ -251,6 +251,20 @@ impl Run {
             Self::Shared(r) => r.clone().follow(after).boxed(),
         }
     }
+
+    /// [`Run::follow`], keeping `hold` (a client's stream place) until the stream is dropped.
+    pub(crate) fn follow_holding(
+        &self,
+        after: u64,
+        hold: impl Send + 'static,
+    ) -> BoxStream<'static, Bytes> {
+        self.follow(after)
+            .map(move |frame| {
+                let _held = &hold;
+                frame
+            })
+            .boxed()
+    }
 }
 
 /// The running side of a run: appends to its log, learns of a stop, finishes it. Dropping it
