@@ -59,6 +59,61 @@ async fn a_foreign_host_name_is_refused_on_every_route() {
     }
 }
 
+fn post_as(host: &str, origin: &str, path: &str, body: serde_json::Value) -> Request<Full<Bytes>> {
+    Request::post(path)
+        .header("host", host)
+        .header("origin", origin)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap()
+}
+
+/// The routes that start a run or follow one refuse a rebinding page, and the turns refuse a
+/// sandboxed MCP App view (origin `null`): neither can start a reply or read one.
+#[tokio::test]
+async fn the_run_routes_refuse_a_foreign_host_and_an_app_view() {
+    let svc = service(config(host_with_tool()).history(MemoryStore::new()));
+    let native = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+    let aisdk = json!({"id": "t1", "trigger": "submit-message", "messages": [
+        {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]});
+    let rebind = "rebind.example:8080";
+    let page = "http://rebind.example:8080";
+    let run = "/chat/api/runs/run-00000000000000000000000000000000/stream";
+    for (req, why) in [
+        (
+            post_as(rebind, page, "/chat/api/chat", native.clone()),
+            "is not served here",
+        ),
+        (
+            post_as(rebind, page, "/chat/api/aisdk/chat", aisdk.clone()),
+            "is not served here",
+        ),
+        (get_as(rebind, run), "is not served here"),
+        (
+            post_as("127.0.0.1:8080", "null", "/chat/api/chat", native),
+            "cross-origin",
+        ),
+        (
+            post_as("127.0.0.1:8080", "null", "/chat/api/aisdk/chat", aisdk),
+            "cross-origin",
+        ),
+    ] {
+        let what = format!("{} {:?}", req.uri(), req.headers().get("origin"));
+        let r = send(&svc, req).await;
+        assert_eq!(r.status, 403, "{what}: {}", r.text());
+        assert!(r.error().contains(why), "{what}: {}", r.error());
+    }
+    // The same turn from the page itself gets past both checks.
+    let own = post_as(
+        "127.0.0.1:8080",
+        "http://127.0.0.1:8080",
+        "/chat/api/chat",
+        json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+    );
+    let r = send(&svc, own).await;
+    assert_ne!(r.status, 403, "{}", r.text());
+}
+
 #[tokio::test]
 async fn loopback_names_are_served_on_any_port() {
     let svc = service(config(host_with_tool()).history(MemoryStore::new()));
