@@ -15,6 +15,11 @@ use std::time::Duration;
 use lmchatkit_tests::bench::workload::{Flavor, Workload};
 use lmchatkit_tests::bench::{echo, engines, history, load, mock, pipeline, procs, relay, run};
 
+/// The `lmchatkit` app's allocator: the relay measured is the one the app runs (the echo, the
+/// mock and the load generator share it, being this binary).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Benchmarks lmchatkit against a direct connection, a bare echo and the peers.
 #[derive(Debug, Parser)]
 #[command(name = "bench")]

@@ -20,6 +20,16 @@
 //! history file, made 0600 on first run), so every instance given the same file verifies what
 //! any of them signed; copy the file to every instance. With `[user_mcp]` on, the key file is
 //! read anyway and the secret comes from it too.
+//!
+//! The app allocates with mimalloc (built without transparent huge pages), not the system's
+//! allocator: with glibc's, `malloc`/`free` and their chunk merging took about a sixth of the
+//! relay's CPU under load; with mimalloc the relay pinned to one core streams 12–21% more short
+//! replies a second and 37% more events of long ones, with 2% more memory at 10,000 open
+//! streams (with huge pages it was 43% more). The library leaves the allocator to the program
+//! that links it.
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod approval_settings;
 mod auth;
