@@ -82,10 +82,11 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
         &principal,
         conversation.as_deref(),
         &reply_id,
-        tracing_futures_stream(events, span),
+        events,
         keep,
         permit.clone(),
     )
+    .instrument(span)
     .await?;
     let mut res = sse::response(run.follow_holding(0, permit), state.settings.heartbeat);
     if let Ok(v) = http::HeaderValue::from_str(run.id()) {
@@ -157,19 +158,4 @@ fn with_terminal(
             };
             std::future::ready(out)
         })
-}
-
-/// Keeps the turn's span entered while the stream is polled.
-fn tracing_futures_stream<S>(
-    s: S,
-    span: tracing::Span,
-) -> impl futures_util::Stream<Item = S::Item> + Send
-where
-    S: futures_util::Stream + Send + 'static,
-{
-    let mut s = Box::pin(s);
-    futures_util::stream::poll_fn(move |cx| {
-        let _g = span.enter();
-        s.as_mut().poll_next(cx)
-    })
 }

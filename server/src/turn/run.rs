@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use futures_util::{Stream, StreamExt};
 use lmchatkit_protocol::{Approval, Event, FinishReason, Message};
+use tracing::Instrument;
 
 use crate::history::writer::{Saver, Snapshot, Target};
 use crate::host::Principal;
@@ -38,7 +39,11 @@ pub(crate) struct Keep {
 }
 
 /// Starts a run streaming `events` (ended by `done` or `error`) for `owner`, writing reply
-/// `reply_id` of `conversation`, and runs it in a task that holds `hold` until it ends.
+/// `reply_id` of `conversation`, and runs it in a task that holds `hold` until it ends, in the
+/// caller's span. The span is entered once per poll of the task, not per event: a poll relays
+/// every event that has arrived, and each entry and exit of a span takes a lock in the
+/// subscriber's filter. Entered per event (as a stream adapter), a turn with history cost 1.4%
+/// more instructions (callgrind, 1,000 turns: 1.036 M against 1.022 M a turn).
 pub(crate) async fn start(
     runs: &Runs,
     owner: &Principal,
@@ -119,7 +124,7 @@ pub(crate) async fn start(
         }
         writer.finish(status).await;
     };
-    runs::launch(&run, task).await;
+    runs::launch(&run, task.instrument(tracing::Span::current())).await;
     Ok(run)
 }
 
@@ -194,6 +199,57 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn what_the_model_stream_logs_carries_the_turns_span() {
+        let out = crate::catalog::capture_logs(tracing::Level::INFO, || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                // The model's stream logs while it is polled, after the run's task was spawned
+                // (it waited once after its first token).
+                let mut step = 0;
+                let events = futures_util::stream::poll_fn(move |cx| {
+                    step += 1;
+                    std::task::Poll::Ready(match step {
+                        1 => Some(Event::delta("Hi")),
+                        2 => {
+                            cx.waker().wake_by_ref();
+                            return std::task::Poll::Pending;
+                        }
+                        3 => {
+                            tracing::warn!("the upstream hiccupped");
+                            Some(Event::Done {
+                                finish_reason: None,
+                                usage: None,
+                                cost_usd: None,
+                            })
+                        }
+                        _ => None,
+                    })
+                });
+                let span = tracing::info_span!("chat", model = "m-test");
+                let runs = Runs::default();
+                let owner = Principal::new("alice");
+                let run = start(&runs, &owner, None, "r1", events, None, ())
+                    .instrument(span)
+                    .await
+                    .unwrap();
+                let frames: Vec<_> = run.follow_holding(0, ()).collect().await;
+                assert!(!frames.is_empty());
+            });
+        });
+        let line = out
+            .lines()
+            .find(|l| l.contains("the upstream hiccupped"))
+            .unwrap_or_else(|| panic!("not logged: {out}"));
+        assert!(
+            line.contains("chat{model=\"m-test\"}") || line.contains("chat{model=m-test}"),
+            "{line}"
+        );
+    }
 
     #[test]
     fn the_reply_collects_text_reasoning_calls_with_their_approval_and_usage() {
