@@ -38,7 +38,7 @@
 //!   client's connection task; the run spawned when its client leaves, is stopped, or stops
 //!   reading for 500 ms) was built and measured against this design on 2026-12-04, 50-token
 //!   replies, the relay unpinned on two cores. At 500 concurrent streams it cut TTFT p99 from
-//!   82-89 ms to 36-52 ms, with a third fewer tasks queued. At 50 streams each stream cost
+//!   82-89 ms to 36-52 ms (one task fewer per stream). At 50 streams each stream cost
 //!   10-20% more relay CPU (0.214-0.255 against 0.192-0.232 ms; with history 0.38 against
 //!   0.29-0.35 ms a turn) and 6.0 writes instead of 3.5: with fewer tasks in the scheduler's
 //!   queues a follower's rounds of gathering end before the upstream's next segment is read,
