@@ -22,7 +22,7 @@ echo "== docs"
 # One package per command: `--features lmchatkit/redis` beside a second -p did not turn on the
 # feature named like a dependency, and its items' links went unchecked.
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit \
-  --features demo-mcp,clap-tools,test-support,postgres,redis,serve -j"$JOBS"
+  --features demo-mcp,clap-tools,test-support,postgres,redis,serve,logs -j"$JOBS"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit-protocol -j"$JOBS"
 echo "== tests";   LMCHATKIT_EXPECT_BUNDLE=1 cargo test --workspace -j"$JOBS"
 echo "== all tests passed"

@@ -51,6 +51,8 @@
 //! - `test-support`: `history::conformance`, the suite a `HistoryStore` of your own should pass.
 //! - `serve`: `connection::serve`, one accepted TCP connection served with hyper over HTTP/1.1
 //!   or HTTP/2 with prior knowledge, as the app serves them.
+//! - `logs`: `logs::LogFilter`, the app's log filter from a `RUST_LOG`-style spec (static,
+//!   with no cost per span entered, unless the spec has span directives).
 //! - `app`: the `lmchatkit` binary (`cargo install lmchatkit --features app`); turns on
 //!   all of the above except `test-support`, plus clap, directories and tracing-subscriber.
 
@@ -74,6 +76,8 @@ pub mod host;
 pub mod http_util;
 pub mod limits;
 pub mod llm;
+#[cfg(feature = "logs")]
+pub mod logs;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod models;

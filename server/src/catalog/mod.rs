@@ -17,7 +17,7 @@ pub use commands::CommandDir;
 pub use personas::PersonaDir;
 /// Captured log output for tests anywhere in the crate.
 #[cfg(test)]
-pub(crate) use watch::test_support::capture_logs;
+pub(crate) use watch::test_support::{capture_logs, capture_with};
 pub use watch::{DEBOUNCE, MAX_DELAY, POLL_MISSING, stable_id};
 
 /// Called after a watched directory changed and was reloaded.

@@ -221,10 +221,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             } => {
                 // Logging as the `lmchatkit` binary does by default (`info`, redacted, to
                 // stderr), so the relay measured pays for its subscriber as the app does.
-                tracing_subscriber::fmt()
-                    .with_writer(|| lmchatkit::secrets::RedactingWriter::new(std::io::stderr()))
-                    .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
-                    .init();
+                {
+                    use tracing_subscriber::layer::SubscriberExt;
+                    use tracing_subscriber::util::SubscriberInitExt;
+                    let filter = lmchatkit::logs::LogFilter::parse("info")?;
+                    tracing_subscriber::registry()
+                        .with(filter.into_layer())
+                        .with(tracing_subscriber::fmt::layer().with_writer(|| {
+                            lmchatkit::secrets::RedactingWriter::new(std::io::stderr())
+                        }))
+                        .init();
+                }
                 let redis = redis.as_deref().zip(redis_prefix.as_deref());
                 let storage = match (&postgres, &schema, &db) {
                     (Some(postgres), Some(schema), _) => relay::Storage::Shared {

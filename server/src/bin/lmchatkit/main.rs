@@ -54,6 +54,7 @@ use lmchatkit::history::{
 use lmchatkit::llm::DemoModel;
 use lmchatkit::llm::demo::DEMO_PROVIDER;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+use lmchatkit::logs::LogFilter;
 use lmchatkit::mcp::{DEMO_SERVER_NAME, demo_server_config};
 use lmchatkit::protocol::Model;
 use lmchatkit::secrets::sealing::Keyring;
@@ -113,21 +114,23 @@ async fn shared_engine(
 }
 
 fn init_logging(s: &Settings) {
-    let filter = tracing_subscriber::EnvFilter::try_new(&s.log).unwrap_or_else(|e| {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let filter = LogFilter::parse(&s.log).unwrap_or_else(|e| {
         eprintln!(
             "lmchatkit: invalid log filter {:?} ({e}); using info",
             s.log
         );
-        tracing_subscriber::EnvFilter::new("info")
+        LogFilter::default()
     });
     // Every line loses URL queries and user info, whichever crate logged it (rmcp logs the
     // URL of a failed connection whole).
-    let logs = tracing_subscriber::fmt()
-        .with_writer(|| lmchatkit::secrets::RedactingWriter::new(std::io::stderr()))
-        .with_env_filter(filter);
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(|| lmchatkit::secrets::RedactingWriter::new(std::io::stderr()));
+    let registry = tracing_subscriber::registry().with(filter.into_layer());
     match s.log_format {
-        LogFormat::Text => logs.init(),
-        LogFormat::Json => logs.json().init(),
+        LogFormat::Text => registry.with(logs).init(),
+        LogFormat::Json => registry.with(logs.json()).init(),
     }
 }
 

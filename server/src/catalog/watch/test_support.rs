@@ -40,31 +40,53 @@ pub(crate) fn capture_warnings(f: impl FnOnce()) -> String {
 /// Runs `f` with a `tracing` subscriber that captures `level` and above (spans too, as the
 /// context of each line); returns the output.
 pub(crate) fn capture_logs(level: tracing::Level, f: impl FnOnce()) -> String {
+    capture_with(
+        |writer| {
+            tracing_subscriber::fmt()
+                .with_max_level(level)
+                .with_ansi(false)
+                .with_writer(writer)
+                .finish()
+        },
+        f,
+    )
+}
+
+/// Where a captured subscriber writes: one buffer, shared by every line.
+#[derive(Clone, Default)]
+pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl io::Write for Captured {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// Runs `f` with the subscriber `make` builds around a capturing writer (behind the same
+/// anchors as [`capture_logs`]); returns what it wrote.
+pub(crate) fn capture_with<S>(make: impl FnOnce(Captured) -> S, f: impl FnOnce()) -> String
+where
+    S: tracing::Subscriber + Send + Sync + 'static,
+{
     ANCHORS.get_or_init(|| {
         [
             tracing::Dispatch::new(Anchor),
             tracing::Dispatch::new(Anchor),
         ]
     });
-    #[derive(Clone, Default)]
-    struct Buf(Arc<Mutex<Vec<u8>>>);
-    impl io::Write for Buf {
-        fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(data);
-            Ok(data.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let buf = Buf::default();
-    let writer = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, f);
+    let buf = Captured::default();
+    tracing::subscriber::with_default(make(buf.clone()), f);
     let out = buf.0.lock().unwrap().clone();
     String::from_utf8(out).unwrap()
 }
