@@ -77,7 +77,7 @@ use lmchatkit_protocol::Model;
 use serde_json::Value;
 
 use super::openai::transport::{
-    InSpan, ModelsCache, add_headers, default_client, describe, error_stream, fetch, guard,
+    LogSpan, ModelsCache, add_headers, default_client, describe, error_stream, fetch, guard,
     read_prefix, snippet, stalled,
 };
 use super::openai::{DEFAULT_MODELS_TTL, DEFAULT_TOTAL_TIMEOUT};
@@ -85,7 +85,9 @@ use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext}
 use crate::secrets::{Redacted, redact_url, redacted_headers};
 
 pub use request::request_body;
+use tracing::Instrument;
 pub use translate::translate;
+use translate::translate_in;
 
 /// Where and how to reach Anthropic's Messages API.
 ///
@@ -369,13 +371,13 @@ impl Host for AnthropicBackend {
                 let body = read_prefix(resp, ERROR_JSON_LIMIT, idle).await;
                 return error_stream(status_message(status, &body));
             }
-            let events: EventStream =
-                Box::pin(translate(guard(resp.bytes_stream(), idle, deadline)));
+            let log = LogSpan::new(tracing::Span::current());
+            let events: EventStream = Box::pin(translate_in(
+                guard(resp.bytes_stream(), idle, deadline),
+                log,
+            ));
             events
         };
-        Box::pin(InSpan {
-            inner: Box::pin(stream::once(reply).flatten()),
-            span,
-        })
+        Box::pin(stream::once(reply.instrument(span)).flatten())
     }
 }

@@ -65,6 +65,7 @@ use async_trait::async_trait;
 use futures_util::{StreamExt, stream};
 use lmchatkit_protocol::Model;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
 use crate::secrets::{Redacted, redact_url, redacted_headers};
@@ -73,7 +74,7 @@ pub use request::request_body;
 pub use translate::translate;
 
 use transport::{
-    ERROR_BODY_LIMIT, InSpan, ModelsCache, add_headers, default_client, describe, error_stream,
+    ERROR_BODY_LIMIT, LogSpan, ModelsCache, add_headers, default_client, describe, error_stream,
     fetch, read_prefix, reply_events, snippet, stalled,
 };
 
@@ -353,11 +354,9 @@ impl Host for OpenAiBackend {
                 };
                 return error_stream(msg);
             }
-            reply_events(resp, idle, deadline).await
+            let log = LogSpan::new(tracing::Span::current());
+            reply_events(resp, idle, deadline, log).await
         };
-        Box::pin(InSpan {
-            inner: Box::pin(stream::once(reply).flatten()),
-            span,
-        })
+        Box::pin(stream::once(reply.instrument(span)).flatten())
     }
 }

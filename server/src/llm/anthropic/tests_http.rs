@@ -15,8 +15,8 @@ use super::tests_translate::{ev, text};
 use super::{AnthropicBackend, AnthropicConfig};
 use crate::host::{CompleteRequest, Host, HostError};
 use crate::llm::openai::tests_http::{
-    UNTIL_CLOSE, collect_turn, cx, endless, full, noticing_close, recording_json, serve, serve_raw,
-    stalling,
+    UNTIL_CLOSE, collect_turn, cx, endless, full, logs_of, noticing_close, recording_json, serve,
+    serve_raw, stalling,
 };
 
 /// The end of a reply: the stop reason, its usage, and `message_stop`.
@@ -326,4 +326,31 @@ async fn the_model_list_is_read_once_per_ttl_and_the_last_one_serves_while_the_u
         panic!("no list yet: the error shows")
     };
     assert!(msg.contains("overloaded_error: down"), "{msg}");
+}
+
+#[test]
+fn the_translators_warnings_carry_the_upstream_span() {
+    let logs = logs_of(async {
+        let base = serve(|_req| async {
+            let sse = [
+                "event: ping\ndata: not json\n\n".into(),
+                text("ok"),
+                ending(),
+            ]
+            .concat();
+            full(StatusCode::OK, "text/event-stream", sse)
+        })
+        .await;
+        let backend = AnthropicBackend::new(AnthropicConfig::new(base));
+        let got = collect(&backend, chat()).await;
+        assert_eq!(got[0], Event::delta("ok"), "{got:?}");
+    });
+    let line = logs
+        .lines()
+        .find(|l| l.contains("skipping an upstream event that is not a JSON object"))
+        .unwrap_or_else(|| panic!("no warning: {logs}"));
+    assert!(
+        line.contains("upstream{url=") && line.contains("model=claude-test"),
+        "{line}"
+    );
 }

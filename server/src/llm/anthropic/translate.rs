@@ -22,6 +22,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::llm::openai::translate::{Flow, Reader, arguments, cut_off, queue_calls, read_events};
+use crate::llm::openai::transport::LogSpan;
 
 /// The most a tool call's accumulated input JSON may grow to (the service takes no larger
 /// `arguments` back either, see `limits`).
@@ -60,6 +61,21 @@ where
     read_events(bytes, Accumulator::default())
 }
 
+/// [`translate`], its warnings logged in `log`'s span.
+pub(in crate::llm) fn translate_in<S, E>(bytes: S, log: LogSpan) -> impl Stream<Item = Event> + Send
+where
+    S: Stream<Item = Result<Bytes, E>> + Send,
+    E: Display + Send,
+{
+    read_events(
+        bytes,
+        Accumulator {
+            log,
+            ..Accumulator::default()
+        },
+    )
+}
+
 /// A tool-use block being assembled.
 #[derive(Debug, Default)]
 struct PendingCall {
@@ -89,6 +105,8 @@ struct Accumulator {
     counts: Counts,
     /// A data event was read: an end of the body now cuts a reply off.
     started: bool,
+    /// Where the warnings go.
+    log: LogSpan,
 }
 
 /// One SSE event's JSON, every event kind's fields flattened (borrowed where unescaped).
@@ -156,7 +174,7 @@ impl Reader for Accumulator {
                 return Flow::End;
             }
             Err(_) => {
-                tracing::warn!(event = %event, "skipping an upstream event that is not a JSON object");
+                self.log.log(|| tracing::warn!(event = %event, "skipping an upstream event that is not a JSON object"));
                 return Flow::Continue;
             }
         };
@@ -200,7 +218,7 @@ impl Reader for Accumulator {
     fn body_ended(&mut self, cause: Option<String>, out: &mut VecDeque<Event>) {
         if self.stop_reason.is_some() {
             if let Some(cause) = &cause {
-                tracing::warn!(error = %cause, "upstream stream failed after the stop reason; the reply is complete");
+                self.log.log(|| tracing::warn!(error = %cause, "upstream stream failed after the stop reason; the reply is complete"));
             }
             self.finish(out);
             return;
@@ -210,7 +228,7 @@ impl Reader for Accumulator {
             .map(|c| c.name)
             .filter(|n| !n.is_empty())
             .collect();
-        out.push_back(cut_off(self.started, cause, &names));
+        out.push_back(cut_off(self.started, cause, &names, &self.log));
     }
 }
 
@@ -271,7 +289,9 @@ impl Accumulator {
                 };
                 let Some(call) = self.calls.iter_mut().rev().find(|c| Some(c.index) == index)
                 else {
-                    tracing::warn!(?index, "skipping tool input for a block that never started");
+                    self.log.log(|| {
+                        tracing::warn!(?index, "skipping tool input for a block that never started")
+                    });
                     return Flow::Continue;
                 };
                 call.json.push_str(&piece);
@@ -326,7 +346,7 @@ impl Accumulator {
         let calls = calls
             .into_iter()
             .map(|c| (c.id, c.name, input(&c.json, c.start_input)));
-        let emitted = queue_calls(calls, "toolu", out);
+        let emitted = queue_calls(calls, "toolu", out, &self.log);
         let reason = match self.stop_reason.as_deref() {
             Some("max_tokens" | "model_context_window_exceeded") => FinishReason::Length,
             Some("refusal") => FinishReason::ContentFilter,

@@ -232,6 +232,17 @@ async fn collect(backend: &OpenAiBackend) -> Vec<Event> {
     collect_turn(backend, chat()).await
 }
 
+/// What `turn`, run on a runtime of its own, logged at INFO and above.
+pub(in crate::llm) fn logs_of(turn: impl Future<Output = ()>) -> String {
+    crate::catalog::capture_logs(tracing::Level::INFO, || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(turn);
+    })
+}
+
 /// The events of one turn of `host` (within 10 s).
 pub(in crate::llm) async fn collect_turn(host: &dyn Host, req: CompleteRequest) -> Vec<Event> {
     let events = host.complete(&cx(), req).collect::<Vec<_>>();
@@ -793,23 +804,16 @@ async fn a_redirect_on_the_same_origin_is_followed_with_the_headers() {
 
 #[test]
 fn the_upstream_span_logs_the_url_without_userinfo_or_query() {
-    let logs = crate::catalog::capture_logs(tracing::Level::INFO, || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let base = serve(|_req| async {
-                full(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", "boom")
-            })
-            .await;
-            let url = format!(
-                "{}/chat/completions?key=span-key",
-                base.replace("http://", "http://user:span-pass@")
-            );
-            let backend = OpenAiBackend::new(OpenAiConfig::completions_url(url));
-            collect(&backend).await;
-        });
+    let logs = logs_of(async {
+        let base =
+            serve(|_req| async { full(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", "boom") })
+                .await;
+        let url = format!(
+            "{}/chat/completions?key=span-key",
+            base.replace("http://", "http://user:span-pass@")
+        );
+        let backend = OpenAiBackend::new(OpenAiConfig::completions_url(url));
+        collect(&backend).await;
     });
     assert!(
         logs.contains("upstream completion failed") && logs.contains("/v1/chat/completions"),
@@ -818,4 +822,26 @@ fn the_upstream_span_logs_the_url_without_userinfo_or_query() {
     for secret in ["span-pass", "span-key"] {
         assert!(!logs.contains(secret), "{secret} logged: {logs}");
     }
+}
+
+#[test]
+fn the_translators_warnings_carry_the_upstream_span() {
+    let logs = logs_of(async {
+        let base = serve(|_req| async {
+            let sse = ["data: not json\n\n".into(), delta("ok"), finish("stop")].concat();
+            full(StatusCode::OK, "text/event-stream", sse)
+        })
+        .await;
+        let backend = OpenAiBackend::new(OpenAiConfig::new(base));
+        let got = collect(&backend).await;
+        assert_eq!(got[0], Event::delta("ok"), "{got:?}");
+    });
+    let line = logs
+        .lines()
+        .find(|l| l.contains("skipping an upstream chunk that is not a JSON object"))
+        .unwrap_or_else(|| panic!("no warning: {logs}"));
+    assert!(
+        line.contains("upstream{url=") && line.contains("model=test-model"),
+        "{line}"
+    );
 }

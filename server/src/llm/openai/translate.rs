@@ -35,7 +35,7 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use super::sse_parse::SseParser;
-use super::transport::MAX_SSE_EVENT;
+use super::transport::{LogSpan, MAX_SSE_EVENT};
 
 /// Translates an OpenAI-compatible chat-completions SSE body into chat [`Event`]s.
 ///
@@ -73,6 +73,21 @@ where
     E: Display + Send,
 {
     read_events(bytes, Accumulator::default())
+}
+
+/// [`translate`], its warnings logged in `log`'s span.
+pub(in crate::llm) fn translate_in<S, E>(bytes: S, log: LogSpan) -> impl Stream<Item = Event> + Send
+where
+    S: Stream<Item = Result<Bytes, E>> + Send,
+    E: Display + Send,
+{
+    read_events(
+        bytes,
+        Accumulator {
+            log,
+            ..Accumulator::default()
+        },
+    )
 }
 
 /// What a translator does with the SSE events of one reply; [`read_events`] drives it. Shared
@@ -172,8 +187,13 @@ pub(in crate::llm) enum Flow {
 
 /// The error ending a reply that stopped before it was finished: "the reply was cut off: …"
 /// once an event was read (`started`), with `cause` (else the upstream ended the stream), and
-/// the `dropped` tool calls named; logged as a warning.
-pub(in crate::llm) fn cut_off(started: bool, cause: Option<String>, dropped: &[String]) -> Event {
+/// the `dropped` tool calls named; logged as a warning in `log`.
+pub(in crate::llm) fn cut_off(
+    started: bool,
+    cause: Option<String>,
+    dropped: &[String],
+    log: &LogSpan,
+) -> Event {
     let mut msg = match (started, cause) {
         (true, Some(cause)) => format!("the reply was cut off: {cause}"),
         (true, None) => "the reply was cut off: the upstream ended the stream before the \
@@ -190,7 +210,7 @@ pub(in crate::llm) fn cut_off(started: bool, cause: Option<String>, dropped: &[S
             many.join(", ")
         )),
     }
-    tracing::warn!(error = %msg, "upstream reply ended early");
+    log.log(|| tracing::warn!(error = %msg, "upstream reply ended early"));
     Event::error(msg)
 }
 
@@ -214,6 +234,8 @@ struct Accumulator {
     started: bool,
     /// A tool call's arguments grew past [`MAX_ARGUMENTS_BYTES`]: the turn ends in an error.
     oversized: Option<String>,
+    /// Where the warnings go.
+    log: LogSpan,
 }
 
 /// The most a tool call's accumulated arguments may grow to (the service takes no larger
@@ -248,7 +270,7 @@ impl Reader for Accumulator {
     fn body_ended(&mut self, cause: Option<String>, out: &mut VecDeque<Event>) {
         if self.finish_reason.is_some() {
             if let Some(cause) = &cause {
-                tracing::warn!(error = %cause, "upstream stream failed after the finish reason; the reply is complete");
+                self.log.log(|| tracing::warn!(error = %cause, "upstream stream failed after the finish reason; the reply is complete"));
             }
             self.finish(out);
             return;
@@ -260,7 +282,7 @@ impl Reader for Accumulator {
             .map(|c| c.name)
             .filter(|n| !n.is_empty())
             .collect();
-        out.push_back(cut_off(self.started, cause, &names));
+        out.push_back(cut_off(self.started, cause, &names, &self.log));
     }
 }
 
@@ -280,7 +302,7 @@ impl Accumulator {
                 return Flow::End;
             }
             Ok(_) | Err(_) => {
-                tracing::warn!(chunk = %truncate(data, 200), "skipping an upstream chunk that is not a JSON object");
+                self.log.log(|| tracing::warn!(chunk = %truncate(data, 200), "skipping an upstream chunk that is not a JSON object"));
                 return Flow::Continue;
             }
         };
@@ -453,7 +475,7 @@ impl Accumulator {
         let calls = calls
             .into_iter()
             .map(|c| (c.id, c.name, arguments(&c.arguments)));
-        let emitted = queue_calls(calls, "call", out);
+        let emitted = queue_calls(calls, "call", out, &self.log);
         let reason = match self.finish_reason.as_deref().map(str::to_ascii_lowercase) {
             Some(r) if r == "length" => FinishReason::Length,
             Some(r) if r == "content_filter" => FinishReason::ContentFilter,
@@ -466,17 +488,18 @@ impl Accumulator {
 }
 
 /// Queues a `ToolCall` for each `(id, name, arguments)`: a call without a name is dropped with a
-/// warning (nothing could run it), a missing id becomes `{prefix}_<random hex>`. Returns how
-/// many were queued.
+/// warning in `log` (nothing could run it), a missing id becomes `{prefix}_<random hex>`.
+/// Returns how many were queued.
 pub(in crate::llm) fn queue_calls(
     calls: impl IntoIterator<Item = (String, String, Value)>,
     prefix: &str,
     out: &mut VecDeque<Event>,
+    log: &LogSpan,
 ) -> usize {
     let mut queued = 0;
     for (id, name, arguments) in calls {
         if name.is_empty() {
-            tracing::warn!(id = %id, "dropping an upstream tool call without a name");
+            log.log(|| tracing::warn!(id = %id, "dropping an upstream tool call without a name"));
             continue;
         }
         let id = if id.is_empty() {
