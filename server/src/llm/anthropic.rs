@@ -75,6 +75,7 @@ use async_trait::async_trait;
 use futures_util::{StreamExt, stream};
 use lmchatkit_protocol::Model;
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::openai::transport::{
     LogSpan, ModelsCache, add_headers, default_client, describe, error_stream, fetch, guard,
@@ -85,7 +86,6 @@ use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext}
 use crate::secrets::{Redacted, redact_url, redacted_headers};
 
 pub use request::request_body;
-use tracing::Instrument;
 pub use translate::translate;
 use translate::translate_in;
 
@@ -359,6 +359,8 @@ impl Host for AnthropicBackend {
             .json(&body)
             .send();
         let span = tracing::info_span!("upstream", url = %redact_url(&url), model = %req.model);
+        // The setup runs in the span; the reply's warnings are logged in it (see `LogSpan`).
+        let log = LogSpan::new(span.clone());
         let reply = async move {
             let wait = (tokio::time::Instant::now() + idle).min(deadline);
             let resp = match tokio::time::timeout_at(wait, send).await {
@@ -371,7 +373,6 @@ impl Host for AnthropicBackend {
                 let body = read_prefix(resp, ERROR_JSON_LIMIT, idle).await;
                 return error_stream(status_message(status, &body));
             }
-            let log = LogSpan::new(tracing::Span::current());
             let events: EventStream = Box::pin(translate_in(
                 guard(resp.bytes_stream(), idle, deadline),
                 log,

@@ -336,6 +336,8 @@ impl Host for OpenAiBackend {
             .send();
         let url = redact_url(&self.config.chat_url);
         let span = tracing::info_span!("upstream", url = %url, model = %req.model);
+        // The setup runs in the span; the reply's warnings are logged in it (see `LogSpan`).
+        let log = LogSpan::new(span.clone());
         let reply = async move {
             let wait = (tokio::time::Instant::now() + idle).min(deadline);
             let resp = match tokio::time::timeout_at(wait, send).await {
@@ -354,7 +356,6 @@ impl Host for OpenAiBackend {
                 };
                 return error_stream(msg);
             }
-            let log = LogSpan::new(tracing::Span::current());
             reply_events(resp, idle, deadline, log).await
         };
         Box::pin(stream::once(reply.instrument(span)).flatten())
