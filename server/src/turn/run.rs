@@ -41,9 +41,10 @@ pub(crate) struct Keep {
 /// Starts a run streaming `events` (ended by `done` or `error`) for `owner`, writing reply
 /// `reply_id` of `conversation`, and runs it in a task that holds `hold` until it ends, in the
 /// caller's span. The span is entered once per poll of the task, not per event: a poll relays
-/// every event that has arrived, and each entry and exit of a span takes a lock in the
-/// subscriber's filter. Entered per event (as a stream adapter), a turn with history cost 1.4%
-/// more instructions (callgrind, 1,000 turns: 1.036 M against 1.022 M a turn).
+/// every event that has arrived, and each entry and exit of a span goes through the
+/// subscriber (its span stack; with a span-tracking filter, a lock too, see `logs`). Entered
+/// per event (as a stream adapter), a turn with history cost 1.4% more instructions
+/// (callgrind, 1,000 turns: 1.036 M against 1.022 M a turn).
 pub(crate) async fn start(
     runs: &Runs,
     owner: &Principal,
