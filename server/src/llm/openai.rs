@@ -44,6 +44,8 @@ pub const DEFAULT_MODELS_TTL: Duration = Duration::from_secs(60);
 /// Default total time of one upstream turn ([`OpenAiConfig::with_total_timeout`]).
 pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
+/// The common chunk read by a scan of its own (the translator's fast path).
+mod plain_chunk;
 mod request;
 /// The upstream's SSE split into events, shared with the Anthropic backend.
 pub(in crate::llm) mod sse_parse;

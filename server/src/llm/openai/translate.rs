@@ -30,10 +30,9 @@ use futures_util::{Stream, StreamExt, stream};
 use lmchatkit_protocol::{Event, FinishReason, ToolCall, Usage};
 use std::borrow::Cow;
 
-use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 
+use super::plain_chunk::{self, PlainChoice};
 use super::sse_parse::SseParser;
 use super::transport::{LogSpan, MAX_SSE_EVENT};
 
@@ -331,16 +330,16 @@ impl Accumulator {
         Flow::Continue
     }
 
-    /// The fast path for the common chunk — text or reasoning deltas, a finish reason — parsed
-    /// into borrowed typed fields instead of a `Value` tree (which costs about 3.5× as much per
-    /// event). Anything else (tool calls, usage, errors, part arrays) returns false and takes
-    /// the general path, with identical results.
+    /// The fast path for the common chunk — text or reasoning deltas, a finish reason — read
+    /// into borrowed typed fields ([`plain_chunk::read`]) instead of a `Value` tree (which
+    /// costs about 3.5× as much per event). Anything else (tool calls, usage, errors, part
+    /// arrays) returns false and takes the general path, with identical results.
     fn on_plain_chunk(&mut self, data: &str, out: &mut VecDeque<Event>) -> bool {
         // serde would also read a struct from an array; those are never plain chunks.
         if !data.starts_with('{') {
             return false;
         }
-        let Ok(chunk) = serde_json::from_str::<PlainChunk<'_>>(data) else {
+        let Some(chunk) = plain_chunk::read(data) else {
             return false;
         };
         if chunk.error.is_some() || chunk.usage.is_some() || chunk.x_groq.is_some() {
@@ -573,47 +572,6 @@ fn truncate(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
-}
-
-/// A chunk as the fast path reads it; fields it cannot handle are only noticed, not parsed.
-#[derive(Deserialize)]
-struct PlainChunk<'a> {
-    #[serde(borrow, default)]
-    choices: Vec<PlainChoice<'a>>,
-    #[serde(default)]
-    error: Option<IgnoredAny>,
-    #[serde(default)]
-    usage: Option<IgnoredAny>,
-    #[serde(default)]
-    x_groq: Option<IgnoredAny>,
-}
-
-#[derive(Deserialize)]
-struct PlainChoice<'a> {
-    #[serde(default)]
-    index: Option<u64>,
-    #[serde(borrow, default)]
-    delta: Option<PlainDelta<'a>>,
-    #[serde(default)]
-    message: Option<IgnoredAny>,
-    #[serde(borrow, default)]
-    finish_reason: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct PlainDelta<'a> {
-    #[serde(borrow, default)]
-    content: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    reasoning_content: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    reasoning: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    refusal: Option<Cow<'a, str>>,
-    #[serde(default)]
-    tool_calls: Option<IgnoredAny>,
-    #[serde(default)]
-    function_call: Option<IgnoredAny>,
 }
 
 #[cfg(test)]
