@@ -5,7 +5,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::io::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -344,8 +343,7 @@ impl RunWriter {
             let mut buf = std::mem::take(&mut log.scratch);
             buf.clear();
             buf.extend_from_slice(b"id: ");
-            // Writing into a `Vec` cannot fail.
-            let _ = write!(buf, "{id}");
+            buf.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
             buf.extend_from_slice(b"\ndata: ");
             data(&mut buf);
             buf.extend_from_slice(b"\n\n");

@@ -393,6 +393,20 @@ async fn connection_refused_is_an_error_event() {
     assert!(error.to_lowercase().contains("refused"), "{error}");
 }
 
+/// The chat URL is parsed once, when the backend is made: one that does not parse still
+/// fails each turn with an error event, as when it was parsed per request.
+#[tokio::test]
+async fn a_chat_url_that_does_not_parse_is_an_error_event_each_turn() {
+    let backend = OpenAiBackend::new(OpenAiConfig::completions_url("not a url"));
+    for _ in 0..2 {
+        let got = collect(&backend).await;
+        let [Event::Error { error }] = got.as_slice() else {
+            panic!("{got:?}")
+        };
+        assert!(!error.is_empty());
+    }
+}
+
 #[tokio::test]
 async fn a_stream_cut_midway_keeps_prior_deltas_and_ends_with_an_error() {
     let base = serve(|_req| async {
