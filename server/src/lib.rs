@@ -50,7 +50,8 @@
 //!   view tokens across instances through one Redis).
 //! - `test-support`: `history::conformance`, the suite a `HistoryStore` of your own should pass.
 //! - `serve`: `connection::serve`, one accepted TCP connection served with hyper over HTTP/1.1
-//!   or HTTP/2 with prior knowledge, as the app serves them.
+//!   or HTTP/2 with prior knowledge, as the app serves them; `runtime::builder`, the tokio
+//!   runtime the app runs on.
 //! - `logs`: `logs::LogFilter`, the app's log filter from a `RUST_LOG`-style spec (static,
 //!   with no cost per span entered, unless the spec has span directives).
 //! - `app`: the `lmchatkit` binary (`cargo install lmchatkit --features app`); turns on
@@ -84,6 +85,8 @@ pub mod models;
 pub(crate) mod page_policy;
 mod routes;
 pub(crate) mod runs;
+#[cfg(feature = "serve")]
+pub mod runtime;
 pub mod secrets;
 mod service;
 mod sse;

@@ -149,9 +149,28 @@ enum Server {
     },
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// The relay (`serve lmchatkit`) runs on the `lmchatkit` app's runtime, so the relay measured
+/// is scheduled as the app's is; the mock, the echo, the load generator and the full run keep
+/// tokio's defaults (what `#[tokio::main]` builds), the runtime a bare hyper server would have.
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
+    let relay = matches!(
+        &args.serve,
+        Some(Cmd::Serve {
+            what: Server::Lmchatkit { .. }
+        })
+    );
+    let mut builder = if relay {
+        lmchatkit::runtime::builder()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.enable_all();
+        b
+    };
+    builder.build()?.block_on(start(args))
+}
+
+async fn start(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let any: SocketAddr = "127.0.0.1:0".parse()?;
     if let Some(Cmd::Load {
         addr,

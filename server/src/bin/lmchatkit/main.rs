@@ -66,8 +66,17 @@ use auth::{Gate, GateLayer, Token};
 use cli::{EngineKind, LogFormat};
 use settings::{Access, Settings};
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    match lmchatkit::runtime::builder().build() {
+        Ok(rt) => rt.block_on(start()),
+        Err(e) => {
+            eprintln!("lmchatkit: cannot start the async runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn start() -> ExitCode {
     let settings = match Settings::load(cli::Args::parse()) {
         Ok(s) => s,
         Err(e) => {
