@@ -23,10 +23,15 @@
 //!   wait, shared evenly). 7 came from a sweep of three interleaved rounds: every 4 tasks gave
 //!   p99 27–38 ms at 0.27–0.39 ms of relay CPU a stream; every 7, 39–44 ms at 0.27–0.33; every
 //!   11, 50–58 ms; every 15, 58–68 ms; tokio's default 67–90 ms at 0.23–0.28.
-//! - **The price is paid only when the global queue is in use.** At 500 streams, where the
-//!   relay is saturated, it spent 0.296–0.319 ms of CPU a stream against 0.266–0.268 (+15%) and
+//! - **The price is paid when the relay is saturated.** In paired 5-second runs at 500 streams,
+//!   where the relay is saturated, it spent 0.296–0.319 ms of CPU a stream against 0.266–0.268 (+15%) and
 //!   served 11% fewer streams a second; at 50 streams with history the global queue stayed
 //!   empty (0 in every sample) and a turn cost the same (0.226–0.237 ms against 0.228–0.236).
+//!   The AI SDK route, which saves its thread on each request, pays more at 500: 0.69–0.83 ms
+//!   a stream against 0.55–0.65 (+27%), for a p99 of 58–68 ms against 104–132. At 50 its
+//!   saves keep a few tasks in the global queue (6 on average, woken by the SQLite writer's
+//!   thread), and a stream cost 0.41–0.49 ms against 0.42–0.46. (The full bench, medians of
+//!   three rounds, read 0.253 ms a stream at 500 both before and after; one draw each.)
 //!   A chat relay overloaded should keep every user's first token prompt rather than finish a
 //!   few more streams.
 
