@@ -20,7 +20,7 @@ app_port=${LMCHATKIT_DEV_APP_PORT:-8080}
 ui_port=${LMCHATKIT_DEV_UI_PORT:-8081}
 app=${LMCHATKIT_BIN:-}
 if [ -z "$app" ]; then
-  cargo build -p lmchatkit --features app --bin lmchatkit
+  cargo build -p lmchatkit-app
   app=target/debug/lmchatkit
 fi
 "$app" --listen "127.0.0.1:$app_port" --allowed-origin "http://127.0.0.1:$ui_port" "$@" &

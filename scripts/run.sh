@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/build-ui.sh
-exec cargo run --release -p lmchatkit --features app --bin lmchatkit -- "$@"
+exec cargo run --release -p lmchatkit-app -- "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/setup-browser.sh — installs what the browser end-to-end tests (tests/tests/ui_*.rs) need:
+# scripts/setup-browser.sh — installs what the browser end-to-end tests (tests/tests/browser/) need:
 # Debian's `chromium` and `chromium-driver` (never a downloaded browser build). Idempotent: does
 # nothing when both are already on PATH.
 set -euo pipefail

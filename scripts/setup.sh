@@ -8,7 +8,7 @@
 #   - wasm-split-cli 0.2.4 (crates.io wasm_split_cli_support): splits the UI's wasm at its split
 #     points (frontend/src/lazy.rs) before wasm-bindgen, in scripts/build-ui.sh
 #   - with --dev only: trunk 0.21.14 (crates.io; 0.22.x needs rustc >= 1.96.1), for the UI's dev
-#     loop (scripts/dev.sh) and its test (server/tests/dev_flow.rs, which scripts/test.sh runs);
+#     loop (scripts/dev.sh) and its test (app/tests/it/dev_flow.rs, which scripts/test.sh runs);
 #     building the bundle does not use it
 #   - wasm-opt from npm binaryen@132.0.0 into .tools/ (never Debian's binaryen 108: it corrupts the wasm)
 #   - the code highlighter: npm @highlightjs/cdn-assets@11.11.1 into .tools/ (scripts/build-ui.sh

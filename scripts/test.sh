@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 JOBS=${JOBS:-2}
 
-# --dev: trunk too, which the test of ./scripts/dev.sh (server/tests/dev_flow.rs) runs.
+# --dev: trunk too, which the test of ./scripts/dev.sh (app/tests/it/dev_flow.rs) runs.
 ./scripts/setup.sh --dev
 ./scripts/setup-test.sh && export LMCHATKIT_EXPECT_MCP=1
 ./scripts/setup-browser.sh && export LMCHATKIT_EXPECT_BROWSER=1

@@ -35,7 +35,7 @@ pub fn start_chat(store: Store) -> Chat {
     );
     let chat = Chat::new(setup.persona_id.clone(), setup.model.clone(), params);
     let effort = setup.effort.map(ReasoningEffort::as_str);
-    crate::history::session_set(
+    crate::storage::session_set(
         "lmchatkit:lastSetup",
         Some(
             &json!({"personaId": setup.persona_id, "model": setup.model, "effort": effort})

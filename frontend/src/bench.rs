@@ -1,4 +1,4 @@
-//! Opt-in timing probes for the UI benchmark (`tests/tests/ui_bench.rs`). Enabled only when
+//! Opt-in timing probes for the UI benchmark (`tests/tests/browser/ui_bench.rs`). Enabled only when
 //! sessionStorage `lmchatkit:bench` is `1`; then timings (ms) are appended to
 //! `window.__lmckBench[name]` arrays: `delta` (main-thread time handling one stream frame),
 //! `frame` (one batched HTML update), `open` (time from navigation start until a conversation
@@ -16,7 +16,7 @@ thread_local! {
 pub fn enabled() -> bool {
     ENABLED.with(|e| {
         *e.get().get_or_insert_with(|| {
-            crate::history::session_get("lmchatkit:bench").as_deref() == Some("1")
+            crate::storage::session_get("lmchatkit:bench").as_deref() == Some("1")
         })
     })
 }

@@ -18,28 +18,10 @@ use lmchatkit_protocol::{HistoryMode, Message, StoredConversation};
 
 use crate::api::{ApiError, SaveOutcome};
 use crate::state::{Chat, Store, UiMessage, new_id};
+use crate::storage::{session_get, session_set};
 
 const SESSION_KEY: &str = "lmchatkit:conversations";
 const CURRENT_KEY: &str = "lmchatkit:currentId";
-
-fn session() -> Option<web_sys::Storage> {
-    web_sys::window()?.session_storage().ok().flatten()
-}
-
-/// Reads a sessionStorage item.
-pub fn session_get(key: &str) -> Option<String> {
-    session()?.get_item(key).ok().flatten()
-}
-
-/// Writes (or, with `None`, removes) a sessionStorage item.
-pub fn session_set(key: &str, value: Option<&str>) {
-    if let Some(s) = session() {
-        let _ = match value {
-            Some(v) => s.set_item(key, v),
-            None => s.remove_item(key),
-        };
-    }
-}
 
 /// Remembers which chat is open, for reload restore.
 pub fn remember_current(id: Option<&str>) {

@@ -36,6 +36,7 @@ pub mod servers;
 pub mod spend;
 pub mod sse;
 pub mod state;
+pub mod storage;
 pub mod sync;
 pub mod think;
 pub mod transfer;
@@ -147,7 +148,7 @@ fn apply_initial_setup(store: Store) {
     let models = store.model_list();
     let personas = store.personas.get_untracked();
     let last: Option<serde_json::Value> =
-        history::session_get("lmchatkit:lastSetup").and_then(|s| serde_json::from_str(&s).ok());
+        storage::session_get("lmchatkit:lastSetup").and_then(|s| serde_json::from_str(&s).ok());
     let last_persona = last
         .as_ref()
         .and_then(|v| v["personaId"].as_str())

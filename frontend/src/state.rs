@@ -138,7 +138,7 @@ pub struct Chat {
     pub sync: Arc<Mutex<SyncState>>,
     /// The latest `ui/update-model-context` of a view in this chat and the view that reported it
     /// (not saved), sent with turns until that view is torn down.
-    pub model_context: ArcRwSignal<Option<crate::apps::from_app::AppContext>>,
+    pub model_context: ArcRwSignal<Option<AppContext>>,
 }
 
 impl Chat {
@@ -290,7 +290,7 @@ const SESSION_ALLOW_KEY: &str = "lmchatkit:alwaysAllow";
 /// tab allowed.
 fn session_allowed() -> HashSet<String> {
     let mut set = HashSet::from([SKILL_TOOL.to_owned()]);
-    if let Some(list) = crate::history::session_get(SESSION_ALLOW_KEY)
+    if let Some(list) = crate::storage::session_get(SESSION_ALLOW_KEY)
         .and_then(|s| serde_json::from_str::<Vec<String>>(&s).ok())
     {
         set.extend(list);
@@ -388,7 +388,7 @@ impl Store {
         });
         list.sort();
         let json = serde_json::to_string(&list).ok();
-        crate::history::session_set(SESSION_ALLOW_KEY, json.as_deref());
+        crate::storage::session_set(SESSION_ALLOW_KEY, json.as_deref());
     }
 
     /// The API client.
@@ -446,4 +446,20 @@ impl Store {
     pub fn focus(&self) {
         self.focus_composer.update(|n| *n += 1);
     }
+}
+
+/// A view's model context and who reported it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppContext {
+    /// The tool call id of the view that reported it.
+    pub view: String,
+    /// The app's name (its MCP server).
+    pub app: String,
+    /// The `ui/update-model-context` params.
+    pub value: serde_json::Value,
+}
+
+/// The store provided by [`crate::App`].
+pub fn store() -> Store {
+    expect_context::<Store>()
 }

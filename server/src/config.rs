@@ -20,8 +20,7 @@ use crate::host::Host;
 use crate::limits::{BodyLimits, StreamCaps};
 use crate::page_policy;
 
-/// Default JSON body limit (16 MiB).
-pub const DEFAULT_BODY_LIMIT: usize = 16 << 20;
+pub use crate::limits::DEFAULT_BODY_LIMIT;
 /// Default per-file upload cap (10 MiB).
 pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 10 << 20;
 /// Default lifetime of an MCP App view URL (60 s).

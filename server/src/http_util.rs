@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
+use crate::error::Failure;
 use crate::history::HistoryError;
 use crate::host::HostError;
 use crate::limits::BodyLimits;
@@ -37,10 +38,6 @@ pub(crate) fn full(bytes: impl Into<Bytes>) -> ResponseBody {
 pub(crate) fn empty() -> ResponseBody {
     Empty::new().map_err(|never| match never {}).boxed_unsync()
 }
-
-/// The `Retry-After` of a busy store or engine: long enough for a burst to drain, short enough
-/// that a client retrying once sees no outage.
-pub(crate) const BUSY_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 const JSON: &str = "application/json; charset=utf-8";
 
@@ -164,28 +161,61 @@ impl ApiError {
     }
 }
 
+/// The one place a domain [`Failure`] becomes a status.
+impl From<Failure> for ApiError {
+    fn from(e: Failure) -> Self {
+        match e {
+            Failure::Invalid(m) => ApiError::BadRequest(m),
+            Failure::Unauthenticated(m) => ApiError::Unauthorized(m),
+            Failure::Denied(m) => ApiError::Forbidden(m),
+            Failure::NotFound(m) => ApiError::NotFound(m),
+            Failure::Conflict(m) => ApiError::Conflict(m),
+            Failure::TimedOut(m) => ApiError::RequestTimeout(m),
+            Failure::TooLarge(m) => ApiError::PayloadTooLarge(m),
+            Failure::Unusable(m) => ApiError::Unprocessable(m),
+            Failure::TooMany {
+                message,
+                retry_after,
+            } => ApiError::TooManyRequests {
+                message,
+                retry_after,
+            },
+            Failure::Upstream(m) => ApiError::BadGateway(m),
+            Failure::Busy {
+                message,
+                retry_after,
+            } => ApiError::Unavailable {
+                message,
+                retry_after,
+            },
+            Failure::Internal(m) => ApiError::Internal(m),
+        }
+    }
+}
+
+#[cfg(feature = "mcp")]
+impl From<crate::user_mcp::UserMcpStoreError> for ApiError {
+    fn from(e: crate::user_mcp::UserMcpStoreError) -> Self {
+        Failure::from(e).into()
+    }
+}
+
+#[cfg(feature = "mcp")]
+impl From<crate::user_mcp::oauth::OAuthError> for ApiError {
+    fn from(e: crate::user_mcp::oauth::OAuthError) -> Self {
+        Failure::from(e).into()
+    }
+}
+
 impl From<HostError> for ApiError {
     fn from(e: HostError) -> Self {
-        match e {
-            HostError::NotFound(m) | HostError::Unsupported(m) => ApiError::NotFound(m),
-            HostError::InvalidInput(m) => ApiError::BadRequest(m),
-            HostError::Upstream(m) => ApiError::BadGateway(m),
-        }
+        Failure::from(e).into()
     }
 }
 
 impl From<HistoryError> for ApiError {
     fn from(e: HistoryError) -> Self {
-        match e {
-            HistoryError::InvalidId | HistoryError::InvalidInput(_) => {
-                ApiError::BadRequest(e.to_string())
-            }
-            HistoryError::Busy(_) => ApiError::Unavailable {
-                message: e.to_string(),
-                retry_after: BUSY_RETRY_AFTER,
-            },
-            HistoryError::Storage(_) => ApiError::Internal(e.to_string()),
-        }
+        Failure::from(e).into()
     }
 }
 

@@ -28,8 +28,7 @@
 //!
 //! ## Cargo features
 //!
-//! The defaults are the library a host mounts; the standalone app is opt-in, so mounting
-//! [`ChatService`] compiles none of the app's command line, logging setup or server loop.
+//! The defaults are the library a host mounts.
 //!
 //! - `sqlite` (default): `history::SqliteStore`, SQLite history (bundled SQLite).
 //! - `postgres`: `history::PostgresStore`, history, approvals and users' MCP servers in
@@ -54,8 +53,9 @@
 //!   runtime the app runs on.
 //! - `logs`: `logs::LogFilter`, the app's log filter from a `RUST_LOG`-style spec (static,
 //!   with no cost per span entered, unless the spec has span directives).
-//! - `app`: the `lmchatkit` binary (`cargo install lmchatkit --features app`); turns on
-//!   all of the above except `test-support`, plus clap, directories and tracing-subscriber.
+//!
+//! The standalone app is a crate of its own, `lmchatkit-app` (`cargo install lmchatkit-app`
+//! installs the `lmchatkit` binary); this crate never compiles it.
 
 #![warn(missing_docs)]
 
@@ -71,6 +71,7 @@ pub mod config;
 #[cfg(feature = "serve")]
 pub mod connection;
 pub mod engine;
+pub mod error;
 pub mod events;
 pub mod history;
 pub mod host;
@@ -100,6 +101,7 @@ pub use access::approval::{ApprovalPolicy, ApprovalStore};
 pub use access::{Scope, Sources};
 pub use async_trait::async_trait;
 pub use config::{Config, ConfigBuilder, ConfigError};
+pub use error::Failure;
 pub use events::EventBroadcaster;
 pub use host::{
     CompleteRequest, EventStream, Host, HostError, Principal, RequestContext, ToolSource,

@@ -25,12 +25,14 @@ use std::time::Duration;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::http_util::ApiError;
+use crate::error::Failure;
 
+/// Default JSON body limit (16 MiB).
+pub const DEFAULT_BODY_LIMIT: usize = 16 << 20;
 /// Default `model_context` cap (64 KiB).
 pub const DEFAULT_MAX_MODEL_CONTEXT_BYTES: usize = 64 << 10;
 /// Default cap of one tool call's `arguments` (1 MiB).
-pub const DEFAULT_MAX_ARGUMENTS_BYTES: usize = 1 << 20;
+pub const DEFAULT_MAX_ARGUMENTS_BYTES: usize = crate::llm::MAX_TOOL_ARGUMENTS_BYTES;
 /// Default cap of all opaque values of one body (8 MiB).
 pub const DEFAULT_MAX_OPAQUE_BYTES: usize = 8 << 20;
 /// The most JSON values (each number, string, array, object…) all opaque values of one body
@@ -56,7 +58,7 @@ pub(crate) struct BodyLimits {
 impl Default for BodyLimits {
     fn default() -> Self {
         Self {
-            body_bytes: crate::config::DEFAULT_BODY_LIMIT,
+            body_bytes: DEFAULT_BODY_LIMIT,
             timeout: DEFAULT_BODY_TIMEOUT,
             model_context_bytes: DEFAULT_MAX_MODEL_CONTEXT_BYTES,
             arguments_bytes: DEFAULT_MAX_ARGUMENTS_BYTES,
@@ -77,7 +79,7 @@ fn opaque_cap(key: &str, limits: &BodyLimits) -> Option<usize> {
 
 /// Refuses (413) a JSON body whose opaque values are over their caps, without building them.
 /// Malformed JSON passes: the typed parse that follows reports it.
-pub(crate) fn check_opaque(body: &[u8], limits: &BodyLimits) -> Result<(), ApiError> {
+pub(crate) fn check_opaque(body: &[u8], limits: &BodyLimits) -> Result<(), Failure> {
     // A body within the smallest cap cannot hold anything over a cap (a value takes at least
     // two bytes with its separator): most requests skip the scan.
     let smallest = limits
@@ -150,12 +152,12 @@ struct Scan<'l> {
     total: usize,
     /// JSON values inside opaque values so far.
     values: usize,
-    over: Option<ApiError>,
+    over: Option<Failure>,
 }
 
 impl Scan<'_> {
     fn refuse<E: de::Error>(&mut self, what: String) -> E {
-        self.over = Some(ApiError::PayloadTooLarge(what));
+        self.over = Some(Failure::TooLarge(what));
         E::custom("over a limit")
     }
 }
@@ -329,7 +331,7 @@ impl Streams {
     }
 
     /// A place for one more stream of `principal`, or 429.
-    pub(crate) fn open(&self, principal: &str) -> Result<StreamPermit, ApiError> {
+    pub(crate) fn open(&self, principal: &str) -> Result<StreamPermit, Failure> {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let mine = open.by_principal.get(principal).copied().unwrap_or(0);
         let why = if mine >= self.caps.per_principal {
@@ -350,7 +352,7 @@ impl Streams {
                 principal: principal.to_owned(),
             });
         };
-        Err(ApiError::TooManyRequests {
+        Err(Failure::TooMany {
             message: why,
             retry_after: RETRY_AFTER,
         })
@@ -451,7 +453,10 @@ mod tests {
         let a1 = streams.open("a").unwrap();
         let _a2 = streams.open("a").unwrap();
         let e = streams.open("a").unwrap_err();
-        assert_eq!(e.status(), http::StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            crate::ApiError::from(e).status(),
+            http::StatusCode::TOO_MANY_REQUESTS
+        );
         let _b1 = streams.open("b").unwrap();
         assert!(streams.open("c").is_err(), "the total is reached");
         drop(a1);

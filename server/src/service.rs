@@ -7,43 +7,18 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::{Buf, Bytes};
+use bytes::Buf;
 use http::{Method, Request};
 use http_body::Body;
 use http_body_util::BodyExt;
-use http_body_util::combinators::UnsyncBoxBody;
 
 use crate::access;
 use crate::config::Config;
 use crate::events::EventBroadcaster;
 use crate::host::RequestContext;
-use crate::http_util::{self, ApiError, BoxError, Response};
-use crate::limits::BodyLimits;
-use crate::routes::{self, Endpoint, Guard, Lookup};
+use crate::http_util::{ApiError, BoxError, Response};
+use crate::routes::{self, Endpoint, Guard, Lookup, Req, RequestBody};
 use crate::state::State;
-
-/// The request body every handler sees, whatever body type the host's server uses.
-pub(crate) type RequestBody = UnsyncBoxBody<Bytes, BoxError>;
-
-/// One request, as handlers receive it.
-pub(crate) struct Req {
-    pub cx: RequestContext,
-    pub parts: http::request::Parts,
-    pub body: RequestBody,
-    /// The body caps ([`Req::json`]).
-    limits: BodyLimits,
-}
-
-impl Req {
-    /// The body as `T`: `Content-Type: application/json` (else 415), at most the configured
-    /// body limit, arriving within the body timeout (else 413, 408), opaque values within
-    /// their caps (else 413, see [`crate::limits`]), valid JSON of the shape (else 400). Takes
-    /// the body: a second call reads an empty one.
-    pub async fn json<T: serde::de::DeserializeOwned>(&mut self) -> Result<T, ApiError> {
-        let body = std::mem::replace(&mut self.body, http_util::empty());
-        http_util::read_json(&self.parts.headers, body, &self.limits).await
-    }
-}
 
 /// The chat service: every lmchatkit route behind one `tower::Service`. Cheap to clone.
 ///
@@ -148,14 +123,14 @@ impl ChatService {
     async fn handle(self, req: Request<RequestBody>) -> Response {
         let (parts, body) = req.into_parts();
         let state = &*self.state;
-        let req = Req {
-            cx: RequestContext::from_parts(&parts),
-            body,
-            limits: state.settings.limits,
+        let req = Req::new(
+            RequestContext::from_parts(&parts),
             parts,
-        };
+            body,
+            state.settings.limits,
+        );
         if let Err(e) = access::hosts::check(&state.settings.allowed_hosts, &req.parts) {
-            return e.into_response();
+            return ApiError::from(e).into_response();
         }
         let path = self.relative(req.parts.uri.path()).to_owned();
         // A sandbox host name never reaches the API, whichever listener it came in on.
@@ -222,10 +197,10 @@ async fn dispatch(
     match endpoint {
         Endpoint::Page => assets::page(state, head),
         Endpoint::Asset => assets::asset(&req, param, head),
-        Endpoint::Personas => catalog::personas(state, req).boxed().await,
-        Endpoint::Commands => catalog::commands(state, req).boxed().await,
-        Endpoint::Models => catalog::models(state, req).boxed().await,
-        Endpoint::Config => catalog::config(state, req),
+        Endpoint::Personas => lists::personas(state, req).boxed().await,
+        Endpoint::Commands => lists::commands(state, req).boxed().await,
+        Endpoint::Models => lists::models(state, req).boxed().await,
+        Endpoint::Config => lists::config(state, req),
         Endpoint::Chat => chat::chat(state, req).boxed().await,
         Endpoint::ToolCall => tools::call(state, req).boxed().await,
         Endpoint::ToolApprovals => approvals::get(state, req).boxed().await,

@@ -19,6 +19,7 @@ use crate::apps::origins::{Base, Sandboxes};
 use crate::apps::tokens::{ViewTokens, Views};
 use crate::catalog::{CommandDir, CommandSource, OnChange, PersonaDir, PersonaSource};
 use crate::config::{CatalogSpec, Config, Settings, StatusFn};
+use crate::error::Failure;
 use crate::events::EventBroadcaster;
 use crate::history::HistoryStore;
 use crate::host::{Host, HostError, Principal, RequestContext};
@@ -129,7 +130,7 @@ impl State {
         #[cfg(feature = "mcp")]
         if let Some(um) = &parts.user_mcp {
             host = Arc::new(crate::user_mcp::UserToolsHost::new(host, um.clone()));
-            approvals.user_mcp = Some(um.clone());
+            approvals.own_tools = Some(Arc::new(um.clone()));
         }
         let approvals = Arc::new(approvals);
         Self {
@@ -161,6 +162,17 @@ impl State {
 }
 
 impl State {
+    /// What preparing a turn reads ([`crate::turn::prepare`]).
+    pub(crate) fn turn_inputs(&self) -> crate::turn::Inputs<'_> {
+        crate::turn::Inputs {
+            host: &*self.host,
+            personas: self.personas.as_deref(),
+            cache: &self.turn_cache,
+            system_prompt: &self.settings.system_prompt,
+            catalog: &self.catalog,
+        }
+    }
+
     /// The server-side agent loop, deciding calls by the approval policy.
     pub(crate) fn agent(&self) -> crate::agent::Agent {
         crate::agent::Agent {
@@ -170,55 +182,28 @@ impl State {
         }
     }
 
-    /// The caller's model menu: the host's models described by the catalog (provider,
-    /// reasoning, context window), then the catalog's models of each provider registered as
-    /// not configured, disabled with the reason.
+    /// The caller's model menu ([`crate::turn::menu::models`]).
     pub(crate) async fn models(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
-        let mut menu = self.undescribed_menu(cx).await?;
-        for m in menu.iter_mut() {
-            *m = self.catalog.describe(std::mem::take(m));
-        }
-        Ok(menu)
+        crate::turn::menu::models(&self.turn_inputs(), cx).await
     }
 
-    /// The menu with the host's models as it lists them (the catalog's facts not added yet:
-    /// they change no id and no `configured`, so a turn describes only the model it picked).
-    async fn undescribed_menu(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
-        let mut menu = self.host.models(cx).await?;
-        for p in self.catalog.providers().iter().filter(|p| !p.configured) {
-            for entry in self.catalog.menu() {
-                if entry.provider == p.name && !menu.iter().any(|m| m.id == entry.id) {
-                    let mut m = entry.to_wire();
-                    m.configured = false;
-                    m.unavailable_reason = p.reason.clone();
-                    menu.push(m);
-                }
-            }
-        }
-        Ok(menu)
-    }
-
-    /// The model a turn asked for, off the caller's menu ([`crate::models::pick`]: an exact id
-    /// or an unambiguous bare name, configured; the first configured one when `None`); a 400
-    /// naming the menu otherwise. When the host cannot list its models, a named model goes
-    /// through unchecked (logged), and the upstream answers for it.
+    /// The model a turn asked for, off the caller's menu ([`crate::turn::menu::resolve`]).
     pub(crate) async fn resolve_model(
         &self,
         cx: &RequestContext,
         asked: Option<&str>,
-    ) -> Result<Model, ApiError> {
-        let asked = asked.map(str::trim).filter(|m| !m.is_empty());
-        let menu = match (self.undescribed_menu(cx).await, asked) {
-            (Ok(menu), _) => menu,
-            (Err(e), Some(id)) => {
-                tracing::warn!(error = %e, model = id, "listing the models failed; the model is not checked");
-                return Ok(self.catalog.describe(Model::new(id)));
-            }
-            (Err(e), None) => return Err(e.into()),
-        };
-        match crate::models::pick(&menu, asked) {
-            Ok(m) => Ok(self.catalog.describe(m.clone())),
-            Err(e) => Err(ApiError::BadRequest(e.to_string())),
+    ) -> Result<Model, Failure> {
+        crate::turn::menu::resolve(&self.turn_inputs(), cx, asked).await
+    }
+
+    /// What an AI SDK turn uses of the service ([`crate::aisdk::turn::plan`] and `run`).
+    pub(crate) fn aisdk(&self) -> crate::aisdk::turn::Services<'_> {
+        crate::aisdk::turn::Services {
+            turn: self.turn_inputs(),
+            history: self.history.as_ref(),
+            events: self.events.as_ref(),
+            runs: &self.runs,
+            approval_key: &self.approval_key,
         }
     }
 

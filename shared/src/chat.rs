@@ -8,23 +8,7 @@ use serde_json::Value;
 
 use crate::approval::ToolDecision;
 use crate::mcp::UiToolMeta;
-#[allow(unused_imports)] // rustdoc links
-use crate::ui_stream::AiSdkExtra;
-
-/// Who wrote a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// The system prompt. Derived by the server per request; never stored, and dropped when the
-    /// browser sends one.
-    System,
-    /// The person chatting.
-    User,
-    /// The model.
-    Assistant,
-    /// A tool result answering one of the assistant's tool calls.
-    Tool,
-}
+pub use crate::role::Role;
 
 /// Message content: plain text, or an OpenAI content-part array (text, images, files, audio).
 ///
@@ -498,9 +482,9 @@ pub struct Message {
     /// (see [`crate::ui_stream::convert`]). Stripped before the host sees the messages; omitted
     /// when unset (messages written by our UI).
     ///
-    /// Kept as plain JSON ([`AiSdkExtra::of_message`] reads it): our browser UI keeps it
-    /// untouched when it saves the conversation, without carrying the AI SDK types in its
-    /// bundle.
+    /// Kept as plain JSON ([`crate::ui_stream::AiSdkExtra::of_message`] reads it): our browser
+    /// UI keeps it untouched when it saves the conversation, without carrying the AI SDK types
+    /// in its bundle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aisdk: Option<Value>,
     /// On an assistant message: its run was stopped before the model finished, so it holds what

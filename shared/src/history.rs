@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::Params;
 use crate::chat::Message;
+use crate::menus::Params;
 
 /// A conversation in the sidebar list.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -14,11 +14,12 @@
 
 mod app_rpc;
 mod approval;
-mod catalog;
 mod chat;
 mod history;
 mod mcp;
+mod menus;
 mod requests;
+mod role;
 mod runs;
 mod sign_in_signal;
 mod stale_tool;
@@ -32,7 +33,6 @@ pub use app_rpc::{
     ResourceContents, ResourceContentsMeta, ResourceDetails,
 };
 pub use approval::{ToolApprovals, ToolDecision, blocked_text};
-pub use catalog::{Model, Params, Persona, REASONING_EFFORT_PARAM, ReasoningEffort, SlashCommand};
 pub use chat::{
     Approval, Content, ContentPart, Event, EventType, FileData, FinishReason, ImageUrl, InputAudio,
     Message, Role, ToolCall, Usage,
@@ -45,6 +45,7 @@ pub use mcp::{
     Prompt, PromptArgument, PromptMessage, PromptResult, Resource, ResourceResult, Tool, ToolFile,
     ToolResult, UiCsp, UiPermissions, UiResourceMeta, UiToolMeta, Visibility,
 };
+pub use menus::{Model, Params, Persona, REASONING_EFFORT_PARAM, ReasoningEffort, SlashCommand};
 pub use requests::{
     AppViewRequest, AppViewResponse, ChatRequest, ConfigResponse, ErrorBody, HistoryMode,
     McpServerStatus, PromptGetRequest, ResourceReadRequest, ToolCallRequest, ToolCallSource,

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::chat::Role;
+use crate::role::Role;
 
 /// Who may call a tool (MCP Apps `_meta.ui.visibility`). Empty means both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::catalog::Params;
 use crate::chat::Message;
 use crate::mcp::UiPermissions;
+use crate::menus::Params;
 
 /// Every error answer: `{"error": "..."}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

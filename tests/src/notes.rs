@@ -1,5 +1,5 @@
 //! `notes`: the small real clap CLI of the `clap_tools` example (`tests/examples/clap_tools.rs`)
-//! and of `tests/tests/clap_tools.rs`. It lives in the library so the tests can describe the
+//! and of `tests/tests/it/clap_tools.rs`. It lives in the library so the tests can describe the
 //! example binary's command line (`Notes::command()`) for the subprocess mode.
 //!
 //! Notes are kept one per line in the file `$NOTES_FILE`, or in memory for the life of the

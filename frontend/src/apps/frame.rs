@@ -21,7 +21,7 @@ use super::context::{MAX_INLINE_HEIGHT, host_context, resolved_theme};
 use super::from_app::{self, MessageConsent, Pending};
 use super::{ViewHandle, register, unregister};
 use crate::api::ApiError;
-use crate::components::store;
+use crate::state::store;
 use crate::state::{Chat, Store, now_ms};
 
 /// What a view needs from its tool call.

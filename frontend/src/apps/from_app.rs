@@ -21,16 +21,7 @@ use serde_json::Value;
 use crate::state::{Chat, Store, now_ms};
 use crate::turn;
 
-/// A view's model context and who reported it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AppContext {
-    /// The tool call id of the view that reported it.
-    pub view: String,
-    /// The app's name (its MCP server).
-    pub app: String,
-    /// The `ui/update-model-context` params.
-    pub value: Value,
-}
+pub use crate::state::AppContext;
 
 /// The context after `view` (named `app`) reported `value` (`Null` clears it).
 pub fn context_updated(view: &str, app: &str, value: Value) -> Option<AppContext> {
@@ -81,7 +72,7 @@ pub struct Pending {
 /// Send, `decide(false)` on Discard.
 #[component]
 pub fn MessageConsent(pending: RwSignal<Option<Pending>>, decide: Callback<bool>) -> impl IntoView {
-    let store = crate::components::store();
+    let store = crate::state::store();
     move || {
         pending.get().map(|p| {
             let app = p.app;

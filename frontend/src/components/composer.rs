@@ -13,8 +13,8 @@ use crate::components::attachments::{Attachments, upload, uploads_enabled};
 use crate::components::menus::{MENU_ID, Menu, MenuItem, PromptForm, items_for, option_id};
 use crate::components::store;
 use crate::components::transcript;
-use crate::history::{session_get, session_set};
 use crate::input_history::InputHistory;
+use crate::storage::{session_get, session_set};
 use crate::turn;
 use lmchatkit_protocol::Prompt;
 

@@ -17,14 +17,7 @@ pub mod spend_bar;
 pub mod tool_card;
 pub mod transcript;
 
-use leptos::prelude::*;
-
-use crate::state::Store;
-
-/// The store provided by [`crate::App`].
-pub fn store() -> Store {
-    expect_context::<Store>()
-}
+pub use crate::state::store;
 
 /// Copies text to the clipboard (best effort).
 pub fn copy_text(text: String) {

@@ -16,7 +16,7 @@
 use http::request::Parts;
 use http::uri::Authority;
 
-use crate::http_util::ApiError;
+use crate::error::Failure;
 
 /// Names served on any port, whatever is configured.
 const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
@@ -68,7 +68,7 @@ fn normalise(host: &str) -> String {
 }
 
 /// Refuses a request whose host name is not allowed.
-pub(crate) fn check(allowed: &[AllowedHost], parts: &Parts) -> Result<(), ApiError> {
+pub(crate) fn check(allowed: &[AllowedHost], parts: &Parts) -> Result<(), Failure> {
     let named = match parts.headers.get(http::header::HOST) {
         Some(h) => h.to_str().unwrap_or("\u{fffd}").to_owned(),
         None => match parts.uri.authority() {
@@ -77,7 +77,7 @@ pub(crate) fn check(allowed: &[AllowedHost], parts: &Parts) -> Result<(), ApiErr
         },
     };
     let refused = || {
-        ApiError::Forbidden(format!(
+        Failure::Denied(format!(
             "host name {named:?} is not served here (allow it with --allowed-host or \
              Config::allowed_host)"
         ))

@@ -24,13 +24,12 @@
 
 pub mod approval;
 pub(crate) mod hosts;
-mod scope;
 mod template;
 
 #[cfg(test)]
 mod tests;
 
-pub use scope::{Role, Scope, Sources};
+pub use crate::host::{Role, Scope, Sources};
 pub(crate) use template::matches_template;
 
 use std::collections::BTreeMap;
@@ -41,8 +40,8 @@ use lmchatkit_protocol::{
 };
 use serde_json::{Value, json};
 
+use crate::error::Failure;
 use crate::host::{Host, HostError, RequestContext, ToolSource};
-use crate::http_util::ApiError;
 
 /// The scope of a view mounted by the tool `via`: its server's, or every source for a
 /// single-source host. An unknown `via` is refused.
@@ -50,17 +49,15 @@ pub(crate) async fn view_scope(
     host: &dyn Host,
     cx: &RequestContext,
     via: &str,
-) -> Result<Scope, ApiError> {
+) -> Result<Scope, Failure> {
     let via = via.trim();
     if via.is_empty() {
-        return Err(ApiError::BadRequest("via is required".into()));
+        return Err(Failure::Invalid("via is required".into()));
     }
     match host.tool_source(cx, via).await {
         ToolSource::Scoped(server) => Ok(Scope::view(cx.clone(), Some(server))),
         ToolSource::Unscoped => Ok(Scope::view(cx.clone(), None)),
-        ToolSource::Unknown => Err(ApiError::Forbidden(format!(
-            "tool {via:?} is not recognized"
-        ))),
+        ToolSource::Unknown => Err(Failure::Denied(format!("tool {via:?} is not recognized"))),
     }
 }
 
@@ -89,13 +86,13 @@ pub(crate) async fn call_scope(
     host: &dyn Host,
     cx: &RequestContext,
     call: &ToolCallRequest,
-) -> Result<Scope, ApiError> {
+) -> Result<Scope, Failure> {
     match call.source {
         ToolCallSource::Model => Ok(Scope::model(cx.clone())),
         ToolCallSource::App => {
             let via = call.via.as_deref().unwrap_or("").trim();
             if via.is_empty() {
-                return Err(ApiError::BadRequest(
+                return Err(Failure::Invalid(
                     "via is required for calls from a view".into(),
                 ));
             }
@@ -111,17 +108,17 @@ pub(crate) async fn call_tool(
     scope: &Scope,
     name: &str,
     arguments: &Value,
-) -> Result<ToolResult, ApiError> {
+) -> Result<ToolResult, Failure> {
     let name = name.trim();
     if name.is_empty() {
-        return Err(ApiError::BadRequest("name is required".into()));
+        return Err(Failure::Invalid("name is required".into()));
     }
     let arguments = match arguments {
         Value::Null => Value::Object(Default::default()),
         v => v.clone(),
     };
     let tools = host.list_tools(scope).await.map_err(|e| {
-        ApiError::Forbidden(format!(
+        Failure::Denied(format!(
             "tool {name:?} is not callable: tool list unavailable ({e})"
         ))
     })?;
@@ -148,16 +145,14 @@ pub(crate) async fn call_tool(
     }
 }
 
-fn check_visibility(tools: &[Tool], name: &str, role: Role) -> Result<(), ApiError> {
+fn check_visibility(tools: &[Tool], name: &str, role: Role) -> Result<(), Failure> {
     let who = match role {
         Role::App => Visibility::App,
         Role::Model | Role::User => Visibility::Model,
     };
     match tools.iter().find(|t| t.name == name) {
-        None => Err(ApiError::Forbidden(format!(
-            "tool {name:?} is not recognized"
-        ))),
-        Some(t) if !t.visible_to(who) => Err(ApiError::Forbidden(format!(
+        None => Err(Failure::Denied(format!("tool {name:?} is not recognized"))),
+        Some(t) if !t.visible_to(who) => Err(Failure::Denied(format!(
             "tool {name:?} is not callable from this context"
         ))),
         Some(_) => Ok(()),
@@ -170,10 +165,10 @@ async fn check_owner(
     cx: &RequestContext,
     name: &str,
     server: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), Failure> {
     match host.tool_source(cx, name).await {
         ToolSource::Scoped(s) if s == server => Ok(()),
-        _ => Err(ApiError::Forbidden(format!(
+        _ => Err(Failure::Denied(format!(
             "tool {name:?} does not belong to the calling view's server"
         ))),
     }
@@ -195,10 +190,10 @@ pub(crate) async fn read_resource(
     host: &dyn Host,
     scope: &Scope,
     uri: &str,
-) -> Result<ResourceResult, ApiError> {
+) -> Result<ResourceResult, Failure> {
     let uri = uri.trim();
     if uri.is_empty() {
-        return Err(ApiError::BadRequest("uri is required".into()));
+        return Err(Failure::Invalid("uri is required".into()));
     }
     match scope.role() {
         Role::App => Ok(host.read_resource(scope, uri).await?),
@@ -212,7 +207,7 @@ pub(crate) async fn scope_via(
     host: &dyn Host,
     cx: &RequestContext,
     via: Option<&str>,
-) -> Result<Scope, ApiError> {
+) -> Result<Scope, Failure> {
     match via.map(str::trim).filter(|v| !v.is_empty()) {
         Some(via) => view_scope(host, cx, via).await,
         None => Ok(Scope::user(cx.clone())),
@@ -254,12 +249,12 @@ pub(crate) fn offers(listed: &[Resource], uri: &str) -> bool {
 pub(crate) async fn list_resources(
     host: &dyn Host,
     scope: &Scope,
-) -> Result<Vec<Resource>, ApiError> {
+) -> Result<Vec<Resource>, Failure> {
     Ok(host.list_resources(scope).await?)
 }
 
 /// Prompts in `scope` (the user's `/` menu, or a view's server).
-pub(crate) async fn list_prompts(host: &dyn Host, scope: &Scope) -> Result<Vec<Prompt>, ApiError> {
+pub(crate) async fn list_prompts(host: &dyn Host, scope: &Scope) -> Result<Vec<Prompt>, Failure> {
     Ok(host.list_prompts(scope).await?)
 }
 
@@ -269,10 +264,10 @@ pub(crate) async fn get_prompt(
     cx: &RequestContext,
     name: &str,
     args: BTreeMap<String, String>,
-) -> Result<PromptResult, ApiError> {
+) -> Result<PromptResult, Failure> {
     let name = name.trim();
     if name.is_empty() {
-        return Err(ApiError::BadRequest("name is required".into()));
+        return Err(Failure::Invalid("name is required".into()));
     }
     Ok(host
         .get_prompt(&Scope::user(cx.clone()), name, args)

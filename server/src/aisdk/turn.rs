@@ -17,7 +17,7 @@
 //! - **The turn is a run** ([`crate::runs`]): its chunks go to the run's log, which every
 //!   response about it tails. A client that leaves stops nothing; a stop request drops the loop
 //!   (the upstream request and the running tool calls with it), and the reply so far is saved
-//!   and marked stopped. Each run saves the thread itself (see [`crate::history::writer`]), so the reply
+//!   and marked stopped. Each run saves the thread itself (see [`crate::runs::saver`]), so the reply
 //!   is kept even when every tab closed.
 
 use lmchatkit_protocol::ui_stream::{
@@ -30,16 +30,32 @@ use lmchatkit_protocol::{
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::approval_id::Subject;
+use std::sync::Arc;
+
+use super::approval_id::{ApprovalKey, Subject};
 use super::translate::Translator;
 use crate::agent::{Agent, AgentEvent, Answer, Turn};
-use crate::history::validate_id;
-use crate::history::writer::{Saver, Snapshot, Target};
+use crate::error::Failure;
+use crate::events::EventBroadcaster;
+use crate::history::{HistoryStore, validate_id};
 use crate::host::RequestContext;
-use crate::http_util::ApiError;
 use crate::models::Price;
-use crate::runs::{Run, RunStatus, RunWriter};
-use crate::state::State;
+use crate::runs::saver::{Saver, Snapshot, Target};
+use crate::runs::{Run, RunStatus, RunWriter, Runs};
+
+/// What an AI SDK turn uses of the service; the route hands it over (`State::aisdk`).
+pub(crate) struct Services<'a> {
+    /// What preparing the turn reads (the menu, personas, tools, the system prompt).
+    pub turn: crate::turn::Inputs<'a>,
+    /// Server-side history, when on: the thread is saved there as the run goes.
+    pub history: Option<&'a Arc<dyn HistoryStore>>,
+    /// Where the thread's changes are announced to the principal's other tabs.
+    pub events: Option<&'a EventBroadcaster>,
+    /// The registry the run starts in.
+    pub runs: &'a Runs,
+    /// Signs the approval ids the client answers with, and verifies the answers.
+    pub approval_key: &'a ApprovalKey,
+}
 
 /// A checked request, ready to run.
 pub(crate) struct Plan {
@@ -58,17 +74,16 @@ pub(crate) struct Plan {
 
 /// Checks `body` and prepares its turn.
 pub(crate) async fn plan(
-    state: &State,
+    services: &Services<'_>,
     cx: &RequestContext,
     body: AiSdkChatRequest,
-) -> Result<Plan, ApiError> {
+) -> Result<Plan, Failure> {
     if body.messages.is_empty() {
-        return Err(ApiError::BadRequest("messages is required".into()));
+        return Err(Failure::Invalid("messages is required".into()));
     }
     let thread = body.thread_id().to_owned();
-    validate_id(&thread)
-        .map_err(|_| ApiError::BadRequest(format!("invalid thread id {thread:?}")))?;
-    let model = state.resolve_model(cx, body.model.as_deref()).await?;
+    validate_id(&thread).map_err(|_| Failure::Invalid(format!("invalid thread id {thread:?}")))?;
+    let model = crate::turn::menu::resolve(&services.turn, cx, body.model.as_deref()).await?;
     let mut params = Params::new();
     if let Some(effort) = body.reasoning_effort {
         params.insert(REASONING_EFFORT_PARAM.into(), Value::from(effort.as_str()));
@@ -76,18 +91,18 @@ pub(crate) async fn plan(
 
     let mut base = body.messages;
     let Some(last) = base.last() else {
-        return Err(ApiError::BadRequest("messages is required".into()));
+        return Err(Failure::Invalid("messages is required".into()));
     };
     let (message_id, continued, answers) = match last.role {
         UiRole::User => (new_message_id(), None, Vec::new()),
         UiRole::Assistant => {
-            let answers = answers(state, cx, &thread, last).await?;
+            let answers = answers(services, cx, &thread, last).await?;
             let continued = base.pop();
             let id = continued.as_ref().map(|m| m.id.clone()).unwrap_or_default();
             (id, continued, answers)
         }
         UiRole::System => {
-            return Err(ApiError::BadRequest(
+            return Err(Failure::Invalid(
                 "the last message must be the user's, or the assistant's answering approvals"
                     .into(),
             ));
@@ -101,7 +116,7 @@ pub(crate) async fn plan(
     let native = ChatRequest::new(model.id.clone(), all)
         .with_persona(persona_id.clone())
         .with_params(Some(params));
-    let request = crate::turn::prepare(state, cx, native, &model).await;
+    let request = crate::turn::prepare(&services.turn, cx, native, &model).await;
     Ok(Plan {
         turn: Turn {
             cx: cx.clone(),
@@ -109,7 +124,7 @@ pub(crate) async fn plan(
             answers,
         },
         thread,
-        price: state.catalog.price(&model.id),
+        price: services.turn.catalog.price(&model.id),
         model: model.id,
         persona_id,
         base,
@@ -120,13 +135,13 @@ pub(crate) async fn plan(
 
 /// The user's answers in the continued message, each checked against the approval it answers.
 async fn answers(
-    state: &State,
+    services: &Services<'_>,
     cx: &RequestContext,
     thread: &str,
     message: &UiMessage,
-) -> Result<Vec<Answer>, ApiError> {
+) -> Result<Vec<Answer>, Failure> {
     let principal = cx.principal();
-    let stored = match &state.history {
+    let stored = match services.history {
         Some(h) => h.get(&principal, thread).await?,
         None => None,
     };
@@ -135,7 +150,7 @@ async fn answers(
         let UiPart::Tool(t) = part else { continue };
         match t.state {
             UiToolState::ApprovalRequested => {
-                return Err(ApiError::BadRequest(format!(
+                return Err(Failure::Invalid(format!(
                     "the call {:?} still waits for an answer; answer every approval request",
                     t.tool_call_id
                 )));
@@ -146,7 +161,7 @@ async fn answers(
         let (Some(approval), Some(approved)) =
             (&t.approval, t.approval.as_ref().and_then(|a| a.approved))
         else {
-            return Err(ApiError::BadRequest(format!(
+            return Err(Failure::Invalid(format!(
                 "the call {:?} is answered without a decision",
                 t.tool_call_id
             )));
@@ -159,8 +174,8 @@ async fn answers(
             tool: &t.tool_name,
             input: &input,
         };
-        if !state.approval_key.verify(&approval.id, &subject) {
-            return Err(ApiError::Forbidden(format!(
+        if !services.approval_key.verify(&approval.id, &subject) {
+            return Err(Failure::Denied(format!(
                 "the approval {:?} does not match the call it answers (its tool, input, thread or \
                  user changed); nothing was run",
                 approval.id
@@ -170,7 +185,7 @@ async fn answers(
             .as_ref()
             .is_some_and(|c| has_outcome(c, &t.tool_call_id))
         {
-            return Err(ApiError::Conflict(format!(
+            return Err(Failure::Conflict(format!(
                 "the call {:?} was already answered; nothing was run",
                 t.tool_call_id
             )));
@@ -182,7 +197,7 @@ async fn answers(
         });
     }
     if out.is_empty() {
-        return Err(ApiError::BadRequest(
+        return Err(Failure::Invalid(
             "the last message is the assistant's but answers no approval".into(),
         ));
     }
@@ -204,11 +219,11 @@ fn new_message_id() -> String {
 /// that holds `hold` until the run ends. The run goes on when its client leaves; only a stop
 /// ends it early, and the reply so far is saved either way.
 pub(crate) async fn run(
-    state: &State,
+    services: &Services<'_>,
     plan: Plan,
     agent: Agent,
     hold: impl Send + 'static,
-) -> Result<Run, ApiError> {
+) -> Result<Run, Failure> {
     let Plan {
         turn,
         thread,
@@ -227,16 +242,16 @@ pub(crate) async fn run(
         serde_json::to_string(&UiChunk::error(crate::turn::run::LOST)).unwrap_or_default(),
         DONE_DATA.to_owned(),
     ];
-    let writer = state
+    let writer = services
         .runs
         .start(&principal, Some(&thread), &message_id, resume_base, &lost)
         .await?;
     let run = writer.run();
-    let checkpoint_every = state.runs.checkpoint_every();
-    let saver = state.history.clone().map(|store| {
+    let checkpoint_every = services.runs.checkpoint_every();
+    let saver = services.history.cloned().map(|store| {
         Saver::start(Target {
             store,
-            events: state.events.clone(),
+            events: services.events.cloned(),
             principal: principal.clone(),
             thread: thread.clone(),
             model: model.clone(),
@@ -249,7 +264,7 @@ pub(crate) async fn run(
         .and_then(|m| m.metadata.clone())
         .and_then(|m| serde_json::from_value::<UiMessageMetadata>(m).ok())
         .map(|m| m.usage);
-    let key = state.approval_key.clone();
+    let key = services.approval_key.clone();
     let sign = {
         let (principal, thread) = (principal.id().to_owned(), thread.clone());
         Box::new(move |c: &ToolCall| {

@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 
 use super::tokens::{PER_PRINCIPAL, ViewTicket, fresh_token};
 use crate::engine::Redis;
-use crate::http_util::ApiError;
+use crate::error::Failure;
 
 /// Stores the ticket and keeps the principal's set within its cap.
 /// KEYS: ticket, the principal's set. ARGV: ticket JSON, ttl ms, now ms, cap, token, the prefix
@@ -74,7 +74,7 @@ impl std::fmt::Debug for SharedViews {
     }
 }
 
-fn failed(e: redis::RedisError) -> ApiError {
+fn failed(e: redis::RedisError) -> Failure {
     crate::engine::EngineError::from(e).answer("view tokens")
 }
 
@@ -100,10 +100,10 @@ impl SharedViews {
     }
 
     /// Issues a fresh token for `ticket`.
-    pub(crate) async fn issue(&self, ticket: ViewTicket) -> Result<String, ApiError> {
+    pub(crate) async fn issue(&self, ticket: ViewTicket) -> Result<String, Failure> {
         let token = fresh_token();
         let json = serde_json::to_string(&ticket)
-            .map_err(|e| ApiError::Internal(format!("view ticket: {e}")))?;
+            .map_err(|e| Failure::Internal(format!("view ticket: {e}")))?;
         let ttl_ms = u64::try_from(self.ttl.as_millis())
             .unwrap_or(u64::MAX)
             .max(1);
@@ -129,7 +129,7 @@ impl SharedViews {
         &self,
         token: &str,
         accept: impl FnOnce(&ViewTicket) -> bool,
-    ) -> Result<Option<ViewTicket>, ApiError> {
+    ) -> Result<Option<ViewTicket>, Failure> {
         // A token is hex; anything else was never issued (and never reaches a key).
         if token.is_empty() || token.len() > 128 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Ok(None);

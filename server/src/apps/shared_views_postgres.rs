@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use super::tokens::{PER_PRINCIPAL, ViewTicket, fresh_token};
 use crate::engine::Postgres;
-use crate::http_util::ApiError;
+use crate::error::Failure;
 
 /// The view tokens of every instance, in PostgreSQL.
 pub(crate) struct PostgresViews {
@@ -40,7 +40,7 @@ impl std::fmt::Debug for PostgresViews {
     }
 }
 
-fn failed(e: crate::engine::EngineError) -> ApiError {
+fn failed(e: crate::engine::EngineError) -> Failure {
     e.answer("view tokens")
 }
 
@@ -55,10 +55,10 @@ impl PostgresViews {
     }
 
     /// Issues a fresh token for `ticket`.
-    pub(crate) async fn issue(&self, ticket: ViewTicket) -> Result<String, ApiError> {
+    pub(crate) async fn issue(&self, ticket: ViewTicket) -> Result<String, Failure> {
         let token = fresh_token();
         let json = serde_json::to_string(&ticket)
-            .map_err(|e| ApiError::Internal(format!("view ticket: {e}")))?;
+            .map_err(|e| Failure::Internal(format!("view ticket: {e}")))?;
         let ttl_ms = self.ttl.as_secs_f64() * 1000.0;
         let e = |e| failed(self.pg.error(e));
         let mut client = self.pg.client().await.map_err(failed)?;
@@ -108,7 +108,7 @@ impl PostgresViews {
         &self,
         token: &str,
         accept: impl FnOnce(&ViewTicket) -> bool,
-    ) -> Result<Option<ViewTicket>, ApiError> {
+    ) -> Result<Option<ViewTicket>, Failure> {
         // A token is hex; anything else was never issued.
         if token.is_empty() || token.len() > 128 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Ok(None);

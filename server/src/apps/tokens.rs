@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use rand::RngCore;
 
-use crate::http_util::ApiError;
+use crate::error::Failure;
 
 /// How long an issued view URL stays valid by default.
 pub(crate) const TTL: Duration = Duration::from_secs(60);
@@ -182,7 +182,7 @@ pub(crate) enum Views {
 
 impl Views {
     /// Issues a fresh token for `ticket`.
-    pub(crate) async fn issue(&self, ticket: ViewTicket) -> Result<String, ApiError> {
+    pub(crate) async fn issue(&self, ticket: ViewTicket) -> Result<String, Failure> {
         match self {
             Self::Local(t) => Ok(t.issue(ticket)),
             #[cfg(feature = "redis")]
@@ -197,7 +197,7 @@ impl Views {
         &self,
         token: &str,
         accept: impl FnOnce(&ViewTicket) -> bool,
-    ) -> Result<Option<ViewTicket>, ApiError> {
+    ) -> Result<Option<ViewTicket>, Failure> {
         match self {
             Self::Local(t) => Ok(t.redeem(token, accept)),
             #[cfg(feature = "redis")]

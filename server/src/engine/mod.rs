@@ -41,7 +41,7 @@ pub use postgres_engine::Postgres;
 #[cfg(feature = "redis")]
 pub use redis_engine::{DEFAULT_PREFIX, REDIS_RESPONSE_TIMEOUT, Redis};
 
-use crate::http_util::ApiError;
+use crate::error::Failure;
 
 /// Errors of a shared engine.
 #[derive(Debug, thiserror::Error)]
@@ -80,18 +80,18 @@ pub enum EngineError {
 impl EngineError {
     /// The answer to a request that met this error while doing `what`: 503 with `Retry-After`
     /// when the engine is busy, else 500.
-    pub(crate) fn answer(self, what: &str) -> ApiError {
+    pub(crate) fn answer(self, what: &str) -> Failure {
         match self {
-            EngineError::Busy(_) => ApiError::Unavailable {
+            EngineError::Busy(_) => Failure::Busy {
                 message: format!("{what}: the shared engine is busy: {self}"),
-                retry_after: crate::http_util::BUSY_RETRY_AFTER,
+                retry_after: crate::error::BUSY_RETRY_AFTER,
             },
-            _ => ApiError::Internal(format!("{what}: the shared engine failed: {self}")),
+            _ => Failure::Internal(format!("{what}: the shared engine failed: {self}")),
         }
     }
 }
 
-impl From<EngineError> for ApiError {
+impl From<EngineError> for Failure {
     fn from(e: EngineError) -> Self {
         e.answer("runs")
     }

@@ -38,12 +38,13 @@ use crate::host::Principal;
 pub mod conformance;
 pub mod memory;
 mod rows;
-pub(crate) mod writer;
 pub(crate) use rows::now_ms;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(feature = "mcp")]
+pub(crate) mod user_mcp_store;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
@@ -69,6 +70,22 @@ pub enum HistoryError {
     /// The store failed.
     #[error("history store: {0}")]
     Storage(String),
+}
+
+impl From<HistoryError> for crate::error::Failure {
+    fn from(e: HistoryError) -> Self {
+        use crate::error::{BUSY_RETRY_AFTER, Failure};
+        match e {
+            HistoryError::InvalidId | HistoryError::InvalidInput(_) => {
+                Failure::Invalid(e.to_string())
+            }
+            HistoryError::Busy(_) => Failure::Busy {
+                message: e.to_string(),
+                retry_after: BUSY_RETRY_AFTER,
+            },
+            HistoryError::Storage(_) => Failure::Internal(e.to_string()),
+        }
+    }
 }
 
 /// What a save did.

@@ -15,3 +15,8 @@ pub use demo::DemoModel;
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiBackend, OpenAiConfig};
 pub use providers::{Providers, ProvidersError};
+
+/// The most one tool call's arguments may grow to while a backend accumulates them from the
+/// model's stream (1 MiB); the service takes no larger `arguments` back either
+/// ([`crate::limits::DEFAULT_MAX_ARGUMENTS_BYTES`] is this).
+pub const MAX_TOOL_ARGUMENTS_BYTES: usize = 1 << 20;

@@ -32,9 +32,9 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
 use tokio::io::AsyncBufReadExt;
 
+use super::client::Server;
 use super::config::{McpServerConfig, McpTransport};
 use super::listing::{Cache, Refreshes};
-use super::server::Server;
 use crate::events::EventBroadcaster;
 use crate::secrets::redact_urls;
 

@@ -10,10 +10,10 @@ use futures_util::future::join_all;
 use lmchatkit_protocol::{McpServerStatus, Tool, ToolResult};
 use serde_json::Value;
 
+use super::client::{CallError, Server};
 use super::config::McpServerConfig;
 use super::convert;
 use super::listing::Wait;
-use super::server::{CallError, Server};
 use crate::access::Scope;
 use crate::events::EventBroadcaster;
 use crate::host::{HostError, Principal, ToolSource};

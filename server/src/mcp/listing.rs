@@ -28,8 +28,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::client::ResourceListing;
 use super::conn::ListKind;
-use super::server::ResourceListing;
 
 /// How long a listing request may wait for a refresh.
 #[derive(Debug, Clone, Copy)]

@@ -27,7 +27,7 @@
 //!   a Streamable HTTP server's redirects are followed only within its origin, so its headers
 //!   and token never reach another host (see [`crate::secrets`]).
 
-mod catalog;
+mod client;
 mod config;
 mod conn;
 pub(crate) mod convert;
@@ -37,7 +37,7 @@ pub(crate) mod http_client;
 mod hub;
 mod listing;
 mod outbound;
-mod server;
+mod prompts_resources;
 mod skills;
 mod ui_meta;
 

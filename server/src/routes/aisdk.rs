@@ -25,8 +25,8 @@ use lmchatkit_protocol::ui_stream::{
 
 use crate::aisdk::turn;
 use crate::http_util::{ApiError, Response, empty, json, json_etag};
+use crate::routes::Req;
 use crate::runs::Run;
-use crate::service::Req;
 use crate::sse;
 use crate::state::State;
 
@@ -35,8 +35,9 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
     // by the response's body, and freed when both are gone (as the native route's).
     let permit = Arc::new(state.streams.open(req.cx.principal().id())?);
     let body: AiSdkChatRequest = req.json().await?;
-    let plan = turn::plan(state, &req.cx, body).await?;
-    let run = turn::run(state, plan, state.agent(), permit.clone()).await?;
+    let services = state.aisdk();
+    let plan = turn::plan(&services, &req.cx, body).await?;
+    let run = turn::run(&services, plan, state.agent(), permit.clone()).await?;
     let mut res = ui_stream(state, &run, permit);
     if let Ok(v) = HeaderValue::from_str(run.id()) {
         res.headers_mut().insert(RUN_ID_HEADER, v);

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::access;
 use crate::http_util::{self, ApiError, Response};
-use crate::service::Req;
+use crate::routes::Req;
 use crate::state::State;
 
 pub(crate) async fn proxy(state: &State, mut req: Req) -> Result<Response, ApiError> {

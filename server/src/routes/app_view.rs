@@ -18,7 +18,7 @@ use crate::apps::origins::{authority_of, host_of};
 use crate::apps::tokens::ViewTicket;
 use crate::apps::{APP_MIME, SANDBOX_PAGE, csp, is_app_mime};
 use crate::http_util::{self, ApiError, Response};
-use crate::service::Req;
+use crate::routes::Req;
 use crate::state::State;
 
 /// `POST /api/apps/view`.

@@ -8,7 +8,7 @@ use lmchatkit_protocol::ToolApprovals;
 
 use crate::access::approval::clean_list;
 use crate::http_util::{ApiError, Response, json};
-use crate::service::Req;
+use crate::routes::Req;
 use crate::state::State;
 
 fn storage(e: impl std::fmt::Display) -> ApiError {

@@ -9,7 +9,7 @@ use http::header::{self, HeaderValue};
 
 use crate::bundle;
 use crate::http_util::{ApiError, Response, accepts_encoding, empty, etag_of, full, not_modified};
-use crate::service::Req;
+use crate::routes::Req;
 use crate::state::State;
 
 pub(crate) fn page(state: &State, head: bool) -> Result<Response, ApiError> {

@@ -18,10 +18,10 @@ use tracing::Instrument;
 use crate::access::Scope;
 use crate::access::approval::{self, Approvals};
 use crate::history::validate_id;
-use crate::history::writer::Target;
 use crate::http_util::{ApiError, Response};
 use crate::models::{Price, TokenUsage};
-use crate::service::Req;
+use crate::routes::Req;
+use crate::runs::saver::Target;
 use crate::state::State;
 use crate::turn::run::Keep;
 use crate::{sse, turn};
@@ -68,7 +68,7 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
         _ => None,
     };
     let span = tracing::info_span!("chat", model = %model.id, messages = body.messages.len());
-    let prepared = turn::prepare(state, &req.cx, body, &model)
+    let prepared = turn::prepare(&state.turn_inputs(), &req.cx, body, &model)
         .instrument(span.clone())
         .await;
     let events = with_decisions(

@@ -12,7 +12,7 @@ use lmchatkit_protocol::{
 
 use crate::history::SaveOutcome;
 use crate::http_util::{ApiError, Response, empty, json, json_etag};
-use crate::service::Req;
+use crate::routes::Req;
 use crate::state::State;
 
 pub(crate) async fn list(state: &State, req: Req) -> Result<Response, ApiError> {

@@ -6,7 +6,7 @@
 use futures_util::StreamExt;
 
 use crate::http_util::{ApiError, Response};
-use crate::service::Req;
+use crate::routes::Req;
 use crate::sse;
 use crate::state::State;
 

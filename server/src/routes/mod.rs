@@ -15,12 +15,13 @@ pub(crate) mod app_proxy;
 pub(crate) mod app_view;
 pub(crate) mod approvals;
 pub(crate) mod assets;
-pub(crate) mod catalog;
 pub(crate) mod chat;
 pub(crate) mod conversations;
 pub(crate) mod csrf;
 pub(crate) mod events;
+pub(crate) mod lists;
 pub(crate) mod prompts;
+mod req;
 pub(crate) mod resources;
 pub(crate) mod runs;
 pub(crate) mod tools;
@@ -34,6 +35,8 @@ pub(crate) mod user_mcp_oauth;
 mod tests;
 
 use http::Method;
+
+pub(crate) use req::{Req, RequestBody};
 
 use crate::state::State;
 

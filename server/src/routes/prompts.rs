@@ -4,7 +4,7 @@ use lmchatkit_protocol::PromptGetRequest;
 
 use crate::access::{self, Scope};
 use crate::http_util::{ApiError, Response, json, json_etag};
-use crate::service::Req;
+use crate::routes::Req;
 use crate::state::State;
 
 pub(crate) async fn list(state: &State, req: Req) -> Result<Response, ApiError> {

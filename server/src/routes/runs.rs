@@ -23,8 +23,8 @@ use lmchatkit_protocol::{RUN_MESSAGE_HEADER, RunInfo, RunStatus};
 
 use crate::host::Principal;
 use crate::http_util::{ApiError, Response, json};
+use crate::routes::Req;
 use crate::runs::Run;
-use crate::service::Req;
 use crate::sse;
 use crate::state::State;
 

@@ -6,7 +6,7 @@ use lmchatkit_protocol::ToolCallRequest;
 
 use crate::access;
 use crate::http_util::{ApiError, Response, json};
-use crate::service::Req;
+use crate::routes::Req;
 use crate::state::State;
 
 pub(crate) async fn call(state: &State, mut req: Req) -> Result<Response, ApiError> {

@@ -13,7 +13,7 @@ use http_body_util::BodyDataStream;
 use lmchatkit_protocol::{UploadResponse, UploadedFile};
 
 use crate::http_util::{ApiError, Response, json};
-use crate::service::Req;
+use crate::routes::Req;
 use crate::state::State;
 
 pub(crate) async fn upload(state: &State, req: Req) -> Result<Response, ApiError> {

@@ -11,7 +11,7 @@ use lmchatkit_protocol::{
 use crate::host::Principal;
 use crate::http_util::{ApiError, Response, empty, json};
 use crate::routes::Endpoint;
-use crate::service::Req;
+use crate::routes::Req;
 use crate::state::State;
 use crate::user_mcp::oauth::{self, OAuthError};
 use crate::user_mcp::{

@@ -22,7 +22,7 @@ use lmchatkit_protocol::{SIGN_IN_CHANNEL, SignInSignal};
 
 use crate::bundle::escape_html;
 use crate::http_util::{ApiError, Response, full};
-use crate::service::Req;
+use crate::routes::Req;
 use crate::state::State;
 use crate::user_mcp::oauth::Callback;
 

@@ -14,8 +14,8 @@ use tokio::sync::watch;
 
 pub(crate) use lmchatkit_protocol::RunStatus;
 
+use crate::error::Failure;
 use crate::host::Principal;
-use crate::http_util::ApiError;
 
 #[cfg(test)]
 #[path = "tests.rs"]
@@ -453,7 +453,7 @@ impl Runs {
         thread: Option<&str>,
         message_id: &str,
         resume_base: Option<serde_json::Value>,
-    ) -> Result<RunWriter, ApiError> {
+    ) -> Result<RunWriter, Failure> {
         self.start_with_id(new_id(), owner, thread, message_id, resume_base)
     }
 
@@ -465,11 +465,11 @@ impl Runs {
         thread: Option<&str>,
         message_id: &str,
         resume_base: Option<serde_json::Value>,
-    ) -> Result<RunWriter, ApiError> {
+    ) -> Result<RunWriter, Failure> {
         let mut reg = self.lock();
         let key = thread.map(|t| (owner.clone(), t.to_owned()));
         if let Some(running) = key.as_ref().and_then(|k| reg.active.get(k)) {
-            return Err(ApiError::Conflict(format!(
+            return Err(Failure::Conflict(format!(
                 "a reply is still running in this conversation (run {}); stop it or wait for it",
                 running.id
             )));

@@ -72,10 +72,11 @@ use futures_util::stream::BoxStream;
 
 pub(crate) use lmchatkit_protocol::RunStatus;
 
+use crate::error::Failure;
 use crate::host::Principal;
-use crate::http_util::ApiError;
 
 pub(crate) mod local;
+pub(crate) mod saver;
 #[cfg(shared_engine)]
 mod shared;
 #[cfg(feature = "postgres")]
@@ -144,7 +145,7 @@ impl Runs {
         message_id: &str,
         resume_base: Option<serde_json::Value>,
         #[cfg_attr(not(shared_engine), allow(unused_variables))] lost: &[String],
-    ) -> Result<RunWriter, ApiError> {
+    ) -> Result<RunWriter, Failure> {
         #[cfg(shared_engine)]
         if let Some(shared) = &self.shared {
             let (local, mirror) = shared
@@ -167,7 +168,7 @@ impl Runs {
         &self,
         principal: &Principal,
         id: &str,
-    ) -> Result<Option<Run>, ApiError> {
+    ) -> Result<Option<Run>, Failure> {
         if let Some(run) = self.local.get(principal, id) {
             return Ok(Some(Run::Local(run)));
         }
@@ -236,7 +237,7 @@ impl Run {
     }
 
     /// Asks the run to stop, wherever it runs (nothing when it has ended).
-    pub(crate) async fn stop(&self) -> Result<(), ApiError> {
+    pub(crate) async fn stop(&self) -> Result<(), Failure> {
         match self {
             Self::Local(r) => {
                 r.stop();

@@ -48,8 +48,8 @@ use tokio::sync::{OnceCell, mpsc};
 use super::RunStatus;
 use super::local;
 use crate::engine::EngineError;
+use crate::error::Failure;
 use crate::host::Principal;
-use crate::http_util::ApiError;
 
 /// How long a run's lease lasts without a refresh.
 pub(crate) const LEASE: Duration = Duration::from_secs(5);
@@ -212,7 +212,7 @@ impl Shared {
         message_id: &str,
         resume_base: Option<serde_json::Value>,
         lost: &[String],
-    ) -> Result<(local::RunWriter, Mirror), ApiError> {
+    ) -> Result<(local::RunWriter, Mirror), Failure> {
         self.listen().await;
         let log = &self.inner.log;
         let id = local::new_id();
@@ -251,11 +251,11 @@ impl Shared {
             if running.is_empty() {
                 break;
             }
-            return Err(ApiError::Conflict(format!(
+            return Err(Failure::Conflict(format!(
                 "a reply is still running in this conversation (run {running}); stop it or wait for it"
             )));
         }
-        Err(ApiError::Conflict(
+        Err(Failure::Conflict(
             "a reply is still running in this conversation; stop it or wait for it".into(),
         ))
     }

@@ -223,7 +223,7 @@ async fn a_second_run_in_a_conversation_is_a_conflict_until_the_first_ends() {
         .start(&alice(), Some("t1"), "m2", None)
         .err()
         .expect("409");
-    assert!(matches!(err, ApiError::Conflict(ref m) if m.contains(first.run().id())));
+    assert!(matches!(err, Failure::Conflict(ref m) if m.contains(first.run().id())));
     // Another conversation, or another principal's conversation of the same id, is free.
     assert!(runs.start(&alice(), Some("t2"), "m3", None).is_ok());
     assert!(

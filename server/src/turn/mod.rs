@@ -11,6 +11,7 @@
 //!   stops sending it when the view that reported it is torn down.
 
 mod cache;
+pub(crate) mod menu;
 mod refs;
 pub(crate) mod run;
 mod slash;
@@ -24,9 +25,22 @@ use lmchatkit_protocol::{
 use serde_json::Value;
 
 use crate::access;
-use crate::host::{CompleteRequest, RequestContext};
-use crate::http_util::ApiError;
-use crate::state::State;
+use crate::catalog::PersonaSource;
+use crate::error::Failure;
+use crate::host::{CompleteRequest, Host, RequestContext};
+
+/// What preparing a turn reads: the host (models, tools, `@uri` reads, MCP prompts, the system
+/// prompt's augmenter), the personas, the cache of resolved references and prompts, the system
+/// prompt of a persona without one, and the model catalog. The service hands these over; the turn reaches for nothing
+/// else.
+pub(crate) struct Inputs<'a> {
+    pub host: &'a dyn Host,
+    pub personas: Option<&'a dyn PersonaSource>,
+    pub cache: &'a TurnCache,
+    pub system_prompt: &'a str,
+    /// The model catalog (the menu's facts and prices).
+    pub catalog: &'a crate::models::Catalog,
+}
 
 /// The default of [`ConfigBuilder::system_prompt`](crate::ConfigBuilder::system_prompt): the
 /// system prompt when the persona has none (some providers reject an empty one).
@@ -35,20 +49,20 @@ pub(crate) const FALLBACK_SYSTEM_PROMPT: &str = "You are a helpful assistant.";
 /// Builds the host's request from a validated chat request, for `model` (resolved off the
 /// caller's menu: its id is what the host receives).
 pub(crate) async fn prepare(
-    state: &State,
+    inputs: &Inputs<'_>,
     cx: &RequestContext,
     req: ChatRequest,
     model: &Model,
 ) -> CompleteRequest {
-    let persona = find_persona(state, cx, &req.persona_id).await;
+    let persona = find_persona(inputs.personas, cx, &req.persona_id).await;
     // A request that asks for none (`/compact`'s summary) is offered no tools, not even skills.
     let tools = match req.no_tools {
         true => Vec::new(),
-        false => access::model_tools(&*state.host, cx).await,
+        false => access::model_tools(inputs.host, cx).await,
     };
     let mut messages = clean(req.messages);
-    refs::resolve(state, cx, &state.turn_cache, &mut messages).await;
-    slash::resolve(state, cx, &state.turn_cache, &mut messages).await;
+    refs::resolve(inputs.host, cx, inputs.cache, &mut messages).await;
+    slash::resolve(inputs.host, cx, inputs.cache, &mut messages).await;
     messages.iter_mut().for_each(|m| m.from_app = None);
     if let Some(ctx) = req.model_context.filter(|v| !v.is_null()) {
         let at = latest_user(&messages).unwrap_or(messages.len());
@@ -56,7 +70,7 @@ pub(crate) async fn prepare(
         messages.insert(at, note);
     }
 
-    let system = system_prompt(state, cx, persona.as_ref()).await;
+    let system = system_prompt(inputs, cx, persona.as_ref()).await;
     messages.insert(0, Message::system(system));
 
     let mut params = merge_params(persona.map(|p| p.params), req.params);
@@ -71,11 +85,11 @@ pub(crate) async fn prepare(
 
 /// Checks a request's `reasoning_effort` (`low`, `medium` or `high`, or absent): anything else
 /// is a 400 naming the levels.
-pub(crate) fn check_effort(params: Option<&Params>) -> Result<(), ApiError> {
+pub(crate) fn check_effort(params: Option<&Params>) -> Result<(), Failure> {
     match params.and_then(|p| p.get(REASONING_EFFORT_PARAM)) {
         None | Some(Value::Null) => Ok(()),
         Some(Value::String(s)) if s.is_empty() || ReasoningEffort::parse(s).is_some() => Ok(()),
-        Some(other) => Err(ApiError::BadRequest(format!(
+        Some(other) => Err(Failure::Invalid(format!(
             "params.{REASONING_EFFORT_PARAM} must be one of low, medium, high (got {other})"
         ))),
     }
@@ -97,11 +111,15 @@ fn effort_for(params: &mut Params, model: &Model) {
     }
 }
 
-async fn find_persona(state: &State, cx: &RequestContext, id: &str) -> Option<Persona> {
+async fn find_persona(
+    personas: Option<&dyn PersonaSource>,
+    cx: &RequestContext,
+    id: &str,
+) -> Option<Persona> {
     if id.is_empty() {
         return None;
     }
-    let list = state.personas.as_ref()?.personas(cx).await.ok()?;
+    let list = personas?.personas(cx).await.ok()?;
     list.into_iter().find(|p| p.id == id)
 }
 
@@ -125,14 +143,18 @@ pub(crate) fn clean(messages: Vec<Message>) -> Vec<Message> {
         .collect()
 }
 
-async fn system_prompt(state: &State, cx: &RequestContext, persona: Option<&Persona>) -> String {
+async fn system_prompt(
+    inputs: &Inputs<'_>,
+    cx: &RequestContext,
+    persona: Option<&Persona>,
+) -> String {
     let base = persona
         .and_then(|p| p.system_prompt.as_deref())
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .unwrap_or(&state.settings.system_prompt)
+        .unwrap_or(inputs.system_prompt)
         .to_owned();
-    state.host.augment_system_prompt(cx, base).await
+    inputs.host.augment_system_prompt(cx, base).await
 }
 
 /// The user-side message carrying a view's model context, labelled as untrusted app data.

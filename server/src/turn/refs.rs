@@ -10,8 +10,7 @@ use lmchatkit_protocol::{Content, ContentPart, FileData, Message, ResourceResult
 use regex::Regex;
 
 use crate::access;
-use crate::host::RequestContext;
-use crate::state::State;
+use crate::host::{Host, RequestContext};
 
 use super::cache::{Resolved, TurnCache};
 
@@ -32,7 +31,7 @@ pub(super) fn find(text: &str) -> Vec<String> {
 }
 
 pub(super) async fn resolve(
-    state: &State,
+    host: &dyn Host,
     cx: &RequestContext,
     cache: &TurnCache,
     messages: &mut [Message],
@@ -59,7 +58,7 @@ pub(super) async fn resolve(
             let read = match cached {
                 Some(p) => p,
                 None => {
-                    let p = match access::read_reference(&*state.host, cx, &uri).await {
+                    let p = match access::read_reference(host, cx, &uri).await {
                         Ok(r) => to_parts(&uri, r),
                         Err(e) => {
                             vec![ContentPart::text(format!(

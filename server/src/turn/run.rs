@@ -26,9 +26,9 @@ use futures_util::{Stream, StreamExt};
 use lmchatkit_protocol::{Approval, Event, FinishReason, Message};
 use tracing::Instrument;
 
-use crate::history::writer::{Saver, Snapshot, Target};
+use crate::error::Failure;
 use crate::host::Principal;
-use crate::http_util::ApiError;
+use crate::runs::saver::{Saver, Snapshot, Target};
 use crate::runs::{self, Run, RunStatus, Runs};
 
 /// Where and how a run's reply is saved.
@@ -53,7 +53,7 @@ pub(crate) async fn start(
     events: impl Stream<Item = Event> + Send + 'static,
     keep: Option<Keep>,
     hold: impl Send + 'static,
-) -> Result<Run, ApiError> {
+) -> Result<Run, Failure> {
     let lost = [serde_json::to_string(&Event::error(LOST)).unwrap_or_default()];
     let writer = runs
         .start(owner, conversation, reply_id, None, &lost)

@@ -11,8 +11,7 @@ use lmchatkit_protocol::{Message, Prompt};
 use regex::Regex;
 
 use crate::access::{self, Scope};
-use crate::host::RequestContext;
-use crate::state::State;
+use crate::host::{Host, RequestContext};
 
 use super::cache::{Resolved, TurnCache};
 
@@ -57,7 +56,7 @@ pub(super) fn parse_args(prompt: &Prompt, rest: &str) -> BTreeMap<String, String
 }
 
 pub(super) async fn resolve(
-    state: &State,
+    host: &dyn Host,
     cx: &RequestContext,
     cache: &TurnCache,
     messages: &mut Vec<Message>,
@@ -68,7 +67,7 @@ pub(super) async fn resolve(
     {
         return;
     }
-    let prompts = match access::list_prompts(&*state.host, &Scope::user(cx.clone())).await {
+    let prompts = match access::list_prompts(host, &Scope::user(cx.clone())).await {
         Ok(p) if !p.is_empty() => p,
         _ => return,
     };
@@ -101,7 +100,7 @@ pub(super) async fn resolve(
             out.extend(cached);
             continue;
         }
-        match access::get_prompt(&*state.host, cx, &prompt.name, args).await {
+        match access::get_prompt(host, cx, &prompt.name, args).await {
             Ok(r) => {
                 let expanded: Vec<Message> = r
                     .messages

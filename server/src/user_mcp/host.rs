@@ -109,6 +109,20 @@ impl UserMcp {
     }
 }
 
+#[async_trait]
+impl crate::access::approval::OwnToolApprovals for UserMcp {
+    async fn own_tool_decision(
+        &self,
+        principal: &Principal,
+        tool: &str,
+    ) -> Result<Option<lmchatkit_protocol::ToolDecision>, HostError> {
+        Ok(self
+            .find_tool(principal, tool)
+            .await?
+            .map(|(_, t)| t.approval.decision()))
+    }
+}
+
 /// Whether `scope` may see users' tools: a signed-in principal acting as the model or the
 /// user, not a view.
 fn sees_user_tools(scope: &Scope) -> bool {

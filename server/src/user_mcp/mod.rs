@@ -59,6 +59,7 @@ mod upstream;
 #[cfg(any(test, feature = "test-support"))]
 pub mod conformance;
 
+pub use crate::history::user_mcp_store::{UserMcpRecord, UserMcpStore, UserMcpStoreError};
 pub(crate) use host::UserToolsHost;
 pub use host::{UNTRUSTED_TOOL_RULES, USER_TOOL_SEPARATOR, exposed_name};
 pub use memory::MemoryUserMcpStore;
@@ -72,15 +73,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use lmchatkit_protocol::{
-    AcceptedTool, CredentialsState, OAuthStatus, ReviewedTool, UserMcpServer, UserMcpTransport,
-};
-
+use crate::error::Failure;
 use crate::host::Principal;
-use crate::http_util::ApiError;
 use crate::mcp::OutboundPolicy;
-use crate::secrets::Redacted;
 use crate::secrets::sealing::Keyring;
 
 /// Most servers one principal may register.
@@ -113,170 +108,6 @@ const RESERVED_HEADERS: &[&str] = &[
     "transfer-encoding",
     "upgrade",
 ];
-
-/// One stored server of one principal. `credentials` is the sealed headers (see the module
-/// docs), never plain text; `Debug` does not print it.
-#[derive(Clone, PartialEq)]
-pub struct UserMcpRecord {
-    /// The server's id among its principal's servers.
-    pub slug: String,
-    /// The display name.
-    pub name: String,
-    /// The endpoint.
-    pub url: String,
-    /// The transport.
-    pub transport: UserMcpTransport,
-    /// The sealed headers ([`Keyring::seal`] of their JSON object), if any.
-    pub credentials: Option<String>,
-    /// Offered to the model.
-    pub enabled: bool,
-    /// Creation time, ms since the epoch.
-    pub created_at: i64,
-    /// Last change, ms since the epoch.
-    pub updated_at: i64,
-    /// Bumped by every write; [`UserMcpStore::update`] checks it.
-    pub revision: u64,
-    /// The accepted tools.
-    pub tools: Vec<AcceptedTool>,
-    /// The last refresh's listing, awaiting the user's review (not offered to anyone).
-    pub pending: Vec<ReviewedTool>,
-    /// Whether the server uses OAuth and whether the user is signed in.
-    pub oauth_status: OAuthStatus,
-    /// The sealed OAuth grant (tokens, registered client, authorization server metadata),
-    /// when signed in (see `user_mcp::oauth`).
-    pub oauth: Option<String>,
-    /// The sealed sign-in in progress (PKCE verifier, the state's nonce), if any.
-    pub oauth_pending: Option<String>,
-}
-
-impl fmt::Debug for UserMcpRecord {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UserMcpRecord")
-            .field("slug", &self.slug)
-            .field("name", &self.name)
-            .field("url", &crate::secrets::redact_url(&self.url))
-            .field("credentials", &self.credentials.as_ref().map(|_| Redacted))
-            .field("enabled", &self.enabled)
-            .field("revision", &self.revision)
-            .field("tools", &self.tools.len())
-            .field("pending", &self.pending.len())
-            .field("oauth_status", &self.oauth_status)
-            .field("oauth", &self.oauth.as_ref().map(|_| Redacted))
-            .field(
-                "oauth_pending",
-                &self.oauth_pending.as_ref().map(|_| Redacted),
-            )
-            .finish_non_exhaustive()
-    }
-}
-
-impl UserMcpRecord {
-    /// A new record (no credentials, no tools, revision 0) created `now`.
-    pub fn new(
-        slug: impl Into<String>,
-        name: impl Into<String>,
-        url: impl Into<String>,
-        now: i64,
-    ) -> Self {
-        Self {
-            slug: slug.into(),
-            name: name.into(),
-            url: url.into(),
-            transport: UserMcpTransport::StreamableHttp,
-            credentials: None,
-            enabled: true,
-            created_at: now,
-            updated_at: now,
-            revision: 0,
-            tools: Vec::new(),
-            pending: Vec::new(),
-            oauth_status: OAuthStatus::NotUsed,
-            oauth: None,
-            oauth_pending: None,
-        }
-    }
-
-    /// The answer of the routes: everything but the credentials, which are only "set" or not.
-    pub fn to_wire(&self) -> UserMcpServer {
-        UserMcpServer {
-            name: self.name.clone(),
-            slug: self.slug.clone(),
-            url: self.url.clone(),
-            transport: self.transport,
-            credentials: match self.credentials {
-                Some(_) => CredentialsState::Set,
-                None => CredentialsState::NotSet,
-            },
-            oauth: self.oauth_status,
-            enabled: self.enabled,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-            tools: self.tools.clone(),
-            preset: false,
-        }
-    }
-}
-
-/// What a [`UserMcpStore`] can fail with.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum UserMcpStoreError {
-    /// The principal already has a server with this slug.
-    #[error("a server with the slug {0:?} exists already")]
-    Duplicate(String),
-    /// The record changed since it was read (its revision moved on).
-    #[error("the server {0:?} was changed meanwhile; reload and retry")]
-    Conflict(String),
-    /// The store failed.
-    #[error("user MCP store: {0}")]
-    Storage(String),
-}
-
-impl From<UserMcpStoreError> for ApiError {
-    fn from(e: UserMcpStoreError) -> Self {
-        match e {
-            UserMcpStoreError::Duplicate(_) | UserMcpStoreError::Conflict(_) => {
-                ApiError::Conflict(e.to_string())
-            }
-            UserMcpStoreError::Storage(_) => ApiError::Internal(e.to_string()),
-        }
-    }
-}
-
-/// Where each principal's servers live. Every method is scoped to one principal: no call can
-/// reach another principal's servers. The stores of this crate (memory, SQLite, PostgreSQL) pass the `conformance` suite (feature `test-support`).
-#[async_trait]
-pub trait UserMcpStore: Send + Sync + 'static {
-    /// The principal's servers, by slug.
-    async fn list(&self, principal: &Principal) -> Result<Vec<UserMcpRecord>, UserMcpStoreError>;
-
-    /// One server of the principal.
-    async fn get(
-        &self,
-        principal: &Principal,
-        slug: &str,
-    ) -> Result<Option<UserMcpRecord>, UserMcpStoreError>;
-
-    /// Adds a server (stored with revision 1); [`UserMcpStoreError::Duplicate`] when the slug
-    /// is taken.
-    async fn create(
-        &self,
-        principal: &Principal,
-        record: UserMcpRecord,
-    ) -> Result<(), UserMcpStoreError>;
-
-    /// Replaces the server with `record.slug` when its stored revision is `record.revision`,
-    /// storing revision + 1: `Ok(false)` when there is no such server,
-    /// [`UserMcpStoreError::Conflict`] when the revision moved on.
-    async fn update(
-        &self,
-        principal: &Principal,
-        record: UserMcpRecord,
-    ) -> Result<bool, UserMcpStoreError>;
-
-    /// Removes a server; `false` when there was none.
-    async fn delete(&self, principal: &Principal, slug: &str) -> Result<bool, UserMcpStoreError>;
-}
 
 /// The user MCP feature's parts: the registry, the key that seals credentials, and the
 /// operator's outbound policy. `Debug` shows key ids only.
@@ -350,12 +181,12 @@ impl UserMcp {
         principal: &Principal,
         slug: &str,
         headers: &BTreeMap<String, String>,
-    ) -> Result<Option<String>, ApiError> {
+    ) -> Result<Option<String>, Failure> {
         if headers.is_empty() {
             return Ok(None);
         }
         let json = serde_json::to_vec(headers)
-            .map_err(|e| ApiError::Internal(format!("encoding headers: {e}")))?;
+            .map_err(|e| Failure::Internal(format!("encoding headers: {e}")))?;
         Ok(Some(self.keyring.seal(&json, &Self::aad(principal, slug))))
     }
 
@@ -364,7 +195,7 @@ impl UserMcp {
         &self,
         principal: &Principal,
         record: &UserMcpRecord,
-    ) -> Result<BTreeMap<String, String>, ApiError> {
+    ) -> Result<BTreeMap<String, String>, Failure> {
         let Some(sealed) = &record.credentials else {
             return Ok(BTreeMap::new());
         };
@@ -373,14 +204,14 @@ impl UserMcp {
             .open(sealed, &Self::aad(principal, &record.slug))
             .map_err(|e| {
                 tracing::warn!(slug = %record.slug, error = %e, "a user's MCP credentials do not open");
-                ApiError::Internal(format!(
+                Failure::Internal(format!(
                     "the stored credentials of {:?} cannot be opened ({e}); set them again",
                     record.slug
                 ))
             })?;
         serde_json::from_slice(&plain).map_err(|e| {
             tracing::warn!(slug = %record.slug, error = %e, "a user's MCP credentials are not a header map");
-            ApiError::Internal(format!(
+            Failure::Internal(format!(
                 "the stored credentials of {:?} are unreadable; set them again",
                 record.slug
             ))
@@ -397,7 +228,7 @@ pub(crate) fn now_ms() -> i64 {
 }
 
 /// Checks a slug: `^[a-z0-9][a-z0-9_-]{0,31}$`.
-pub fn check_slug(slug: &str) -> Result<(), ApiError> {
+pub fn check_slug(slug: &str) -> Result<(), Failure> {
     let b = slug.as_bytes();
     let ok = (1..=32).contains(&b.len())
         && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
@@ -405,20 +236,20 @@ pub fn check_slug(slug: &str) -> Result<(), ApiError> {
             .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-');
     match ok {
         true => Ok(()),
-        false => Err(ApiError::BadRequest(format!(
+        false => Err(Failure::Invalid(format!(
             "invalid slug {slug:?}: use 1 to 32 of a-z, 0-9, '_' or '-', starting with a letter or digit"
         ))),
     }
 }
 
 /// Checks a display name (trimmed; not blank; at most [`MAX_NAME_CHARS`]).
-pub(crate) fn check_name(name: &str) -> Result<String, ApiError> {
+pub(crate) fn check_name(name: &str) -> Result<String, Failure> {
     let name = name.trim();
     if name.is_empty() {
-        return Err(ApiError::BadRequest("name must not be blank".into()));
+        return Err(Failure::Invalid("name must not be blank".into()));
     }
     if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
-        return Err(ApiError::BadRequest(format!(
+        return Err(Failure::Invalid(format!(
             "name must be at most {MAX_NAME_CHARS} characters, without control characters"
         )));
     }
@@ -426,49 +257,47 @@ pub(crate) fn check_name(name: &str) -> Result<String, ApiError> {
 }
 
 /// Checks a URL against the length cap and the outbound policy; the normalised URL.
-pub(crate) fn check_url(policy: &OutboundPolicy, url: &str) -> Result<String, ApiError> {
+pub(crate) fn check_url(policy: &OutboundPolicy, url: &str) -> Result<String, Failure> {
     let url = url.trim();
     if url.len() > MAX_URL_BYTES {
-        return Err(ApiError::BadRequest(format!(
+        return Err(Failure::Invalid(format!(
             "url must be at most {MAX_URL_BYTES} bytes"
         )));
     }
     policy
         .check_url(url)
         .map(|u| u.to_string())
-        .map_err(|e| ApiError::BadRequest(format!("url refused: {e}")))
+        .map_err(|e| Failure::Invalid(format!("url refused: {e}")))
 }
 
 /// Checks headers: valid names and values, not reserved, within the caps. The messages name
 /// the header, never its value.
-pub(crate) fn check_headers(headers: &BTreeMap<String, String>) -> Result<(), ApiError> {
+pub(crate) fn check_headers(headers: &BTreeMap<String, String>) -> Result<(), Failure> {
     if headers.len() > MAX_HEADERS {
-        return Err(ApiError::BadRequest(format!(
-            "at most {MAX_HEADERS} headers"
-        )));
+        return Err(Failure::Invalid(format!("at most {MAX_HEADERS} headers")));
     }
     let mut seen = std::collections::BTreeSet::new();
     for (name, value) in headers {
         let parsed = http::HeaderName::try_from(name.as_str())
-            .map_err(|_| ApiError::BadRequest(format!("{name:?} is not a header name")))?;
+            .map_err(|_| Failure::Invalid(format!("{name:?} is not a header name")))?;
         if RESERVED_HEADERS.contains(&parsed.as_str()) || parsed.as_str().starts_with("mcp-param-")
         {
-            return Err(ApiError::BadRequest(format!(
+            return Err(Failure::Invalid(format!(
                 "the header {name:?} is set by the transport and cannot be given"
             )));
         }
         if !seen.insert(parsed.as_str().to_owned()) {
-            return Err(ApiError::BadRequest(format!(
+            return Err(Failure::Invalid(format!(
                 "the header {name:?} is given twice"
             )));
         }
         if http::HeaderValue::try_from(value.as_str()).is_err() || value.trim().is_empty() {
-            return Err(ApiError::BadRequest(format!(
+            return Err(Failure::Invalid(format!(
                 "the value of the header {name:?} is empty or has characters a header cannot carry"
             )));
         }
         if name.len() + value.len() > MAX_HEADER_BYTES {
-            return Err(ApiError::BadRequest(format!(
+            return Err(Failure::Invalid(format!(
                 "the header {name:?} is longer than {MAX_HEADER_BYTES} bytes"
             )));
         }

@@ -19,8 +19,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use super::{UserMcp, UserMcpRecord, UserMcpStoreError, check_slug, now_ms};
+use crate::error::Failure;
 use crate::host::Principal;
-use crate::http_util::ApiError;
 use crate::mcp::OutboundPolicy;
 
 /// A server the operator offers every user.
@@ -146,7 +146,7 @@ impl UserMcp {
     }
 
     /// Adds the presets `principal` lacks to their registry, disabled and without tools.
-    pub(crate) async fn seed_presets(&self, principal: &Principal) -> Result<(), ApiError> {
+    pub(crate) async fn seed_presets(&self, principal: &Principal) -> Result<(), Failure> {
         let presets = &self.presets;
         if presets.list.is_empty() || presets.seeded().contains(principal.id()) {
             return Ok(());

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{MAX_TOOLS, UserMcpRecord};
-use crate::http_util::ApiError;
+use crate::error::Failure;
 
 /// `value` as canonical JSON (keys sorted, no whitespace).
 ///
@@ -143,12 +143,12 @@ pub fn review(accepted: &[AcceptedTool], upstream: &[ReviewedTool]) -> ToolRevie
 /// Applies an accept to `record`: each named tool takes the pending definition with the
 /// reviewed hash (or, for the accepted definition's hash, only new settings); `remove` drops
 /// accepted tools. Nothing changes when anything is refused.
-pub(crate) fn accept(record: &mut UserMcpRecord, body: AcceptTools) -> Result<(), ApiError> {
+pub(crate) fn accept(record: &mut UserMcpRecord, body: AcceptTools) -> Result<(), Failure> {
     let mut tools = record.tools.clone();
     let mut named = BTreeSet::new();
     for t in body.tools {
         if !named.insert(t.name.clone()) {
-            return Err(ApiError::BadRequest(format!(
+            return Err(Failure::Invalid(format!(
                 "the tool {:?} is named twice",
                 t.name
             )));
@@ -179,13 +179,13 @@ pub(crate) fn accept(record: &mut UserMcpRecord, body: AcceptTools) -> Result<()
                 a.approval = t.approval.unwrap_or(a.approval);
             }
             (Some(_), _) | (_, Some(_)) => {
-                return Err(ApiError::Conflict(format!(
+                return Err(Failure::Conflict(format!(
                     "the definition of {:?} is not the one reviewed (hash {}); refresh and review it again",
                     t.name, t.hash
                 )));
             }
             (None, None) => {
-                return Err(ApiError::BadRequest(format!(
+                return Err(Failure::Invalid(format!(
                     "the tool {:?} is not in the last refresh; refresh first",
                     t.name
                 )));
@@ -194,20 +194,20 @@ pub(crate) fn accept(record: &mut UserMcpRecord, body: AcceptTools) -> Result<()
     }
     for name in body.remove {
         if named.contains(&name) {
-            return Err(ApiError::BadRequest(format!(
+            return Err(Failure::Invalid(format!(
                 "the tool {name:?} is both accepted and removed"
             )));
         }
         let before = tools.len();
         tools.retain(|a| a.name != name);
         if tools.len() == before {
-            return Err(ApiError::BadRequest(format!(
+            return Err(Failure::Invalid(format!(
                 "the tool {name:?} is not accepted, so it cannot be removed"
             )));
         }
     }
     if tools.len() > MAX_TOOLS {
-        return Err(ApiError::BadRequest(format!(
+        return Err(Failure::Invalid(format!(
             "at most {MAX_TOOLS} tools per server"
         )));
     }
@@ -221,7 +221,7 @@ pub const MAX_EXPOSED_NAME: usize = 64;
 
 /// A tool can be accepted only when the name the model would call it by is one model APIs take:
 /// 1 to [`MAX_EXPOSED_NAME`] of `A-Z a-z 0-9 _ -`.
-fn check_tool_name(slug: &str, tool: &str) -> Result<(), ApiError> {
+fn check_tool_name(slug: &str, tool: &str) -> Result<(), Failure> {
     let exposed = super::exposed_name(slug, tool);
     let ok = !tool.is_empty()
         && exposed.len() <= MAX_EXPOSED_NAME
@@ -230,7 +230,7 @@ fn check_tool_name(slug: &str, tool: &str) -> Result<(), ApiError> {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     match ok {
         true => Ok(()),
-        false => Err(ApiError::BadRequest(format!(
+        false => Err(Failure::Invalid(format!(
             "the tool {tool:?} cannot be accepted: as {exposed:?} its name must be 1 to \
              {MAX_EXPOSED_NAME} of A-Z, a-z, 0-9, '_' or '-' for models to call it"
         ))),
@@ -347,13 +347,13 @@ mod tests {
         let before = rec.clone();
         let stale = listed("a", "what the user saw").hash;
         let e = accept(&mut rec, AcceptTools::new([AcceptTool::new("a", stale)])).unwrap_err();
-        assert!(matches!(e, ApiError::Conflict(_)), "{e}");
+        assert!(matches!(e, Failure::Conflict(_)), "{e}");
         let e = accept(
             &mut rec,
             AcceptTools::new([AcceptTool::new("zz", "sha256:0")]),
         )
         .unwrap_err();
-        assert!(matches!(e, ApiError::BadRequest(_)), "{e}");
+        assert!(matches!(e, Failure::Invalid(_)), "{e}");
         assert_eq!(rec, before);
     }
 
@@ -364,7 +364,7 @@ mod tests {
             let mut rec = record_with(vec![t.clone()], vec![]);
             let e =
                 accept(&mut rec, AcceptTools::new([AcceptTool::new(name, t.hash)])).unwrap_err();
-            assert!(matches!(e, ApiError::BadRequest(_)), "{name}: {e}");
+            assert!(matches!(e, Failure::Invalid(_)), "{name}: {e}");
             assert!(rec.tools.is_empty());
         }
         let t = listed(&"x".repeat(64 - 3), "d");
@@ -391,7 +391,7 @@ mod tests {
         assert!(!rec.tools[0].enabled);
         assert_eq!(rec.tools[0].approval, UserToolApproval::Ask);
         let e = accept(&mut rec, AcceptTools::default().with_remove(["b"])).unwrap_err();
-        assert!(matches!(e, ApiError::BadRequest(_)));
+        assert!(matches!(e, Failure::Invalid(_)));
         accept(&mut rec, AcceptTools::default().with_remove(["a"])).unwrap();
         assert!(rec.tools.is_empty());
     }

@@ -1,4 +1,4 @@
-//! The fixture of the browser tests (`tests/tests/ui_*.rs`): a host with a `get_weather` tool,
+//! The fixture of the browser tests (`tests/tests/browser/`): a host with a `get_weather` tool,
 //! two MCP prompts (`greet`, `pair`) and a `docs://readme` resource over the mock upstream; the
 //! real service (memory history or none, events and uploads on) served on loopback; a browser on
 //! its page; and the waits the tests share.

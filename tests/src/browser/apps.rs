@@ -1,4 +1,4 @@
-//! The fixture of the MCP Apps browser tests (`tests/tests/ui_apps.rs`): the mock upstream and
+//! The fixture of the MCP Apps browser tests (`tests/tests/browser/ui_apps.rs`): the mock upstream and
 //! an MCP hub with the rmcp test server twice (`test`, whose probe view speaks MCP Apps by hand,
 //! and `other`) plus the npm `server-basic-vanillajs` example when installed, behind the real
 //! service — in default mode, or in proxy mode with the chat on `127.0.0.1` and the sandbox on

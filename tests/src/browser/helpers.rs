@@ -1,4 +1,4 @@
-//! More shared pieces of the browser tests (`tests/tests/ui_sidebar.rs`, `ui_code.rs`,
+//! More shared pieces of the browser tests (`tests/tests/browser/ui_sidebar.rs`, `ui_code.rs`,
 //! `ui_bench.rs`): a plain turn, a long stored conversation, and a fixture with two personas.
 
 use lmchatkit::catalog::StaticPersonas;

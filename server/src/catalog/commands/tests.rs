@@ -140,7 +140,7 @@ fn skipped_files_are_named_in_warnings() {
 
 #[test]
 fn the_shipped_examples_load() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("defaults/commands");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../app/defaults/commands");
     let log = capture_warnings(|| {
         let list = CommandDir::open(&dir, None).commands();
         assert_eq!(names(&list), ["eli5", "help", "review"]);

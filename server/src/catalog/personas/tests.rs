@@ -115,7 +115,7 @@ fn a_malformed_file_is_named_in_a_warning() {
 
 #[test]
 fn the_shipped_examples_load() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("defaults/personas");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../app/defaults/personas");
     let log = capture_warnings(|| {
         let list = PersonaDir::open(&dir, None).personas();
         let names: Vec<_> = list.iter().map(|p| p.name.as_str()).collect();

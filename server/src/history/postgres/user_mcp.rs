@@ -8,8 +8,8 @@ use tokio_postgres::Row;
 use super::{PostgresStore, no_nul, pg};
 use crate::history::HistoryError;
 use crate::history::rows::storage;
+use crate::history::user_mcp_store::{UserMcpRecord, UserMcpStore, UserMcpStoreError};
 use crate::host::Principal;
-use crate::user_mcp::{UserMcpRecord, UserMcpStore, UserMcpStoreError};
 
 const COLUMNS: &str = "slug, name, url, transport, credentials, enabled, created_at, updated_at, \
                        revision, tools, pending, oauth_status, oauth, oauth_pending";

@@ -24,9 +24,9 @@ use serde_json::Value;
 use crate::llm::openai::translate::{Flow, Reader, arguments, cut_off, queue_calls, read_events};
 use crate::llm::openai::transport::LogSpan;
 
-/// The most a tool call's accumulated input JSON may grow to (the service takes no larger
-/// `arguments` back either, see `limits`).
-pub(super) const MAX_ARGUMENTS_BYTES: usize = crate::limits::DEFAULT_MAX_ARGUMENTS_BYTES;
+/// The most a tool call's accumulated input JSON may grow to
+/// ([`crate::llm::MAX_TOOL_ARGUMENTS_BYTES`]).
+pub(super) const MAX_ARGUMENTS_BYTES: usize = crate::llm::MAX_TOOL_ARGUMENTS_BYTES;
 
 /// Translates an Anthropic Messages SSE body into chat [`Event`]s.
 ///

@@ -237,9 +237,9 @@ struct Accumulator {
     log: LogSpan,
 }
 
-/// The most a tool call's accumulated arguments may grow to (the service takes no larger
-/// `arguments` back either, see `limits`).
-pub(super) const MAX_ARGUMENTS_BYTES: usize = crate::limits::DEFAULT_MAX_ARGUMENTS_BYTES;
+/// The most a tool call's accumulated arguments may grow to
+/// ([`crate::llm::MAX_TOOL_ARGUMENTS_BYTES`]).
+pub(super) const MAX_ARGUMENTS_BYTES: usize = crate::llm::MAX_TOOL_ARGUMENTS_BYTES;
 
 impl Reader for Accumulator {
     fn on_sse(&mut self, event: &str, data: &str, out: &mut VecDeque<Event>) -> Flow {

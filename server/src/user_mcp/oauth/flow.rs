@@ -15,8 +15,8 @@ use super::{
     CLIENT_NAME, Client, Grant, OAuthError, Pending, SIGN_IN_TTL, STATE_AAD, StateToken, aad,
     describe, now_ms, quiet,
 };
+use crate::error::Failure;
 use crate::host::Principal;
-use crate::http_util::ApiError;
 use crate::user_mcp::{UserMcp, UserMcpRecord};
 
 /// The callback's path below the prefix.
@@ -55,13 +55,13 @@ impl Callback {
 }
 
 /// The redirect URI sign-ins started by this request use (see the module docs).
-pub(crate) fn redirect_uri(parts: &http::request::Parts, prefix: &str) -> Result<String, ApiError> {
+pub(crate) fn redirect_uri(parts: &http::request::Parts, prefix: &str) -> Result<String, Failure> {
     let host = parts
         .headers
         .get(http::header::HOST)
         .and_then(|h| h.to_str().ok())
         .or_else(|| parts.uri.authority().map(|a| a.as_str()))
-        .ok_or_else(|| ApiError::BadRequest("the request names no host".into()))?;
+        .ok_or_else(|| Failure::Invalid("the request names no host".into()))?;
     let origin = parts
         .headers
         .get(http::header::ORIGIN)
@@ -91,7 +91,7 @@ pub(crate) fn redirect_uri(parts: &http::request::Parts, prefix: &str) -> Result
     let uri = format!("{base}{prefix}{CALLBACK_PATH}");
     match reqwest::Url::parse(&uri) {
         Ok(u) if u.host_str().is_some() && u.query().is_none() => Ok(u.to_string()),
-        _ => Err(ApiError::BadRequest(format!(
+        _ => Err(Failure::Invalid(format!(
             "{host:?} does not make a callback URL"
         ))),
     }

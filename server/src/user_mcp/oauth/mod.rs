@@ -72,8 +72,8 @@ use serde::{Deserialize, Serialize};
 use tracing::instrument::WithSubscriber;
 
 use super::{UserMcp, UserMcpRecord, UserMcpStoreError};
+use crate::error::Failure;
 use crate::host::Principal;
-use crate::http_util::ApiError;
 use crate::secrets::redact_urls;
 
 /// How long a sign-in may take, from its start to the callback.
@@ -134,22 +134,22 @@ pub(crate) enum OAuthError {
     Internal(String),
 }
 
-impl From<OAuthError> for ApiError {
+impl From<OAuthError> for Failure {
     fn from(e: OAuthError) -> Self {
         match e {
-            OAuthError::NotOAuth(_) => ApiError::Unprocessable(e.to_string()),
-            OAuthError::Upstream { .. } => ApiError::BadGateway(e.to_string()),
+            OAuthError::NotOAuth(_) => Failure::Unusable(e.to_string()),
+            OAuthError::Upstream { .. } => Failure::Upstream(e.to_string()),
             OAuthError::SignInRequired(_) | OAuthError::OtherPrincipal => {
-                ApiError::Forbidden(e.to_string())
+                Failure::Denied(e.to_string())
             }
-            OAuthError::NoPrincipal => ApiError::Unauthorized(e.to_string()),
-            OAuthError::Gone(_) => ApiError::NotFound(e.to_string()),
-            OAuthError::Changed(_) => ApiError::Conflict(e.to_string()),
+            OAuthError::NoPrincipal => Failure::Unauthenticated(e.to_string()),
+            OAuthError::Gone(_) => Failure::NotFound(e.to_string()),
+            OAuthError::Changed(_) => Failure::Conflict(e.to_string()),
             OAuthError::UnknownState
             | OAuthError::Expired
             | OAuthError::BadCallback(_)
-            | OAuthError::Refused(_) => ApiError::BadRequest(e.to_string()),
-            OAuthError::Internal(_) => ApiError::Internal(e.to_string()),
+            | OAuthError::Refused(_) => Failure::Invalid(e.to_string()),
+            OAuthError::Internal(_) => Failure::Internal(e.to_string()),
         }
     }
 }

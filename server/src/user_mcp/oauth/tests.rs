@@ -78,7 +78,7 @@ async fn a_state_started_by_another_principal_is_refused_and_the_sign_in_stays()
         .await
         .unwrap_err();
     assert!(matches!(e, OAuthError::OtherPrincipal), "{e}");
-    assert_eq!(ApiError::from(e).status(), 403);
+    assert_eq!(crate::ApiError::from(Failure::from(e)).status(), 403);
     let alice = Principal::new("alice");
     let record = um.store.get(&alice, "docs").await.unwrap().unwrap();
     assert!(
@@ -87,7 +87,7 @@ async fn a_state_started_by_another_principal_is_refused_and_the_sign_in_stays()
     );
     // Without a session at all: 401.
     let e = um.finish_sign_in(None, callback(&state)).await.unwrap_err();
-    assert_eq!(ApiError::from(e).status(), 401);
+    assert_eq!(crate::ApiError::from(Failure::from(e)).status(), 401);
 }
 
 #[tokio::test]
@@ -130,7 +130,7 @@ async fn an_expired_a_forged_or_a_replaced_state_is_refused() {
         .finish_sign_in(Some(&alice), Callback::parse("code=x"))
         .await
         .unwrap_err();
-    assert_eq!(ApiError::from(e).status(), 400);
+    assert_eq!(crate::ApiError::from(Failure::from(e)).status(), 400);
 }
 
 #[tokio::test]

@@ -1,0 +1,469 @@
+//! The hub's client of one server: get-or-connect (restart after a crash, backoff after failed
+//! connects), cached listings that follow pagination and only ask for what the server
+//! advertises, and calls with a timeout whose transport failures become results naming the
+//! server.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use rmcp::ServiceError;
+use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
+use serde_json::{Map, Value};
+use tokio::task::AbortHandle;
+
+use super::config::{McpServerConfig, McpTransport};
+use super::conn::{Client, ConnState, ListKind, Shared, StatusCell, backoff, connect};
+use super::listing::{Cache, Refreshes, Slot, Wait};
+use crate::events::EventBroadcaster;
+use crate::secrets::redact_urls;
+
+/// Static resources and templates of one server.
+#[derive(Default)]
+pub(crate) struct ResourceListing {
+    pub resources: Vec<rmcp::model::Resource>,
+    pub templates: Vec<rmcp::model::ResourceTemplate>,
+}
+
+/// How a request failed.
+#[derive(Debug)]
+pub(crate) enum CallError {
+    /// Could not connect (or in backoff).
+    Unavailable(String),
+    /// The server answered with a JSON-RPC error.
+    Mcp(String),
+    /// Transport failure or timeout during the call.
+    Transport(String),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unavailable(e) | Self::Mcp(e) | Self::Transport(e) => f.write_str(e),
+        }
+    }
+}
+
+pub(crate) struct Server {
+    pub cfg: McpServerConfig,
+    pub shared: Arc<Shared>,
+    conn: tokio::sync::Mutex<ConnState>,
+    status: Mutex<StatusCell>,
+    /// How long one listing request (after connecting) may take.
+    list_timeout: Duration,
+    /// Background refreshes still running, aborted when the hub goes away.
+    tasks: Mutex<Vec<AbortHandle>>,
+}
+
+impl Server {
+    pub fn new(
+        cfg: McpServerConfig,
+        events: Option<EventBroadcaster>,
+        list_timeout: Duration,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
+            shared: Arc::new(Shared {
+                name: cfg.name.clone(),
+                cache: Mutex::new(Cache::default()),
+                generation: AtomicU64::new(0),
+                events,
+                refreshes: Refreshes::default(),
+                server: me.clone(),
+            }),
+            cfg,
+            conn: tokio::sync::Mutex::new(ConnState::default()),
+            status: Mutex::new(StatusCell::default()),
+            list_timeout,
+            tasks: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.cfg.name
+    }
+
+    /// Sets what `/api/config` shows; the error is redacted (no URL userinfo or query).
+    fn set_status(&self, status: &'static str, error: Option<String>) {
+        let error = error.map(|e| redact_urls(&e));
+        *self.status.lock().unwrap_or_else(|p| p.into_inner()) = StatusCell { status, error };
+    }
+
+    pub fn status(&self) -> StatusCell {
+        self.status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The live connection, connecting (or reconnecting) first when needed.
+    pub async fn client(&self) -> Result<Arc<Client>, CallError> {
+        let mut st = self.conn.lock().await;
+        if let Some(c) = &st.client {
+            if !c.is_dead() {
+                return Ok(c.clone());
+            }
+            tracing::warn!(server = %self.name(), "MCP server connection lost; restarting it");
+            st.note_death();
+            self.shared.clear();
+        }
+        let delay = st.restart_delay();
+        if !delay.is_zero() {
+            // A crash loop: restart, but not at full speed.
+            tracing::warn!(server = %self.name(), "MCP server keeps dying; restarting in {delay:?}");
+            tokio::time::sleep(delay).await;
+        }
+        if let Some(at) = st.retry_at
+            && Instant::now() < at
+        {
+            let last = st.last_error.clone().unwrap_or_default();
+            return Err(CallError::Unavailable(format!(
+                "MCP server {} is unavailable ({last}); retrying in {:.1} s",
+                self.name(),
+                at.saturating_duration_since(Instant::now()).as_secs_f32()
+            )));
+        }
+        self.set_status("connecting", None);
+        match connect(&self.cfg, self.shared.clone()).await {
+            Ok(c) => {
+                let c = Arc::new(c);
+                st.client = Some(c.clone());
+                st.connected_at = Some(Instant::now());
+                st.failures = 0;
+                st.retry_at = None;
+                st.last_error = None;
+                self.shared.clear();
+                self.set_status("connected", None);
+                Ok(c)
+            }
+            Err(e) => {
+                st.failures += 1;
+                st.retry_at = Some(Instant::now() + backoff(st.failures));
+                st.last_error = Some(e.clone());
+                tracing::error!(server = %self.name(), "MCP server failed to connect: {e}");
+                self.set_status("error", Some(e.clone()));
+                Err(CallError::Unavailable(format!(
+                    "MCP server {} is unavailable: {e}",
+                    self.name()
+                )))
+            }
+        }
+    }
+
+    /// Drops the connection after a transport failure so the next use restarts it.
+    async fn forget(&self, dead: &Arc<Client>, why: &str) {
+        let mut st = self.conn.lock().await;
+        if st.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, dead)) {
+            st.note_death();
+            self.shared.clear();
+            self.set_status("error", Some(why.to_owned()));
+        }
+    }
+
+    /// The child's process id, for diagnostics (stdio servers only, once connected).
+    pub async fn pid(&self) -> Option<u32> {
+        self.conn.lock().await.client.as_ref().and_then(|c| c.pid)
+    }
+
+    /// The negotiated MCP protocol version, once connected.
+    pub async fn protocol_version(&self) -> Option<String> {
+        let st = self.conn.lock().await;
+        let info = st.client.as_ref()?.svc.peer_info()?;
+        Some(info.protocol_version.to_string())
+    }
+
+    /// Closes the connection (a child process is stopped).
+    pub async fn shutdown(&self) {
+        let client = self.conn.lock().await.client.take();
+        if let Some(c) = client
+            && let Ok(mut c) = Arc::try_unwrap(c)
+        {
+            let _ = c.svc.close_with_timeout(Duration::from_secs(3)).await;
+        }
+    }
+
+    fn map_err(&self, e: ServiceError) -> CallError {
+        match e {
+            ServiceError::McpError(e) => CallError::Mcp(e.message.to_string()),
+            ServiceError::Timeout { .. } => {
+                CallError::Transport(format!("MCP server {} timed out", self.name()))
+            }
+            other => CallError::Transport(redact_urls(&format!(
+                "MCP server {} failed: {other}",
+                self.name()
+            ))),
+        }
+    }
+
+    /// Runs `f` on the connection. A failure to send over a pipe (the server was already gone)
+    /// is retried once on a fresh connection; a failure during the call is returned (and the connection
+    /// dropped, so the next use restarts the server).
+    async fn run<T, F, Fut>(&self, timeout: Duration, f: F) -> Result<T, CallError>
+    where
+        F: Fn(Arc<Client>) -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        for attempt in 0..2 {
+            let c = self.client().await?;
+            let res = tokio::time::timeout(timeout, f(c.clone())).await;
+            match res {
+                Err(_) => {
+                    return Err(CallError::Transport(format!(
+                        "MCP server {} did not answer within {timeout:?}",
+                        self.name()
+                    )));
+                }
+                Ok(Ok(v)) => return Ok(v),
+                Ok(Err(ServiceError::McpError(e))) => {
+                    return Err(CallError::Mcp(e.message.to_string()));
+                }
+                Ok(Err(e)) => {
+                    // Over a pipe, a failed send never reached the server, so it is safe to
+                    // retry; an HTTP POST may have been processed before it failed.
+                    let not_sent = matches!(e, ServiceError::TransportSend(_))
+                        && !matches!(self.cfg.transport, McpTransport::Http { .. });
+                    let err = self.map_err(e);
+                    if c.is_dead() || not_sent {
+                        self.forget(&c, &err.to_string()).await;
+                        if attempt == 0 && not_sent {
+                            continue;
+                        }
+                    }
+                    return Err(err);
+                }
+            }
+        }
+        unreachable!("the loop returns on its second attempt")
+    }
+
+    /// The tools, from the cache (see [`super::listing`] for how long this waits).
+    pub async fn tools(self: &Arc<Self>, wait: Wait) -> Option<Arc<Vec<rmcp::model::Tool>>> {
+        self.listed(ListKind::Tools, wait, |c| &c.tools).await
+    }
+
+    /// The prompts, from the cache.
+    pub async fn prompts(self: &Arc<Self>, wait: Wait) -> Option<Arc<Vec<rmcp::model::Prompt>>> {
+        self.listed(ListKind::Prompts, wait, |c| &c.prompts).await
+    }
+
+    /// The resources and templates, from the cache.
+    pub async fn resources(self: &Arc<Self>, wait: Wait) -> Option<Arc<ResourceListing>> {
+        self.listed(ListKind::Resources, wait, |c| &c.resources)
+            .await
+    }
+
+    async fn listed<T>(
+        self: &Arc<Self>,
+        kind: ListKind,
+        wait: Wait,
+        slot: fn(&Cache) -> &Slot<T>,
+    ) -> Option<Arc<T>> {
+        // The common case, a current listing, takes one lock and no subscription.
+        if let Some(current) = slot(&self.cache()).current() {
+            return Some(current);
+        }
+        // Subscribed before looking again, so a refresh ending in between is not missed.
+        let mut ended = self.shared.refreshes.watch(kind);
+        let last = {
+            let cache = self.cache();
+            if let Some(current) = slot(&cache).current() {
+                return Some(current);
+            }
+            slot(&cache).value()
+        };
+        self.spawn_refresh(kind);
+        let limit = match wait {
+            // A slow server that never listed offered nothing to call.
+            Wait::ForCall if last.is_some() || self.shared.refreshes.is_slow() => return last,
+            Wait::ForCall => None,
+            Wait::Briefly(d) if d.is_zero() || self.shared.refreshes.is_slow() => return last,
+            Wait::Briefly(d) => Some(d),
+        };
+        match limit {
+            None => {
+                let _ = ended.changed().await;
+            }
+            Some(d) => {
+                if tokio::time::timeout(d, ended.changed()).await.is_err() {
+                    self.shared.refreshes.mark_slow();
+                    tracing::warn!(
+                        server = %self.name(),
+                        ?kind,
+                        "MCP server did not list within {d:?}; going on without waiting for it \
+                         (the listing goes on in the background)"
+                    );
+                    return last;
+                }
+            }
+        }
+        slot(&self.cache()).value()
+    }
+
+    /// Starts a background refresh of `kind` unless one is running.
+    pub fn spawn_refresh(self: &Arc<Self>, kind: ListKind) {
+        if !self.shared.refreshes.claim(kind) {
+            return;
+        }
+        let me = self.clone();
+        let task = tokio::spawn(async move { me.refresh(kind).await });
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task.abort_handle());
+    }
+
+    /// Fetches `kind` now (the caller claimed the refresh), then ends the refresh.
+    async fn refresh(&self, kind: ListKind) {
+        let r = self.fetch(kind).await;
+        if let Err(e) = &r {
+            tracing::warn!(server = %self.name(), ?kind, "listing the MCP server failed: {e}");
+        }
+        if self.shared.refreshes.end(kind, r.is_ok()) {
+            self.shared.announce(kind);
+        }
+    }
+
+    /// Refreshes every listing now and waits for them (for [`McpHub::start`](super::McpHub::start)).
+    pub async fn refresh_all(&self) {
+        join_all(ListKind::ALL.into_iter().map(|kind| async move {
+            let mut ended = self.shared.refreshes.watch(kind);
+            if self.shared.refreshes.claim(kind) {
+                self.refresh(kind).await;
+            } else {
+                // One is running already (a turn started it): wait for that one.
+                let _ = ended.changed().await;
+            }
+        }))
+        .await;
+    }
+
+    /// Lists `kind` from the server and stores it; listed again when a change raced with it.
+    async fn fetch(&self, kind: ListKind) -> Result<(), CallError> {
+        const ATTEMPTS: usize = 3;
+        for _ in 0..ATTEMPTS {
+            // Connecting (which outdates every listing) comes before the generation is read.
+            let c = self.client().await?;
+            let generation = self.shared.generation.load(Ordering::SeqCst);
+            let caps = c.capabilities();
+            let t = self.list_timeout;
+            let stored = match kind {
+                ListKind::Tools => {
+                    let tools = if caps.tools.is_some() {
+                        self.run(t, |c| async move { c.svc.list_all_tools().await })
+                            .await?
+                    } else {
+                        Vec::new()
+                    };
+                    self.store(generation, |c| &mut c.tools, tools)
+                }
+                ListKind::Prompts => {
+                    let prompts = if caps.prompts.is_some() {
+                        self.run(t, |c| async move { c.svc.list_all_prompts().await })
+                            .await?
+                    } else {
+                        Vec::new()
+                    };
+                    self.store(generation, |c| &mut c.prompts, prompts)
+                }
+                ListKind::Resources => {
+                    let listing = if caps.resources.is_some() {
+                        let resources = self
+                            .run(t, |c| async move { c.svc.list_all_resources().await })
+                            .await?;
+                        // Templates are optional even for servers with resources.
+                        let templates = self
+                            .run(
+                                t,
+                                |c| async move { c.svc.list_all_resource_templates().await },
+                            )
+                            .await
+                            .unwrap_or_default();
+                        ResourceListing {
+                            resources,
+                            templates,
+                        }
+                    } else {
+                        ResourceListing::default()
+                    };
+                    self.store(generation, |c| &mut c.resources, listing)
+                }
+            };
+            if stored {
+                return Ok(());
+            }
+        }
+        // It kept changing while we listed: what we have is outdated and is listed again
+        // on its next use.
+        Ok(())
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.shared.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Stores a fetched listing, current when no change came since `generation`.
+    fn store<T>(&self, generation: u64, slot: fn(&mut Cache) -> &mut Slot<T>, value: T) -> bool {
+        let mut cache = self.cache();
+        let current = self.shared.generation.load(Ordering::SeqCst) == generation;
+        slot(&mut cache).set(Arc::new(value), current);
+        current
+    }
+
+    /// Aborts the background refreshes (the hub is going away).
+    pub fn abort_refreshes(&self) {
+        for t in self
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            t.abort();
+        }
+    }
+
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        timeout: Duration,
+    ) -> Result<rmcp::model::CallToolResult, CallError> {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        if let Some(a) = arguments {
+            params = params.with_arguments(a);
+        }
+        self.run(timeout, |c| {
+            let params = params.clone();
+            async move { c.svc.peer().call_tool(params).await }
+        })
+        .await
+    }
+
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<rmcp::model::GetPromptResult, CallError> {
+        let mut params = GetPromptRequestParams::new(name.to_owned());
+        if !args.is_empty() {
+            params = params.with_arguments(args);
+        }
+        self.run(timeout, |c| {
+            let params = params.clone();
+            async move { c.svc.peer().get_prompt(params).await }
+        })
+        .await
+    }
+
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        timeout: Duration,
+    ) -> Result<rmcp::model::ReadResourceResult, CallError> {
+        let params = ReadResourceRequestParams::new(uri.to_owned());
+        self.run(timeout, |c| {
+            let params = params.clone();
+            async move { c.svc.peer().read_resource(params).await }
+        })
+        .await
+    }
+}

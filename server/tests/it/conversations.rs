@@ -1,0 +1,262 @@
+//! `/api/conversations`: CRUD, the revision write model (409 with the current copy), principal
+//! scoping, and the conversation events other tabs receive.
+
+use crate::support;
+
+use std::time::Duration;
+
+use http::Request;
+use http_body_util::{BodyExt, Full};
+use lmchatkit::Principal;
+use lmchatkit::history::MemoryStore;
+use serde_json::json;
+use support::*;
+use tower::ServiceExt;
+
+fn svc() -> lmchatkit::ChatService {
+    service(config(FakeHost::default()).history(MemoryStore::new()))
+}
+
+fn conv(revision: u64, messages: serde_json::Value) -> serde_json::Value {
+    json!({"id": "ignored", "title": "T", "persona_id": "default", "model": "m", "revision": revision, "messages": messages})
+}
+
+#[tokio::test]
+async fn crud_round_trip() {
+    let s = svc();
+    assert_eq!(send(&s, get("/chat/api/conversations")).await.text(), "[]");
+    let msgs = json!([{"role": "system", "content": "never stored"}, {"id": "m1", "role": "user", "content": "hi"}]);
+    let r = send(&s, put("/chat/api/conversations/c-1", &conv(0, msgs))).await;
+    assert_eq!(r.json(), json!({"ok": true, "revision": 1}));
+    let r = send(&s, get("/chat/api/conversations/c-1")).await;
+    let got = r.json();
+    assert_eq!(
+        (got["id"].as_str(), got["revision"].as_u64()),
+        (Some("c-1"), Some(1))
+    );
+    assert_eq!(
+        got["messages"],
+        json!([{"id": "m1", "role": "user", "content": "hi"}])
+    );
+    let list = send(&s, get("/chat/api/conversations")).await.json();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert!(list[0].get("messages").is_none());
+
+    let patch = |body| {
+        with_json(
+            "PATCH",
+            "/chat/api/conversations/c-1",
+            serde_json::to_vec(&body).unwrap(),
+        )
+    };
+    let r = send(
+        &s,
+        patch(json!({"title": "  Renamed ", "params": {"temperature": 0.5}})),
+    )
+    .await;
+    assert_eq!(r.json(), json!({"ok": true, "revision": 2}));
+    let got = send(&s, get("/chat/api/conversations/c-1")).await.json();
+    assert_eq!(
+        (got["title"].as_str(), got["params"]["temperature"].as_f64()),
+        (Some("Renamed"), Some(0.5))
+    );
+    assert_eq!(send(&s, patch(json!({"title": " "}))).await.status, 400);
+
+    let del = Request::delete("/chat/api/conversations/c-1")
+        .body(Full::default())
+        .unwrap();
+    let r = send(&s, del).await;
+    assert_eq!((r.status.as_u16(), r.body.len()), (204, 0));
+    assert_eq!(
+        send(&s, get("/chat/api/conversations/c-1")).await.status,
+        404
+    );
+    let del = Request::delete("/chat/api/conversations/c-1")
+        .body(Full::default())
+        .unwrap();
+    assert_eq!(send(&s, del).await.status, 404);
+}
+
+#[tokio::test]
+async fn stale_revision_gets_409_with_the_current_copy() {
+    let s = svc();
+    send(
+        &s,
+        put(
+            "/chat/api/conversations/c-2",
+            &conv(0, json!([{"id": "a", "role": "user", "content": "1"}])),
+        ),
+    )
+    .await;
+    let r = send(&s, put("/chat/api/conversations/c-2", &conv(1, json!([{"id": "a", "role": "user", "content": "1"}, {"id": "b", "role": "assistant", "content": "2"}])))).await;
+    assert_eq!(r.json()["revision"], 2);
+    // Another tab still at revision 1 appends something else.
+    let r = send(&s, put("/chat/api/conversations/c-2", &conv(1, json!([{"id": "a", "role": "user", "content": "1"}, {"id": "x", "role": "user", "content": "other"}])))).await;
+    assert_eq!(r.status, 409);
+    let body = r.json();
+    assert_eq!(body["revision"], 2);
+    assert_eq!(body["conversation"]["messages"][1]["id"], "b");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("changed elsewhere")
+    );
+    // Creating over an existing id is a conflict too.
+    assert_eq!(
+        send(&s, put("/chat/api/conversations/c-2", &conv(0, json!([]))))
+            .await
+            .status,
+        409
+    );
+}
+
+#[tokio::test]
+async fn a_put_that_keeps_stored_messages_carries_only_the_new_ones() {
+    let s = svc();
+    let url = "/chat/api/conversations/c-3";
+    let first = json!([{"id": "a", "role": "user", "content": "1"}, {"id": "b", "role": "assistant", "content": "2"}]);
+    assert_eq!(
+        send(&s, put(url, &conv(0, first))).await.json()["revision"],
+        1
+    );
+    let mut turn = conv(1, json!([{"id": "c", "role": "user", "content": "3"}]));
+    turn["kept"] = json!(2);
+    assert_eq!(
+        send(&s, put(url, &turn)).await.json(),
+        json!({"ok": true, "revision": 2})
+    );
+    let got = send(&s, get(url)).await.json();
+    let ids: Vec<&str> = got["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+    assert!(got.get("kept").is_none(), "a GET never says what was kept");
+
+    // Keeping more than is stored: 409 with the current copy.
+    let mut wrong = conv(2, json!([]));
+    wrong["kept"] = json!(4);
+    let r = send(&s, put(url, &wrong)).await;
+    assert_eq!(r.status, 409);
+    assert_eq!(r.json()["conversation"]["messages"][2]["id"], "c");
+
+    // Deleted in another tab: 409 at revision 0, and nothing is created until the whole
+    // conversation comes.
+    let del = Request::delete(url).body(Full::default()).unwrap();
+    assert_eq!(send(&s, del).await.status, 204);
+    let mut kept = conv(2, json!([{"id": "d", "role": "user", "content": "4"}]));
+    kept["kept"] = json!(3);
+    let r = send(&s, put(url, &kept)).await;
+    assert_eq!(r.status, 409);
+    assert_eq!(r.json()["revision"], 0);
+    assert_eq!(send(&s, get(url)).await.status, 404);
+    // A negative or non-integer count is a 400, not a save.
+    let mut bad = conv(0, json!([]));
+    bad["kept"] = json!(-1);
+    assert_eq!(send(&s, put(url, &bad)).await.status, 400);
+}
+
+#[tokio::test]
+async fn conversations_are_scoped_to_the_principal() {
+    let s = svc();
+    let as_user = |mut req: Request<Full<bytes::Bytes>>, who: &str| {
+        req.extensions_mut().insert(Principal::new(who));
+        req
+    };
+    send(
+        &s,
+        as_user(
+            put("/chat/api/conversations/c-3", &conv(0, json!([]))),
+            "alice",
+        ),
+    )
+    .await;
+    assert_eq!(
+        send(&s, as_user(get("/chat/api/conversations/c-3"), "bob"))
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        send(&s, as_user(get("/chat/api/conversations"), "bob"))
+            .await
+            .text(),
+        "[]"
+    );
+    assert_eq!(
+        send(&s, get("/chat/api/conversations/c-3")).await.status,
+        404
+    );
+    assert_eq!(
+        send(&s, as_user(get("/chat/api/conversations/c-3"), "alice"))
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn saves_renames_and_deletes_notify_the_same_principals_tabs() {
+    let s = svc();
+    let mut sub = Request::get("/chat/api/events")
+        .body(Full::<bytes::Bytes>::default())
+        .unwrap();
+    sub.extensions_mut().insert(Principal::new("alice"));
+    let mut mine = s.clone().oneshot(sub).await.unwrap().into_body();
+    let mut other = s
+        .clone()
+        .oneshot(get("/chat/api/events"))
+        .await
+        .unwrap()
+        .into_body();
+    let mut req = put("/chat/api/conversations/c-4", &conv(0, json!([])));
+    req.extensions_mut().insert(Principal::new("alice"));
+    send(&s, req).await;
+    let mut req = with_json("PATCH", "/chat/api/conversations/c-4", r#"{"title":"n"}"#);
+    req.extensions_mut().insert(Principal::new("alice"));
+    send(&s, req).await;
+    let mut req = Request::delete("/chat/api/conversations/c-4")
+        .body(Full::default())
+        .unwrap();
+    req.extensions_mut().insert(Principal::new("alice"));
+    send(&s, req).await;
+    let mut seen = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !seen.contains("conversation_deleted") {
+        let f = tokio::time::timeout_at(deadline, mine.frame())
+            .await
+            .expect("events arrive")
+            .unwrap()
+            .unwrap();
+        seen.push_str(std::str::from_utf8(f.data_ref().unwrap()).unwrap());
+    }
+    assert!(
+        seen.contains(r#"{"type":"conversation_saved","id":"c-4","revision":1}"#),
+        "{seen}"
+    );
+    assert!(
+        seen.contains(r#"{"type":"conversation_renamed","id":"c-4","revision":2}"#),
+        "{seen}"
+    );
+    // The anonymous subscriber got nothing but the opening comment.
+    let first = other.frame().await.unwrap().unwrap();
+    assert_eq!(first.data_ref().unwrap().as_ref(), b": connected\n\n");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), other.frame())
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn without_a_store_history_routes_are_404() {
+    let s = service(config(FakeHost::default()));
+    let r = send(&s, get("/chat/api/conversations")).await;
+    assert_eq!(
+        (r.status.as_u16(), r.error()),
+        (404, "server-side history is not enabled".into())
+    );
+}
