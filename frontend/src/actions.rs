@@ -9,15 +9,13 @@
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lmchatkit_protocol::{
-    Content, ContentPart, Event, FileData, Message, ReasoningEffort, UploadedFile,
-};
+use lmchatkit_protocol::{Content, ContentPart, FileData, ReasoningEffort, UploadedFile};
 use serde_json::json;
 
-use crate::commands::{argument_hint, compact_request, expand_command, parse_slash};
-use crate::history::{persist, remember_current};
+use crate::commands::{argument_hint, expand_command, parse_slash};
+use crate::history::remember_current;
 use crate::spend;
-use crate::state::{Chat, Store, UiMessage, now_ms, params_from_fields};
+use crate::state::{Chat, Store, params_from_fields};
 use crate::turn;
 
 /// Starts a chat from the picker's setup (not saved until the first message).
@@ -162,69 +160,4 @@ pub fn compact_open_chat(store: Store) {
     if let Some(chat) = store.chat.get_untracked().filter(|c| !c.has_pending()) {
         spawn_local(turn::compact(store, chat));
     }
-}
-
-/// Says that `/compact` failed (the transcript is unchanged).
-pub fn compaction_failed(store: Store, chat: &Chat) {
-    turn::info_card(
-        store,
-        chat,
-        json!({"title": "Compaction Failed", "items": []}),
-    );
-}
-
-/// `/compact`: asks the model for a summary and replaces the transcript with it. In the turn's
-/// chunk: the UI calls [`turn::compact`].
-pub(crate) async fn compact_now(store: Store, chat: Chat) {
-    let msgs = chat.wire_messages();
-    let Some(req) = compact_request(
-        chat.model.get_untracked(),
-        chat.persona_id.get_untracked(),
-        chat.params.get_untracked(),
-        &msgs,
-    ) else {
-        turn::info_card(
-            store,
-            &chat,
-            json!({"title": "Nothing to Compact", "items": []}),
-        );
-        return;
-    };
-    store.busy.set(true);
-    let mut summary = String::new();
-    let mut failed = false;
-    let (mut call_usage, mut call_cost) = (None, None);
-    let res = store
-        .api()
-        .chat_stream(
-            &req,
-            None,
-            |_| {},
-            |f| match serde_json::from_str::<Event>(&f.data) {
-                Ok(Event::Delta { delta }) => summary.push_str(&delta),
-                Ok(Event::Error { .. }) => failed = true,
-                Ok(Event::Done {
-                    usage, cost_usd, ..
-                }) => (call_usage, call_cost) = (usage, cost_usd),
-                _ => {}
-            },
-        )
-        .await;
-    store.busy.set(false);
-    if res.is_err() || failed || summary.trim().is_empty() {
-        compaction_failed(store, &chat);
-        return;
-    }
-    let n = msgs.len();
-    let mut m = Message::assistant(summary);
-    m.created_at = Some(now_ms());
-    let (usage, cost) = crate::spend::summary_spend(&msgs, call_usage, call_cost);
-    (m.usage, m.cost_usd) = (Some(usage), cost);
-    chat.messages.set(vec![UiMessage::new(m)]);
-    turn::info_card(
-        store,
-        &chat,
-        json!({"title": format!("Conversation Compacted: {n} messages → summary"), "items": []}),
-    );
-    persist(store, &chat);
 }

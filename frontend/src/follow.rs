@@ -38,7 +38,7 @@ use lmchatkit_protocol::HistoryMode;
 use crate::api::{Api, ApiError};
 use crate::reply::ReplyWriter;
 use crate::state::{Chat, Store, UiMessage};
-use crate::sync::sleep;
+use crate::timer::sleep;
 
 /// How many reconnections in a row may bring nothing before the reader gives up.
 pub const MAX_RETRIES: u32 = 6;
@@ -275,8 +275,12 @@ pub(crate) fn attach_now(store: Store, chat: Chat, run: String) {
         if end(generation) {
             store.busy.set(false);
             if gone {
-                // The run ended (and was dropped) before this tab got to it: show the save.
-                crate::history::reload_current(store).await;
+                // The run ended (and was dropped) before this tab got to it: show the save, and
+                // follow the next run when one writes the chat now.
+                // (`turn::attach` does the same from outside the turn's chunk, a tick later.)
+                if let Some((chat, Some(run))) = crate::history::reread_open(store).await {
+                    spawn_local(async move { attach_now(store, chat, run) });
+                }
             } else if !chat.has_pending() {
                 store.focus();
             }

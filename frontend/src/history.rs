@@ -61,7 +61,7 @@ pub async fn prefetch_remembered(store: Store) -> Option<(String, Fetched)> {
     Some((id, fetched))
 }
 
-fn browser_all() -> Vec<StoredConversation> {
+pub(crate) fn browser_all() -> Vec<StoredConversation> {
     session_get(SESSION_KEY)
         .and_then(|s| serde_json::from_str(&s).ok())
         .unwrap_or_default()
@@ -288,88 +288,19 @@ fn resolve_conflict(store: Store, chat: &Chat, server: StoredConversation) {
     }
 }
 
-/// Opens a stored conversation.
-pub async fn open(store: Store, id: String) {
-    let fetch = async {
-        match store.history_mode() {
-            Some(HistoryMode::Server) => Some(store.api().conversation_with_run(&id).await),
-            _ => None,
-        }
-    };
-    // Its replies show rendered, so the Markdown parser loads alongside.
-    let (fetched, _, ()) = crate::futures_join(
-        fetch,
-        crate::markdown::engine::ready(),
-        std::future::ready(()),
-    )
-    .await;
-    show(store, id, fetched);
-}
-
-/// Shows conversation `id` as [`open`] fetched it (`None`: from this tab's storage), or says
-/// why it could not.
-pub fn show(store: Store, id: String, fetched: Option<Fetched>) {
-    let mut run = None;
-    let conv = match fetched {
-        Some(fetched) => match fetched {
-            Ok((c, r)) => {
-                run = r;
-                Some(c)
-            }
-            Err(e) => {
-                if e != ApiError::Aborted {
-                    store
-                        .notice
-                        .set(Some(format!("Could not open the conversation ({e}).")));
-                }
-                // Forget the chat for reload only when the service says it is gone: after a
-                // network error, or a load cut short by a reload, it is still there to restore.
-                if e.is_not_found() {
-                    remember_current(None);
-                }
-                return;
-            }
-        },
-        None => browser_all().into_iter().find(|c| c.id == id),
-    };
-    let Some(conv) = conv else {
-        remember_current(None);
-        return;
-    };
-    store.unread.update(|u| {
-        u.remove(&id);
-    });
-    remember_current(Some(&id));
-    crate::follow::leave(store);
-    let chat = Chat::from_stored(conv);
-    store.chat.set(Some(chat.clone()));
-    store.sidebar_open.set(false);
-    store.focus();
-    if let Some(run) = run {
-        crate::turn::attach(store, chat, run);
-    }
-    if crate::bench::enabled() {
-        // After the render this set off: the time to interactive of an opened conversation.
-        leptos::prelude::request_animation_frame(|| {
-            crate::bench::record("open", crate::bench::now())
-        });
-    }
-}
-
 /// Re-reads the open chat after another tab saved it (skipped while this tab is busy or waits for
-/// an approval; aborted if the local messages changed meanwhile), and follows the reply running
-/// in it when the service names one.
-pub async fn reload_current(store: Store) {
-    let Some(chat) = store.chat.get_untracked() else {
-        return;
-    };
+/// an approval; aborted if the local messages changed meanwhile): the chat now open and the run
+/// the service names in it, if any. Following that run is the caller's
+/// ([`crate::conversation::reload_current`]).
+pub async fn reread_open(store: Store) -> Option<(Chat, Option<String>)> {
+    let chat = store.chat.get_untracked()?;
     let id = chat.id.get_untracked();
     let before = chat.messages.with_untracked(|m| m.len());
     let Ok((conv, run)) = store.api().conversation_with_run(&id).await else {
-        return;
+        return None;
     };
     if store.busy.get_untracked() || chat.messages.with_untracked(|m| m.len()) != before {
-        return;
+        return None;
     }
     let newer = chat
         .sync
@@ -383,10 +314,7 @@ pub async fn reload_current(store: Store) {
     } else {
         chat
     };
-    // Another tab's turn runs in it now: follow that reply too.
-    if let Some(run) = run {
-        crate::turn::attach(store, chat, run);
-    }
+    Some((chat, run))
 }
 
 /// Deletes a conversation.

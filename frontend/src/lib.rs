@@ -24,6 +24,7 @@ pub mod apps;
 pub mod bench;
 pub mod commands;
 pub mod components;
+pub mod conversation;
 pub mod follow;
 pub mod history;
 pub mod input_history;
@@ -39,6 +40,7 @@ pub mod state;
 pub mod storage;
 pub mod sync;
 pub mod think;
+pub mod timer;
 pub mod transfer;
 pub mod turn;
 
@@ -238,9 +240,9 @@ pub fn App(
                     (Some(id), Some((fetched_id, fetched)))
                         if cfg.history == HistoryMode::Server && fetched_id == id =>
                     {
-                        history::show(store, id, Some(fetched))
+                        conversation::show(store, id, Some(fetched))
                     }
-                    (Some(id), _) => history::open(store, id).await,
+                    (Some(id), _) => conversation::open(store, id).await,
                     (None, _) => {}
                 }
             };

@@ -8,8 +8,10 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use lmchatkit_protocol::{ServerEvent, ServerEventType};
 
-use crate::history::{refresh_list, reload_current};
+use crate::conversation::reload_current;
+use crate::history::refresh_list;
 use crate::state::Store;
+use crate::timer::sleep;
 
 /// Starts the events loop (runs for the page's lifetime).
 pub fn start(store: Store) {
@@ -115,14 +117,4 @@ fn handle(store: Store, ev: ServerEvent) {
             spawn_local(refresh_list(store));
         }
     }
-}
-
-/// Waits `ms` milliseconds.
-pub async fn sleep(ms: u32) {
-    let p = js_sys::Promise::new(&mut |resolve, _| {
-        if let Some(w) = web_sys::window() {
-            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms as i32);
-        }
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(p).await;
 }

@@ -27,10 +27,12 @@ use std::pin::Pin;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use lmchatkit_protocol::{
-    Approval, ChatRequest, Content, HistoryMode, Message, ToolCallRequest, ToolCallSource,
+    Approval, ChatRequest, Content, Event, HistoryMode, Message, ToolCallRequest, ToolCallSource,
 };
+use serde_json::json;
 
 use crate::api::ApiError;
+use crate::commands::compact_request;
 use crate::follow::{self, Kind};
 use crate::history::persist;
 use crate::lazy::Loader;
@@ -156,7 +158,7 @@ fn linked() -> TurnCode {
         run: |store, chat| Box::pin(run_now(store, chat)),
         resume: |store, chat, ui| Box::pin(resume_now(store, chat, ui)),
         attach: follow::attach_now,
-        compact: |store, chat| Box::pin(crate::actions::compact_now(store, chat)),
+        compact: |store, chat| Box::pin(compact_now(store, chat)),
         stop: follow::stop,
         upload: |store, form| Box::pin(upload_now(store, form)),
     }
@@ -218,11 +220,11 @@ pub fn attach(store: Store, chat: Chat, run: String) {
     });
 }
 
-/// `/compact` ([`crate::actions::compact_now`]) once the turn's code is here.
+/// `/compact` ([`compact_now`]) once the turn's code is here.
 pub async fn compact(store: Store, chat: Chat) {
     match code().await {
         Some(code) => (code.compact)(store, chat).await,
-        None => crate::actions::compaction_failed(store, &chat),
+        None => compaction_failed(store, &chat),
     }
 }
 
@@ -426,4 +428,69 @@ async fn execute(store: Store, chat: &Chat, ui: &UiMessage) {
         });
         chat.push(UiMessage::new(m));
     }
+}
+
+/// Says that `/compact` failed (the transcript is unchanged).
+pub fn compaction_failed(store: Store, chat: &Chat) {
+    info_card(
+        store,
+        chat,
+        json!({"title": "Compaction Failed", "items": []}),
+    );
+}
+
+/// `/compact`: asks the model for a summary and replaces the transcript with it. In the turn's
+/// chunk: the UI calls [`compact`].
+pub(crate) async fn compact_now(store: Store, chat: Chat) {
+    let msgs = chat.wire_messages();
+    let Some(req) = compact_request(
+        chat.model.get_untracked(),
+        chat.persona_id.get_untracked(),
+        chat.params.get_untracked(),
+        &msgs,
+    ) else {
+        info_card(
+            store,
+            &chat,
+            json!({"title": "Nothing to Compact", "items": []}),
+        );
+        return;
+    };
+    store.busy.set(true);
+    let mut summary = String::new();
+    let mut failed = false;
+    let (mut call_usage, mut call_cost) = (None, None);
+    let res = store
+        .api()
+        .chat_stream(
+            &req,
+            None,
+            |_| {},
+            |f| match serde_json::from_str::<Event>(&f.data) {
+                Ok(Event::Delta { delta }) => summary.push_str(&delta),
+                Ok(Event::Error { .. }) => failed = true,
+                Ok(Event::Done {
+                    usage, cost_usd, ..
+                }) => (call_usage, call_cost) = (usage, cost_usd),
+                _ => {}
+            },
+        )
+        .await;
+    store.busy.set(false);
+    if res.is_err() || failed || summary.trim().is_empty() {
+        compaction_failed(store, &chat);
+        return;
+    }
+    let n = msgs.len();
+    let mut m = Message::assistant(summary);
+    m.created_at = Some(now_ms());
+    let (usage, cost) = crate::spend::summary_spend(&msgs, call_usage, call_cost);
+    (m.usage, m.cost_usd) = (Some(usage), cost);
+    chat.messages.set(vec![UiMessage::new(m)]);
+    info_card(
+        store,
+        &chat,
+        json!({"title": format!("Conversation Compacted: {n} messages → summary"), "items": []}),
+    );
+    persist(store, &chat);
 }

@@ -65,7 +65,7 @@ pub fn Sidebar() -> impl IntoView {
                         let unread = move || store.unread.with(|u| u.contains(&id4));
                         view! {
                             <li class="lmck-conv" class:lmck-current=move || current().as_deref() == Some(id.as_str()) data-id=id5>
-                                <button class="lmck-conv-open" on:click=move |_| spawn_local(history::open(store, id2.clone()))>
+                                <button class="lmck-conv-open" on:click=move |_| spawn_local(crate::conversation::open(store, id2.clone()))>
                                     <Show when=unread.clone()><span class="lmck-dot" aria-label="unread"></span></Show>
                                     {c.title.clone()}
                                 </button>

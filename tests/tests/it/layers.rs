@@ -115,6 +115,7 @@ const FRONTEND: Crate = Crate {
                 "commands",
                 "bench",
                 "storage",
+                "timer",
             ],
         ),
         ("the UI's state", &["servers", "state"]),
@@ -129,15 +130,12 @@ const FRONTEND: Crate = Crate {
                 "actions",
                 "approvals",
                 "transfer",
+                "conversation",
             ],
         ),
         ("views", &["components", "apps"]),
     ],
-    to_remove: &[
-        ("history", "follow"),
-        ("history", "turn"),
-        ("turn", "actions"),
-    ],
+    to_remove: &[],
 };
 
 /// The crate root's own items (not modules): importable from any layer.

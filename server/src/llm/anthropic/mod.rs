@@ -164,46 +164,13 @@ impl AnthropicConfig {
         self
     }
 
-    /// The models offered, instead of asking `{base}/models`.
-    pub fn with_models(mut self, models: Vec<Model>) -> Self {
-        self.models = Some(models);
-        self
-    }
-
     /// The `max_tokens` of a request whose params set none (default [`DEFAULT_MAX_TOKENS`]).
     pub fn with_max_tokens(mut self, max_tokens: u64) -> Self {
         self.max_tokens = max_tokens;
         self
     }
 
-    /// The HTTP client to use (default: a 30 s connect timeout, no total timeout, redirects
-    /// only within the origin). A client of your own keeps its own redirect policy: build it
-    /// with `.redirect(lmchatkit::secrets::same_origin_redirects())`.
-    pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
-        self.client = Some(client);
-        self
-    }
-
-    /// How long the upstream may send nothing (before the reply headers, or between body bytes)
-    /// before the turn fails with `upstream stalled`. Default 120 s.
-    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
-        self.idle_timeout = timeout;
-        self
-    }
-
-    /// How long one upstream turn may take in all. Default 15 min; past it the turn ends as a
-    /// reply cut off (the partial text is kept).
-    pub fn with_total_timeout(mut self, timeout: Duration) -> Self {
-        self.total_timeout = timeout;
-        self
-    }
-
-    /// How long a model list read from `{base}/models` is used before it is read again
-    /// (default 60 s). While the upstream fails to answer, the last list keeps being served.
-    pub fn with_models_ttl(mut self, ttl: Duration) -> Self {
-        self.models_ttl = ttl;
-        self
-    }
+    super::openai::transport::upstream_builders!();
 
     /// The URL requests are posted to: `{base}/messages`.
     pub fn messages_url(&self) -> String {

@@ -299,7 +299,7 @@ fn read_stream(body: &str) -> Vec<UiChunk> {
 
 #[test]
 fn a_rust_reader_parses_a_recorded_stream_including_an_unknown_chunk() {
-    let chunks = read_stream(include_str!("fixtures/ui_stream_turn.sse"));
+    let chunks = read_stream(include_str!("../fixtures/ui_stream_turn.sse"));
     assert_eq!(chunks.len(), 19);
     assert_eq!(chunks[0], UiChunk::start("msg_1"));
     let text: String = chunks
@@ -649,7 +649,7 @@ fn a_message_without_ai_sdk_extra_keeps_its_json() {
 #[test]
 fn a_rust_client_builds_the_message_the_recorded_stream_describes() {
     let mut b = UiMessageBuilder::new("local", None);
-    for c in read_stream(include_str!("fixtures/ui_stream_turn.sse")) {
+    for c in read_stream(include_str!("../fixtures/ui_stream_turn.sse")) {
         b.apply(&c);
     }
     let m = serde_json::to_value(b.message()).unwrap();
