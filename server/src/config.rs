@@ -100,7 +100,7 @@ impl std::fmt::Debug for SigningSecret {
 #[derive(Clone)]
 pub struct Config {
     pub(crate) settings: Settings,
-    pub(crate) parts: Parts,
+    pub(crate) parts: HostSupplied,
 }
 
 /// The plain settings: values, no live objects.
@@ -161,7 +161,7 @@ impl<S: ?Sized> Clone for CatalogSpec<S> {
 
 /// What the host hands over; the service builds its state from these.
 #[derive(Clone)]
-pub(crate) struct Parts {
+pub(crate) struct HostSupplied {
     pub(crate) host: Arc<dyn Host>,
     pub(crate) personas: Option<CatalogSpec<dyn PersonaSource>>,
     pub(crate) commands: Option<CatalogSpec<dyn CommandSource>>,
@@ -232,7 +232,7 @@ impl Config {
                     system_prompt: crate::turn::FALLBACK_SYSTEM_PROMPT.to_owned(),
                     max_steps: crate::agent::DEFAULT_MAX_STEPS,
                 },
-                parts: Parts {
+                parts: HostSupplied {
                     host,
                     personas: None,
                     commands: None,

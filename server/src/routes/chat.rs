@@ -23,7 +23,7 @@ use crate::models::{Price, TokenUsage};
 use crate::routes::Req;
 use crate::runs::saver::Target;
 use crate::state::State;
-use crate::turn::run::Keep;
+use crate::turn::run::ReplySave;
 use crate::{sse, turn};
 
 pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiError> {
@@ -53,7 +53,7 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
         .unwrap_or_else(|| format!("m-{:016x}", rand::random::<u64>()));
     let principal = req.cx.principal();
     let keep = match (&state.history, &conversation) {
-        (Some(store), Some(thread)) => Some(Keep {
+        (Some(store), Some(thread)) => Some(ReplySave {
             target: Target {
                 store: store.clone(),
                 events: state.events.clone(),

@@ -32,7 +32,7 @@ use crate::runs::saver::{Saver, Snapshot, Target};
 use crate::runs::{self, Run, RunStatus, Runs};
 
 /// Where and how a run's reply is saved.
-pub(crate) struct Keep {
+pub(crate) struct ReplySave {
     pub(crate) target: Target,
     /// The messages the turn was asked with.
     pub(crate) request: Arc<Vec<Message>>,
@@ -51,7 +51,7 @@ pub(crate) async fn start(
     conversation: Option<&str>,
     reply_id: &str,
     events: impl Stream<Item = Event> + Send + 'static,
-    keep: Option<Keep>,
+    keep: Option<ReplySave>,
     hold: impl Send + 'static,
 ) -> Result<Run, Failure> {
     let lost = [serde_json::to_string(&Event::error(LOST)).unwrap_or_default()];

@@ -14,7 +14,7 @@
 
 mod build;
 mod chunk;
-mod chunk_new;
+mod constructors;
 pub mod convert;
 mod extra;
 mod message;
