@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: installs what building and testing need (idempotent, fast when present),
-# builds the UI bundle (the wasm build of the UI and the wire types), then formatting, lints and all
-# tests.
+# builds the UI bundle (the wasm build of the UI and the wire types) and packages the crates, then
+# formatting, lints and all tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
@@ -17,7 +17,9 @@ fi
 ./scripts/setup.sh --dev
 ./scripts/setup-test.sh && export LMCHATKIT_EXPECT_MCP=1
 ./scripts/setup-browser.sh && export LMCHATKIT_EXPECT_BROWSER=1
-./scripts/build-ui.sh
+# The release UI, and the crates packaged with it (target/package/*.crate): the consumer test
+# (tests/tests/packaged.rs) builds a fresh crate and the app from those files alone.
+./scripts/package.sh && export LMCHATKIT_EXPECT_PACKAGES=1
 
 echo "== fmt";     cargo fmt --all -- --check
 echo "== clippy";  cargo clippy --workspace --all-targets -j"$JOBS" -- -D warnings

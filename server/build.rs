@@ -20,7 +20,7 @@
 //! UI loads later (`split_<part>-<hash>.wasm`, `chunk_<n>-<hash>.wasm`) and the JS that loads
 //! them are embedded like every other file; the glue names that JS, the loader does not.
 //!
-//! The ETag is the same function as the service's `http_util::etag_of`; the unit tests in
+//! The ETag is the same function as the service's `api::etag_of`; the unit tests in
 //! `src/bundle.rs` check every embedded ETag against it.
 
 use std::env;
@@ -114,6 +114,13 @@ fn main() {
         );
     }
 
+    // A packaged copy (crates.io's, or one `cargo package` made: cargo adds `Cargo.toml.orig`
+    // to every package) must carry the bundle `scripts/package.sh` puts in it. Without one it
+    // would build a service whose page only says "not built" and names scripts the package
+    // does not contain, so it is a compile error instead. In the repository an unbuilt UI stays
+    // a page, for work on everything else.
+    let packaged = manifest_dir.join("Cargo.toml.orig").is_file();
+    let missing_in_package = packaged && entry.is_none();
     let loader = match &entry {
         Some((js, wasm)) => built_loader(js, wasm, &css, highlighter.as_deref()),
         None => not_built_loader(),
@@ -132,6 +139,16 @@ fn main() {
         "/// Whether a UI bundle (JS entry + wasm) is embedded."
     );
     let _ = writeln!(table, "pub(super) const BUILT: bool = {};", entry.is_some());
+    if missing_in_package {
+        let _ = writeln!(
+            table,
+            "compile_error!({:?});",
+            "this copy of the lmchatkit crate carries no UI bundle (its assets/ folder holds no \
+             wasm-bindgen entry), so it would serve a page that only says the UI is not built. \
+             Packages made by scripts/package.sh (as published on crates.io) carry it: use one \
+             of those, or build from the repository after ./scripts/build-ui.sh."
+        );
+    }
     let (js, wasm) = match &entry {
         Some((js, wasm)) => (format!("Some({js:?})"), format!("Some({wasm:?})")),
         None => ("None".to_owned(), "None".to_owned()),

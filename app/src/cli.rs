@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::builder::{BoolishValueParser, PossibleValuesParser, TypedValueParser};
 use clap::{ArgAction, Parser, ValueEnum};
-use lmchatkit::history::Synchronous;
+use lmchatkit::store::Synchronous;
 use serde::Deserialize;
 
 /// A chat UI for any OpenAI-compatible LLM endpoint and MCP servers.

@@ -13,8 +13,8 @@
 
 use std::fmt;
 
-use lmchatkit::history::{PostgresStore, postgres::DEFAULT_MAX_CONNECTIONS};
 use lmchatkit::secrets::redact_url;
+use lmchatkit::store::{PostgresStore, postgres::DEFAULT_MAX_CONNECTIONS};
 
 /// `--db postgres://…`, resolved.
 #[derive(Clone, PartialEq, Eq)]

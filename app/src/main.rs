@@ -47,10 +47,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use lmchatkit::history::{
-    HistoryStore, MemoryStore, PostgresOptions, PostgresStore, SqliteOptions, SqliteStore,
-    Synchronous,
-};
 use lmchatkit::llm::DemoModel;
 use lmchatkit::llm::demo::DEMO_PROVIDER;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
@@ -58,6 +54,10 @@ use lmchatkit::logs::LogFilter;
 use lmchatkit::mcp::{DEMO_SERVER_NAME, demo_server_config};
 use lmchatkit::protocol::Model;
 use lmchatkit::secrets::sealing::Keyring;
+use lmchatkit::store::{
+    HistoryStore, MemoryStore, PostgresOptions, PostgresStore, SqliteOptions, SqliteStore,
+    Synchronous,
+};
 use lmchatkit::user_mcp::{MemoryUserMcpStore, UserMcp, UserMcpStore};
 use lmchatkit::{ApprovalStore, ChatService, Config, EventBroadcaster, Host, McpHub, StandardHost};
 use tokio::net::TcpListener;
@@ -107,15 +107,15 @@ async fn start() -> ExitCode {
 /// Connects to the engine the instances share, if any (`--engine`, `--redis`).
 async fn shared_engine(
     s: &Settings,
-) -> Result<Option<lmchatkit::engine::SharedEngine>, lmchatkit::engine::EngineError> {
+) -> Result<Option<lmchatkit::live::SharedEngine>, lmchatkit::live::EngineError> {
     match (s.engine, &s.redis, &s.postgres) {
         (EngineKind::Redis, Some(r), _) => {
-            let redis = lmchatkit::engine::Redis::connect(&r.url).await?;
+            let redis = lmchatkit::live::Redis::connect(&r.url).await?;
             Ok(Some(redis.with_prefix(r.prefix.clone()).into()))
         }
         (EngineKind::Postgres, _, Some(pg)) => {
             let options = PostgresOptions::default().with_max_connections(pg.max_connections);
-            let engine = lmchatkit::engine::Postgres::connect(&pg.url, options).await?;
+            let engine = lmchatkit::live::Postgres::connect(&pg.url, options).await?;
             Ok(Some(engine.into()))
         }
         _ => Ok(None),
@@ -145,7 +145,7 @@ fn init_logging(s: &Settings) {
 
 async fn run(
     s: Settings,
-    engine: Option<lmchatkit::engine::SharedEngine>,
+    engine: Option<lmchatkit::live::SharedEngine>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     // Through a shared engine, a save through any instance reaches the tabs on every other.
     let events = match &engine {

@@ -14,9 +14,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use lmchatkit::ApprovalPolicy;
-use lmchatkit::history::Synchronous;
 use lmchatkit::mcp::{McpConfigFile, McpServerConfig, expand_env};
 use lmchatkit::secrets::{Redacted, redact_url, redacted_headers};
+use lmchatkit::store::Synchronous;
 use serde::Deserialize;
 
 use crate::approval_settings::{FileTools, approval_policy};
@@ -384,7 +384,7 @@ impl Settings {
                     prefix: args
                         .redis_prefix
                         .or(file.redis_prefix)
-                        .unwrap_or_else(|| lmchatkit::engine::DEFAULT_PREFIX.into()),
+                        .unwrap_or_else(|| lmchatkit::live::DEFAULT_PREFIX.into()),
                 }),
             engine,
             personas_dir: args.personas_dir.or(file.personas_dir),

@@ -12,13 +12,13 @@ use lmchatkit_protocol::McpServerStatus;
 use http::HeaderValue;
 
 use crate::access::approval::{ApprovalPolicy, ApprovalStore};
-use crate::access::hosts::AllowedHost;
+use crate::access::host_names::AllowedHost;
 use crate::catalog::{CommandSource, PersonaSource};
-use crate::events::EventBroadcaster;
-use crate::history::HistoryStore;
 use crate::host::Host;
 use crate::limits::{BodyLimits, StreamCaps};
+use crate::live::events::EventBroadcaster;
 use crate::page_policy;
+use crate::store::HistoryStore;
 
 pub use crate::limits::DEFAULT_BODY_LIMIT;
 /// Default per-file upload cap (10 MiB).
@@ -89,7 +89,7 @@ impl std::fmt::Debug for SigningSecret {
 /// # }
 /// let config = lmchatkit::Config::builder(MyHost)
 ///     .prefix("/assistant")
-///     .history(lmchatkit::history::MemoryStore::new())
+///     .history(lmchatkit::store::MemoryStore::new())
 ///     .file_upload(true)
 ///     .build()
 ///     .unwrap();
@@ -182,7 +182,7 @@ pub(crate) struct HostSupplied {
     pub(crate) signing_secret: Option<SigningSecret>,
     /// The engine several instances share (runs, stops, events); in-process when `None`.
     #[cfg(shared_engine)]
-    pub(crate) shared: Option<crate::engine::SharedEngine>,
+    pub(crate) shared: Option<crate::live::SharedEngine>,
 }
 
 impl std::fmt::Debug for Config {
@@ -574,7 +574,7 @@ impl ConfigBuilder {
     /// Where each principal's "always allow" list lives (`{prefix}/api/tools/approvals`).
     /// Default: a [`MemoryApprovalStore`](crate::access::approval::MemoryApprovalStore) made
     /// when the service starts; the history's
-    /// [`SqliteStore`](crate::history::SqliteStore) keeps them in its database file.
+    /// [`SqliteStore`](crate::store::SqliteStore) keeps them in its database file.
     pub fn approval_store(mut self, store: Arc<dyn ApprovalStore>) -> Self {
         self.config.parts.approval_store = Some(store);
         self
@@ -615,17 +615,17 @@ impl ConfigBuilder {
     /// Shares runs (their logs, stops and the running run of each conversation), events and
     /// MCP App view tokens with the other instances using this engine (Redis or PostgreSQL),
     /// so any instance behind a load balancer can resume or stop a reply another one runs (see
-    /// [`crate::engine`]). Default: in-process, as one instance needs. Give every instance the
+    /// [`crate::live`]). Default: in-process, as one instance needs. Give every instance the
     /// same history store and [`signing_secret`](Self::signing_secret) too.
     #[cfg(shared_engine)]
-    pub fn shared_engine(mut self, engine: impl Into<crate::engine::SharedEngine>) -> Self {
+    pub fn shared_engine(mut self, engine: impl Into<crate::live::SharedEngine>) -> Self {
         self.config.parts.shared = Some(engine.into());
         self
     }
 
     /// [`shared_engine`](Self::shared_engine) with a Redis.
     #[cfg(feature = "redis")]
-    pub fn redis(self, redis: crate::engine::Redis) -> Self {
+    pub fn redis(self, redis: crate::live::Redis) -> Self {
         self.shared_engine(redis)
     }
 

@@ -30,8 +30,8 @@
 //!
 //! The defaults are the library a host mounts.
 //!
-//! - `sqlite` (default): `history::SqliteStore`, SQLite history (bundled SQLite).
-//! - `postgres`: `history::PostgresStore`, history, approvals and users' MCP servers in
+//! - `sqlite` (default): `store::SqliteStore`, SQLite history (bundled SQLite).
+//! - `postgres`: `store::PostgresStore`, history, approvals and users' MCP servers in
 //!   PostgreSQL (tokio-postgres with a bounded pool), for several instances sharing them; and
 //!   `engine::Postgres`, a shared engine of several instances over the same database (runs,
 //!   stops, events and view tokens, without Redis).
@@ -47,7 +47,7 @@
 //!   `mcp`).
 //! - `redis`: `engine::Redis`, a shared engine of several instances (runs, stops, events and
 //!   view tokens across instances through one Redis).
-//! - `test-support`: `history::conformance`, the suite a `HistoryStore` of your own should pass.
+//! - `test-support`: `store::conformance`, the suites a store of your own should pass.
 //! - `serve`: `connection::serve`, one accepted TCP connection served with hyper over HTTP/1.1
 //!   or HTTP/2 with prior knowledge, as the app serves them; `runtime::builder`, the tokio
 //!   runtime the app runs on.
@@ -62,6 +62,7 @@
 pub mod access;
 pub(crate) mod agent;
 pub(crate) mod aisdk;
+pub mod api;
 pub(crate) mod apps;
 pub(crate) mod bundle;
 pub mod catalog;
@@ -70,13 +71,10 @@ pub mod clap_tools;
 pub mod config;
 #[cfg(feature = "serve")]
 pub mod connection;
-pub mod engine;
 pub mod error;
-pub mod events;
-pub mod history;
 pub mod host;
-pub mod http_util;
 pub mod limits;
+pub mod live;
 pub mod llm;
 #[cfg(feature = "logs")]
 pub mod logs;
@@ -85,7 +83,6 @@ pub mod mcp;
 pub mod models;
 pub(crate) mod page_policy;
 mod routes;
-pub(crate) mod runs;
 #[cfg(feature = "serve")]
 pub mod runtime;
 pub mod secrets;
@@ -93,22 +90,54 @@ mod service;
 mod sse;
 pub mod standard_host;
 mod state;
+pub mod store;
 mod turn;
 #[cfg(feature = "mcp")]
 pub mod user_mcp;
 
-pub use access::approval::{ApprovalPolicy, ApprovalStore};
+/// [`api`] under its name in 0.1.
+#[doc(hidden)]
+pub use api as http_util;
+/// [`live`] (the shared engines) under its name in 0.1.
+#[doc(hidden)]
+pub use live as engine;
+/// [`live::events`] under its path in 0.1.
+#[doc(hidden)]
+pub use live::events;
+/// [`store`] under its name in 0.1.
+#[doc(hidden)]
+pub use store as history;
+
+pub use access::approval::ApprovalPolicy;
 pub use access::{Scope, Sources};
+pub use api::{ApiError, ResponseBody};
 pub use async_trait::async_trait;
 pub use config::{Config, ConfigBuilder, ConfigError};
 pub use error::Failure;
-pub use events::EventBroadcaster;
 pub use host::{
     CompleteRequest, EventStream, Host, HostError, Principal, RequestContext, ToolSource,
 };
-pub use http_util::{ApiError, ResponseBody};
+pub use live::events::EventBroadcaster;
 pub use lmchatkit_protocol as protocol;
 #[cfg(feature = "mcp")]
 pub use mcp::{McpConfigFile, McpHub, McpServerConfig};
 pub use service::ChatService;
 pub use standard_host::StandardHost;
+pub use store::ApprovalStore;
+
+/// Whether this build embeds the UI (its wasm, JS and CSS), served at the mount point and
+/// below `{prefix}/assets/`.
+///
+/// Always `true` for the crate from crates.io: its package carries the bundle, and a packaged
+/// copy without one does not compile. A build from the repository before
+/// `./scripts/build-ui.sh` answers `false` and serves a page saying the UI is not built; a host
+/// can refuse to start, or log it:
+///
+/// ```
+/// if !lmchatkit::ui_embedded() {
+///     eprintln!("lmchatkit: no UI in this build; only the API is served");
+/// }
+/// ```
+pub fn ui_embedded() -> bool {
+    bundle::is_built()
+}

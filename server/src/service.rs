@@ -13,10 +13,10 @@ use http_body::Body;
 use http_body_util::BodyExt;
 
 use crate::access;
+use crate::api::{ApiError, BoxError, Response};
 use crate::config::Config;
-use crate::events::EventBroadcaster;
 use crate::host::RequestContext;
-use crate::http_util::{ApiError, BoxError, Response};
+use crate::live::events::EventBroadcaster;
 use crate::routes::{self, Endpoint, Guard, Lookup, Req, RequestBody};
 use crate::state::State;
 
@@ -129,7 +129,7 @@ impl ChatService {
             body,
             state.settings.limits,
         );
-        if let Err(e) = access::hosts::check(&state.settings.allowed_hosts, &req.parts) {
+        if let Err(e) = access::host_names::check(&state.settings.allowed_hosts, &req.parts) {
             return ApiError::from(e).into_response();
         }
         let path = self.relative(req.parts.uri.path()).to_owned();

@@ -14,7 +14,7 @@ use http_body_util::{BodyExt, StreamBody};
 use serde::Serialize;
 use tokio::time::{Instant, Sleep};
 
-use crate::http_util::{BoxError, Response};
+use crate::api::{BoxError, Response};
 
 /// Encodes one SSE event: optional `id:` line, one `data:` line, blank line.
 pub(crate) fn frame<T: Serialize>(id: Option<u64>, data: &T) -> Bytes {

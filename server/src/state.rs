@@ -15,18 +15,17 @@ use lmchatkit_protocol::{Model, ServerEvent, ServerEventType};
 
 use crate::access::approval::Approvals;
 use crate::aisdk::approval_id::ApprovalKey;
+use crate::api::ApiError;
 use crate::apps::origins::{Base, Sandboxes};
-use crate::apps::tokens::{ViewTokens, Views};
 use crate::catalog::{CommandDir, CommandSource, OnChange, PersonaDir, PersonaSource};
 use crate::config::{CatalogSpec, Config, Settings, StatusFn};
-use crate::error::Failure;
-use crate::events::EventBroadcaster;
-use crate::history::HistoryStore;
 use crate::host::{Host, HostError, Principal, RequestContext};
-use crate::http_util::ApiError;
 use crate::limits::Streams;
+use crate::live::events::EventBroadcaster;
+use crate::live::runs::Runs;
+use crate::live::views::{ViewTokens, Views};
 use crate::models::Catalog;
-use crate::runs::Runs;
+use crate::store::HistoryStore;
 use crate::turn::TurnCache;
 
 /// Everything a request handler may use.
@@ -88,19 +87,16 @@ impl State {
         // A view URL loads from any instance: the tokens live in the shared engine.
         #[cfg(shared_engine)]
         if let Some(engine) = &shared {
-            use crate::engine::SharedEngine;
+            use crate::live::SharedEngine;
             views = match engine.clone() {
                 #[cfg(feature = "redis")]
                 SharedEngine::Redis(r) => Views::Shared(
-                    crate::apps::shared_views::SharedViews::new(r, settings.app_view_ttl),
+                    crate::live::views::redis::SharedViews::new(r, settings.app_view_ttl),
                 ),
                 #[cfg(feature = "postgres")]
-                SharedEngine::Postgres(p) => {
-                    Views::Postgres(crate::apps::shared_views_postgres::PostgresViews::new(
-                        p,
-                        settings.app_view_ttl,
-                    ))
-                }
+                SharedEngine::Postgres(p) => Views::Postgres(
+                    crate::live::views::postgres::PostgresViews::new(p, settings.app_view_ttl),
+                ),
             };
         }
         let personas = parts.personas.map(|spec| match spec {
@@ -187,22 +183,21 @@ impl State {
         crate::turn::menu::models(&self.turn_inputs(), cx).await
     }
 
-    /// The model a turn asked for, off the caller's menu ([`crate::turn::menu::resolve`]).
-    pub(crate) async fn resolve_model(
-        &self,
-        cx: &RequestContext,
-        asked: Option<&str>,
-    ) -> Result<Model, Failure> {
-        crate::turn::menu::resolve(&self.turn_inputs(), cx, asked).await
-    }
-
-    /// What an AI SDK turn uses of the service ([`crate::aisdk::turn::plan`] and `run`).
-    pub(crate) fn aisdk(&self) -> crate::aisdk::turn::Services<'_> {
-        crate::aisdk::turn::Services {
-            turn: self.turn_inputs(),
+    /// What a turn uses of the service, either protocol's ([`crate::turn::Services`]).
+    pub(crate) fn turn(&self) -> crate::turn::Services<'_> {
+        crate::turn::Services {
+            inputs: self.turn_inputs(),
+            approvals: &self.approvals,
             history: self.history.as_ref(),
             events: self.events.as_ref(),
             runs: &self.runs,
+        }
+    }
+
+    /// What an AI SDK turn uses of the service ([`crate::aisdk::chat::plan`] and `run`).
+    pub(crate) fn aisdk(&self) -> crate::aisdk::chat::Services<'_> {
+        crate::aisdk::chat::Services {
+            turn: self.turn(),
             approval_key: &self.approval_key,
         }
     }

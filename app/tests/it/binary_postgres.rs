@@ -6,7 +6,7 @@
 
 use crate::support;
 
-use lmchatkit::history::postgres::test_support::TestSchema;
+use lmchatkit::store::postgres::test_support::TestSchema;
 use serde_json::json;
 use support::{command, get_json, http_client, start};
 

@@ -23,7 +23,7 @@
 //!   only `skill://` URIs that the skill index lists.
 
 pub mod approval;
-pub(crate) mod hosts;
+pub(crate) mod host_names;
 mod template;
 
 #[cfg(test)]

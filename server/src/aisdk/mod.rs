@@ -18,5 +18,5 @@
 //!   ([`thread`]), so a thread started here shows in our UI and the other way round.
 
 pub(crate) mod approval_id;
+pub(crate) mod chat;
 mod translate;
-pub(crate) mod turn;

@@ -68,14 +68,20 @@ impl Translator {
             earlier,
             run_id: None,
             in_step: false,
-            now_ms: crate::history::now_ms,
+            now_ms: crate::store::now_ms,
         }
     }
 
     /// The same, naming the run that writes the message.
+    #[cfg(test)]
     pub(crate) fn with_run(mut self, run_id: impl Into<String>) -> Self {
-        self.run_id = Some(run_id.into());
+        self.set_run(run_id);
         self
+    }
+
+    /// Names the run that writes the message.
+    pub(crate) fn set_run(&mut self, run_id: impl Into<String>) {
+        self.run_id = Some(run_id.into());
     }
 
     /// The chunk that opens the message (with the run's id as metadata).

@@ -1,15 +1,10 @@
 //! MCP App views (SEP-1865) as the service serves them: the Content-Security-Policy built from a
 //! view's `_meta.ui.csp` ([`csp`]), the short-lived tokens behind `{prefix}/apps/view/{token}` and
-//! `{prefix}/apps/sandbox` ([`tokens`]), proxy mode's per-server sandbox origins ([`origins`]) and
+//! `{prefix}/apps/sandbox` ([`crate::live::views`]), proxy mode's per-server sandbox origins ([`origins`]) and
 //! the sandbox proxy page ([`SANDBOX_PAGE`]).
 
 pub(crate) mod csp;
 pub(crate) mod origins;
-#[cfg(feature = "redis")]
-pub(crate) mod shared_views;
-#[cfg(feature = "postgres")]
-pub(crate) mod shared_views_postgres;
-pub(crate) mod tokens;
 
 /// The sandbox proxy page (proxy mode). `{{HOST_ORIGIN}}` is replaced by the JSON string of the
 /// host page's origin, the only parent it talks to.

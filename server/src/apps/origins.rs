@@ -30,7 +30,7 @@ use http::request::Parts;
 use http::uri::Authority;
 use sha2::{Digest, Sha256};
 
-use crate::access::hosts::AllowedHost;
+use crate::access::host_names::AllowedHost;
 
 /// The prefix of the host labels the service derives (reserved: a declared domain may not use it).
 const OURS: &str = "v-";

@@ -16,7 +16,7 @@ use tokio::task::AbortHandle;
 use super::config::{McpServerConfig, McpTransport};
 use super::conn::{Client, ConnState, ListKind, Shared, StatusCell, backoff, connect};
 use super::listing::{Cache, Refreshes, Slot, Wait};
-use crate::events::EventBroadcaster;
+use crate::live::events::EventBroadcaster;
 use crate::secrets::redact_urls;
 
 /// Static resources and templates of one server.

@@ -35,7 +35,7 @@ use tokio::io::AsyncBufReadExt;
 use super::client::Server;
 use super::config::{McpServerConfig, McpTransport};
 use super::listing::{Cache, Refreshes};
-use crate::events::EventBroadcaster;
+use crate::live::events::EventBroadcaster;
 use crate::secrets::redact_urls;
 
 /// The MCP Apps extension id and the MIME type the hub can render.

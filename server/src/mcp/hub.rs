@@ -15,8 +15,8 @@ use super::config::McpServerConfig;
 use super::convert;
 use super::listing::Wait;
 use crate::access::Scope;
-use crate::events::EventBroadcaster;
 use crate::host::{HostError, Principal, ToolSource};
+use crate::live::events::EventBroadcaster;
 
 /// Default per-call timeout.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);

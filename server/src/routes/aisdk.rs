@@ -3,7 +3,7 @@
 //! `GET /api/aisdk/models`.
 //!
 //! Decisions:
-//! - A chat request starts a run ([`crate::runs`]) and tails its log; the response names it in
+//! - A chat request starts a run ([`crate::live::runs`]) and tails its log; the response names it in
 //!   the `lmchatkit-run-id` header and the message's metadata (`runId`).
 //! - Resume replays the thread's running run from its start and follows it, as
 //!   `useChat({ resume: true })` expects, and answers 204 when none runs; ids `.` and `..` are
@@ -23,10 +23,10 @@ use lmchatkit_protocol::ui_stream::{
     UI_MESSAGE_STREAM_HEADER, UiMessage, to_ui_messages,
 };
 
-use crate::aisdk::turn;
-use crate::http_util::{ApiError, Response, empty, json, json_etag};
+use crate::aisdk::chat;
+use crate::api::{ApiError, Response, empty, json, json_etag};
+use crate::live::runs::Run;
 use crate::routes::Req;
-use crate::runs::Run;
 use crate::sse;
 use crate::state::State;
 
@@ -36,8 +36,8 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
     let permit = Arc::new(state.streams.open(req.cx.principal().id())?);
     let body: AiSdkChatRequest = req.json().await?;
     let services = state.aisdk();
-    let plan = turn::plan(&services, &req.cx, body).await?;
-    let run = turn::run(&services, plan, state.agent(), permit.clone()).await?;
+    let plan = chat::plan(&services, &req.cx, body).await?;
+    let run = chat::run(&services, plan, state.agent(), permit.clone()).await?;
     let mut res = ui_stream(state, &run, permit);
     if let Ok(v) = HeaderValue::from_str(run.id()) {
         res.headers_mut().insert(RUN_ID_HEADER, v);
@@ -65,7 +65,7 @@ pub(crate) async fn resume(state: &State, req: Req, param: &str) -> Result<Respo
             "no such AI SDK route: a chat's stream is GET .../api/aisdk/chat/{id}/stream".into(),
         ));
     };
-    let id = crate::history::decode_id(raw)
+    let id = crate::store::decode_id(raw)
         .map_err(|_| ApiError::BadRequest(format!("invalid chat id {raw:?}")))?;
     if id == "." || id == ".." {
         return Err(ApiError::BadRequest(format!("invalid chat id {id:?}")));
@@ -90,7 +90,7 @@ pub(crate) async fn threads(state: &State, req: Req) -> Result<Response, ApiErro
 
 /// `GET /api/aisdk/threads/{id}`: one thread with its `UIMessage`s.
 pub(crate) async fn thread(state: &State, req: Req, raw: &str) -> Result<Response, ApiError> {
-    let id = crate::history::decode_id(raw)?;
+    let id = crate::store::decode_id(raw)?;
     match state.history_store()?.get(&req.cx.principal(), &id).await? {
         Some(c) => {
             let mut messages = to_ui_messages(&c.messages);

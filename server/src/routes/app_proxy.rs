@@ -12,7 +12,7 @@ use lmchatkit_protocol::{
 use serde_json::Value;
 
 use crate::access;
-use crate::http_util::{self, ApiError, Response};
+use crate::api::{self, ApiError, Response};
 use crate::routes::Req;
 use crate::state::State;
 
@@ -64,5 +64,5 @@ pub(crate) async fn proxy(state: &State, mut req: Req) -> Result<Response, ApiEr
             AppResult::ListPrompts(ListPromptsResult { prompts })
         }
     };
-    Ok(http_util::json(http::StatusCode::OK, &result))
+    Ok(api::json(http::StatusCode::OK, &result))
 }

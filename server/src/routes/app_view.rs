@@ -14,10 +14,10 @@ use http::{HeaderValue, StatusCode, header};
 use lmchatkit_protocol::{AppViewRequest, AppViewResponse};
 
 use crate::access;
+use crate::api::{self, ApiError, Response};
 use crate::apps::origins::{authority_of, host_of};
-use crate::apps::tokens::ViewTicket;
 use crate::apps::{APP_MIME, SANDBOX_PAGE, csp, is_app_mime};
-use crate::http_util::{self, ApiError, Response};
+use crate::live::views::ViewTicket;
 use crate::routes::Req;
 use crate::state::State;
 
@@ -111,7 +111,7 @@ pub(crate) async fn create(state: &State, mut req: Req) -> Result<Response, ApiE
             answer.html = Some(html);
         }
     }
-    Ok(http_util::json(StatusCode::OK, &answer))
+    Ok(api::json(StatusCode::OK, &answer))
 }
 
 /// `GET /apps/view/{token}` (default mode): the view's HTML under its CSP, once, for the
@@ -192,7 +192,7 @@ fn is_origin(o: &str) -> bool {
 fn html_response(html: String, csp: &str) -> Result<Response, ApiError> {
     let csp = HeaderValue::from_str(csp)
         .map_err(|_| ApiError::Internal("the view's CSP is not a valid header".into()))?;
-    let mut res = http::Response::new(http_util::full(html));
+    let mut res = http::Response::new(api::full(html));
     let h = res.headers_mut();
     h.insert(
         header::CONTENT_TYPE,

@@ -7,7 +7,7 @@ use http::StatusCode;
 use lmchatkit_protocol::ToolApprovals;
 
 use crate::access::approval::clean_list;
-use crate::http_util::{ApiError, Response, json};
+use crate::api::{ApiError, Response, json};
 use crate::routes::Req;
 use crate::state::State;
 

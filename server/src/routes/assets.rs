@@ -7,8 +7,8 @@
 use http::StatusCode;
 use http::header::{self, HeaderValue};
 
+use crate::api::{ApiError, Response, accepts_encoding, empty, etag_of, full, not_modified};
 use crate::bundle;
-use crate::http_util::{ApiError, Response, accepts_encoding, empty, etag_of, full, not_modified};
 use crate::routes::Req;
 use crate::state::State;
 

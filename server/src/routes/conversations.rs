@@ -10,10 +10,10 @@ use lmchatkit_protocol::{
     StoredConversation,
 };
 
-use crate::history::SaveOutcome;
-use crate::http_util::{ApiError, Response, empty, json, json_etag};
+use crate::api::{ApiError, Response, empty, json, json_etag};
 use crate::routes::Req;
 use crate::state::State;
+use crate::store::SaveOutcome;
 
 pub(crate) async fn list(state: &State, req: Req) -> Result<Response, ApiError> {
     let list = state.history_store()?.list(&req.cx.principal()).await?;
@@ -21,7 +21,7 @@ pub(crate) async fn list(state: &State, req: Req) -> Result<Response, ApiError> 
 }
 
 pub(crate) async fn get(state: &State, req: Req, raw: &str) -> Result<Response, ApiError> {
-    let id = crate::history::decode_id(raw)?;
+    let id = crate::store::decode_id(raw)?;
     let principal = req.cx.principal();
     match state.history_store()?.get(&principal, &id).await? {
         Some(c) => {
@@ -38,7 +38,7 @@ pub(crate) async fn get(state: &State, req: Req, raw: &str) -> Result<Response, 
 }
 
 pub(crate) async fn put(state: &State, mut req: Req, raw: &str) -> Result<Response, ApiError> {
-    let id = crate::history::decode_id(raw)?;
+    let id = crate::store::decode_id(raw)?;
     let store = state.history_store()?;
     let mut conv: StoredConversation = req.json().await?;
     conv.id = id.clone();
@@ -65,7 +65,7 @@ pub(crate) async fn put(state: &State, mut req: Req, raw: &str) -> Result<Respon
 }
 
 pub(crate) async fn patch(state: &State, mut req: Req, raw: &str) -> Result<Response, ApiError> {
-    let id = crate::history::decode_id(raw)?;
+    let id = crate::store::decode_id(raw)?;
     let store = state.history_store()?;
     let mut body: ConversationPatch = req.json().await?;
     body.title = body.title.trim().to_owned();
@@ -87,7 +87,7 @@ pub(crate) async fn patch(state: &State, mut req: Req, raw: &str) -> Result<Resp
 }
 
 pub(crate) async fn delete(state: &State, req: Req, raw: &str) -> Result<Response, ApiError> {
-    let id = crate::history::decode_id(raw)?;
+    let id = crate::store::decode_id(raw)?;
     if state
         .history_store()?
         .delete(&req.cx.principal(), &id)

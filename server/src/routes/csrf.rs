@@ -5,8 +5,8 @@
 
 use http::{Method, header};
 
+use crate::api::ApiError;
 use crate::config::Settings;
-use crate::http_util::ApiError;
 
 pub(crate) fn check(settings: &Settings, parts: &http::request::Parts) -> Result<(), ApiError> {
     if matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {

@@ -5,7 +5,7 @@
 
 use futures_util::StreamExt;
 
-use crate::http_util::{ApiError, Response};
+use crate::api::{ApiError, Response};
 use crate::routes::Req;
 use crate::sse;
 use crate::state::State;

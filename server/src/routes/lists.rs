@@ -2,7 +2,7 @@
 
 use lmchatkit_protocol::{ConfigResponse, HistoryMode, Persona};
 
-use crate::http_util::{ApiError, Response, json_etag};
+use crate::api::{ApiError, Response, json_etag};
 use crate::routes::Req;
 use crate::state::State;
 

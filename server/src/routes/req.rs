@@ -3,8 +3,8 @@
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 
+use crate::api::{self, ApiError, BoxError};
 use crate::host::RequestContext;
-use crate::http_util::{self, ApiError, BoxError};
 use crate::limits::BodyLimits;
 
 /// The request body every handler sees, whatever body type the host's server uses.
@@ -40,7 +40,7 @@ impl Req {
     /// their caps (else 413, see [`crate::limits`]), valid JSON of the shape (else 400). Takes
     /// the body: a second call reads an empty one.
     pub async fn json<T: serde::de::DeserializeOwned>(&mut self) -> Result<T, ApiError> {
-        let body = std::mem::replace(&mut self.body, http_util::empty());
-        http_util::read_json(&self.parts.headers, body, &self.limits).await
+        let body = std::mem::replace(&mut self.body, api::empty());
+        api::read_json(&self.parts.headers, body, &self.limits).await
     }
 }

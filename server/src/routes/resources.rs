@@ -4,7 +4,7 @@
 use lmchatkit_protocol::ResourceReadRequest;
 
 use crate::access::{self, Scope};
-use crate::http_util::{ApiError, Response, json, json_etag};
+use crate::api::{ApiError, Response, json, json_etag};
 use crate::routes::Req;
 use crate::state::State;
 

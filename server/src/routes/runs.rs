@@ -1,5 +1,5 @@
 //! `GET {prefix}/api/runs/{id}/stream` and `POST {prefix}/api/runs/{id}/stop` (see
-//! [`crate::runs`]).
+//! [`crate::live::runs`]).
 //!
 //! Decisions:
 //! - The stream replays the run's log after `Last-Event-ID` (or `?after=`; the header wins,
@@ -13,7 +13,7 @@
 //!   when the answer comes. Stopping a run that already ended is not an error: it answers the
 //!   run as it is.
 //! - Another principal's run, or an unknown id, is a 404.
-//! - With a shared engine ([`crate::runs`]) both work from any instance: the stream reads the
+//! - With a shared engine ([`crate::live::runs`]) both work from any instance: the stream reads the
 //!   run's log from Redis, and the stop reaches the instance running it.
 
 use std::time::Duration;
@@ -21,10 +21,10 @@ use std::time::Duration;
 use http::StatusCode;
 use lmchatkit_protocol::{RUN_MESSAGE_HEADER, RunInfo, RunStatus};
 
+use crate::api::{ApiError, Response, json};
 use crate::host::Principal;
-use crate::http_util::{ApiError, Response, json};
+use crate::live::runs::Run;
 use crate::routes::Req;
-use crate::runs::Run;
 use crate::sse;
 use crate::state::State;
 

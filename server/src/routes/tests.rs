@@ -11,8 +11,8 @@ use lmchatkit_protocol::Model;
 use tower::ServiceExt;
 
 use super::{Guard, ROUTES, When};
-use crate::history::MemoryStore;
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
+use crate::store::MemoryStore;
 use crate::{ChatService, Config};
 
 struct Quiet;

@@ -5,7 +5,7 @@
 use lmchatkit_protocol::ToolCallRequest;
 
 use crate::access;
-use crate::http_util::{ApiError, Response, json};
+use crate::api::{ApiError, Response, json};
 use crate::routes::Req;
 use crate::state::State;
 

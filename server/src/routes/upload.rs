@@ -12,7 +12,7 @@ use http::header;
 use http_body_util::BodyDataStream;
 use lmchatkit_protocol::{UploadResponse, UploadedFile};
 
-use crate::http_util::{ApiError, Response, json};
+use crate::api::{ApiError, Response, json};
 use crate::routes::Req;
 use crate::state::State;
 

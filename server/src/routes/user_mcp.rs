@@ -8,8 +8,8 @@ use lmchatkit_protocol::{
     AcceptTools, OAuthStart, OAuthStatus, UserMcpServer, UserMcpServerCreate, UserMcpServerPatch,
 };
 
+use crate::api::{ApiError, Response, empty, json};
 use crate::host::Principal;
-use crate::http_util::{ApiError, Response, empty, json};
 use crate::routes::Endpoint;
 use crate::routes::Req;
 use crate::state::State;

@@ -20,8 +20,8 @@
 use http::{HeaderValue, StatusCode, header};
 use lmchatkit_protocol::{SIGN_IN_CHANNEL, SignInSignal};
 
+use crate::api::{ApiError, Response, full};
 use crate::bundle::escape_html;
-use crate::http_util::{ApiError, Response, full};
 use crate::routes::Req;
 use crate::state::State;
 use crate::user_mcp::oauth::Callback;

@@ -1,6 +1,14 @@
-//! Turning a chat request into what the host completes: message cleaning, the system prompt
-//! (persona → fallback → augmenter), parameter merge, the tools the access layer offers the
-//! model (none when the request says `no_tools`), `@uri` resources and MCP-prompt `/commands`.
+//! A chat turn, one path for both protocols: **prepare → run → encode**.
+//! - **Prepare** ([`prepare`], here): a chat request becomes what the host completes: message
+//!   cleaning, the system prompt (persona → fallback → augmenter), parameter merge, the tools
+//!   the access layer offers the model (none when the request says `no_tools`), `@uri`
+//!   resources and MCP-prompt `/commands`. The model comes off the caller's menu ([`menu`]).
+//! - **Run** ([`run`]): the turn as a run that outlives its client, saved as it goes.
+//! - **Encode**: what each protocol writes, and its loop driver. The native protocol
+//!   ([`native`]) relays the host's one model call as its events; the AI SDK's
+//!   (`crate::aisdk::chat`) drives the server-side agent loop (`crate::agent`) and writes UI
+//!   Message Stream chunks. Each protocol's request is checked by its own `plan` (the two
+//!   bodies differ); everything after goes through [`prepare`] and [`run::start`].
 //!
 //! Decisions on what MCP App views contribute (they are untrusted):
 //! - A user message marked [`Message::from_app`] is taken literally: no `@uri` read, no
@@ -12,6 +20,7 @@
 
 mod cache;
 pub(crate) mod menu;
+pub(crate) mod native;
 mod refs;
 pub(crate) mod run;
 mod slash;
@@ -40,6 +49,21 @@ pub(crate) struct Inputs<'a> {
     pub system_prompt: &'a str,
     /// The model catalog (the menu's facts and prices).
     pub catalog: &'a crate::models::Catalog,
+}
+
+/// What a turn uses of the service, the same for both chat protocols; the route hands it over
+/// (`State::turn`).
+pub(crate) struct Services<'a> {
+    /// What preparing the turn reads.
+    pub inputs: Inputs<'a>,
+    /// The approval policy and store, which decide each call the model makes.
+    pub approvals: &'a std::sync::Arc<crate::access::approval::Approvals>,
+    /// Server-side history, when on: the reply is saved there as the run goes.
+    pub history: Option<&'a std::sync::Arc<dyn crate::store::HistoryStore>>,
+    /// Where a conversation's changes are announced to the principal's other tabs.
+    pub events: Option<&'a crate::live::events::EventBroadcaster>,
+    /// The registry the run starts in.
+    pub runs: &'a crate::live::runs::Runs,
 }
 
 /// The default of [`ConfigBuilder::system_prompt`](crate::ConfigBuilder::system_prompt): the

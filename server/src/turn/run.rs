@@ -1,106 +1,140 @@
-//! A native turn (`POST {prefix}/api/chat`) as a run ([`crate::runs`]): the events the route
-//! annotated go to the run's log, and, when the request names its conversation and
-//! server-side history is on, the reply is saved into that conversation by the service.
+//! One turn as a run ([`crate::live::runs`]), the same for both chat protocols: the native one
+//! (`POST {prefix}/api/chat`, [`super::native`]) and the AI SDK's (`POST
+//! {prefix}/api/aisdk/chat`, `crate::aisdk::chat`). Each hands over its **loop driver** (a
+//! stream of events: the host's one model call for the native protocol, whose tools run in the
+//! browser; the server-side agent loop for the AI SDK) and its **encoder** (an [`Encoder`]:
+//! what each event writes to the run's log, and the reply it adds up to). [`start`] does the
+//! rest, once for both: it starts the run, relays the driver's events through the encoder,
+//! flushes the first token at once, saves the reply as the run goes and when it ends, and
+//! handles a stop.
 //!
 //! Decisions:
-//! - **One model call per run.** The native protocol runs tools in the browser, so a run ends
-//!   with the model's `done` or `error`; the tab posts the next turn as a new run.
-//! - **The reply is saved when the run ends** (done, error or stopped), before the log ends,
-//!   and the log's last event is `saved` with the conversation's revision: the tab's own save
-//!   after the stream takes it as its base and is no conflict. The service puts only the reply
-//!   in its place ([`Snapshot::Reply`]); the rest of the conversation is the tab's to save. A
-//!   reply with nothing in it (no text, reasoning or call) is not saved.
-//! - **Tool calls are saved with the policy's approval** ([`Approval::initial`], nothing
-//!   allowed in the chat yet): a tab that reloads asks for the pending ones.
-//! - **Stop** drops the host's stream (the upstream request with it), ends the log with `done`
-//!   whose finish reason is `stopped`, and saves the reply marked [`Message::stopped`].
-//! - **With a shared engine** (several instances) the reply so far is also saved at most once
-//!   a second while events arrive, so an instance killed mid-reply loses at most about a
-//!   second of it (the run is then marked failed by another instance, see `runs::shared`).
-//! - `<think>` tags inline in the text are saved as streamed: the UI splits them when it shows
-//!   (and saves) the reply.
-
-use std::sync::Arc;
+//! - **The run goes on without its client.** A client that leaves stops nothing; only a stop
+//!   request ends the run early: it drops the driver (the upstream request and any running tool
+//!   call with it), the encoder writes what a stopped reply ends with, and the reply so far is
+//!   saved, marked stopped.
+//! - **The first model output goes out with the response's head** (see `runs::launch`): the
+//!   frame that holds it is flushed at once, and the preamble an encoder writes before it
+//!   (the AI SDK's `start`) waits for it.
+//! - **Saves go through one [`Saver`]** per run, off the reply's path: when the encoder says a
+//!   step settled (the AI SDK: a step that ran tools, the finish), at least once a second while
+//!   events arrive with a shared engine ([`Runs::checkpoint_every`]), and at the end, before the
+//!   log ends, so a reload right after the reply finds it. What a save holds is the encoder's
+//!   ([`Encoder::snapshot`]): the native protocol saves the reply in its place, the AI SDK the
+//!   whole thread.
+//! - **The span of the caller is the run's**, entered once per poll of the run's task, not per
+//!   event: a poll relays every event that has arrived, and each entry and exit of a span goes
+//!   through the subscriber (its span stack; with a span-tracking filter, a lock too, see
+//!   `logs`). Entered per event (as a stream adapter), a turn with history cost 1.4% more
+//!   instructions (callgrind, 1,000 turns: 1.036 M against 1.022 M a turn).
 
 use futures_util::{Stream, StreamExt};
-use lmchatkit_protocol::{Approval, Event, FinishReason, Message};
+use serde_json::Value;
 use tracing::Instrument;
 
 use crate::error::Failure;
 use crate::host::Principal;
-use crate::runs::saver::{Saver, Snapshot, Target};
-use crate::runs::{self, Run, RunStatus, Runs};
+use crate::live::runs::saver::{Saver, Snapshot, Target};
+use crate::live::runs::{self, Run, RunStatus, RunWriter, Runs};
 
-/// Where and how a run's reply is saved.
-pub(crate) struct ReplySave {
-    pub(crate) target: Target,
-    /// The messages the turn was asked with.
-    pub(crate) request: Arc<Vec<Message>>,
+/// What one event meant for the run, as its encoder wrote it.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Step {
+    /// The event was the model's output (not a preamble): the first one is flushed at once.
+    pub(crate) output: bool,
+    /// A step settled: save the reply now.
+    pub(crate) settle: bool,
+    /// The turn ended here, whether or not the driver's stream does.
+    pub(crate) end: bool,
 }
 
-/// Starts a run streaming `events` (ended by `done` or `error`) for `owner`, writing reply
-/// `reply_id` of `conversation`, and runs it in a task that holds `hold` until it ends, in the
-/// caller's span. The span is entered once per poll of the task, not per event: a poll relays
-/// every event that has arrived, and each entry and exit of a span goes through the
-/// subscriber (its span stack; with a span-tracking filter, a lock too, see `logs`). Entered
-/// per event (as a stream adapter), a turn with history cost 1.4% more instructions
-/// (callgrind, 1,000 turns: 1.036 M against 1.022 M a turn).
-pub(crate) async fn start(
+/// How one chat protocol writes a turn: the frames each event puts in the run's log, and the
+/// reply they add up to.
+pub(crate) trait Encoder: Send + 'static {
+    /// What the loop driver emits.
+    type Event: Send + 'static;
+
+    /// Writes what comes before the first event (the run's id is known now).
+    fn start(&mut self, run_id: &str, log: &RunWriter);
+
+    /// Writes one event.
+    fn push(&mut self, event: Self::Event, log: &RunWriter) -> Step;
+
+    /// Writes what a stopped reply ends with, and marks the reply stopped.
+    fn stop(&mut self, log: &RunWriter);
+
+    /// The reply so far as a save, or `None` when there is nothing worth saving yet.
+    fn snapshot(&self) -> Option<Snapshot>;
+
+    /// Writes the log's last frames, after the last save; `revision` is what that save left
+    /// (`None` without history, or when nothing was saved).
+    fn end(&mut self, revision: Option<u64>, log: &RunWriter);
+}
+
+/// A run about to start: who owns it, what it writes, and what its log says if its instance
+/// is lost.
+pub(crate) struct NewRun<'a> {
+    pub(crate) owner: &'a Principal,
+    /// The conversation the reply goes into (taken for the run), if any.
+    pub(crate) conversation: Option<&'a str>,
+    /// The reply's message id.
+    pub(crate) message_id: &'a str,
+    /// The message the run continues, as it was before (what a resume starts from).
+    pub(crate) resume_base: Option<Value>,
+    /// The frames that end the log when the instance running it is lost.
+    pub(crate) lost: &'a [String],
+    /// Where the reply is saved, when it is.
+    pub(crate) save: Option<Target>,
+}
+
+/// Starts `new` (a 409 while another run writes its conversation) and runs it in a task that
+/// relays `driver` through `encoder` and holds `hold` until the run ends, in the caller's span.
+pub(crate) async fn start<E: Encoder>(
     runs: &Runs,
-    owner: &Principal,
-    conversation: Option<&str>,
-    reply_id: &str,
-    events: impl Stream<Item = Event> + Send + 'static,
-    keep: Option<ReplySave>,
+    new: NewRun<'_>,
+    driver: impl Stream<Item = E::Event> + Send + 'static,
+    mut encoder: E,
     hold: impl Send + 'static,
 ) -> Result<Run, Failure> {
-    let lost = [serde_json::to_string(&Event::error(LOST)).unwrap_or_default()];
     let writer = runs
-        .start(owner, conversation, reply_id, None, &lost)
+        .start(
+            new.owner,
+            new.conversation,
+            new.message_id,
+            new.resume_base,
+            new.lost,
+        )
         .await?;
     let run = writer.run();
     let checkpoint_every = runs.checkpoint_every();
-    let mut reply = Message::assistant("");
-    reply.id = Some(reply_id.to_owned());
-    reply.created_at = Some(crate::history::now_ms());
+    let target = new.save;
     let task = async move {
         let _hold = hold;
-        let saver = keep.as_ref().map(|k| Saver::start(k.target.clone()));
-        let save = |reply: &Message| {
-            if let (Some(saver), Some(keep)) = (&saver, &keep)
-                && has_content(reply)
-            {
-                saver.save(Snapshot::Reply {
-                    request: keep.request.clone(),
-                    reply: Box::new(reply.clone()),
-                });
+        let saver = target.map(Saver::start);
+        let save = |encoder: &E| {
+            if let (Some(saver), Some(snapshot)) = (&saver, encoder.snapshot()) {
+                saver.save(snapshot);
             }
         };
-        let mut events = std::pin::pin!(events);
+        // The conversation holds the request before the first token (when the encoder has
+        // something to save yet).
+        save(&encoder);
+        encoder.start(writer.id(), &writer);
+        let mut driver = std::pin::pin!(driver);
         let relay = async {
-            // With a shared engine, the reply so far is saved now and then (see `Runs`).
             let mut checkpoint = Checkpoint::new(checkpoint_every);
             let mut flushed = false;
-            while let Some(ev) = events.next().await {
-                if matches!(ev, Event::Saved { .. }) {
-                    continue; // the service's own event
-                }
-                // Without a conversation to save into, the reply is not collected.
-                if keep.is_some() {
-                    apply(&mut reply, &ev);
-                }
-                writer.append_json(&ev);
-                if !flushed {
-                    // The first event is the time to first token (see `runs::launch`).
+            while let Some(ev) = driver.next().await {
+                let step = encoder.push(ev, &writer);
+                if step.output && !flushed {
                     writer.flush_now();
                     flushed = true;
                 }
-                // The turn ends here, whether or not the host's stream does.
-                if matches!(ev, Event::Done { .. } | Event::Error { .. }) {
+                if step.end {
                     break;
                 }
-                if checkpoint.due() {
-                    save(&reply);
+                if step.settle || checkpoint.due() {
+                    save(&encoder);
                 }
             }
         };
@@ -109,20 +143,15 @@ pub(crate) async fn start(
             _ = writer.stopped() => RunStatus::Stopped,
         };
         if status == RunStatus::Stopped {
-            reply.stopped = true;
-            writer.append_json(&Event::Done {
-                finish_reason: Some(FinishReason::Stopped),
-                usage: None,
-                cost_usd: None,
-            });
+            tracing::debug!(run = %writer.id(), "the run was stopped");
+            encoder.stop(&writer);
         }
-        save(&reply);
-        if let Some(saver) = &saver
-            && has_content(&reply)
-            && let Some(revision) = saver.flush().await
-        {
-            writer.append_json(&Event::Saved { revision });
-        }
+        save(&encoder);
+        let revision = match &saver {
+            Some(saver) => saver.flush().await,
+            None => None,
+        };
+        encoder.end(revision, &writer);
         writer.finish(status).await;
     };
     runs::launch(&run, task.instrument(tracing::Span::current())).await;
@@ -155,137 +184,5 @@ impl Checkpoint {
             }
             _ => false,
         }
-    }
-}
-
-/// Adds one event to the reply.
-fn apply(reply: &mut Message, ev: &Event) {
-    match ev {
-        Event::Delta { delta } => {
-            if let lmchatkit_protocol::Content::Text(t) = &mut reply.content {
-                t.push_str(delta);
-            }
-        }
-        Event::Reasoning { reasoning } => {
-            reply.thinking.get_or_insert_default().push_str(reasoning);
-        }
-        Event::ToolCall {
-            tool_call,
-            decision,
-        } => {
-            let mut call = tool_call.clone();
-            call.approval = Some(Approval::initial(*decision, false));
-            reply.tool_calls.push(call);
-        }
-        Event::Done {
-            usage, cost_usd, ..
-        } => {
-            reply.usage = *usage;
-            reply.cost_usd = *cost_usd;
-        }
-        Event::Error { .. } | Event::Saved { .. } => {}
-    }
-}
-
-/// Whether the reply holds anything worth keeping.
-fn has_content(reply: &Message) -> bool {
-    !reply.content.joined_text("").is_empty()
-        || reply.thinking.as_ref().is_some_and(|t| !t.is_empty())
-        || !reply.tool_calls.is_empty()
-}
-
-#[cfg(test)]
-mod tests {
-    use lmchatkit_protocol::{ToolCall, ToolDecision, Usage};
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn what_the_model_stream_logs_carries_the_turns_span() {
-        let out = crate::catalog::capture_logs(tracing::Level::INFO, || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                // The model's stream logs while it is polled, after the run's task was spawned
-                // (it waited once after its first token).
-                let mut step = 0;
-                let events = futures_util::stream::poll_fn(move |cx| {
-                    step += 1;
-                    std::task::Poll::Ready(match step {
-                        1 => Some(Event::delta("Hi")),
-                        2 => {
-                            cx.waker().wake_by_ref();
-                            return std::task::Poll::Pending;
-                        }
-                        3 => {
-                            tracing::warn!("the upstream hiccupped");
-                            Some(Event::Done {
-                                finish_reason: None,
-                                usage: None,
-                                cost_usd: None,
-                            })
-                        }
-                        _ => None,
-                    })
-                });
-                let span = tracing::info_span!("chat", model = "m-test");
-                let runs = Runs::default();
-                let owner = Principal::new("alice");
-                let run = start(&runs, &owner, None, "r1", events, None, ())
-                    .instrument(span)
-                    .await
-                    .unwrap();
-                let frames: Vec<_> = run.follow_holding(0, ()).collect().await;
-                assert!(!frames.is_empty());
-            });
-        });
-        let line = out
-            .lines()
-            .find(|l| l.contains("the upstream hiccupped"))
-            .unwrap_or_else(|| panic!("not logged: {out}"));
-        assert!(
-            line.contains("chat{model=\"m-test\"}") || line.contains("chat{model=m-test}"),
-            "{line}"
-        );
-    }
-
-    #[test]
-    fn the_reply_collects_text_reasoning_calls_with_their_approval_and_usage() {
-        let mut r = Message::assistant("");
-        let usage = Usage {
-            prompt_tokens: Some(3),
-            ..Default::default()
-        };
-        for ev in [
-            Event::reasoning("hm"),
-            Event::delta("Hel"),
-            Event::delta("lo"),
-            Event::ToolCall {
-                tool_call: ToolCall::new("c1", "rm", json!({})),
-                decision: Some(ToolDecision::Deny),
-            },
-            Event::ToolCall {
-                tool_call: ToolCall::new("c2", "ls", json!({})),
-                decision: Some(ToolDecision::Ask),
-            },
-            Event::Done {
-                finish_reason: None,
-                usage: Some(usage),
-                cost_usd: Some(0.5),
-            },
-        ] {
-            apply(&mut r, &ev);
-        }
-        assert_eq!(r.content.joined_text(""), "Hello");
-        assert_eq!(r.thinking.as_deref(), Some("hm"));
-        let approvals: Vec<_> = r.tool_calls.iter().map(|c| c.approval).collect();
-        assert_eq!(approvals, [Some(Approval::Error), Some(Approval::Pending)]);
-        assert_eq!(r.usage, Some(usage));
-        assert_eq!(r.cost_usd, Some(0.5));
-        assert!(has_content(&r));
-        assert!(!has_content(&Message::assistant("")));
     }
 }

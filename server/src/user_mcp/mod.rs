@@ -49,22 +49,20 @@
 //! - **Limits**: [`MAX_SERVERS`] per principal, [`MAX_HEADERS`] headers of at most
 //!   [`MAX_HEADER_BYTES`] each, [`MAX_TOOLS`] tools per listing.
 
-mod host;
-mod memory;
 pub(crate) mod oauth;
 mod presets;
 pub mod snapshot;
+mod tools;
 mod upstream;
 
 #[cfg(any(test, feature = "test-support"))]
-pub mod conformance;
+pub use crate::store::conformance::user_mcp as conformance;
 
-pub use crate::history::user_mcp_store::{UserMcpRecord, UserMcpStore, UserMcpStoreError};
-pub(crate) use host::UserToolsHost;
-pub use host::{UNTRUSTED_TOOL_RULES, USER_TOOL_SEPARATOR, exposed_name};
-pub use memory::MemoryUserMcpStore;
+pub use crate::store::{MemoryUserMcpStore, UserMcpRecord, UserMcpStore, UserMcpStoreError};
 pub use oauth::SIGN_IN_TTL;
 pub use presets::{PresetError, UserMcpPreset};
+pub(crate) use tools::UserToolsHost;
+pub use tools::{UNTRUSTED_TOOL_RULES, USER_TOOL_SEPARATOR, exposed_name};
 pub use upstream::DEFAULT_UPSTREAM_TIMEOUT;
 pub(crate) use upstream::UpstreamError;
 
@@ -151,7 +149,7 @@ impl UserMcp {
     }
 
     /// Like [`UserMcp::new`], for a store already in an `Arc` (e.g. the history's
-    /// [`SqliteStore`](crate::history::SqliteStore), shared).
+    /// [`SqliteStore`](crate::store::SqliteStore), shared).
     pub fn new_arc(store: Arc<dyn UserMcpStore>, keyring: Keyring, policy: OutboundPolicy) -> Self {
         Self {
             store,

@@ -6,8 +6,8 @@ use crate::support;
 
 use std::sync::Arc;
 
-use lmchatkit::history::{HistoryStore, MemoryStore};
 use lmchatkit::protocol::*;
+use lmchatkit::store::{HistoryStore, MemoryStore};
 use lmchatkit::{ApprovalPolicy, ChatService, Principal};
 use serde_json::{Value, json};
 use support::*;

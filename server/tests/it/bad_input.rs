@@ -148,7 +148,7 @@ async fn json_routes_require_json_content_type() {
 
 #[tokio::test]
 async fn bad_conversation_ids() {
-    let s = service(config(FakeHost::default()).history(lmchatkit::history::MemoryStore::new()));
+    let s = service(config(FakeHost::default()).history(lmchatkit::store::MemoryStore::new()));
     for id in ["a%2Fb", "..", "a..b", "a%00b", "%ff", "a%5Cb"] {
         let r = send(&s, get(&format!("/chat/api/conversations/{id}"))).await;
         assert_eq!(

@@ -8,7 +8,7 @@ use std::time::Duration;
 use http::Request;
 use http_body_util::{BodyExt, Full};
 use lmchatkit::Principal;
-use lmchatkit::history::MemoryStore;
+use lmchatkit::store::MemoryStore;
 use serde_json::json;
 use support::*;
 use tower::ServiceExt;

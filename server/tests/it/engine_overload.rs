@@ -12,10 +12,10 @@ use crate::support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lmchatkit::engine::Redis;
-use lmchatkit::history::postgres::test_support::{TestSchema, lock_table};
-use lmchatkit::history::{HistoryError, HistoryStore, MemoryStore};
+use lmchatkit::live::Redis;
 use lmchatkit::protocol::*;
+use lmchatkit::store::postgres::test_support::{TestSchema, lock_table};
+use lmchatkit::store::{HistoryError, HistoryStore, MemoryStore};
 use lmchatkit::{ChatService, Principal};
 use serde_json::json;
 use shared_engines::{REDIS, Spec, TestEngine};
@@ -160,11 +160,11 @@ async fn a_chat_start_that_finds_the_postgres_engine_pool_exhausted_is_503() {
     let Spec::Postgres { url, schema } = &engine.spec else {
         unreachable!()
     };
-    let options = lmchatkit::history::PostgresOptions::default()
+    let options = lmchatkit::store::PostgresOptions::default()
         .with_schema(schema)
         .with_max_connections(1)
         .with_acquire_timeout(Duration::from_millis(300));
-    let pg = lmchatkit::engine::Postgres::connect(url, options)
+    let pg = lmchatkit::live::Postgres::connect(url, options)
         .await
         .unwrap();
     let svc = service(config(host()).history(MemoryStore::new()).shared_engine(pg));

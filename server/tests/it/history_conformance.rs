@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use lmchatkit::history::{MemoryStore, conformance};
+use lmchatkit::store::{MemoryStore, conformance};
 
 #[tokio::test]
 async fn memory_store_passes_the_suite() {

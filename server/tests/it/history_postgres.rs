@@ -8,11 +8,11 @@
 use std::sync::Arc;
 
 use lmchatkit::Principal;
-use lmchatkit::history::postgres::test_support::TestSchema;
-use lmchatkit::history::{
+use lmchatkit::protocol::{Message, StoredConversation};
+use lmchatkit::store::postgres::test_support::TestSchema;
+use lmchatkit::store::{
     HistoryError, HistoryStore, PostgresOptions, PostgresStore, SaveOutcome, conformance,
 };
-use lmchatkit::protocol::{Message, StoredConversation};
 use tokio_postgres::SimpleQueryMessage;
 
 /// The rows of a simple query's answer, as strings.

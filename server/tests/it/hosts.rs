@@ -8,7 +8,7 @@ use crate::support;
 use bytes::Bytes;
 use http::Request;
 use http_body_util::Full;
-use lmchatkit::history::MemoryStore;
+use lmchatkit::store::MemoryStore;
 use serde_json::json;
 use support::{FakeHost, config, send, service, tool};
 

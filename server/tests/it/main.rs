@@ -24,6 +24,7 @@ mod history_postgres;
 mod hosts;
 mod limits;
 mod models;
+mod paths_of_0_1;
 mod routes;
 mod runs;
 mod runs_shared;

@@ -9,9 +9,9 @@ use crate::support;
 use std::sync::Arc;
 
 use lmchatkit::catalog::StaticPersonas;
-use lmchatkit::history::{HistoryStore, MemoryStore};
 use lmchatkit::models::{Catalog, ModelSpec, Price};
 use lmchatkit::protocol::*;
+use lmchatkit::store::{HistoryStore, MemoryStore};
 use serde_json::{Value, json};
 use support::*;
 

@@ -12,8 +12,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::Request;
 use http_body_util::Full;
-use lmchatkit::history::{HistoryStore, MemoryStore};
 use lmchatkit::protocol::*;
+use lmchatkit::store::{HistoryStore, MemoryStore};
 use lmchatkit::{
     ChatService, CompleteRequest, EventStream, Host, HostError, Principal, RequestContext,
     async_trait,
@@ -502,7 +502,7 @@ async fn a_native_turn_without_a_conversation_saves_nothing_and_conflicts_with_n
 }
 
 /// The first chunk of `body` if it is there without waiting.
-fn chunk_now(body: &mut lmchatkit::http_util::ResponseBody) -> Option<String> {
+fn chunk_now(body: &mut lmchatkit::api::ResponseBody) -> Option<String> {
     use futures_util::FutureExt;
     use http_body_util::BodyExt;
     let frame = body.frame().now_or_never()??.ok()?;

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::Request;
 use http_body_util::Full;
-use lmchatkit::history::{HistoryStore, MemoryStore};
 use lmchatkit::protocol::*;
+use lmchatkit::store::{HistoryStore, MemoryStore};
 use lmchatkit::{
     ChatService, CompleteRequest, EventStream, Host, HostError, Principal, RequestContext,
     async_trait,

@@ -6,9 +6,9 @@
 
 use std::sync::LazyLock;
 
-use lmchatkit::engine::{Postgres, Redis, SharedEngine};
-use lmchatkit::history::PostgresOptions;
-use lmchatkit::history::postgres::test_support::TestSchema;
+use lmchatkit::live::{Postgres, Redis, SharedEngine};
+use lmchatkit::store::PostgresOptions;
+use lmchatkit::store::postgres::test_support::TestSchema;
 use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub const REDIS: &str = "redis://127.0.0.1:6379";

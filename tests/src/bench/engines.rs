@@ -137,7 +137,7 @@ async fn probe(postgres: &str, redis: &str) -> Result<(), String> {
         Ok(Err(e)) => return Err(format!("PostgreSQL at {postgres} is unreachable: {e}")),
         Err(_) => return Err(format!("PostgreSQL at {postgres} did not answer in 5 s")),
     }
-    let r = lmchatkit::engine::Redis::connect(redis);
+    let r = lmchatkit::live::Redis::connect(redis);
     match tokio::time::timeout(Duration::from_secs(5), r).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(format!("Redis is unreachable: {e}")),

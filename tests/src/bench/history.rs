@@ -20,9 +20,9 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use lmchatkit::history::{HistoryStore, SaveOutcome, SqliteOptions, SqliteStore, Synchronous};
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::protocol::{Message, Role, SaveResponse, StoredConversation};
+use lmchatkit::store::{HistoryStore, SaveOutcome, SqliteOptions, SqliteStore, Synchronous};
 use lmchatkit::{ChatService, Config, Principal};
 use serde::Serialize;
 use tower::ServiceExt;

@@ -370,8 +370,8 @@ async fn put_turn(
 
 #[cfg(test)]
 mod tests {
-    use lmchatkit::history::{HistoryStore, SqliteStore};
     use lmchatkit::host::Principal;
+    use lmchatkit::store::{HistoryStore, SqliteStore};
 
     use super::*;
 

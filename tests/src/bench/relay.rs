@@ -11,10 +11,10 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use lmchatkit::connection::{self, Connection};
-use lmchatkit::engine::{Postgres, Redis};
-use lmchatkit::history::{PostgresOptions, PostgresStore, SqliteStore};
+use lmchatkit::live::{Postgres, Redis};
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::protocol::Model;
+use lmchatkit::store::{PostgresOptions, PostgresStore, SqliteStore};
 use lmchatkit::{ChatService, Config};
 
 /// Where the relay keeps history and runs.

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use lmchatkit::history::MemoryStore;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+use lmchatkit::store::MemoryStore;
 use lmchatkit::{ChatService, Config, Principal};
 use serde_json::Value;
 

@@ -4,8 +4,8 @@
 //! service — in default mode, or in proxy mode with the chat on `127.0.0.1` and the sandbox on
 //! `localhost` (a different host name, as cookies require).
 
-use lmchatkit::history::MemoryStore;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+use lmchatkit::store::MemoryStore;
 use lmchatkit::{ChatService, Config, McpHub, McpServerConfig, StandardHost};
 use tokio::net::TcpListener;
 

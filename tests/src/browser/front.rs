@@ -283,7 +283,7 @@ pub async fn setup_front() -> Option<FrontEnv> {
     let config = lmchatkit::Config::builder(crate::test_host::TestHost(backend))
         .events(true)
         .file_upload(true)
-        .history(lmchatkit::history::MemoryStore::new())
+        .history(lmchatkit::store::MemoryStore::new())
         .build()
         .unwrap();
     let front = serve_front(ChatService::new(config)).await;

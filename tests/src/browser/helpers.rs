@@ -2,8 +2,8 @@
 //! `ui_bench.rs`): a plain turn, a long stored conversation, and a fixture with two personas.
 
 use lmchatkit::catalog::StaticPersonas;
-use lmchatkit::history::MemoryStore;
 use lmchatkit::protocol::Persona;
+use lmchatkit::store::MemoryStore;
 use serde_json::json;
 
 use crate::browser::Browser;

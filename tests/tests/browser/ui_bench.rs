@@ -15,8 +15,8 @@
 //! The UI records these through its opt-in probes (`frontend/src/bench.rs`, sessionStorage
 //! `lmchatkit:bench = 1`).
 
-use lmchatkit::history::MemoryStore;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+use lmchatkit::store::MemoryStore;
 use lmchatkit::{ChatService, Config};
 use lmchatkit_tests::browser::helpers::put_long_conversation;
 use lmchatkit_tests::browser::launch;

@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use lmchatkit::catalog::StaticCommands;
-use lmchatkit::history::MemoryStore;
 use lmchatkit::protocol::SlashCommand;
+use lmchatkit::store::MemoryStore;
 use lmchatkit_tests::browser::Browser;
 use lmchatkit_tests::browser::app::{
     Env, ONE_AT_A_TIME, first_stored, idle, setup, setup_configured, start_chat, wait_saved,

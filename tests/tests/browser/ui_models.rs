@@ -15,9 +15,9 @@
 
 use std::time::Duration;
 
-use lmchatkit::history::MemoryStore;
 use lmchatkit::models::{Catalog, ModelSpec, Price};
 use lmchatkit::protocol::Model;
+use lmchatkit::store::MemoryStore;
 use lmchatkit::{CompleteRequest, EventStream, Host, HostError, RequestContext, async_trait};
 use lmchatkit_tests::browser::Browser;
 use lmchatkit_tests::browser::app::{Env, ONE_AT_A_TIME, first_stored, idle, setup_hosted};

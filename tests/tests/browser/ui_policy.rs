@@ -3,8 +3,8 @@
 //! told, and "Always allow → always" is kept on the server, for every chat.
 
 use lmchatkit::ApprovalPolicy;
-use lmchatkit::history::MemoryStore;
 use lmchatkit::protocol::ToolDecision;
+use lmchatkit::store::MemoryStore;
 use lmchatkit_tests::browser::Browser;
 use lmchatkit_tests::browser::app::{
     ONE_AT_A_TIME, idle, setup_configured, start_chat, wait_saved,

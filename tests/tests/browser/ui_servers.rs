@@ -8,9 +8,9 @@
 //! settings, the server's switch, replacing its headers and delete go through the same screen.
 //! The anonymous user never sees the entry.
 
-use lmchatkit::history::MemoryStore;
 use lmchatkit::mcp::OutboundPolicy;
 use lmchatkit::secrets::sealing::{Keyring, SealingKey};
+use lmchatkit::store::MemoryStore;
 use lmchatkit::user_mcp::{MemoryUserMcpStore, UserMcp};
 use lmchatkit_tests::browser::Browser;
 use lmchatkit_tests::browser::app::{

@@ -8,9 +8,9 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use lmchatkit::history::MemoryStore;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::protocol::ToolDecision;
+use lmchatkit::store::MemoryStore;
 use lmchatkit::{ApprovalPolicy, ChatService, Config};
 use lmchatkit_tests::aisdk::{AI_VERSIONS, available, drive};
 use lmchatkit_tests::mock_upstream::MockUpstream;

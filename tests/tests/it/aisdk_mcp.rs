@@ -7,10 +7,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use lmchatkit::history::MemoryStore;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::mcp::{McpHub, McpServerConfig};
 use lmchatkit::protocol::ToolDecision;
+use lmchatkit::store::MemoryStore;
 use lmchatkit::{ApprovalPolicy, ChatService, Config, StandardHost};
 use lmchatkit_tests::aisdk::{AI_VERSIONS, available, drive};
 use lmchatkit_tests::mcp_server::{SLOW_CANCELLED, duplex_connector};

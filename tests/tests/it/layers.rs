@@ -32,16 +32,13 @@ struct Crate {
 const SERVER: Crate = Crate {
     dir: "server",
     layers: &[
+        ("wire types and contracts", &["error", "host", "secrets"]),
         (
-            "wire types and contracts",
-            &["error", "host", "access", "secrets"],
-        ),
-        (
-            "stores, engines, upstream backends, MCP",
+            "stores, live state (runs, events, view tokens) and its engines, access, upstream backends, MCP",
             &[
-                "history",
-                "engine",
-                "events",
+                "store",
+                "live",
+                "access",
                 "llm",
                 "mcp",
                 "user_mcp",
@@ -52,8 +49,8 @@ const SERVER: Crate = Crate {
             ],
         ),
         (
-            "the turn, agent loop, runs, MCP App views",
-            &["turn", "agent", "runs", "aisdk", "apps", "standard_host"],
+            "the turn, agent loop, MCP App views",
+            &["turn", "agent", "aisdk", "apps", "standard_host"],
         ),
         (
             "the HTTP edge",
@@ -63,7 +60,7 @@ const SERVER: Crate = Crate {
                 "service",
                 "routes",
                 "sse",
-                "http_util",
+                "api",
                 "limits",
                 "bundle",
                 "page_policy",

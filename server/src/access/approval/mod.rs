@@ -25,15 +25,12 @@
 //!   state as `Approvals`, built once.
 
 mod policy;
-mod store;
 
 #[cfg(test)]
 mod tests;
 
+pub use crate::store::{ApprovalStore, ApprovalStoreError, MemoryApprovalStore};
 pub use policy::{ApprovalCheck, ApprovalPolicy};
-#[cfg(test)]
-pub(crate) use store::conformance;
-pub use store::{ApprovalStore, ApprovalStoreError, MemoryApprovalStore};
 
 use std::sync::Arc;
 

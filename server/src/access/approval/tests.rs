@@ -196,11 +196,6 @@ async fn a_failing_store_asks_and_leaves_allow_and_deny_alone() {
     assert_eq!(decide(&a, &s, "no", &Value::Null).await, Deny);
 }
 
-#[tokio::test]
-async fn the_memory_store_conforms() {
-    conformance(&MemoryApprovalStore::default()).await;
-}
-
 #[test]
 fn a_put_list_is_trimmed_deduplicated_and_capped() {
     let got = clean_list(vec![

@@ -85,9 +85,10 @@ use super::openai::{DEFAULT_MODELS_TTL, DEFAULT_TOTAL_TIMEOUT};
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
 use crate::secrets::{Redacted, redact_url, redacted_headers};
 
+use crate::llm::openai::translate::read_logged;
 pub use request::request_body;
+use translate::Accumulator;
 pub use translate::translate;
-use translate::translate_in;
 
 /// Where and how to reach Anthropic's Messages API.
 ///
@@ -340,7 +341,7 @@ impl Host for AnthropicBackend {
                 let body = read_prefix(resp, ERROR_JSON_LIMIT, idle).await;
                 return error_stream(status_message(status, &body));
             }
-            let events: EventStream = Box::pin(translate_in(
+            let events: EventStream = Box::pin(read_logged::<Accumulator, _, _>(
                 guard(resp.bytes_stream(), idle, deadline),
                 log,
             ));

@@ -61,21 +61,6 @@ where
     read_events(bytes, Accumulator::default())
 }
 
-/// [`translate`], its warnings logged in `log`'s span.
-pub(in crate::llm) fn translate_in<S, E>(bytes: S, log: LogSpan) -> impl Stream<Item = Event> + Send
-where
-    S: Stream<Item = Result<Bytes, E>> + Send,
-    E: Display + Send,
-{
-    read_events(
-        bytes,
-        Accumulator {
-            log,
-            ..Accumulator::default()
-        },
-    )
-}
-
 /// A tool-use block being assembled.
 #[derive(Debug, Default)]
 struct PendingCall {
@@ -99,7 +84,7 @@ struct Counts {
 }
 
 #[derive(Debug, Default)]
-struct Accumulator {
+pub(in crate::llm) struct Accumulator {
     calls: Vec<PendingCall>,
     stop_reason: Option<String>,
     counts: Counts,
@@ -161,6 +146,10 @@ struct UsageIn {
 }
 
 impl Reader for Accumulator {
+    fn log_to(&mut self, log: LogSpan) {
+        self.log = log;
+    }
+
     fn on_sse(&mut self, event: &str, data: &str, out: &mut VecDeque<Event>) -> Flow {
         let data = data.trim();
         if data.is_empty() {

@@ -74,30 +74,33 @@ where
     read_events(bytes, Accumulator::default())
 }
 
-/// [`translate`], its warnings logged in `log`'s span.
-pub(in crate::llm) fn translate_in<S, E>(bytes: S, log: LogSpan) -> impl Stream<Item = Event> + Send
-where
-    S: Stream<Item = Result<Bytes, E>> + Send,
-    E: Display + Send,
-{
-    read_events(
-        bytes,
-        Accumulator {
-            log,
-            ..Accumulator::default()
-        },
-    )
-}
-
 /// What a translator does with the SSE events of one reply; [`read_events`] drives it. Shared
 /// with the Anthropic translator.
 pub(in crate::llm) trait Reader: Send {
+    /// Sends the reader's warnings to `log`'s span.
+    fn log_to(&mut self, log: LogSpan);
     /// One SSE event (its `event:` name, `message` when absent, and its data); `Flow::End` ends the
     /// turn and drops the body.
     fn on_sse(&mut self, event: &str, data: &str, out: &mut VecDeque<Event>) -> Flow;
     /// The body ended before the reader ended the turn: cleanly when `cause` is `None`, else
     /// with that error.
     fn body_ended(&mut self, cause: Option<String>, out: &mut VecDeque<Event>);
+}
+
+/// A reply's events from `bytes`, read by a fresh `R` whose warnings go to `log`'s span: what
+/// both backends' requests stream (their public `translate` is the same with no span).
+pub(in crate::llm) fn read_logged<R, S, E>(
+    bytes: S,
+    log: LogSpan,
+) -> impl Stream<Item = Event> + Send
+where
+    R: Reader + Default,
+    S: Stream<Item = Result<Bytes, E>> + Send,
+    E: Display + Send,
+{
+    let mut reader = R::default();
+    reader.log_to(log);
+    read_events(bytes, reader)
 }
 
 /// Splits an SSE body into events for `reader` ([`SseParser`], events up to
@@ -223,7 +226,7 @@ struct PendingCall {
 }
 
 #[derive(Debug, Default)]
-struct Accumulator {
+pub(in crate::llm) struct Accumulator {
     calls: Vec<PendingCall>,
     /// Position in `calls` of the call the last fragment went to.
     current: Option<usize>,
@@ -242,6 +245,10 @@ struct Accumulator {
 pub(super) const MAX_ARGUMENTS_BYTES: usize = crate::llm::MAX_TOOL_ARGUMENTS_BYTES;
 
 impl Reader for Accumulator {
+    fn log_to(&mut self, log: LogSpan) {
+        self.log = log;
+    }
+
     fn on_sse(&mut self, event: &str, data: &str, out: &mut VecDeque<Event>) -> Flow {
         let data = data.trim();
         if data.is_empty() {

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt, stream};
 use lmchatkit_protocol::{Event, Model};
 
-use super::translate::translate_in;
+use super::translate::{Accumulator, read_logged};
 use crate::host::{EventStream, HostError};
 
 /// How much of an error reply's body goes into the error event.
@@ -77,7 +77,10 @@ pub(in crate::llm) async fn reply_events(
         }
     };
     if first != Some(b'{') {
-        return Box::pin(translate_in(stream::iter(head).chain(body), log));
+        return Box::pin(read_logged::<Accumulator, _, _>(
+            stream::iter(head).chain(body),
+            log,
+        ));
     }
     let mut json = Vec::new();
     let mut items = stream::iter(head).chain(body);
@@ -87,7 +90,12 @@ pub(in crate::llm) async fn reply_events(
                 json.extend_from_slice(&chunk)
             }
             Ok(_) => return error_stream("upstream reply too large".into()),
-            Err(e) => return Box::pin(translate_in(stream::iter([Err(e)]), log)),
+            Err(e) => {
+                return Box::pin(read_logged::<Accumulator, _, _>(
+                    stream::iter([Err(e)]),
+                    log,
+                ));
+            }
         }
     }
     // JSON has no raw newlines inside strings, so flattening it keeps it one `data:` line.
@@ -97,7 +105,10 @@ pub(in crate::llm) async fn reply_events(
     let whole = serde_json::from_slice::<serde::de::IgnoredAny>(&json).is_ok();
     let done = if whole { "data: [DONE]\n\n" } else { "" };
     let sse = Bytes::from(format!("data: {line}\n\n{done}"));
-    Box::pin(translate_in(stream::iter([Ok::<_, BodyError>(sse)]), log))
+    Box::pin(read_logged::<Accumulator, _, _>(
+        stream::iter([Ok::<_, BodyError>(sse)]),
+        log,
+    ))
 }
 
 /// Why the reply body ended early.

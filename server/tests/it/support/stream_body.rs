@@ -15,7 +15,7 @@ use tower::ServiceExt;
 pub struct Open {
     pub status: http::StatusCode,
     pub headers: http::HeaderMap,
-    body: lmchatkit::http_util::ResponseBody,
+    body: lmchatkit::api::ResponseBody,
     /// What was read so far.
     pub seen: String,
 }

@@ -1,0 +1,562 @@
+//! Runs across instances, through a shared engine: the logic both engines share, over the
+//! few operations each does its own way ([`RunLog`]: Redis in `redis`, PostgreSQL in
+//! `postgres`, where the keys, tables and statements are described).
+//!
+//! Decisions:
+//! - **The running instance writes, in order, off the reply's path**: each frame goes to the
+//!   run's memory log first (its own tabs read that), then to a per-run copy task that appends
+//!   what has queued up as one batch (which appends nothing once the run is no longer running
+//!   in the engine, see the lease). The reply never waits on the engine.
+//! - **Followers on other instances** read the engine's log from the id after their last,
+//!   waiting for more (a blocking read of their own in Redis, a notification in PostgreSQL)
+//!   and looking at the run's lease whenever a wait passes quietly. Followers on the running
+//!   instance cost the engine nothing.
+//! - **One running run per conversation across instances**: the engine takes the conversation
+//!   at start, atomically (409 naming the running run otherwise), and frees it at the end only
+//!   while it still names this run.
+//! - **Stop from any instance**: the engine marks the run's stop and tells every instance
+//!   (pub/sub or `NOTIFY`); each instance listens (one subscription per service, opened with
+//!   its first run) and stops the run when it is its own, so the upstream request is dropped
+//!   within milliseconds. Should the message be lost, the running instance also reads the mark
+//!   with each lease refresh, once a second. The stop answer waits for the run's end as
+//!   in-process.
+//! - **An instance that dies mid-run** stops refreshing the run's lease ([`LEASE`], refreshed
+//!   every [`LEASE_REFRESH`]). Whoever next looks at the run from elsewhere (a follower
+//!   waiting on it, a stop, a resume, a conversation read, a new run in the conversation) and
+//!   finds it running without a lease marks it failed in one atomic step (only if it is still
+//!   running and still has no lease): the protocol's error frames given at start and the end
+//!   go into the log, and the conversation is freed. The reply is not rebuilt from the log: the
+//!   running instance saves it at least every [`CHECKPOINT_EVERY`] while text arrives (and at
+//!   each step end and the finish), so a killed instance loses at most about a second of it.
+//!   An instance that only stalled past its lease finds its run taken over at its next append
+//!   and stops it.
+//! - **Retention**: a finished run stays readable for [`local::RETENTION`]; a running run for
+//!   a day (refreshed while it runs), so nothing outlives a lost run for long. A run's log
+//!   keeps about its last [`MAX_ENTRIES`] frames (a longer reply keeps its end).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_util::stream::BoxStream;
+use futures_util::{Stream, StreamExt};
+use tokio::sync::{OnceCell, mpsc};
+
+use super::RunStatus;
+use super::local;
+use crate::error::Failure;
+use crate::host::Principal;
+use crate::live::EngineError;
+
+/// How long a run's lease lasts without a refresh.
+pub(crate) const LEASE: Duration = Duration::from_secs(5);
+/// How often the running instance refreshes it.
+pub(crate) const LEASE_REFRESH: Duration = Duration::from_secs(1);
+/// How often a run saves its reply while text keeps coming.
+pub(crate) const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+/// About how many frames a run's log keeps.
+pub(crate) const MAX_ENTRIES: usize = 100_000;
+/// How long a running run lives in the engine without being refreshed.
+pub(crate) const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+/// How long a follower waits for more before it checks the run's lease.
+pub(crate) const BLOCK: Duration = Duration::from_secs(1);
+/// How many frames one read or one append takes at most.
+pub(crate) const BATCH: usize = 512;
+/// How many times a batch of frames is sent before it is given up.
+const APPEND_TRIES: u32 = 4;
+/// How often a stop on another instance looks whether the run has ended.
+const SETTLE_POLL: Duration = Duration::from_millis(20);
+
+/// A run about to start, as the engine records it.
+pub(crate) struct NewRun<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) owner: &'a str,
+    /// The conversation it writes (taken for the run), if any.
+    pub(crate) thread: Option<&'a str>,
+    pub(crate) message_id: &'a str,
+    /// The message it continues, as JSON.
+    pub(crate) resume_base: Option<String>,
+    /// The `data:` lines that end its log should its instance be lost, as a JSON array.
+    pub(crate) lost: String,
+}
+
+/// What the engine holds of a run besides its log and status.
+pub(crate) struct Meta {
+    pub(crate) owner: String,
+    pub(crate) message_id: String,
+    pub(crate) resume_base: Option<serde_json::Value>,
+}
+
+/// What one read of a log gave.
+pub(crate) enum Read {
+    /// Frames (and the id of the last) and whether the end came.
+    Entries {
+        frames: Vec<Bytes>,
+        last: u64,
+        ended: bool,
+    },
+    /// Nothing within the wait.
+    Nothing,
+}
+
+/// What an engine does for runs; each operation is atomic in the engine.
+#[async_trait]
+pub(crate) trait RunLog: Send + Sync + 'static {
+    /// Records `run` running with a fresh lease and takes its conversation; `Some` with the id
+    /// of the run already running there instead (empty when it could not be told).
+    async fn start(&self, run: &NewRun<'_>) -> Result<Option<String>, EngineError>;
+    /// Appends frames (ids already in the log are skipped, so a batch can be sent again);
+    /// false when the run no longer runs (nothing appended).
+    async fn append(&self, id: &str, batch: &[(u64, Bytes)]) -> Result<bool, EngineError>;
+    /// Ends the run with `status` (`reap`: only while it has no lease, with its lost frames
+    /// appended first) and frees its conversation; whether it did.
+    async fn end(&self, id: &str, status: RunStatus, reap: bool) -> Result<bool, EngineError>;
+    /// Refreshes the lease; whether a stop was asked.
+    async fn refresh(&self, id: &str) -> Result<bool, EngineError>;
+    /// Marks a stop and tells every instance, while the run runs.
+    async fn stop(&self, id: &str) -> Result<(), EngineError>;
+    /// The run's record (`None` when unknown or expired).
+    async fn load(&self, id: &str) -> Result<Option<Meta>, EngineError>;
+    /// The run's status and whether its lease holds (`None` when unknown or expired).
+    async fn status(&self, id: &str) -> Result<Option<(RunStatus, bool)>, EngineError>;
+    /// The id of the run holding `owner`'s conversation `thread`.
+    async fn active(&self, owner: &str, thread: &str) -> Result<Option<String>, EngineError>;
+    /// A reader of run `id`'s log.
+    fn reader(&self, id: &str) -> Box<dyn LogReader>;
+    /// The ids of runs asked to stop, from now on (ends when the subscription is lost).
+    async fn stops(&self) -> Result<BoxStream<'static, String>, EngineError>;
+}
+
+/// Reads one run's log, waiting up to [`BLOCK`] for more.
+#[async_trait]
+pub(crate) trait LogReader: Send {
+    /// What follows event `after`.
+    async fn read(&mut self, after: u64) -> Result<Read, EngineError>;
+}
+
+/// The shared backend of [`super::Runs`]. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    log: Arc<dyn RunLog>,
+    /// This instance's runs.
+    local: local::Runs,
+    /// Set once the stop listener is subscribed.
+    listening: OnceCell<()>,
+}
+
+impl Shared {
+    pub(crate) fn new(log: Arc<dyn RunLog>, local: local::Runs) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                log,
+                local,
+                listening: OnceCell::new(),
+            }),
+        }
+    }
+
+    /// Starts the stop listener once (a start waits for its subscription, at most a second:
+    /// without it, stops still arrive through the lease refresh).
+    async fn listen(&self) {
+        let shared = self.clone();
+        self.inner
+            .listening
+            .get_or_init(|| async move {
+                let (ready_tx, ready) = tokio::sync::oneshot::channel();
+                tokio::spawn(shared.stop_listener(ready_tx));
+                if tokio::time::timeout(Duration::from_secs(1), ready)
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!("the run stop listener is not subscribed yet");
+                }
+            })
+            .await;
+    }
+
+    /// Stops this instance's runs named by stop notices; resubscribes after a loss.
+    async fn stop_listener(self, ready: tokio::sync::oneshot::Sender<()>) {
+        let mut ready = Some(ready);
+        loop {
+            match self.inner.log.stops().await {
+                Ok(mut stops) => {
+                    if let Some(tx) = ready.take() {
+                        let _ = tx.send(());
+                    }
+                    while let Some(id) = stops.next().await {
+                        if let Some(run) = self.inner.local.get_any(&id) {
+                            tracing::debug!(run = %id, "a stop from another instance");
+                            run.stop();
+                        }
+                    }
+                    tracing::warn!("the run stop subscription ended; resubscribing");
+                }
+                Err(e) => tracing::warn!(error = %e, "subscribing to run stops failed"),
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+
+    /// Starts a run in the engine and in this instance's registry.
+    pub(crate) async fn start(
+        &self,
+        owner: &Principal,
+        thread: Option<&str>,
+        message_id: &str,
+        resume_base: Option<serde_json::Value>,
+        lost: &[String],
+    ) -> Result<(local::RunWriter, Mirror), Failure> {
+        self.listen().await;
+        let log = &self.inner.log;
+        let id = local::new_id();
+        let new = NewRun {
+            id: &id,
+            owner: owner.id(),
+            thread,
+            message_id,
+            resume_base: resume_base.as_ref().map(|v| v.to_string()),
+            lost: serde_json::to_string(lost).unwrap_or_else(|_| "[]".into()),
+        };
+        // Twice: a conversation held by a lost run is freed (marked failed), then taken.
+        for _ in 0..2 {
+            let Some(running) = log.start(&new).await? else {
+                let writer = match self.inner.local.start_with_id(
+                    id.clone(),
+                    owner,
+                    thread,
+                    message_id,
+                    resume_base,
+                ) {
+                    Ok(w) => w,
+                    Err(e) => {
+                        if let Err(end) = log.end(&id, RunStatus::Failed, false).await {
+                            tracing::warn!(run = %id, error = %end, "ending a run that could not start failed");
+                        }
+                        return Err(e);
+                    }
+                };
+                let mirror = Mirror::start(log.clone(), writer.run().clone());
+                return Ok((writer, mirror));
+            };
+            if local::is_run_id(&running) && reap_if_lost(log.as_ref(), &running).await? {
+                continue;
+            }
+            if running.is_empty() {
+                break;
+            }
+            return Err(Failure::Conflict(format!(
+                "a reply is still running in this conversation (run {running}); stop it or wait for it"
+            )));
+        }
+        Err(Failure::Conflict(
+            "a reply is still running in this conversation; stop it or wait for it".into(),
+        ))
+    }
+
+    /// `principal`'s run `id`, as the engine holds it (a lost one is marked failed on the way).
+    pub(crate) async fn get(
+        &self,
+        principal: &Principal,
+        id: &str,
+    ) -> Result<Option<Arc<SharedRun>>, EngineError> {
+        if !local::is_run_id(id) {
+            return Ok(None);
+        }
+        let Some(meta) = self.inner.log.load(id).await? else {
+            return Ok(None);
+        };
+        if meta.owner != principal.id() {
+            return Ok(None);
+        }
+        let run = SharedRun {
+            log: self.inner.log.clone(),
+            id: id.to_owned(),
+            message_id: meta.message_id,
+            resume_base: meta.resume_base,
+        };
+        run.status().await?;
+        Ok(Some(Arc::new(run)))
+    }
+
+    /// The run now running in `principal`'s conversation `thread` (a lost one is marked
+    /// failed, and then there is none).
+    pub(crate) async fn active(
+        &self,
+        principal: &Principal,
+        thread: &str,
+    ) -> Result<Option<Arc<SharedRun>>, EngineError> {
+        let Some(id) = self.inner.log.active(principal.id(), thread).await? else {
+            return Ok(None);
+        };
+        let Some(run) = self.get(principal, &id).await? else {
+            return Ok(None);
+        };
+        match run.status().await? {
+            Some(RunStatus::Running) => Ok(Some(run)),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// Marks run `id` failed when it is running without a lease (its instance is gone); whether
+/// it did.
+async fn reap_if_lost(log: &dyn RunLog, id: &str) -> Result<bool, EngineError> {
+    let reaped = log.end(id, RunStatus::Failed, true).await?;
+    if reaped {
+        tracing::warn!(run = %id, "the instance running this run is gone; marked failed");
+    }
+    Ok(reaped)
+}
+
+/// A run as the engine holds it.
+pub(crate) struct SharedRun {
+    log: Arc<dyn RunLog>,
+    id: String,
+    message_id: String,
+    resume_base: Option<serde_json::Value>,
+}
+
+impl fmt::Debug for SharedRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedRun")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharedRun {
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn message_id(&self) -> &str {
+        &self.message_id
+    }
+
+    pub(crate) fn resume_base(&self) -> Option<&serde_json::Value> {
+        self.resume_base.as_ref()
+    }
+
+    /// The run's status now (`None` when the engine no longer has it); a run found running
+    /// without a lease is marked failed first.
+    async fn status(&self) -> Result<Option<RunStatus>, EngineError> {
+        let Some((status, lease)) = self.log.status(&self.id).await? else {
+            return Ok(None);
+        };
+        if status == RunStatus::Running
+            && !lease
+            && reap_if_lost(self.log.as_ref(), &self.id).await?
+        {
+            return Ok(Some(RunStatus::Failed));
+        }
+        Ok(Some(status))
+    }
+
+    /// Asks the instance running it to stop it.
+    pub(crate) async fn stop(&self) -> Result<(), EngineError> {
+        self.log.stop(&self.id).await
+    }
+
+    /// Waits at most `wait` for the run to end; its status then.
+    pub(crate) async fn settle(&self, wait: Duration) -> RunStatus {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            match self.status().await {
+                Ok(Some(RunStatus::Running)) => {}
+                Ok(Some(status)) => return status,
+                Ok(None) => return RunStatus::Failed,
+                Err(e) => {
+                    tracing::warn!(run = %self.id, error = %e, "reading the run's status failed");
+                }
+            }
+            if tokio::time::Instant::now() + SETTLE_POLL > deadline {
+                return RunStatus::Running;
+            }
+            tokio::time::sleep(SETTLE_POLL).await;
+        }
+    }
+
+    /// The log from event `after + 1` on, following it until the run ends (or the engine no
+    /// longer has it, or fails: the client reconnects with its last id).
+    pub(crate) fn follow(self: Arc<Self>, after: u64) -> impl Stream<Item = Bytes> + Send + use<> {
+        let reader = self.log.reader(&self.id);
+        let state = (self, reader, after, VecDeque::<Bytes>::new(), false);
+        futures_util::stream::unfold(
+            state,
+            |(run, mut reader, mut after, mut ready, mut done)| async move {
+                loop {
+                    if let Some(frame) = ready.pop_front() {
+                        return Some((frame, (run, reader, after, ready, done)));
+                    }
+                    if done {
+                        return None;
+                    }
+                    match reader.read(after).await {
+                        Ok(Read::Entries {
+                            frames,
+                            last,
+                            ended,
+                        }) => {
+                            ready.extend(frames);
+                            after = last;
+                            done = ended;
+                        }
+                        // Quiet for a while: is its instance still there?
+                        Ok(Read::Nothing) => match run.status().await {
+                            Ok(Some(_)) => {}
+                            Ok(None) => return None,
+                            Err(e) => {
+                                tracing::warn!(run = %run.id, error = %e, "following the run failed");
+                                return None;
+                            }
+                        },
+                        Err(e) => {
+                            tracing::warn!(run = %run.id, error = %e, "following the run failed");
+                            return None;
+                        }
+                    }
+                }
+            },
+        )
+    }
+}
+
+/// How long a finishing run waits for the engine to record its end before its followers end
+/// anyway.
+const END_WAIT: Duration = Duration::from_secs(5);
+
+/// What the running side hands its copy task.
+enum Copy {
+    Frame(u64, Bytes),
+    Finish(RunStatus),
+}
+
+/// The copy of a running run to the engine: frames in order, its lease, its end. Dropped
+/// without [`Mirror::finish`], the run ends failed.
+pub(crate) struct Mirror {
+    tx: mpsc::UnboundedSender<Copy>,
+    /// Resolves once the copy task ended the run in the engine.
+    ended: tokio::sync::oneshot::Receiver<()>,
+}
+
+impl Mirror {
+    fn start(log: Arc<dyn RunLog>, run: Arc<local::Run>) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (ended_tx, ended) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            copy(log, run, rx).await;
+            let _ = ended_tx.send(());
+        });
+        Self { tx, ended }
+    }
+
+    /// Copies one frame.
+    pub(crate) fn frame(&self, (id, frame): (u64, Bytes)) {
+        let _ = self.tx.send(Copy::Frame(id, frame));
+    }
+
+    /// Ends the run with `status` once every frame is copied, and waits for that (at most
+    /// [`END_WAIT`]): the run's followers end only after, so a client that saw the end and
+    /// sends the next message at once, to any instance, finds the conversation free.
+    pub(crate) async fn finish(self, status: RunStatus) {
+        let _ = self.tx.send(Copy::Finish(status));
+        if tokio::time::timeout(END_WAIT, self.ended).await.is_err() {
+            tracing::warn!("ending the run in the shared engine takes long; ending it here first");
+        }
+    }
+}
+
+/// The copy task of one run.
+async fn copy(log: Arc<dyn RunLog>, run: Arc<local::Run>, mut rx: mpsc::UnboundedReceiver<Copy>) {
+    let mut lease = tokio::time::interval(LEASE_REFRESH);
+    lease.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    lease.tick().await; // the first tick is now: the start set the lease
+    let mut taken_over = false;
+    let status = loop {
+        tokio::select! {
+            biased;
+            msg = rx.recv() => {
+                let mut batch = Vec::new();
+                let mut finish = None;
+                match msg {
+                    Some(Copy::Frame(id, f)) => batch.push((id, f)),
+                    Some(Copy::Finish(s)) => finish = Some(s),
+                    None => finish = Some(RunStatus::Failed),
+                }
+                while finish.is_none() && batch.len() < BATCH {
+                    match rx.try_recv() {
+                        Ok(Copy::Frame(id, f)) => batch.push((id, f)),
+                        Ok(Copy::Finish(s)) => finish = Some(s),
+                        Err(mpsc::error::TryRecvError::Empty) => break,
+                        Err(mpsc::error::TryRecvError::Disconnected) => {
+                            finish = Some(RunStatus::Failed)
+                        }
+                    }
+                }
+                if !batch.is_empty() && !taken_over && !append_retrying(log.as_ref(), run.id(), &batch).await {
+                    tracing::warn!(run = %run.id(), "the run was marked failed elsewhere (its lease lapsed); stopping it");
+                    taken_over = true;
+                    run.stop();
+                }
+                if let Some(s) = finish {
+                    break s;
+                }
+            }
+            _ = lease.tick() => {
+                match log.refresh(run.id()).await {
+                    Ok(true) => run.stop(),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(run = %run.id(), error = %e, "refreshing the run's lease failed"),
+                }
+            }
+        }
+    };
+    if !taken_over && let Err(e) = log.end(run.id(), status, false).await {
+        tracing::warn!(run = %run.id(), error = %e, "ending the run in the shared engine failed");
+    }
+}
+
+/// Appends `batch`, trying again a few times when the engine fails (a follower elsewhere
+/// would otherwise miss frames); false when the run no longer runs there.
+async fn append_retrying(log: &dyn RunLog, id: &str, batch: &[(u64, Bytes)]) -> bool {
+    for attempt in 1..=APPEND_TRIES {
+        match log.append(id, batch).await {
+            Ok(running) => return running,
+            Err(e) if attempt == APPEND_TRIES => {
+                tracing::warn!(error = %e, "copying a run's frames to the shared engine failed; followers on other instances miss them");
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, attempt, "copying a run's frames to the shared engine failed; trying again");
+                tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+            }
+        }
+    }
+    true
+}
+
+/// `RunStatus` as the engines store it.
+pub(crate) fn status_str(s: RunStatus) -> &'static str {
+    match s {
+        RunStatus::Running => "running",
+        RunStatus::Finished => "finished",
+        RunStatus::Stopped => "stopped",
+        RunStatus::Failed => "failed",
+    }
+}
+
+/// A stored status (anything unknown reads as failed).
+pub(crate) fn parse_status(s: &str) -> RunStatus {
+    match s {
+        "running" => RunStatus::Running,
+        "finished" => RunStatus::Finished,
+        "stopped" => RunStatus::Stopped,
+        _ => RunStatus::Failed,
+    }
+}

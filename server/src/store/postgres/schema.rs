@@ -1,0 +1,185 @@
+//! The PostgreSQL schema and its migrations.
+//!
+//! Decisions: migrations are numbered, append-only, and recorded one row per version in
+//! `lmchatkit_migrations`; they run at connect in one transaction that first takes
+//! `pg_advisory_xact_lock` on a key derived from the schema's name, so two instances starting
+//! at once apply them once (the second waits, then finds them applied) and instances using
+//! other schemas never wait for each other. A database whose highest recorded version is
+//! newer than this build knows is refused, untouched. The schema's tables mirror the SQLite
+//! store's (after its migration 6), with two differences: each message row carries the
+//! SHA-256 of its body (`hash`), which the save compares instead of the body, and JSON stays
+//! `text` (not `jsonb`), so bodies come back byte-exact (key order kept) and a `\u0000` inside
+//! a JSON string is stored as written.
+
+use tokio_postgres::Client;
+
+use super::pg;
+use crate::store::HistoryError;
+
+/// Schema migrations; version `i + 1` is `MIGRATIONS[i]`. Append, never edit.
+pub(super) const MIGRATIONS: &[&str] = &[
+    // 1: everything the SQLite store holds after its migration 6.
+    "CREATE TABLE conversations (
+        principal     TEXT   NOT NULL,
+        id            TEXT   NOT NULL,
+        title         TEXT   NOT NULL DEFAULT '',
+        persona_id    TEXT   NOT NULL DEFAULT '',
+        model         TEXT   NOT NULL DEFAULT '',
+        params        TEXT   NOT NULL DEFAULT '{}',
+        created_at    BIGINT NOT NULL,
+        updated_at    BIGINT NOT NULL,
+        revision      BIGINT NOT NULL,
+        allowed_tools TEXT   NOT NULL DEFAULT '[]',
+        totals        TEXT   NOT NULL DEFAULT '{}',
+        PRIMARY KEY (principal, id)
+    );
+    CREATE INDEX conversations_by_updated
+        ON conversations (principal, updated_at DESC, id COLLATE \"C\");
+    CREATE TABLE messages (
+        principal       TEXT    NOT NULL,
+        conversation_id TEXT    NOT NULL,
+        seq             INTEGER NOT NULL,
+        hash            BYTEA   NOT NULL,
+        body            TEXT    NOT NULL,
+        PRIMARY KEY (principal, conversation_id, seq),
+        FOREIGN KEY (principal, conversation_id)
+            REFERENCES conversations (principal, id) ON DELETE CASCADE
+    );
+    CREATE TABLE tool_approvals (
+        principal TEXT NOT NULL PRIMARY KEY,
+        always    TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE TABLE user_mcp_servers (
+        principal     TEXT    NOT NULL,
+        slug          TEXT    NOT NULL,
+        name          TEXT    NOT NULL,
+        url           TEXT    NOT NULL,
+        transport     TEXT    NOT NULL,
+        credentials   TEXT,
+        enabled       BOOLEAN NOT NULL,
+        created_at    BIGINT  NOT NULL,
+        updated_at    BIGINT  NOT NULL,
+        revision      BIGINT  NOT NULL,
+        tools         TEXT    NOT NULL DEFAULT '[]',
+        pending       TEXT    NOT NULL DEFAULT '[]',
+        oauth_status  TEXT    NOT NULL DEFAULT 'not_used',
+        oauth         TEXT,
+        oauth_pending TEXT,
+        PRIMARY KEY (principal, slug)
+    );",
+    // 2: the shared engine (`engine::Postgres`): runs and their logs, events, view tokens.
+    "CREATE TABLE engine_runs (
+        id          TEXT        PRIMARY KEY,
+        owner       TEXT        NOT NULL,
+        thread      TEXT,
+        message_id  TEXT        NOT NULL,
+        resume_base TEXT,
+        status      TEXT        NOT NULL,
+        lost        TEXT        NOT NULL DEFAULT '[]',
+        stop        BOOLEAN     NOT NULL DEFAULT false,
+        seq         BIGINT      NOT NULL DEFAULT 0,
+        lease_until TIMESTAMPTZ NOT NULL,
+        expires_at  TIMESTAMPTZ NOT NULL
+    );
+    CREATE UNIQUE INDEX engine_runs_active ON engine_runs (owner, thread)
+        WHERE status = 'running' AND thread IS NOT NULL;
+    CREATE INDEX engine_runs_by_expiry ON engine_runs (expires_at);
+    CREATE TABLE engine_run_frames (
+        run_id TEXT   NOT NULL REFERENCES engine_runs (id) ON DELETE CASCADE,
+        seq    BIGINT NOT NULL,
+        frame  BYTEA,
+        status TEXT,
+        PRIMARY KEY (run_id, seq)
+    );
+    CREATE TABLE engine_event_seq (
+        single BOOLEAN PRIMARY KEY DEFAULT true CHECK (single),
+        n      BIGINT  NOT NULL
+    );
+    CREATE TABLE engine_events (
+        id    BIGINT PRIMARY KEY,
+        scope TEXT   NOT NULL,
+        event TEXT   NOT NULL
+    );
+    CREATE TABLE engine_views (
+        token      TEXT        PRIMARY KEY,
+        principal  TEXT        NOT NULL,
+        ticket     TEXT        NOT NULL,
+        issued_at  TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+        expires_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE INDEX engine_views_by_principal ON engine_views (principal, issued_at);
+    CREATE INDEX engine_views_by_expiry ON engine_views (expires_at);",
+];
+
+/// The schema version this build writes.
+pub(crate) const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// Creates the schema when `schema` is set, then applies the missing migrations, all in one
+/// transaction under the schema's advisory lock; refuses a newer schema. Returns the number of
+/// migrations applied (0 when up to date).
+pub(crate) async fn migrate(
+    client: &mut Client,
+    schema: Option<&str>,
+) -> Result<usize, HistoryError> {
+    let tx = client.transaction().await.map_err(pg)?;
+    // The lock's key: the schema's name (the current one when none is set), hashed by the
+    // server into the bigint the lock wants.
+    let key = match schema {
+        Some(s) => s.to_owned(),
+        None => tx
+            .query_one("SELECT current_schema()::text", &[])
+            .await
+            .map_err(pg)?
+            .try_get::<_, Option<String>>(0)
+            .map_err(pg)?
+            .unwrap_or_else(|| "public".to_owned()),
+    };
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended('lmchatkit.migrate.' || $1, 0))",
+        &[&key],
+    )
+    .await
+    .map_err(pg)?;
+    if let Some(schema) = schema {
+        // `schema` passed `valid_schema`: a plain identifier, safe unquoted.
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+            .await
+            .map_err(pg)?;
+    }
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS lmchatkit_migrations (
+            version    INTEGER PRIMARY KEY,
+            applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        )",
+    )
+    .await
+    .map_err(pg)?;
+    let version: i32 = tx
+        .query_one(
+            "SELECT COALESCE(MAX(version), 0) FROM lmchatkit_migrations",
+            &[],
+        )
+        .await
+        .map_err(pg)?
+        .try_get(0)
+        .map_err(pg)?;
+    if version > SCHEMA_VERSION {
+        return Err(HistoryError::Storage(format!(
+            "history database schema version {version} is newer than this build \
+             ({SCHEMA_VERSION}): upgrade lmchatkit, or point it at another database or schema"
+        )));
+    }
+    let from = usize::try_from(version).unwrap_or(0);
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(from) {
+        tx.batch_execute(sql).await.map_err(pg)?;
+        let v = i32::try_from(i + 1).unwrap_or(i32::MAX);
+        tx.execute(
+            "INSERT INTO lmchatkit_migrations (version) VALUES ($1)",
+            &[&v],
+        )
+        .await
+        .map_err(pg)?;
+    }
+    tx.commit().await.map_err(pg)?;
+    Ok(MIGRATIONS.len().saturating_sub(from))
+}

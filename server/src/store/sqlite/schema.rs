@@ -1,0 +1,163 @@
+//! The SQLite schema: connection settings and migrations, versioned by `PRAGMA user_version`.
+
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use lmchatkit_protocol::ConversationTotals;
+
+use super::Synchronous;
+use super::queries::Db;
+use crate::store::HistoryError;
+use crate::store::rows::{decode_rows, storage};
+
+/// How long a statement waits for another connection's lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Schema migrations; `PRAGMA user_version` is the number applied. Append, never edit.
+pub(super) const MIGRATIONS: &[&str] = &[
+    // 1: conversations and their message rows.
+    "CREATE TABLE conversations (
+        principal  TEXT    NOT NULL,
+        id         TEXT    NOT NULL,
+        title      TEXT    NOT NULL DEFAULT '',
+        persona_id TEXT    NOT NULL DEFAULT '',
+        model      TEXT    NOT NULL DEFAULT '',
+        params     TEXT    NOT NULL DEFAULT '{}',
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        revision   INTEGER NOT NULL,
+        PRIMARY KEY (principal, id)
+    );
+    CREATE INDEX conversations_by_updated
+        ON conversations (principal, updated_at DESC, id);
+    CREATE TABLE messages (
+        principal       TEXT    NOT NULL,
+        conversation_id TEXT    NOT NULL,
+        seq             INTEGER NOT NULL,
+        message_id      TEXT,
+        body            TEXT    NOT NULL,
+        PRIMARY KEY (principal, conversation_id, seq),
+        FOREIGN KEY (principal, conversation_id)
+            REFERENCES conversations (principal, id) ON DELETE CASCADE
+    );",
+    // 2: the tools a conversation always allows (a JSON array of names).
+    "ALTER TABLE conversations ADD COLUMN allowed_tools TEXT NOT NULL DEFAULT '[]';",
+    // 3: the tools each principal always allows, in every chat (a JSON array of names).
+    "CREATE TABLE tool_approvals (
+        principal TEXT NOT NULL PRIMARY KEY,
+        always    TEXT NOT NULL DEFAULT '[]'
+    );",
+    // 4: what each conversation's replies used and cost (`ConversationTotals` as JSON),
+    // written by every save; rows of older files are filled in by `backfill_totals`.
+    "ALTER TABLE conversations ADD COLUMN totals TEXT NOT NULL DEFAULT '{}';",
+    // 5: each principal's own MCP servers (`user_mcp`): `credentials` is the sealed headers
+    // (never plain text), `tools` the accepted tools and `pending` the last refresh's listing,
+    // both as JSON arrays.
+    "CREATE TABLE user_mcp_servers (
+        principal   TEXT    NOT NULL,
+        slug        TEXT    NOT NULL,
+        name        TEXT    NOT NULL,
+        url         TEXT    NOT NULL,
+        transport   TEXT    NOT NULL,
+        credentials TEXT,
+        enabled     INTEGER NOT NULL,
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL,
+        revision    INTEGER NOT NULL,
+        tools       TEXT    NOT NULL DEFAULT '[]',
+        pending     TEXT    NOT NULL DEFAULT '[]',
+        PRIMARY KEY (principal, slug)
+    );",
+    // 6: OAuth sign-in to users' servers (`user_mcp::oauth`): the status, and the sealed grant
+    // and sign-in in progress (never plain text).
+    "ALTER TABLE user_mcp_servers ADD COLUMN oauth_status TEXT NOT NULL DEFAULT 'not_used';
+    ALTER TABLE user_mcp_servers ADD COLUMN oauth TEXT;
+    ALTER TABLE user_mcp_servers ADD COLUMN oauth_pending TEXT;",
+    // 7: a random number each save that writes messages changes (`sqlite::written`): a store
+    // knows whether the rows are still the ones it wrote.
+    "ALTER TABLE conversations ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;",
+];
+
+/// The migration that added the `totals` column.
+const TOTALS_MIGRATION: i64 = 4;
+
+/// The schema version this build writes.
+pub(super) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Sets the busy timeout, WAL journal mode (files only; an in-memory database answers
+/// "memory"), the `synchronous` mode and foreign keys.
+pub(super) fn configure(
+    conn: &Connection,
+    is_file: bool,
+    synchronous: Synchronous,
+) -> Result<(), HistoryError> {
+    conn.busy_timeout(BUSY_TIMEOUT).db()?;
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        .db()?;
+    if is_file && !mode.eq_ignore_ascii_case("wal") {
+        return Err(HistoryError::Storage(format!(
+            "could not enable WAL journal mode (got {mode})"
+        )));
+    }
+    conn.pragma_update(None, "synchronous", synchronous.pragma())
+        .db()?;
+    conn.pragma_update(None, "foreign_keys", "ON").db()
+}
+
+/// Computes the totals of every conversation saved before they were kept (in the migration's
+/// transaction).
+fn backfill_totals(conn: &Connection) -> Result<(), HistoryError> {
+    let keys = conn
+        .prepare("SELECT principal, id FROM conversations")
+        .db()?
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .db()?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .db()?;
+    for (principal, id) in keys {
+        let bodies = conn
+            .prepare_cached(
+                "SELECT body FROM messages WHERE principal = ?1 AND conversation_id = ?2 ORDER BY seq",
+            )
+            .db()?
+            .query_map(rusqlite::params![principal, id], |r| r.get::<_, String>(0))
+            .db()?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .db()?;
+        let messages = decode_rows(bodies.iter().map(String::as_str))?;
+        let totals = serde_json::to_string(&ConversationTotals::of(&messages)).map_err(storage)?;
+        conn.prepare_cached(
+            "UPDATE conversations SET totals = ?3 WHERE principal = ?1 AND id = ?2",
+        )
+        .db()?
+        .execute(rusqlite::params![principal, id, totals])
+        .db()?;
+    }
+    Ok(())
+}
+
+/// Creates or migrates the schema in one transaction; refuses a newer schema.
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), HistoryError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .db()?;
+    let version: i64 = tx
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .db()?;
+    if version > SCHEMA_VERSION {
+        return Err(HistoryError::Storage(format!(
+            "history database schema version {version} is newer than this build ({SCHEMA_VERSION})"
+        )));
+    }
+    for sql in &MIGRATIONS[usize::try_from(version).unwrap_or(0)..] {
+        tx.execute_batch(sql).db()?;
+    }
+    if version > 0 && version < TOTALS_MIGRATION {
+        backfill_totals(&tx)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .db()?;
+    tx.commit().db()
+}

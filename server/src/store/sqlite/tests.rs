@@ -1,0 +1,516 @@
+//! SQLite-specific tests, plus the shared conformance suite on an in-memory and a file database.
+
+use std::sync::Arc;
+
+use lmchatkit_protocol::{ConversationPatch, Message, StoredConversation};
+
+use super::schema::SCHEMA_VERSION;
+use super::*;
+use crate::store::conformance;
+
+fn conv(id: &str, revision: u64, messages: Vec<Message>) -> StoredConversation {
+    StoredConversation {
+        id: id.into(),
+        title: "t".into(),
+        revision,
+        messages,
+        ..Default::default()
+    }
+}
+
+fn user(id: &str, text: &str) -> Message {
+    Message::user(text).with_id(id)
+}
+
+async fn saved(store: &SqliteStore, p: &Principal, c: StoredConversation) -> u64 {
+    match store.save(p, c).await.unwrap() {
+        SaveOutcome::Saved { revision } => revision,
+        SaveOutcome::Conflict(c) => panic!("conflict at {}", c.revision),
+    }
+}
+
+#[tokio::test]
+async fn conformance_in_memory() {
+    let store = SqliteStore::in_memory().unwrap();
+    conformance::run_with_row_count(&store, &|| store.rows_written()).await;
+}
+
+#[tokio::test]
+async fn conformance_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("h.db")).unwrap();
+    conformance::run_with_row_count(&store, &|| store.rows_written()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_saves() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("h.db")).unwrap();
+    conformance::concurrency(Arc::new(store)).await;
+}
+
+#[tokio::test]
+async fn large_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("h.db")).unwrap();
+    conformance::large_conversation(&store).await;
+}
+
+#[tokio::test]
+async fn pragmas_and_schema_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("h.db")).unwrap();
+    store.with_conn(|c| {
+        let q = |name: &str| -> String {
+            c.pragma_query_value(None, name, |r| {
+                r.get::<_, rusqlite::types::Value>(0).map(|v| format!("{v:?}"))
+            })
+            .unwrap()
+        };
+        assert_eq!(q("journal_mode"), "Text(\"wal\")");
+        assert_eq!(q("synchronous"), "Integer(2)", "FULL by default");
+        assert_eq!(q("foreign_keys"), "Integer(1)");
+        assert_eq!(q("user_version"), format!("Integer({SCHEMA_VERSION})"));
+        assert!(q("busy_timeout") != "Integer(0)");
+        let index: i64 = c
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'conversations_by_updated'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(index, 1);
+    });
+}
+
+/// What SQLite reports for `PRAGMA synchronous` on the store's connection.
+fn synchronous_of(store: &SqliteStore) -> i64 {
+    store.with_conn(|c| {
+        c.pragma_query_value(None, "synchronous", |r| r.get(0))
+            .unwrap()
+    })
+}
+
+#[test]
+fn the_synchronous_option_is_what_sqlite_applies() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    // SQLite's numbering: 1 = NORMAL, 2 = FULL.
+    for (mode, pragma) in [(Synchronous::Normal, 1), (Synchronous::Full, 2)] {
+        let options = SqliteOptions::default().with_synchronous(mode);
+        let store = SqliteStore::open_with(&path, options).unwrap();
+        assert_eq!(synchronous_of(&store), pragma, "{mode}");
+        assert_eq!(store.synchronous(), mode);
+    }
+    assert_eq!(SqliteOptions::default().synchronous(), Synchronous::Full);
+    assert_eq!(synchronous_of(&SqliteStore::open(&path).unwrap()), 2);
+    // In memory nothing reaches a disk, but the setting still applies as asked.
+    let normal = SqliteOptions::default().with_synchronous(Synchronous::Normal);
+    assert_eq!(
+        synchronous_of(&SqliteStore::in_memory_with(normal).unwrap()),
+        1
+    );
+}
+
+#[test]
+fn synchronous_modes_read_and_print_as_their_names() {
+    for (text, mode) in [("full", Synchronous::Full), ("normal", Synchronous::Normal)] {
+        assert_eq!(text.parse::<Synchronous>(), Ok(mode));
+        assert_eq!(mode.to_string(), text);
+        assert_eq!(
+            serde_json::from_value::<Synchronous>(serde_json::json!(text)).unwrap(),
+            mode
+        );
+    }
+    let err = "off".parse::<Synchronous>().unwrap_err().to_string();
+    assert!(err.contains("full") && err.contains("normal"), "{err}");
+}
+
+#[tokio::test]
+async fn reopen_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let alice = Principal::new("alice");
+    let (before, list) = {
+        let store = SqliteStore::open(&path).unwrap();
+        let rev = saved(&store, &alice, conv("c-1", 0, vec![user("1", "hello")])).await;
+        let rev = saved(
+            &store,
+            &alice,
+            conv("c-1", rev, vec![user("1", "hello"), user("2", "again")]),
+        )
+        .await;
+        let patch = ConversationPatch {
+            title: "Kept".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            store.patch(&alice, "c-1", patch).await.unwrap(),
+            Some(rev + 1)
+        );
+        saved(&store, &alice, conv("c-2", 0, vec![])).await;
+        (
+            store.get(&alice, "c-1").await.unwrap().unwrap(),
+            store.list(&alice).await.unwrap(),
+        )
+    };
+    let store = SqliteStore::open(&path).unwrap();
+    let after = store.get(&alice, "c-1").await.unwrap().unwrap();
+    assert_eq!(after, before);
+    assert_eq!(after.title, "Kept");
+    assert_eq!(after.revision, 3);
+    assert_eq!(after.messages.len(), 2);
+    assert_eq!(store.list(&alice).await.unwrap(), list);
+    // The revision carries on after reopening.
+    assert_eq!(
+        saved(&store, &alice, conv("c-1", 3, after.messages.clone())).await,
+        4
+    );
+}
+
+#[tokio::test]
+async fn two_stores_on_one_file_see_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let a = SqliteStore::open(&path).unwrap();
+    let b = SqliteStore::open(&path).unwrap();
+    let p = Principal::anonymous();
+    saved(&a, &p, conv("c-1", 0, vec![user("1", "x")])).await;
+    assert_eq!(b.get(&p, "c-1").await.unwrap().unwrap().revision, 1);
+    // A stale base through the other connection still conflicts.
+    saved(&b, &p, conv("c-1", 1, vec![])).await;
+    assert!(matches!(
+        a.save(&p, conv("c-1", 1, vec![])).await.unwrap(),
+        SaveOutcome::Conflict(c) if c.revision == 2
+    ));
+}
+
+#[tokio::test]
+async fn append_changes_one_message_row() {
+    let store = SqliteStore::in_memory().unwrap();
+    let p = Principal::new("alice");
+    let changes = || store.with_conn(|c| c.total_changes());
+    let mut msgs = vec![user("1", "a"), user("2", "b")];
+    let before = changes();
+    let rev = saved(&store, &p, conv("c", 0, msgs.clone())).await;
+    assert_eq!(changes() - before, 3, "conversation row + 2 messages");
+
+    msgs.push(user("3", "c"));
+    let before = changes();
+    let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(changes() - before, 2, "conversation update + 1 insert");
+
+    let before = changes();
+    let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(changes() - before, 1, "conversation update only");
+
+    msgs[1] = user("2", "edited");
+    let before = changes();
+    saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(changes() - before, 5, "update + 2 deletes + 2 inserts");
+}
+
+#[tokio::test]
+async fn saving_one_more_turn_reads_no_stored_row_and_serialises_only_the_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let p = Principal::anonymous();
+    let mut msgs: Vec<Message> = (0..1000).map(|i| user(&i.to_string(), "words")).collect();
+    let rev = saved(&store, &p, conv("c", 0, msgs.clone())).await;
+
+    msgs.push(user("1000", "one more"));
+    let (read, written) = (store.rows_read(), store.rows_written());
+    let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(store.rows_read() - read, 0, "no stored row read");
+    assert_eq!(store.rows_written() - written, 1, "one row written");
+
+    // An edit in the middle rewrites from there on, still without reading.
+    msgs[998] = user("998", "edited");
+    let read = store.rows_read();
+    let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(store.rows_read() - read, 0);
+    assert_eq!(store.get(&p, "c").await.unwrap().unwrap().messages, msgs);
+
+    // A store that did not write it (another process on the file) reads the rows instead.
+    let other = SqliteStore::open(&path).unwrap();
+    msgs.push(user("1001", "from the other"));
+    saved(&other, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(other.rows_read(), 1001);
+    assert_eq!(other.get(&p, "c").await.unwrap().unwrap().messages, msgs);
+}
+
+#[tokio::test]
+async fn a_kept_save_reads_no_row_and_leaves_what_it_wrote_known_for_the_next_whole_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let p = Principal::anonymous();
+    let mut msgs: Vec<Message> = (0..500).map(|i| user(&i.to_string(), "words")).collect();
+    let rev = saved(&store, &p, conv("c", 0, msgs.clone())).await;
+
+    // One more turn, keeping the 500 stored: nothing read, two rows written.
+    let turn = vec![user("500", "q"), user("501", "a")];
+    let (read, written) = (store.rows_read(), store.rows_written());
+    let kept = StoredConversation {
+        kept: Some(500),
+        ..conv("c", rev, turn.clone())
+    };
+    let rev = saved(&store, &p, kept).await;
+    assert_eq!(store.rows_read() - read, 0, "no stored row read");
+    assert_eq!(store.rows_written() - written, 2);
+    msgs.extend(turn);
+    assert_eq!(store.get(&p, "c").await.unwrap().unwrap().messages, msgs);
+
+    // A whole save next still finds the prefix in what this store wrote, the kept save's
+    // messages included: an edit of the turn's answer is found without reading a row.
+    msgs[501] = user("501", "a, edited");
+    let (read, written) = (store.rows_read(), store.rows_written());
+    let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(
+        store.rows_read() - read,
+        0,
+        "the cache knew the kept save's rows"
+    );
+    assert_eq!(store.rows_written() - written, 2, "one row replaced");
+
+    // Keeping fewer than stored replaces the rest and reads only the kept rows' bodies.
+    let read = store.rows_read();
+    let regen = StoredConversation {
+        kept: Some(501),
+        ..conv("c", rev, vec![user("501b", "another answer")])
+    };
+    let rev = saved(&store, &p, regen).await;
+    assert_eq!(
+        store.rows_read() - read,
+        501,
+        "the kept rows, for their totals"
+    );
+    msgs[501] = user("501b", "another answer");
+    assert_eq!(store.get(&p, "c").await.unwrap().unwrap().messages, msgs);
+
+    // A store on the same file that did not write it keeps rows just as well.
+    let other = SqliteStore::open(&path).unwrap();
+    let kept = StoredConversation {
+        kept: Some(502),
+        ..conv("c", rev, vec![user("502", "from the other")])
+    };
+    saved(&other, &p, kept).await;
+    assert_eq!(other.rows_read(), 0);
+    msgs.push(user("502", "from the other"));
+    assert_eq!(store.get(&p, "c").await.unwrap().unwrap().messages, msgs);
+}
+
+#[tokio::test]
+async fn a_write_through_another_store_on_the_file_is_never_taken_for_what_this_one_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let (a, b) = (
+        SqliteStore::open(&path).unwrap(),
+        SqliteStore::open(&path).unwrap(),
+    );
+    let p = Principal::anonymous();
+    let rev = saved(&a, &p, conv("c", 0, vec![user("1", "x"), user("2", "y")])).await;
+    // B rewrites the second message; A's memory of the rows is now stale.
+    let rev = saved(
+        &b,
+        &p,
+        conv("c", rev, vec![user("1", "x"), user("2", "B's")]),
+    )
+    .await;
+    // A saves its own version on top of B's revision: what A sends is what is stored.
+    let mine = vec![user("1", "x"), user("2", "y"), user("3", "z")];
+    saved(&a, &p, conv("c", rev, mine.clone())).await;
+    assert_eq!(b.get(&p, "c").await.unwrap().unwrap().messages, mine);
+
+    // Deleted and created again through B: still noticed.
+    assert!(b.delete(&p, "c").await.unwrap());
+    let new = vec![user("1", "new"), user("2", "new"), user("3", "new")];
+    let r1 = saved(&b, &p, conv("c", 0, new)).await;
+    let last = vec![
+        user("1", "x"),
+        user("2", "y"),
+        user("3", "z"),
+        user("4", "w"),
+    ];
+    saved(&a, &p, conv("c", r1, last.clone())).await;
+    assert_eq!(b.get(&p, "c").await.unwrap().unwrap().messages, last);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_saves_share_one_commit_and_a_failing_one_rolls_back_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(dir.path().join("h.db")).unwrap());
+    let p = Principal::anonymous();
+    saved(&store, &p, conv("broken", 0, vec![user("1", "a")])).await;
+    // A row the next save of "broken" cannot read (a blob where text belongs), and a generation
+    // this store did not write, so that save reads the rows.
+    store.with_conn(|c| {
+        c.execute_batch(
+            "UPDATE messages SET body = x'ff' WHERE conversation_id = 'broken';
+             UPDATE conversations SET generation = 1 WHERE id = 'broken';",
+        )
+        .unwrap();
+    });
+    let groups = store.counters.groups.load(Ordering::SeqCst);
+    // While the connection is busy, 32 saves and the broken one queue up.
+    let held = store.conn.lock().unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..32 {
+        let (store, p) = (store.clone(), p.clone());
+        let c = conv(&format!("c{i}"), 0, vec![user("1", &format!("hello {i}"))]);
+        tasks.push(tokio::spawn(async move { store.save(&p, c).await }));
+    }
+    let broken = {
+        let (store, p) = (store.clone(), p.clone());
+        let c = conv("broken", 1, vec![user("1", "a"), user("2", "b")]);
+        tokio::spawn(async move { store.save(&p, c).await })
+    };
+    // Blocking this thread is fine: the saves run on the runtime's workers.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    drop(held);
+    for task in tasks {
+        assert_eq!(
+            task.await.unwrap().unwrap(),
+            SaveOutcome::Saved { revision: 1 }
+        );
+    }
+    assert!(matches!(
+        broken.await.unwrap(),
+        Err(HistoryError::Storage(_))
+    ));
+    let commits = store.counters.groups.load(Ordering::SeqCst) - groups;
+    assert!(commits <= 3, "33 saves took {commits} commits");
+    assert_eq!(store.list(&p).await.unwrap().len(), 33);
+    for i in 0..32 {
+        let c = store.get(&p, &format!("c{i}")).await.unwrap().unwrap();
+        assert_eq!(c.messages, vec![user("1", &format!("hello {i}"))]);
+    }
+    // The broken save wrote nothing: its conversation is as it was.
+    store.with_conn(|c| {
+        let (n, rev): (i64, i64) = c
+            .query_row(
+                "SELECT (SELECT count(*) FROM messages WHERE conversation_id = 'broken'),
+                        revision FROM conversations WHERE id = 'broken'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((n, rev), (1, 1));
+    });
+}
+
+#[tokio::test]
+async fn delete_cascades_to_messages() {
+    let store = SqliteStore::in_memory().unwrap();
+    let p = Principal::new("alice");
+    let q = Principal::new("bob");
+    saved(
+        &store,
+        &p,
+        conv("c", 0, vec![user("1", "a"), user("2", "b")]),
+    )
+    .await;
+    saved(&store, &q, conv("c", 0, vec![user("1", "bob")])).await;
+    let count = |principal: &str| {
+        store.with_conn(|c| {
+            c.query_row(
+                "SELECT count(*) FROM messages WHERE principal = ?1",
+                [principal],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+        })
+    };
+    assert_eq!(count("alice"), 2);
+    assert!(store.delete(&p, "c").await.unwrap());
+    assert_eq!(count("alice"), 0);
+    assert_eq!(count("bob"), 1);
+}
+
+#[test]
+fn newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    drop(SqliteStore::open(&path).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    drop(conn);
+    let err = SqliteStore::open(&path).unwrap_err();
+    assert!(
+        matches!(err, HistoryError::Storage(ref m) if m.contains("newer")),
+        "{err}"
+    );
+}
+
+/// A file written before totals were kept (schema 3, built here by the old migrations) gets
+/// each conversation's totals from its messages when it is opened.
+#[tokio::test]
+async fn a_file_from_before_totals_is_backfilled_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let mut reply = Message::assistant("a").with_id("m2");
+    reply.usage = Some(lmchatkit_protocol::Usage {
+        prompt_tokens: Some(40),
+        completion_tokens: Some(2),
+        ..Default::default()
+    });
+    reply.cost_usd = Some(0.5);
+    {
+        let conn = Connection::open(&path).unwrap();
+        for sql in &super::schema::MIGRATIONS[..3] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 3).unwrap();
+        conn.execute(
+            "INSERT INTO conversations (principal, id, created_at, updated_at, revision)
+             VALUES ('alice', 'old', 1, 1, 1)",
+            [],
+        )
+        .unwrap();
+        for (seq, m) in [user("m1", "q"), reply].iter().enumerate() {
+            conn.execute(
+                "INSERT INTO messages (principal, conversation_id, seq, message_id, body)
+                 VALUES ('alice', 'old', ?1, ?2, ?3)",
+                params![seq as i64, m.id, serde_json::to_string(m).unwrap()],
+            )
+            .unwrap();
+        }
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let alice = Principal::new("alice");
+    let got = store.get(&alice, "old").await.unwrap().unwrap();
+    assert_eq!(
+        got.totals,
+        lmchatkit_protocol::ConversationTotals {
+            total_input_tokens: 40,
+            total_output_tokens: 2,
+            total_cost_usd: Some(0.5),
+            last_context_tokens: Some(42),
+        }
+    );
+    assert_eq!(store.list(&alice).await.unwrap()[0].totals, got.totals);
+}
+
+#[test]
+fn unopenable_path_is_a_storage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = SqliteStore::open(dir.path().join("missing-dir").join("h.db")).unwrap_err();
+    assert!(matches!(err, HistoryError::Storage(_)));
+}
+
+#[tokio::test]
+async fn corrupt_row_is_a_storage_error_not_a_panic() {
+    let store = SqliteStore::in_memory().unwrap();
+    let p = Principal::anonymous();
+    saved(&store, &p, conv("c", 0, vec![user("1", "a")])).await;
+    store.with_conn(|c| {
+        c.execute("UPDATE messages SET body = 'not json'", [])
+            .unwrap();
+    });
+    assert!(matches!(
+        store.get(&p, "c").await,
+        Err(HistoryError::Storage(_))
+    ));
+}
