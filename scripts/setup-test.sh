@@ -9,6 +9,8 @@
 #   - npm @modelcontextprotocol/sdk@1.32.2  (its example Streamable HTTP server with the demo
 #     OAuth authorization server, `simpleStreamableHttp.js --oauth`: tests/user_mcp_oauth.rs)
 #   .tools/aisdk/: tests/aisdk/package.json (ai@6.0.0 and ai@6.0.326 side by side, npm aliases)
+#   ~/.cargo/bin/mdbook: mdbook 0.5.4 from crates.io (search only: no server, no watcher), which
+#   scripts/test.sh builds the book (docs/) with
 #
 # The MCP tests find them in .tools/mcp/node_modules/.bin/ (or in $LMCHATKIT_MCP_TOOLS), the
 # AI SDK tests in .tools/aisdk/ (or in $LMCHATKIT_AISDK_DIR); both skip with a message when they
@@ -73,5 +75,18 @@ else
   cp tests/aisdk/package.json "$AISDK.tmp/package.json"
   (cd "$AISDK.tmp" && npm install --no-audit --no-fund --loglevel=error)
   mv "$AISDK.tmp" "$AISDK"
+  echo "setup-test: installed in $(( $(date +%s) - start )) s"
+fi
+
+# The book's builder.
+MDBOOK_VER=0.5.4
+export PATH="$HOME/.cargo/bin:$PATH"
+if [ "$(mdbook --version 2>/dev/null)" = "mdbook v$MDBOOK_VER" ]; then
+  echo "setup-test: mdbook $MDBOOK_VER present"
+else
+  echo "setup-test: installing mdbook $MDBOOK_VER (cargo install, ~3 min)"
+  start=$(date +%s)
+  cargo install mdbook --version "$MDBOOK_VER" --locked --no-default-features \
+    --features search -j"${JOBS:-2}"
   echo "setup-test: installed in $(( $(date +%s) - start )) s"
 fi

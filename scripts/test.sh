@@ -32,5 +32,6 @@ echo "== docs"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit \
   --features demo-mcp,clap-tools,test-support,postgres,redis,serve,logs -j"$JOBS"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit-protocol -j"$JOBS"
+echo "== book"; mdbook build docs
 echo "== tests";   LMCHATKIT_EXPECT_BUNDLE=1 cargo test --workspace -j"$JOBS"
 echo "== all tests passed"

@@ -59,6 +59,8 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     // `cfg(shared_engine)`: a shared engine (Redis or PostgreSQL) can be configured.
     println!("cargo::rustc-check-cfg=cfg(shared_engine)");
+    // `cfg(docsrs)`: docs.rs's build (see `[package.metadata.docs.rs]`).
+    println!("cargo::rustc-check-cfg=cfg(docsrs)");
     if env::var_os("CARGO_FEATURE_REDIS").is_some()
         || env::var_os("CARGO_FEATURE_POSTGRES").is_some()
     {

@@ -58,6 +58,7 @@
 //! installs the `lmchatkit` binary); this crate never compiles it.
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod access;
 pub(crate) mod agent;

@@ -11,6 +11,40 @@ pub mod mcp_server;
 pub mod mock_anthropic;
 pub mod mock_upstream;
 pub mod mutable_mcp;
+/// The `notes` CLI of the library's `clap_tools` example, shared with it (one source).
+#[path = "../../server/examples/clap_tools/notes.rs"]
 pub mod notes;
 pub mod serve;
 pub mod test_host;
+
+/// The book's chapters (`docs/src/`) and the README: their Rust code blocks compile (and run,
+/// unless marked `no_run`) as doctests of this crate, which has every feature and framework
+/// they use. `tests/tests/it/book.rs` checks that no block escapes this (each is Rust or says
+/// which configuration it is).
+#[cfg(doctest)]
+pub mod book {
+    #[doc = include_str!("../../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../../docs/src/introduction.md")]
+    pub struct Introduction;
+    #[doc = include_str!("../../docs/src/mounting.md")]
+    pub struct Mounting;
+    #[doc = include_str!("../../docs/src/features.md")]
+    pub struct Features;
+    #[doc = include_str!("../../docs/src/aisdk.md")]
+    pub struct AiSdk;
+    #[doc = include_str!("../../docs/src/app.md")]
+    pub struct App;
+    #[doc = include_str!("../../docs/src/mcp.md")]
+    pub struct Mcp;
+    #[doc = include_str!("../../docs/src/instances.md")]
+    pub struct Instances;
+    #[doc = include_str!("../../docs/src/ui.md")]
+    pub struct Ui;
+    #[doc = include_str!("../../docs/src/security.md")]
+    pub struct Security;
+    #[doc = include_str!("../../docs/src/performance.md")]
+    pub struct Performance;
+    #[doc = include_str!("../../docs/src/contributing.md")]
+    pub struct Contributing;
+}

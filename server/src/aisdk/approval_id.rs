@@ -20,7 +20,7 @@
 //!   (the library default): ids then verify only on the instance that made them, and not after
 //!   a restart.
 
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
@@ -63,7 +63,7 @@ impl ApprovalKey {
     }
 
     fn mac(&self, s: &Subject<'_>) -> Hmac<Sha256> {
-        let mut mac = <Hmac<Sha256> as Mac>::new(&self.0.into());
+        let mut mac = <Hmac<Sha256> as KeyInit>::new(&self.0.into());
         for part in [s.principal, s.thread, s.call_id, s.tool] {
             mac.update(&(part.len() as u64).to_be_bytes());
             mac.update(part.as_bytes());
@@ -90,8 +90,8 @@ impl ApprovalKey {
 fn hkdf_expand(prk: &[u8], info: &[u8]) -> [u8; 64] {
     let block = |prev: &[u8], counter: u8| -> [u8; 32] {
         // HMAC takes a key of any length: `new_from_slice` never fails for it.
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(prk)
-            .unwrap_or_else(|_| <Hmac<Sha256> as Mac>::new(&[0u8; 64].into()));
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(prk)
+            .unwrap_or_else(|_| <Hmac<Sha256> as KeyInit>::new(&[0u8; 64].into()));
         mac.update(prev);
         mac.update(info);
         mac.update(&[counter]);

@@ -190,10 +190,10 @@ impl Keyring {
     /// # Ok::<(), lmchatkit::secrets::sealing::SealError>(())
     /// ```
     pub fn derive(&self, label: &str) -> [u8; 32] {
-        use hmac::Mac;
+        use hmac::{KeyInit, Mac};
         // HMAC takes a key of any length: `new_from_slice` never fails for it.
-        let mut mac = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(&self.current.key)
-            .unwrap_or_else(|_| <hmac::Hmac<sha2::Sha256> as Mac>::new(&[0u8; 64].into()));
+        let mut mac = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&self.current.key)
+            .unwrap_or_else(|_| <hmac::Hmac<sha2::Sha256> as KeyInit>::new(&[0u8; 64].into()));
         mac.update(b"lmchatkit/keyring-derive/v1\0");
         mac.update(label.as_bytes());
         mac.finalize().into_bytes().into()

@@ -24,6 +24,7 @@ mod history_postgres;
 mod hosts;
 mod limits;
 mod models;
+mod mount_examples;
 mod paths_of_0_1;
 mod routes;
 mod runs;

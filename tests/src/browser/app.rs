@@ -10,13 +10,44 @@ use lmchatkit::store::MemoryStore;
 use lmchatkit::{ChatService, Config, Principal};
 use serde_json::Value;
 
-use crate::browser::{Browser, browser_expected, launch};
+use crate::browser::{Browser, POLL, browser_expected, launch};
 use crate::mock_upstream::MockUpstream;
 use crate::serve::{Served, serve, serve_as};
 use crate::test_host::TestHost;
 
-/// Browser tests run one at a time (2 cores; one Chromium is plenty).
-pub static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// How many browser tests of one binary run at a time.
+///
+/// Each test has its own server, mock upstream and Chromium (see [`crate::browser`]), so two
+/// tests at a time share nothing but the CPU. On 2 cores a browser test mostly waits (WebDriver
+/// round trips, the page's work, the mock's streams), and two interleave well; more would only
+/// make each one slower.
+pub const BROWSER_TESTS_AT_A_TIME: usize = 2;
+
+/// Held by every browser test while it runs: at most [`BROWSER_TESTS_AT_A_TIME`] run at once.
+/// (The name is older than the second slot; the tests of `tests/tests/it/` that drive a browser
+/// take it too.)
+pub static ONE_AT_A_TIME: BrowserSlots =
+    BrowserSlots(tokio::sync::Semaphore::const_new(BROWSER_TESTS_AT_A_TIME));
+
+/// The slots browser tests take turns on ([`ONE_AT_A_TIME`]).
+pub struct BrowserSlots(tokio::sync::Semaphore);
+
+impl BrowserSlots {
+    /// Waits for a slot, held until the guard is dropped.
+    pub async fn lock(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.0.acquire().await.expect("the slots are never closed")
+    }
+
+    /// Waits for every slot: the test runs alone. For the heaviest tests (MCP App views: a
+    /// real MCP server and several sandboxed iframes), which beside another test on 2 cores
+    /// could miss an element's short life (one did, once in a full run).
+    pub async fn alone(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.0
+            .acquire_many(BROWSER_TESTS_AT_A_TIME as u32)
+            .await
+            .expect("the slots are never closed")
+    }
+}
 
 /// A running service, mock upstream and browser on the chat page.
 pub struct Env {
@@ -173,13 +204,17 @@ pub async fn saved_messages(env: &Env) -> usize {
         .unwrap_or(0)
 }
 
-/// Waits until the first listed conversation has `n` stored messages.
+/// Waits (up to 10 s) until the first listed conversation has `n` stored messages.
 pub async fn wait_saved(env: &Env, n: usize) {
-    for _ in 0..200 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
         if saved_messages(env).await >= n {
             return;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(POLL).await;
+    }
+    if saved_messages(env).await >= n {
+        return;
     }
     panic!("the conversation was never saved with {n} messages");
 }

@@ -5,6 +5,43 @@
 //! chromedriver is absent **and** `LMCHATKIT_EXPECT_BROWSER` is unset; `scripts/test.sh` sets it,
 //! so there a missing browser fails the run. Screenshots go to `$CARGO_TARGET_DIR/ui-screenshots/`
 //! (default `target/ui-screenshots/`).
+//!
+//! # What the tests of one binary share, and what they do not
+//!
+//! Starting chromedriver and then a Chromium for every test, then a first navigation in that
+//! fresh Chromium, cost about a second of each browser test's wall time on a 2-core machine
+//! (launch about 0.6 s, first page load about 0.5 s instead of 0.15 s), so:
+//!
+//! - **One chromedriver per test binary**, started on the first [`launch`] and serving every
+//!   test's WebDriver session. chromedriver runs concurrent sessions independently, so tests on
+//!   several test threads share it safely.
+//! - **One Chromium per test, started ahead of time.** Each test still gets a WebDriver session of
+//!   its own on a Chromium of its own, with a fresh, empty profile directory: its cookies,
+//!   `localStorage`, `sessionStorage`, IndexedDB, service workers, HTTP cache, windows and tabs
+//!   are the test's alone, exactly as when every test started its own chromedriver. What is shared
+//!   is the *waiting*: when a test takes a session, the next one (a new Chromium on a new profile)
+//!   is started in the background, on the harness's own runtime, while that test runs, so the
+//!   next test finds its browser up and settled. A started session goes to exactly one test:
+//!   [`launch`] takes it out of the queue of spares (at most two, one per test that may run at a
+//!   time, see [`app::BROWSER_TESTS_AT_A_TIME`]), and a test that finds the queue empty starts
+//!   its own.
+//!
+//!   A single Chromium with a window (or a browser context) per test was considered and not
+//!   taken: chromedriver lists every tab of the browser it drives as the session's windows, so a
+//!   test that looks for "the other tab" (a second tab it opened, or a tab the page opened) would
+//!   see the tabs of a concurrent test; and window size, focus, `delete_all_cookies` and the
+//!   HTTP cache act on the whole browser (or profile), not on one tab.
+//! - **Teardown.** Dropping a [`Browser`] ends its session in the background: chromedriver closes
+//!   that Chromium, then the harness kills whatever still names the session's profile directory
+//!   (never a process found by name) and removes the directory. When the test binary exits, a
+//!   process-exit hook (`atexit`) kills chromedriver, then every process that names a profile
+//!   directory of this process (`$TMPDIR/lmck-chromium-<pid>-<n>-profile`: spare sessions, and
+//!   sessions still closing), and removes those directories, so no browser outlives the binary.
+//! - **Waits** ([`Browser::wait_for`], [`Browser::wait_text`], [`Browser::wait_js`]) look in the
+//!   page itself, every [`POLL`] (10 ms) and at every DOM change, inside one asynchronous script
+//!   per few seconds, with the same deadlines as before. Polling from here (every 50 ms, or
+//!   250 ms for fantoccini's `wait().for_element`) both answered late and cost a WebDriver round
+//!   trip (about 3 ms of chromedriver and Chromium CPU) per look, CPU the page under test needs.
 
 pub mod app;
 pub mod apps;
@@ -12,13 +49,18 @@ pub mod cut_proxy;
 pub mod front;
 pub mod helpers;
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
+use tokio::task::JoinHandle;
 
 /// Environment variable that turns a missing browser into a failure.
 pub const EXPECT_BROWSER: &str = "LMCHATKIT_EXPECT_BROWSER";
@@ -26,40 +68,155 @@ pub const EXPECT_BROWSER: &str = "LMCHATKIT_EXPECT_BROWSER";
 /// How long the helpers wait for the page by default.
 pub const WAIT: Duration = Duration::from_secs(20);
 
-/// A WebDriver session on headless Chromium. Dropping it kills chromedriver and the Chromium
-/// processes of this session (found by the session's own profile directory, never by name) and
-/// removes that directory.
+/// How often the helpers' waits look again (in the page: see [`Browser::wait_js`]; at the
+/// service: see [`app::wait_saved`]).
+pub const POLL: Duration = Duration::from_millis(10);
+
+/// The longest one in-page wait runs before it reports back (see [`Browser::wait_js`]).
+const LOOK_SLICE: Duration = Duration::from_secs(5);
+
+/// The asynchronous script of an in-page wait: calls `__LOOK__` (a function body) every
+/// `__POLL__` ms and at every DOM change until it returns neither `null` nor `undefined`
+/// (`{value}`), throws (`{error}`) or `__SLICE__` ms passed (`{}`).
+const LOOK_SCRIPT: &str = "const done = arguments[arguments.length - 1]; \
+    const look = function () { __LOOK__ }; \
+    const until = performance.now() + __SLICE__; \
+    let over = false, timer = 0, observer = null; \
+    const finish = (r) => { if (over) return; over = true; clearTimeout(timer); \
+      if (observer) observer.disconnect(); done(r); }; \
+    const once = () => { if (over) return; let v; \
+      try { v = look(); } catch (e) { finish({error: String(e)}); return; } \
+      if (v !== null && v !== undefined) finish({value: v}); \
+      else if (performance.now() >= until) finish({}); }; \
+    const tick = () => { once(); if (!over) timer = setTimeout(tick, __POLL__); }; \
+    try { observer = new MutationObserver(once); observer.observe(document, \
+      {subtree: true, childList: true, characterData: true, attributes: true}); } catch (e) {} \
+    tick();";
+
+/// A WebDriver session on a headless Chromium of its own (see the [module docs](self)). Dropping
+/// it ends the session and kills that Chromium (found by the session's own profile directory,
+/// never by name), and removes that directory.
 pub struct Browser {
     /// The WebDriver client.
     pub client: Client,
-    driver: Child,
-    profile: PathBuf,
+    session: Option<Session>,
 }
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
-        kill_profile_processes(&self.profile);
+        if let (Some(session), Some(driver)) =
+            (self.session.take(), DRIVER.get().and_then(Option::as_ref))
+        {
+            runtime().spawn(session.end(driver.url.clone()));
+        }
+    }
+}
+
+/// A WebDriver session the harness started (on its Chromium, with its own profile directory).
+struct Session {
+    id: String,
+    profile: PathBuf,
+}
+
+impl Session {
+    /// Ends the session (chromedriver closes its Chromium), kills what is left of that Chromium
+    /// and removes its profile directory.
+    async fn end(self, driver_url: String) {
+        let url = format!("{driver_url}/session/{}", self.id);
+        let _ = reqwest::Client::new()
+            .delete(url)
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await;
+        kill_processes_naming(&self.profile.to_string_lossy());
         let _ = std::fs::remove_dir_all(&self.profile);
     }
 }
 
-/// Kills the processes whose command line names `profile` (this session's Chromium).
-fn kill_profile_processes(profile: &std::path::Path) {
-    let needle = profile.to_string_lossy().into_owned();
+/// The chromedriver shared by the tests of this binary.
+struct Driver {
+    /// `http://127.0.0.1:<port>`.
+    url: String,
+    chromium: PathBuf,
+}
+
+/// Set once the chromedriver was started (or found missing: `None`).
+static DRIVER: OnceLock<Option<Driver>> = OnceLock::new();
+
+/// The shared chromedriver's process, for the process-exit hook.
+static DRIVER_PROCESS: Mutex<Option<Child>> = Mutex::new(None);
+
+/// The next tests' sessions, being started or ready (at most [`SPARES`]).
+static SPARE: Mutex<VecDeque<JoinHandle<Result<Session, String>>>> = Mutex::new(VecDeque::new());
+
+/// How many sessions are kept started ahead: one per test that may run at a time.
+const SPARES: usize = 2;
+
+/// Numbers the profile directories of this process.
+static PROFILES: AtomicU64 = AtomicU64::new(0);
+
+/// The harness's own runtime: it starts the spare sessions and ends the dropped ones, outliving
+/// every test's runtime.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("lmck-browser")
+            .enable_all()
+            .build()
+            .expect("the browser harness's runtime")
+    })
+}
+
+/// The prefix of the profile directories of this process: `lmck-chromium-<pid>-`.
+fn profile_prefix() -> String {
+    format!("lmck-chromium-{}-", std::process::id())
+}
+
+/// Process-exit hook: kills chromedriver and every Chromium of this process's profiles, and
+/// removes those profiles.
+extern "C" fn at_exit() {
+    // chromedriver first, so that it starts no Chromium meanwhile; then the Chromium processes,
+    // twice (one chromedriver was forking as it died would show its command line late).
+    if let Ok(mut driver) = DRIVER_PROCESS.try_lock()
+        && let Some(mut driver) = driver.take()
+    {
+        let _ = driver.kill();
+        let _ = driver.wait();
+    }
+    let prefix = profile_prefix();
+    kill_processes_naming(&prefix);
+    std::thread::sleep(Duration::from_millis(50));
+    kill_processes_naming(&prefix);
+    if let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) {
+        for entry in dir.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+}
+
+/// Kills (SIGKILL) the processes whose command line contains `needle`.
+fn kill_processes_naming(needle: &str) {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return;
     };
     for entry in dir.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
             continue;
         };
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
             continue;
         };
-        if String::from_utf8_lossy(&cmdline).contains(&needle) && pid != std::process::id() {
-            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        if String::from_utf8_lossy(&cmdline).contains(needle)
+            && u32::try_from(pid).is_ok_and(|p| p != std::process::id())
+        {
+            // SAFETY: kill(2) on a process whose command line names this process's profile.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
         }
     }
 }
@@ -82,12 +239,95 @@ pub fn browser_expected() -> bool {
     std::env::var(EXPECT_BROWSER).is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
+/// The shared chromedriver, started on first use; `None` when chromium or chromedriver is not
+/// installed.
+fn driver() -> Option<&'static Driver> {
+    DRIVER
+        .get_or_init(|| {
+            let chromium = which(&["chromium", "chromium-browser"])?;
+            let driver = which(&["chromedriver"])?;
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port for chromedriver")
+                .port();
+            let child = Command::new(driver)
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start chromedriver");
+            *DRIVER_PROCESS.lock().unwrap_or_else(|e| e.into_inner()) = Some(child);
+            // SAFETY: registers a plain `extern "C"` function, once.
+            unsafe {
+                libc::atexit(at_exit);
+            }
+            Some(Driver {
+                url: format!("http://127.0.0.1:{port}"),
+                chromium,
+            })
+        })
+        .as_ref()
+}
+
+impl Driver {
+    /// Starts a new session (a new Chromium on a new profile directory) on the harness's runtime.
+    fn start_session(&'static self) -> JoinHandle<Result<Session, String>> {
+        runtime().spawn(self.new_session())
+    }
+
+    async fn new_session(&self) -> Result<Session, String> {
+        // `…-<n>-profile`: no profile's path is a part of another's.
+        let profile = std::env::temp_dir().join(format!(
+            "{}{}-profile",
+            profile_prefix(),
+            PROFILES.fetch_add(1, Ordering::SeqCst)
+        ));
+        let caps = json!({
+            "goog:chromeOptions": {
+                "binary": self.chromium,
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                         "--no-first-run", "--window-size=1200,900",
+                         format!("--user-data-dir={}", profile.display())],
+            }
+        });
+        let Value::Object(caps) = caps else {
+            unreachable!()
+        };
+        // chromedriver may still be starting (the first session).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let client = loop {
+            match ClientBuilder::new(HttpConnector::new())
+                .capabilities(caps.clone())
+                .connect(&self.url)
+                .await
+            {
+                Ok(c) => break c,
+                Err(e) if Instant::now() > deadline => {
+                    kill_processes_naming(&profile.to_string_lossy());
+                    return Err(e.to_string());
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        };
+        // A first navigation, so that the test's own is not this Chromium's first (which can
+        // take seconds while the fresh browser finishes starting up).
+        client
+            .goto("data:text/html,<title>ready</title>")
+            .await
+            .map_err(|e| e.to_string())?;
+        let id = client.session_id().await.map_err(|e| e.to_string())?;
+        // Kept open when this client goes: the test's own client takes the session over.
+        client.persist().await.map_err(|e| e.to_string())?;
+        let id = id.ok_or("chromedriver gave no session id")?;
+        Ok(Session { id, profile })
+    }
+}
+
 /// Starts chromedriver and a headless Chromium session, or `None` (with a message) when they are
-/// not installed and not expected.
+/// not installed and not expected. The session is the test's own (see the [module docs](self)).
 pub async fn launch() -> Option<Browser> {
-    let chromium = which(&["chromium", "chromium-browser"]);
-    let driver = which(&["chromedriver"]);
-    let (Some(chromium), Some(driver)) = (chromium, driver) else {
+    let Some(driver) = driver() else {
         assert!(
             !browser_expected(),
             "{EXPECT_BROWSER} is set but chromium/chromedriver are missing: run ./scripts/setup-browser.sh"
@@ -97,61 +337,37 @@ pub async fn launch() -> Option<Browser> {
         );
         return None;
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(driver)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start chromedriver");
-    let mut browser_guard = DriverGuard(Some(child));
-    let profile = std::env::temp_dir().join(format!("lmck-chromium-{}-{port}", std::process::id()));
-    let caps = json!({
-        "goog:chromeOptions": {
-            "binary": chromium,
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                     "--no-first-run", "--window-size=1200,900",
-                     format!("--user-data-dir={}", profile.display())],
-        }
-    });
-    let Value::Object(caps) = caps else {
-        unreachable!()
+    let spare = SPARE.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+    let session = match spare {
+        Some(spare) => match spare.await {
+            Ok(Ok(session)) => Some(session),
+            // A spare that failed (or whose task died): start one now, as without a spare.
+            _ => None,
+        },
+        None => None,
     };
-    let url = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let client = loop {
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        match ClientBuilder::new(connector)
-            .capabilities(caps.clone())
-            .connect(&url)
+    let session = match session {
+        Some(s) => s,
+        None => driver
+            .start_session()
             .await
-        {
-            Ok(c) => break c,
-            Err(e) if Instant::now() > deadline => panic!("cannot start a Chromium session: {e}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
+            .expect("the session task")
+            .unwrap_or_else(|e| panic!("cannot start a Chromium session: {e}")),
     };
-    Some(Browser {
-        client,
-        driver: browser_guard.0.take().unwrap(),
-        profile,
-    })
-}
-
-struct DriverGuard(Option<Child>);
-
-impl Drop for DriverGuard {
-    fn drop(&mut self) {
-        if let Some(c) = &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
+    // The next test's Chromium starts while this test runs.
+    {
+        let mut spares = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+        if spares.len() < SPARES {
+            spares.push_back(driver.start_session());
         }
     }
+    let client = Client::with_existing_session(&driver.url, &session.id, HttpConnector::new())
+        .await
+        .unwrap_or_else(|e| panic!("cannot take over the Chromium session: {e}"));
+    Some(Browser {
+        client,
+        session: Some(session),
+    })
 }
 
 /// Where screenshots are written.
@@ -182,12 +398,20 @@ impl Browser {
 
     /// Waits for an element matching `css`.
     pub async fn wait_for(&self, css: &str) -> Element {
-        self.client
-            .wait()
-            .at_most(WAIT)
-            .for_element(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no element {css}: {e}"))
+        let deadline = Instant::now() + WAIT;
+        let look = format!(
+            "return document.querySelector({}) ? true : null;",
+            serde_json::to_string(css).unwrap()
+        );
+        loop {
+            let seen = self.look_until(&look, deadline).await.is_some();
+            match self.client.find(Locator::Css(css)).await {
+                Ok(el) => return el,
+                Err(e) if !seen || Instant::now() > deadline => panic!("no element {css}: {e}"),
+                // Gone again between the page's look and WebDriver's: wait on.
+                Err(_) => tokio::time::sleep(POLL).await,
+            }
+        }
     }
 
     /// The `textContent` of every element matching `css`, joined with newlines.
@@ -205,29 +429,72 @@ impl Browser {
 
     /// Waits until the text of the elements matching `css` contains `needle`; returns that text.
     pub async fn wait_text(&self, css: &str, needle: &str) -> String {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let t = self.texts(css).await;
-            if t.contains(needle) {
-                return t;
-            }
-            if Instant::now() > deadline {
-                self.screenshot("failure").await;
-                panic!("{css} never contained {needle:?}; it has {t:?}");
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let look = format!(
+            "const t = Array.from(document.querySelectorAll({})).map(e => e.textContent).join('\\n'); \
+             return t.includes({}) ? t : null;",
+            serde_json::to_string(css).unwrap(),
+            serde_json::to_string(needle).unwrap()
+        );
+        if let Some(Value::String(t)) = self.look_until(&look, Instant::now() + WAIT).await
+            && t.contains(needle)
+        {
+            return t;
         }
+        let t = self.texts(css).await;
+        if t.contains(needle) {
+            return t;
+        }
+        self.screenshot("failure").await;
+        panic!("{css} never contained {needle:?}; it has {t:?}");
     }
 
     /// Waits until `script` (a function body) returns `true`.
     pub async fn wait_js(&self, what: &str, script: &str) {
-        let deadline = Instant::now() + WAIT;
-        while self.js(script).await != Value::Bool(true) {
-            if Instant::now() > deadline {
-                self.screenshot("failure").await;
-                panic!("timed out waiting for {what}");
+        let look = format!("return (function () {{ {script} }})() === true ? true : null;");
+        if self.look_until(&look, Instant::now() + WAIT).await == Some(Value::Bool(true)) {
+            return;
+        }
+        if self.js(script).await == Value::Bool(true) {
+            return;
+        }
+        self.screenshot("failure").await;
+        panic!("timed out waiting for {what}");
+    }
+
+    /// Looks at the page until `look` (a function body) returns something other than `null` or
+    /// `undefined`, and returns that; `None` once `deadline` passed.
+    ///
+    /// The page looks by itself (every [`POLL`] and at every DOM change) inside one asynchronous
+    /// script of up to [`LOOK_SLICE`], so a wait costs a WebDriver round trip per slice rather
+    /// than per look (each round trip costs chromedriver and Chromium about 3 ms of CPU, which
+    /// the page under test needs on a busy machine). When that script fails (the page navigated
+    /// away, or `look` threw), one look is made as [`js`](Self::js) makes it, which panics on a
+    /// script error as before, and the wait goes on.
+    async fn look_until(&self, look: &str, deadline: Instant) -> Option<Value> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            let script = LOOK_SCRIPT
+                .replace("__LOOK__", look)
+                .replace("__SLICE__", &left.min(LOOK_SLICE).as_millis().to_string())
+                .replace("__POLL__", &POLL.as_millis().to_string());
+            match self.client.execute_async(&script, vec![]).await {
+                Ok(Value::Object(mut r)) if r.contains_key("value") => {
+                    return r.remove("value");
+                }
+                Ok(Value::Object(r)) if !r.contains_key("error") => {} // the slice ended
+                _ => {
+                    let v = self
+                        .js(&format!("return (function () {{ {look} }})();"))
+                        .await;
+                    if !v.is_null() {
+                        return Some(v);
+                    }
+                    tokio::time::sleep(POLL).await;
+                }
+            }
         }
     }
 

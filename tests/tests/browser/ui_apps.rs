@@ -58,7 +58,7 @@ async fn call_and_approve(b: &Browser, tool: &str) {
 }
 
 async fn probe_view(proxy: bool) {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = ONE_AT_A_TIME.alone().await;
     let Some(apps) = setup_apps(proxy).await else {
         return;
     };
@@ -322,7 +322,7 @@ async fn probe_view_in_proxy_mode() {
 /// neither read nor script the frames of `other`'s view (its proxy, or the view inside it).
 #[tokio::test]
 async fn views_of_two_servers_cannot_script_each_other_in_proxy_mode() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = ONE_AT_A_TIME.alone().await;
     let Some(apps) = setup_apps(true).await else {
         return;
     };
@@ -391,7 +391,7 @@ async fn views_of_two_servers_cannot_script_each_other_in_proxy_mode() {
 /// The npm example app: `get-time` mounts its view, which shows the tool result's time, and its
 /// own button calls the tool again through the bridge.
 async fn basic_vanillajs(proxy: bool) {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = ONE_AT_A_TIME.alone().await;
     let Some(apps) = setup_apps(proxy).await else {
         return;
     };
@@ -445,7 +445,7 @@ async fn basic_vanillajs_in_proxy_mode() {
 #[tokio::test]
 async fn many_views_are_capped_and_remount_on_demand() {
     const VIEWS: usize = 9;
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = ONE_AT_A_TIME.alone().await;
     let Some(apps) = setup_apps(false).await else {
         return;
     };

@@ -1,5 +1,6 @@
-//! A clap CLI as chat tools, against the built example `clap_tools` (the `notes` CLI of
-//! `lmchatkit_tests::notes`; cargo builds examples before the tests): the subprocess mode (with
+//! A clap CLI as chat tools, against the library's built example `clap_tools` (the `notes` CLI
+//! of `lmchatkit_tests::notes`; `cargo test --workspace` builds it before the tests): the
+//! subprocess mode (with
 //! its timeout, cancellation and output cap), the MCP-server mode listed and called by the
 //! project's own `McpHub` over stdio, and chat turns where the mock model calls a CLI tool
 //! served beside the demo MCP server.

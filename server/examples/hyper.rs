@@ -1,5 +1,5 @@
 //! Mounting lmchatkit on hyper with no framework: the service gets the full path and strips its
-//! prefix itself. Run: `cargo run -p lmchatkit-tests --example hyper`.
+//! prefix itself. Run: `cargo run -p lmchatkit --example hyper`.
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;

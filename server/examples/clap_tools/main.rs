@@ -1,6 +1,6 @@
 //! A clap CLI whose commands are chat tools, beside an MCP hub (feature `clap-tools`).
 //!
-//! The CLI is `notes` (`tests/src/notes.rs`): `add`, `list`, `remove`, `wait`. One binary, three
+//! The CLI is `notes` (`notes.rs` beside this file): `add`, `list`, `remove`, `wait`. One binary, three
 //! ways to run it:
 //!
 //! - `clap_tools add "buy milk" --tag home`, `clap_tools list`: the command line itself.
@@ -10,7 +10,7 @@
 //!   ask. The model is `$OPENAI_BASE_URL` (OpenAI-compatible) when set, else the demo model.
 //! - `clap_tools mcp`: the same tools as an MCP server on stdio, for any MCP client.
 //!
-//! Run: `cargo run -p lmchatkit-tests --example clap_tools -- serve-chat`, then open the URL.
+//! Run: `cargo run -p lmchatkit --example clap_tools -- serve-chat`, then open the URL.
 
 use clap::Parser;
 use lmchatkit::llm::DemoModel;
@@ -18,7 +18,9 @@ use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::mcp::{McpHub, demo_server_config};
 use lmchatkit::protocol::ToolDecision;
 use lmchatkit::{ApprovalPolicy, ChatService, Config, StandardHost};
-use lmchatkit_tests::notes::{self, Cmd, Notes, Store};
+mod notes;
+
+use notes::{Cmd, Notes, Store};
 
 #[tokio::main]
 async fn main() {
@@ -58,8 +60,34 @@ async fn serve_chat(store: Store) {
     // Ask by default; the CLI's read-only commands run without asking.
     let policy = ApprovalPolicy::new(ToolDecision::Ask).with_check(tools.approval_check());
     let config = Config::builder(host)
+        .prefix("/chat")
         .approval_policy(policy)
         .build()
         .expect("valid config");
-    lmchatkit_tests::serve::run_printing_url(ChatService::new(config), "/chat").await;
+    if let Err(e) = serve(ChatService::new(config), "/chat").await {
+        eprintln!("serve-chat: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Serves `svc` on `$ADDR` (default: a free port on loopback) and prints its URL, one hyper
+/// connection task per accepted connection, as in the `hyper` example.
+async fn serve(svc: ChatService, prefix: &str) -> Result<(), Box<dyn std::error::Error>> {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::server::conn::auto;
+    use hyper_util::service::TowerToHyperService;
+
+    let addr = std::env::var("ADDR").unwrap_or_else(|_| "127.0.0.1:0".into());
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    println!("listening on http://{}{prefix}", listener.local_addr()?);
+    loop {
+        let (stream, _) = listener.accept().await?;
+        stream.set_nodelay(true)?; // small SSE frames must not wait for Nagle
+        let svc = TowerToHyperService::new(svc.clone());
+        tokio::spawn(async move {
+            let _ = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
 }

@@ -1,5 +1,5 @@
-//! `notes`: the small real clap CLI of the `clap_tools` example (`tests/examples/clap_tools.rs`)
-//! and of `tests/tests/it/clap_tools.rs`. It lives in the library so the tests can describe the
+//! `notes`: the small real clap CLI of the `clap_tools` example (`main.rs` beside this file).
+//! The end-to-end tests include this file too (`lmchatkit_tests::notes`), so they describe the
 //! example binary's command line (`Notes::command()`) for the subprocess mode.
 //!
 //! Notes are kept one per line in the file `$NOTES_FILE`, or in memory for the life of the
@@ -186,6 +186,7 @@ pub fn in_process(store: Store) -> ClapToolset {
 }
 
 /// The CLI as tools run by starting `program` (the built example) per call.
+#[allow(dead_code)] // the end-to-end tests, which include this file, run the example this way
 pub fn subprocess(program: impl Into<PathBuf>) -> ClapToolset {
     use clap::CommandFactory;
     hinted(ClapToolset::subprocess(Notes::command(), program))

@@ -1,4 +1,4 @@
-//! Every mount example (`tests/examples/`) is started as its own process and must answer
+//! Every mount example (`examples/`) is started as its own process and must answer
 //! `/chat/api/models` and stream `/chat/api/chat` (cargo builds the examples before the tests).
 
 use std::io::{BufRead, BufReader};

@@ -1,6 +1,6 @@
 //! Mounting lmchatkit in an axum app with `nest_service`, beside the host's own routes, behind a
 //! tower-http auth layer that puts the caller's `Principal` into the request, and a trace layer.
-//! Run: `cargo run -p lmchatkit-tests --example axum`.
+//! Run: `cargo run -p lmchatkit --example axum`.
 
 use axum::Router;
 use axum::body::Body;

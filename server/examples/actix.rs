@@ -1,7 +1,7 @@
 //! Mounting lmchatkit in actix-web through a small adapter: the actix request becomes an
 //! `http::Request` for the tower service, and the service's body is streamed back frame by frame
 //! (so SSE streams; nothing is buffered). actix uses http 0.2 types, hence the conversions.
-//! Run: `cargo run -p lmchatkit-tests --example actix`.
+//! Run: `cargo run -p lmchatkit --example actix`.
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use bytes::Bytes;

@@ -1,7 +1,7 @@
 //! lmchatkit inside a `ServiceBuilder` stack: gzip compression that leaves SSE alone (tower-http's
 //! default predicate skips `text/event-stream`, so events are never buffered), a timeout that
 //! bounds the time to the response head only (streams are not cut), and no CORS layer — the chat
-//! is same-origin by default. Run: `cargo run -p lmchatkit-tests --example layers`.
+//! is same-origin by default. Run: `cargo run -p lmchatkit --example layers`.
 
 use std::time::Duration;
 
