@@ -14,24 +14,26 @@ if [ -n "${CI:-}" ]; then
 fi
 
 # --dev: trunk too, which the test of ./scripts/dev.sh (app/tests/it/dev_flow.rs) runs.
+echo "== setup (at ${SECONDS} s)"
 ./scripts/setup.sh --dev
 ./scripts/setup-test.sh && export LMCHATKIT_EXPECT_MCP=1
 ./scripts/setup-browser.sh && export LMCHATKIT_EXPECT_BROWSER=1
+echo "== UI and packages (at ${SECONDS} s)"
 # The release UI, and the crates packaged with it (target/package/*.crate): the consumer test
 # (tests/tests/packaged.rs) builds a fresh crate and the app from those files alone.
 ./scripts/package.sh && export LMCHATKIT_EXPECT_PACKAGES=1
 
-echo "== fmt";     cargo fmt --all -- --check
-echo "== clippy";  cargo clippy --workspace --all-targets -j"$JOBS" -- -D warnings
-echo "== clippy (no default features)"
+echo "== fmt (at ${SECONDS} s)";     cargo fmt --all -- --check
+echo "== clippy (at ${SECONDS} s)";  cargo clippy --workspace --all-targets -j"$JOBS" -- -D warnings
+echo "== clippy (no default features) (at ${SECONDS} s)"
 cargo clippy -p lmchatkit --no-default-features --lib -j"$JOBS" -- -D warnings
 cargo clippy -p lmchatkit --no-default-features --features test-support --lib -j"$JOBS" -- -D warnings
-echo "== docs"
+echo "== docs (at ${SECONDS} s)"
 # One package per command: `--features lmchatkit/redis` beside a second -p did not turn on the
 # feature named like a dependency, and its items' links went unchecked.
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit \
   --features demo-mcp,clap-tools,test-support,postgres,redis,serve,logs -j"$JOBS"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit-protocol -j"$JOBS"
-echo "== book"; mdbook build docs
-echo "== tests";   LMCHATKIT_EXPECT_BUNDLE=1 cargo test --workspace -j"$JOBS"
-echo "== all tests passed"
+echo "== book (at ${SECONDS} s)"; mdbook build docs
+echo "== tests (at ${SECONDS} s)";   LMCHATKIT_EXPECT_BUNDLE=1 cargo test --workspace -j"$JOBS"
+echo "== all tests passed (at ${SECONDS} s)"

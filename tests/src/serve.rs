@@ -90,3 +90,11 @@ pub async fn run_printing_url(svc: ChatService, prefix: &str) {
     let _served = serve_on(listener, svc);
     std::future::pending::<()>().await;
 }
+
+/// The JSON of every `data:` line of an SSE body, in order (panics on one that is not JSON).
+pub fn sse_data(body: &str) -> Vec<serde_json::Value> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap_or_else(|e| panic!("not JSON ({e}): {d}")))
+        .collect()
+}

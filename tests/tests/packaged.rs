@@ -342,11 +342,7 @@ async fn chats(base: &str) {
     assert_eq!(res.status(), 200);
     assert_eq!(res.headers()["content-type"], "text/event-stream");
     let text = res.text().await.unwrap();
-    let events: Vec<Value> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
+    let events = lmchatkit_tests::serve::sse_data(&text);
     assert!(events.iter().any(|e| e["type"] == "delta"), "{text}");
     assert_eq!(events.last().unwrap()["type"], "done", "{text}");
 }

@@ -35,10 +35,7 @@ async fn chat(server: &Served, messages: Value) -> Vec<Value> {
     assert_eq!(res.status(), 200);
     assert_eq!(res.headers()["content-type"], "text/event-stream");
     let text = res.text().await.unwrap();
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect()
+    lmchatkit_tests::serve::sse_data(&text)
 }
 
 #[tokio::test]

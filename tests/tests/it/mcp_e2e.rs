@@ -39,10 +39,7 @@ async fn chat(server: &Served, messages: &Value) -> Vec<Value> {
         .unwrap();
     assert_eq!(res.status(), 200);
     let text = res.text().await.unwrap();
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect()
+    lmchatkit_tests::serve::sse_data(&text)
 }
 
 async fn post(server: &Served, path: &str, body: Value) -> (u16, Value) {

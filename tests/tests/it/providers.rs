@@ -76,11 +76,7 @@ async fn turn(server: &Served, model: &str) -> Vec<Value> {
         .unwrap();
     assert_eq!(res.status(), 200, "{model}");
     let text = res.text().await.unwrap();
-    let events: Vec<Value> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
+    let events = lmchatkit_tests::serve::sse_data(&text);
     assert!(
         events.iter().any(|e| e["type"] == "done"),
         "{model}: {events:?}"
