@@ -60,6 +60,19 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="--cfg erase_components --cfg lmch
   --target wasm32-unknown-unknown --locked -j"${JOBS:-2}"
 target_dir=$(cargo metadata --format-version 1 --no-deps | node -e \
   'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')
+# Up to date: what the steps below read (the wasm cargo just built, the stylesheet, this script,
+# the naming script, the highlighter's package) is what the bundle in server/assets/ was built
+# from. Rewriting the same bundle would only change its files' times, which makes cargo rebuild
+# the library and relink every test binary, and repack the crates.
+stamp_file="$target_dir/lmchatkit-ui.stamp"
+stamp=$(cat "$target_dir/wasm32-unknown-unknown/wasm-release/lmchatkit-web.wasm" frontend/style.css \
+  scripts/build-ui.sh scripts/ui-names.js scripts/setup.sh "$HLJS/package.json" | sha256sum | cut -c1-64)
+if [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$stamp" ] \
+  && ls server/assets/lmchatkit-web-*_bg.wasm >/dev/null 2>&1; then
+  echo "build-ui: server/assets/ is up to date (built from the same wasm, stylesheet and scripts)"
+  exit 0
+fi
+rm -f "$stamp_file"
 # 2. Split.
 wasm-split-cli "$target_dir/wasm32-unknown-unknown/wasm-release/lmchatkit-web.wasm" \
   "$stage/split" --out-name lmchatkit-web
@@ -147,5 +160,6 @@ find server/assets -type f \( -name '*.js' -o -name '*.css' -o -name '*.wasm' -o
     }
     console.log("build-ui: " + file + ": " + body.length + " B, gzip " + variants.gz.length + " B, brotli " + variants.br.length + " B");
   }'
+echo "$stamp" >"$stamp_file"
 echo "build-ui: server/assets/ built in $(( $(date +%s) - start )) s:"
 ls -l server/assets | sed -n '2,$p'

@@ -2,7 +2,7 @@
 //! (`examples/` at the repository root, compiled in so an installed binary has them), and the
 //! stand-in host when there is neither an upstream nor the demo model.
 
-use lmchatkit::catalog::{CommandDir, PersonaDir, StaticCommands, StaticPersonas};
+use lmchatkit::presets::{CommandDir, PersonaDir, StaticCommands, StaticPersonas};
 use lmchatkit::protocol::{Event, Model, Persona};
 use lmchatkit::{CompleteRequest, EventStream, Host, HostError, RequestContext, async_trait};
 

@@ -159,7 +159,7 @@ async fn run(
         Some(hub) => Arc::new(StandardHost::from_arc(llm).with_mcp(hub.clone())),
         None => llm,
     };
-    let mut builder = Config::builder_arc(host)
+    let mut builder = Config::builder_arc(host.clone())
         .event_broadcaster(events)
         .demo(demo)
         .prefix(s.prefix.clone())
@@ -267,10 +267,9 @@ async fn run(
     if let Some(hub) = &hub {
         let status = hub.clone();
         builder = builder.mcp_status(move || status.status());
-        // Connect in the background; the first request that needs a server waits for it.
-        let starting = hub.clone();
-        tokio::spawn(async move { starting.start().await });
     }
+    // In the background (the first request that needs a server waits for it).
+    tokio::spawn(startup_check(host.clone(), hub.clone()));
     if let Some((_, origin)) = &s.sandbox {
         builder = builder.sandbox_origin(origin.clone());
     }
@@ -384,6 +383,30 @@ async fn postgres(pg: &db_settings::PostgresDb) -> Result<Stores, Box<dyn std::e
     let store = PostgresStore::connect(&pg.url, options).await?;
     let store = Arc::new(store);
     Ok((store.clone(), Some(store.clone()), store))
+}
+
+/// Connects the MCP servers and lists the models once (the providers' probe), then logs every
+/// set-up problem with its likely fix: the list `/api/config` shows the operator
+/// ([`Host::setup_problems`]).
+async fn startup_check(host: Arc<dyn Host>, hub: Option<McpHub>) {
+    let connect = async {
+        if let Some(hub) = &hub {
+            hub.start().await;
+        }
+    };
+    let cx = lmchatkit::RequestContext::default();
+    let (_, listed) = tokio::join!(connect, host.models(&cx));
+    let problems = host.setup_problems();
+    for p in &problems {
+        tracing::warn!(subject = %p.subject, fix = %p.fix, "set-up problem: {}", p.problem);
+    }
+    match (problems.is_empty(), listed) {
+        (true, Ok(models)) => {
+            tracing::info!(models = models.len(), "set-up check passed");
+        }
+        (true, Err(e)) => tracing::warn!(error = %e, "listing the models failed"),
+        (false, _) => {}
+    }
 }
 
 /// The LLM host, and whether it is the demo model: a `Providers` over `[[providers]]` (the

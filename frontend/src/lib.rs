@@ -303,6 +303,14 @@ pub fn App(
         })
     };
     let demo = move || store.config.with(|c| matches!(c, Some(Ok(c)) if c.demo));
+    // Set-up problems reach only the operator (or everyone, without one): the subject, what
+    // happened and the fix, as text (a problem may quote an upstream's error body).
+    let problems = move || {
+        store.config.with(|c| match c {
+            Some(Ok(c)) => c.problems.clone(),
+            _ => Vec::new(),
+        })
+    };
     view! {
         {floating.then(|| view! {
             <button class="lmck-launcher" aria-label="Open the chat" aria-expanded=move || window_open.get().to_string()
@@ -328,6 +336,24 @@ pub fn App(
                 <Show when=demo>
                     <p class="lmck-demo-banner" role="note">{DEMO_NOTICE}</p>
                 </Show>
+                {move || {
+                    let problems = problems();
+                    (!problems.is_empty()).then(|| {
+                        let summary = match problems.len() {
+                            1 => "1 set-up problem to fix".to_owned(),
+                            n => format!("{n} set-up problems to fix"),
+                        };
+                        view! {
+                            <details class="lmck-setup-problems" role="note" open>
+                                <summary>{summary}</summary>
+                                <ul>{problems.into_iter().map(|p| view! {
+                                    <li><strong>{p.subject}</strong>": "{p.problem}
+                                        <br/>"Fix: "{p.fix}</li>
+                                }).collect_view()}</ul>
+                            </details>
+                        }
+                    })
+                }}
                 {move || store.notice.get().map(|n| view! {
                     <div class="lmck-notice" role="status">{n}
                         <button class="lmck-icon-btn" aria-label="Dismiss" on:click=move |_| store.notice.set(None)>"✕"</button></div>

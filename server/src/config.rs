@@ -13,11 +13,11 @@ use http::HeaderValue;
 
 use crate::access::approval::{ApprovalPolicy, ApprovalStore};
 use crate::access::host_names::AllowedHost;
-use crate::catalog::{CommandSource, PersonaSource};
 use crate::host::Host;
 use crate::limits::{BodyLimits, StreamCaps};
 use crate::live::events::EventBroadcaster;
 use crate::page_policy;
+use crate::presets::{CommandSource, PersonaSource};
 use crate::store::HistoryStore;
 
 pub use crate::limits::DEFAULT_BODY_LIMIT;
@@ -143,14 +143,14 @@ pub(crate) struct Settings {
 pub(crate) type StatusFn = Arc<dyn Fn() -> Vec<McpServerStatus> + Send + Sync>;
 
 /// Where a catalog (personas or commands) comes from.
-pub(crate) enum CatalogSpec<S: ?Sized> {
+pub(crate) enum PresetSpec<S: ?Sized> {
     /// A source the host built.
     Source(Arc<S>),
     /// A directory the service opens (and watches) when it starts.
     Dir(PathBuf),
 }
 
-impl<S: ?Sized> Clone for CatalogSpec<S> {
+impl<S: ?Sized> Clone for PresetSpec<S> {
     fn clone(&self) -> Self {
         match self {
             Self::Source(s) => Self::Source(s.clone()),
@@ -163,8 +163,8 @@ impl<S: ?Sized> Clone for CatalogSpec<S> {
 #[derive(Clone)]
 pub(crate) struct HostSupplied {
     pub(crate) host: Arc<dyn Host>,
-    pub(crate) personas: Option<CatalogSpec<dyn PersonaSource>>,
-    pub(crate) commands: Option<CatalogSpec<dyn CommandSource>>,
+    pub(crate) personas: Option<PresetSpec<dyn PersonaSource>>,
+    pub(crate) commands: Option<PresetSpec<dyn CommandSource>>,
     pub(crate) history: Option<Arc<dyn HistoryStore>>,
     /// A broadcaster shared with the host (else the service makes its own when events are on).
     pub(crate) event_broadcaster: Option<EventBroadcaster>,
@@ -277,13 +277,13 @@ impl ConfigBuilder {
 
     /// Where personas come from (default: the built-in Default persona only).
     pub fn personas(mut self, source: impl PersonaSource) -> Self {
-        self.config.parts.personas = Some(CatalogSpec::Source(Arc::new(source)));
+        self.config.parts.personas = Some(PresetSpec::Source(Arc::new(source)));
         self
     }
 
     /// Where slash commands come from (default: none).
     pub fn commands(mut self, source: impl CommandSource) -> Self {
-        self.config.parts.commands = Some(CatalogSpec::Source(Arc::new(source)));
+        self.config.parts.commands = Some(PresetSpec::Source(Arc::new(source)));
         self
     }
 
@@ -291,14 +291,14 @@ impl ConfigBuilder {
     /// on change (a `personas_changed` event goes to every tab). A missing directory is an
     /// empty list and a warning.
     pub fn personas_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.config.parts.personas = Some(CatalogSpec::Dir(dir.into()));
+        self.config.parts.personas = Some(PresetSpec::Dir(dir.into()));
         self
     }
 
     /// Slash commands from a directory of `.md` files, opened when the service starts and
     /// reloaded on change (`commands_changed`).
     pub fn commands_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.config.parts.commands = Some(CatalogSpec::Dir(dir.into()));
+        self.config.parts.commands = Some(PresetSpec::Dir(dir.into()));
         self
     }
 
@@ -503,9 +503,9 @@ impl ConfigBuilder {
     }
 
     /// The principal (its [`Principal::id`](crate::Principal::id)) who operates the service:
-    /// only they see the MCP server states of [`mcp_status`](Self::mcp_status) in
-    /// `/api/config` (names, connection errors). Without one, every principal sees them, as
-    /// suits a single-user app.
+    /// only they see the MCP server states of [`mcp_status`](Self::mcp_status) and the host's
+    /// [`setup_problems`](crate::Host::setup_problems) in `/api/config` (names, URLs,
+    /// connection errors). Without one, every principal sees them, as suits a single-user app.
     pub fn operator(mut self, principal_id: impl Into<String>) -> Self {
         self.config.settings.operator = Some(principal_id.into());
         self

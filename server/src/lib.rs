@@ -33,7 +33,7 @@
 //! - `sqlite` (default): `store::SqliteStore`, SQLite history (bundled SQLite).
 //! - `postgres`: `store::PostgresStore`, history, approvals and users' MCP servers in
 //!   PostgreSQL (tokio-postgres with a bounded pool), for several instances sharing them; and
-//!   `engine::Postgres`, a shared engine of several instances over the same database (runs,
+//!   `live::Postgres`, a shared engine of several instances over the same database (runs,
 //!   stops, events and view tokens, without Redis).
 //! - `openai` (default): `llm::openai`, the OpenAI-compatible upstream.
 //! - `anthropic` (default): `llm::anthropic`, Anthropic's native Messages API (turns on
@@ -45,7 +45,7 @@
 //! - `clap-tools`: `clap_tools::ClapToolset`, a clap command tree as chat tools (in-process or
 //!   a subprocess), a tool source of `StandardHost` and an MCP server over stdio (turns on
 //!   `mcp`).
-//! - `redis`: `engine::Redis`, a shared engine of several instances (runs, stops, events and
+//! - `redis`: `live::Redis`, a shared engine of several instances (runs, stops, events and
 //!   view tokens across instances through one Redis).
 //! - `test-support`: `store::conformance`, the suites a store of your own should pass.
 //! - `serve`: `connection::serve`, one accepted TCP connection served with hyper over HTTP/1.1
@@ -53,6 +53,10 @@
 //!   runtime the app runs on.
 //! - `logs`: `logs::LogFilter`, the app's log filter from a `RUST_LOG`-style spec (static,
 //!   with no cost per span entered, unless the spec has span directives).
+//! - `rustls` (default): TLS for the HTTP clients (upstreams, MCP servers) with rustls's
+//!   aws-lc-rs provider.
+//! - `rustls-ring`: the same with the ring provider, so `aws-lc-sys` is not built; see
+//!   [`tls`]. With neither, the clients reach `http://` URLs only.
 //!
 //! The standalone app is a crate of its own, `lmchatkit-app` (`cargo install lmchatkit-app`
 //! installs the `lmchatkit` binary); this crate never compiles it.
@@ -66,7 +70,6 @@ pub(crate) mod aisdk;
 pub mod api;
 pub(crate) mod apps;
 pub(crate) mod bundle;
-pub mod catalog;
 #[cfg(feature = "clap-tools")]
 pub mod clap_tools;
 pub mod config;
@@ -83,6 +86,7 @@ pub mod logs;
 pub mod mcp;
 pub mod models;
 pub(crate) mod page_policy;
+pub mod presets;
 mod routes;
 #[cfg(feature = "serve")]
 pub mod runtime;
@@ -92,6 +96,7 @@ mod sse;
 pub mod standard_host;
 mod state;
 pub mod store;
+pub mod tls;
 mod turn;
 #[cfg(feature = "mcp")]
 pub mod user_mcp;
@@ -105,6 +110,9 @@ pub use live as engine;
 /// [`live::events`] under its path in 0.1.
 #[doc(hidden)]
 pub use live::events;
+/// [`presets`] (personas and slash commands) under its name in 0.1.
+#[doc(hidden)]
+pub use presets as catalog;
 /// [`store`] under its name in 0.1.
 #[doc(hidden)]
 pub use store as history;

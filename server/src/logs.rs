@@ -117,7 +117,7 @@ mod tests {
     }
 
     fn logged_with(filter: LogFilter, f: impl FnOnce()) -> String {
-        crate::catalog::capture_with(
+        crate::presets::capture_with(
             |writer| {
                 tracing_subscriber::registry()
                     .with(filter.into_layer())

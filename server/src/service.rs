@@ -62,6 +62,7 @@ impl ChatService {
     /// A service for `config`: builds the live state (opens and watches catalog directories,
     /// creates the view-token store and the turn cache). Clones share that state.
     pub fn new(config: Config) -> Self {
+        crate::tls::install_provider();
         if config.settings.page && !crate::bundle::is_built() {
             tracing::warn!("the UI bundle is not built: run ./scripts/build-ui.sh and rebuild");
         }

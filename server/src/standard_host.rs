@@ -175,6 +175,17 @@ impl Host for StandardHost {
         self.llm.models(cx).await
     }
 
+    /// The LLM host's problems, then each MCP server's that failed to start or connect.
+    fn setup_problems(&self) -> Vec<lmchatkit_protocol::SetupProblem> {
+        #[allow(unused_mut)]
+        let mut problems = self.llm.setup_problems();
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            problems.extend(hub.problems());
+        }
+        problems
+    }
+
     fn complete(&self, cx: &RequestContext, req: CompleteRequest) -> EventStream {
         self.llm.complete(cx, req)
     }

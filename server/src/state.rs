@@ -17,14 +17,14 @@ use crate::access::approval::Approvals;
 use crate::aisdk::approval_id::ApprovalKey;
 use crate::api::ApiError;
 use crate::apps::origins::{Base, Sandboxes};
-use crate::catalog::{CommandDir, CommandSource, OnChange, PersonaDir, PersonaSource};
-use crate::config::{CatalogSpec, Config, Settings, StatusFn};
+use crate::config::{Config, PresetSpec, Settings, StatusFn};
 use crate::host::{Host, HostError, Principal, RequestContext};
 use crate::limits::Streams;
 use crate::live::events::EventBroadcaster;
 use crate::live::runs::Runs;
 use crate::live::views::{ViewTokens, Views};
 use crate::models::Catalog;
+use crate::presets::{CommandDir, CommandSource, OnChange, PersonaDir, PersonaSource};
 use crate::store::HistoryStore;
 use crate::turn::TurnCache;
 
@@ -100,15 +100,15 @@ impl State {
             };
         }
         let personas = parts.personas.map(|spec| match spec {
-            CatalogSpec::Source(s) => s,
-            CatalogSpec::Dir(dir) => {
+            PresetSpec::Source(s) => s,
+            PresetSpec::Dir(dir) => {
                 let on_change = change_notifier(events.clone(), ServerEventType::PersonasChanged);
                 Arc::new(PersonaDir::open(dir, on_change)) as Arc<dyn PersonaSource>
             }
         });
         let commands = parts.commands.map(|spec| match spec {
-            CatalogSpec::Source(s) => s,
-            CatalogSpec::Dir(dir) => {
+            PresetSpec::Source(s) => s,
+            PresetSpec::Dir(dir) => {
                 let on_change = change_notifier(events.clone(), ServerEventType::CommandsChanged);
                 Arc::new(CommandDir::open(dir, on_change)) as Arc<dyn CommandSource>
             }

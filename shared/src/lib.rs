@@ -48,8 +48,8 @@ pub use mcp::{
 pub use menus::{Model, Params, Persona, REASONING_EFFORT_PARAM, ReasoningEffort, SlashCommand};
 pub use requests::{
     AppViewRequest, AppViewResponse, ChatRequest, ConfigResponse, ErrorBody, HistoryMode,
-    McpServerStatus, PromptGetRequest, ResourceReadRequest, ToolCallRequest, ToolCallSource,
-    UploadResponse, UploadedFile,
+    McpServerStatus, PromptGetRequest, ResourceReadRequest, SetupProblem, ToolCallRequest,
+    ToolCallSource, UploadResponse, UploadedFile,
 };
 pub use runs::{RUN_ID_HEADER, RUN_MESSAGE_HEADER, RunInfo, RunStatus};
 pub use sign_in_signal::{SIGN_IN_CHANNEL, SignInSignal};

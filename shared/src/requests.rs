@@ -221,6 +221,48 @@ pub struct McpServerStatus {
     pub error: Option<String>,
 }
 
+/// A mistake in how the service is set up that its operator should fix, found at start or since:
+/// a provider whose base URL answers 404, a key the upstream refuses, an MCP server that does
+/// not start. Carries no secret (URLs are shown without userinfo or query). Build it with
+/// [`SetupProblem::new`].
+///
+/// ```
+/// use lmchatkit_protocol::SetupProblem;
+/// let p = SetupProblem::new("provider anthropic", "GET https://api.anthropic.com/models answered 404", "add /v1");
+/// assert_eq!(p.subject, "provider anthropic");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SetupProblem {
+    /// What is misconfigured: `provider <name>`, `MCP server <name>`.
+    pub subject: String,
+    /// What went wrong, as observed.
+    pub problem: String,
+    /// The likely fix, naming the setting to change.
+    pub fix: String,
+}
+
+impl SetupProblem {
+    /// A problem with `subject`, what was observed and the likely fix.
+    pub fn new(
+        subject: impl Into<String>,
+        problem: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Self {
+            subject: subject.into(),
+            problem: problem.into(),
+            fix: fix.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for SetupProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} (fix: {})", self.subject, self.problem, self.fix)
+    }
+}
+
 /// Answer to `GET {prefix}/api/config`. Never carries commands, secrets or tokens. It will grow,
 /// so it is `#[non_exhaustive]`: start from [`ConfigResponse::new`] and the `with_*` methods.
 ///
@@ -252,6 +294,10 @@ pub struct ConfigResponse {
     /// service has them on and the request is signed in (the anonymous user gets 401 there).
     #[serde(default)]
     pub user_mcp: bool,
+    /// Set-up mistakes the operator should fix, each with its likely fix (shown to the same
+    /// principals as `mcp`); omitted when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<SetupProblem>,
 }
 
 impl McpServerStatus {
@@ -308,6 +354,12 @@ impl ConfigResponse {
     /// Users' own MCP servers available to this user or not.
     pub fn with_user_mcp(mut self, on: bool) -> Self {
         self.user_mcp = on;
+        self
+    }
+
+    /// The set-up problems the operator should see.
+    pub fn with_problems(mut self, problems: Vec<SetupProblem>) -> Self {
+        self.problems = problems;
         self
     }
 }

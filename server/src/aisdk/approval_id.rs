@@ -49,10 +49,8 @@ pub(crate) struct Subject<'a> {
 impl ApprovalKey {
     /// A fresh random key (ids then live as long as the process).
     pub(crate) fn random() -> Self {
-        use rand::RngCore;
         // One SHA-256 block: HMAC uses a key of that size as it is.
-        let mut k = [0u8; 64];
-        rand::rng().fill_bytes(&mut k);
+        let k: [u8; 64] = rand::random();
         Self(k)
     }
 

@@ -15,7 +15,8 @@ use bytes::BytesMut;
 use futures_util::Stream;
 use http::{Extensions, HeaderMap, HeaderValue};
 use lmchatkit_protocol::{
-    Event, Message, Model, Params, Prompt, PromptResult, Resource, ResourceResult, Tool, ToolResult,
+    Event, Message, Model, Params, Prompt, PromptResult, Resource, ResourceResult, SetupProblem,
+    Tool, ToolResult,
 };
 use serde_json::Value;
 
@@ -282,6 +283,19 @@ pub trait Host: Send + Sync + 'static {
     /// MCP hub adds the server's namespace.
     async fn resolve_view_tool(&self, _scope: &Scope, name: &str) -> String {
         name.to_owned()
+    }
+
+    /// Mistakes in how this host is set up that its operator should fix, each with the likely
+    /// fix: a provider whose base URL answers 404, a key the upstream refuses, an MCP server
+    /// that does not start. Shown in `/api/config` (to the operator only, when one is set) and
+    /// logged at start by the app.
+    ///
+    /// Answers from what the host already knows, without network I/O (`/api/config` calls it
+    /// on every page load). The HTTP backends keep their last model listing's failure, so a
+    /// host that wants problems named at start calls [`models`](Self::models) once then.
+    /// Hosts that wrap another forward it. Default: none.
+    fn setup_problems(&self) -> Vec<SetupProblem> {
+        Vec::new()
     }
 }
 

@@ -16,6 +16,10 @@ pub use demo::DemoModel;
 pub use openai::{OpenAiBackend, OpenAiConfig};
 pub use providers::{Providers, ProvidersError};
 
+/// The subject of an LLM backend's [`SetupProblem`](lmchatkit_protocol::SetupProblem) when it
+/// stands alone; [`Providers`] names its backends' problems `provider <name>` instead.
+pub const UPSTREAM_SUBJECT: &str = "LLM upstream";
+
 /// The most one tool call's arguments may grow to while a backend accumulates them from the
 /// model's stream (1 MiB); the service takes no larger `arguments` back either
 /// ([`crate::limits::DEFAULT_MAX_ARGUMENTS_BYTES`] is this).

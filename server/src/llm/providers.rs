@@ -20,6 +20,9 @@
 //!   budget for Anthropic's).
 //! - **Only an LLM**: tools, prompts and resources are the default "none"; wrap the result in
 //!   [`StandardHost`](crate::StandardHost) for MCP.
+//! - **Set-up problems**: each backend's [`Host::setup_problems`], with the subject
+//!   `provider <name>` (a backend alone says [`UPSTREAM_SUBJECT`](super::UPSTREAM_SUBJECT)); a
+//!   failed listing's warning carries the fix too.
 //! - **Secrets**: `Debug` lists the provider names only, never a backend (so never a key).
 //!
 //! ```
@@ -55,7 +58,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lmchatkit_protocol::{Event, Model};
+use lmchatkit_protocol::{Event, Model, SetupProblem};
 
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
 
@@ -180,7 +183,8 @@ impl Host for Providers {
                     m
                 })),
                 Err(e) => {
-                    tracing::warn!(provider = %name, error = %e, "listing a provider's models failed; its models are left off the menu");
+                    let fix = backend_fix(&self.backends, name);
+                    tracing::warn!(provider = %name, error = %e, fix = %fix, "listing a provider's models failed; its models are left off the menu");
                     failures.push(format!("{name}: {e}"));
                 }
             }
@@ -192,6 +196,20 @@ impl Host for Providers {
             )));
         }
         Ok(menu)
+    }
+
+    fn setup_problems(&self) -> Vec<SetupProblem> {
+        let mut problems = Vec::new();
+        for (name, backend) in &self.backends {
+            problems.extend(backend.setup_problems().into_iter().map(|mut p| {
+                p.subject = match p.subject.as_str() {
+                    super::UPSTREAM_SUBJECT => format!("provider {name}"),
+                    other => format!("provider {name}: {other}"),
+                };
+                p
+            }));
+        }
+        problems
     }
 
     fn complete(&self, cx: &RequestContext, mut req: CompleteRequest) -> EventStream {
@@ -222,6 +240,16 @@ impl Host for Providers {
             }
         }
     }
+}
+
+/// The fix a backend gives for its last failure (empty when it gives none).
+fn backend_fix(backends: &[(String, Arc<dyn Host>)], name: &str) -> String {
+    backends
+        .iter()
+        .find(|(n, _)| n == name)
+        .and_then(|(_, b)| b.setup_problems().into_iter().next())
+        .map(|p| p.fix)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -264,6 +292,10 @@ mod tests {
                     ..Model::new(*id)
                 })
                 .collect())
+        }
+        fn setup_problems(&self) -> Vec<SetupProblem> {
+            let problem = |why| SetupProblem::new(crate::llm::UPSTREAM_SUBJECT, why, "fix it");
+            self.fail.map(problem).into_iter().collect()
         }
         fn complete(&self, _: &RequestContext, req: CompleteRequest) -> EventStream {
             let reply = Event::delta(format!("model {}", req.model));
@@ -390,6 +422,27 @@ mod tests {
             );
         }
         assert!(seen.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_backends_setup_problem_is_named_after_its_provider() {
+        let failing = Fake {
+            fail: Some("answered 404"),
+            ..fake(&[])
+        };
+        let host = Providers::new()
+            .with_backend("ok", fake(&["m"]))
+            .and_then(|p| p.with_backend("broken", failing))
+            .unwrap();
+        assert_eq!(
+            host.setup_problems(),
+            [SetupProblem::new(
+                "provider broken",
+                "answered 404",
+                "fix it"
+            )]
+        );
+        assert!(Providers::new().setup_problems().is_empty());
     }
 
     #[test]

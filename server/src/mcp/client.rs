@@ -140,7 +140,8 @@ impl Server {
                 st.failures += 1;
                 st.retry_at = Some(Instant::now() + backoff(st.failures));
                 st.last_error = Some(e.clone());
-                tracing::error!(server = %self.name(), "MCP server failed to connect: {e}");
+                let fix = super::problems::fix(&self.cfg.transport, &e);
+                tracing::error!(server = %self.name(), %fix, "MCP server failed to connect: {e}");
                 self.set_status("error", Some(e.clone()));
                 Err(CallError::Unavailable(format!(
                     "MCP server {} is unavailable: {e}",

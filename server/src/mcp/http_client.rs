@@ -26,7 +26,7 @@ pub(crate) struct SessionAwareClient(reqwest::Client);
 
 impl Default for SessionAwareClient {
     fn default() -> Self {
-        let client = reqwest::Client::builder()
+        let client = crate::tls::client_builder()
             .redirect(crate::secrets::same_origin_redirects())
             .build()
             // Only a broken TLS setup fails here, and then `Client::new` panics with why.

@@ -111,6 +111,7 @@ impl std::fmt::Debug for McpHub {
 impl McpHub {
     /// A hub over these servers (nothing is started yet).
     pub fn new(servers: Vec<McpServerConfig>) -> Self {
+        crate::tls::install_provider();
         Self::build(
             Arc::new(servers),
             Knobs {
@@ -238,6 +239,21 @@ impl McpHub {
             .servers
             .iter()
             .map(|s| s.status().to_wire(s.name()))
+            .collect()
+    }
+
+    /// The servers that failed to start or connect, each with the likely fix (see
+    /// [`Host::setup_problems`](crate::Host::setup_problems)); empty while all are pending,
+    /// connecting or connected.
+    pub fn problems(&self) -> Vec<lmchatkit_protocol::SetupProblem> {
+        self.inner
+            .servers
+            .iter()
+            .filter_map(|s| {
+                let status = s.status();
+                let error = status.error.filter(|_| status.status == "error")?;
+                Some(super::problems::problem(&s.cfg, &error))
+            })
             .collect()
     }
 

@@ -37,6 +37,7 @@ pub(crate) mod http_client;
 mod hub;
 mod listing;
 mod outbound;
+mod problems;
 mod prompts_resources;
 mod skills;
 mod ui_meta;

@@ -50,11 +50,14 @@ pub(crate) fn config(state: &State, req: Req) -> Result<Response, ApiError> {
         .with_events(state.events.is_some())
         .with_sandbox_origin(settings.sandbox_origin.clone())
         .with_demo(settings.demo)
-        .with_mcp(match &settings.operator {
-            Some(op) if op.as_str() != req.cx.principal().id() => Vec::new(),
-            _ => state.mcp_status.as_ref().map(|f| f()).unwrap_or_default(),
-        })
         .with_user_mcp(user_mcp_on(state, &req));
+    // MCP states and set-up problems name URLs and commands: the operator's, when one is set.
+    let body = match &settings.operator {
+        Some(op) if op.as_str() != req.cx.principal().id() => body,
+        _ => body
+            .with_mcp(state.mcp_status.as_ref().map(|f| f()).unwrap_or_default())
+            .with_problems(state.host.setup_problems()),
+    };
     Ok(json_etag(&req.parts.headers, &body))
 }
 

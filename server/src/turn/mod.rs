@@ -34,9 +34,9 @@ use lmchatkit_protocol::{
 use serde_json::Value;
 
 use crate::access;
-use crate::catalog::PersonaSource;
 use crate::error::Failure;
 use crate::host::{CompleteRequest, Host, RequestContext};
+use crate::presets::PersonaSource;
 
 /// What preparing a turn reads: the host (models, tools, `@uri` reads, MCP prompts, the system
 /// prompt's augmenter), the personas, the cache of resolved references and prompts, the system

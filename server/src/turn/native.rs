@@ -332,7 +332,7 @@ mod tests {
 
     #[test]
     fn what_the_model_stream_logs_carries_the_turns_span() {
-        let out = crate::catalog::capture_logs(tracing::Level::INFO, || {
+        let out = crate::presets::capture_logs(tracing::Level::INFO, || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_time()
                 .build()

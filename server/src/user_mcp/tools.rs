@@ -242,6 +242,10 @@ impl Host for UserToolsHost {
         self.inner.models(cx).await
     }
 
+    fn setup_problems(&self) -> Vec<lmchatkit_protocol::SetupProblem> {
+        self.inner.setup_problems()
+    }
+
     fn complete(&self, cx: &RequestContext, req: CompleteRequest) -> EventStream {
         self.inner.complete(cx, req)
     }

@@ -3,7 +3,7 @@
 
 use crate::support;
 
-use lmchatkit::catalog::StaticPersonas;
+use lmchatkit::presets::StaticPersonas;
 use lmchatkit::protocol::*;
 use serde_json::json;
 use support::*;

@@ -11,7 +11,7 @@ use http::Request;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use lmchatkit::Principal;
-use lmchatkit::protocol::{Event, McpServerStatus, Model};
+use lmchatkit::protocol::{Event, McpServerStatus, Model, SetupProblem};
 use serde_json::json;
 use support::*;
 use tower::ServiceExt;
@@ -183,10 +183,10 @@ fn config_as(who: &str) -> Request<http_body_util::Full<Bytes>> {
     req
 }
 
-/// Connection errors can carry server names and addresses: with an operator configured, only
-/// they see the MCP server states.
+/// Connection errors and set-up problems can carry server names, URLs and commands: with an
+/// operator configured, only they see the MCP server states and the host's problems.
 #[tokio::test]
-async fn mcp_states_are_shown_to_the_operator_only() {
+async fn mcp_states_and_setup_problems_are_shown_to_the_operator_only() {
     let statuses = || {
         vec![McpServerStatus::new(
             "files",
@@ -194,26 +194,38 @@ async fn mcp_states_are_shown_to_the_operator_only() {
             Some("refused".into()),
         )]
     };
-    let svc = service(
-        config(FakeHost::default())
-            .mcp_status(statuses)
-            .operator("alice"),
-    );
+    let host = || FakeHost {
+        problems: vec![SetupProblem::new(
+            "provider claude",
+            "listing models at http://10.0.0.7/models failed: 404",
+            "set `base_url` to http://10.0.0.7/v1",
+        )],
+        ..FakeHost::default()
+    };
+    let count = |r: &Reply, key: &str| r.json()[key].as_array().map_or(0, Vec::len);
+    let svc = service(config(host()).mcp_status(statuses).operator("alice"));
     let r = send(&svc, config_as("alice")).await;
-    assert_eq!(r.json()["mcp"].as_array().unwrap().len(), 1, "{}", r.text());
-    let r = send(&svc, config_as("bob")).await;
     assert_eq!(
-        r.json()["mcp"].as_array().map_or(0, Vec::len),
-        0,
+        (count(&r, "mcp"), count(&r, "problems")),
+        (1, 1),
         "{}",
         r.text()
     );
+    assert_eq!(r.json()["problems"][0]["subject"], "provider claude");
+    let r = send(&svc, config_as("bob")).await;
+    assert_eq!(
+        (count(&r, "mcp"), count(&r, "problems")),
+        (0, 0),
+        "{}",
+        r.text()
+    );
+    assert!(!r.text().contains("10.0.0.7"), "{}", r.text());
 
-    let open = service(config(FakeHost::default()).mcp_status(statuses));
+    let open = service(config(host()).mcp_status(statuses));
     let r = send(&open, config_as("bob")).await;
     assert_eq!(
-        r.json()["mcp"].as_array().unwrap().len(),
-        1,
+        (count(&r, "mcp"), count(&r, "problems")),
+        (1, 1),
         "no operator: everyone"
     );
 }

@@ -8,8 +8,8 @@ use crate::support;
 
 use std::sync::Arc;
 
-use lmchatkit::catalog::StaticPersonas;
 use lmchatkit::models::{Catalog, ModelSpec, Price};
+use lmchatkit::presets::StaticPersonas;
 use lmchatkit::protocol::*;
 use lmchatkit::store::{HistoryStore, MemoryStore};
 use serde_json::{Value, json};

@@ -1,5 +1,6 @@
 //! The public paths of 0.1 that the layered layout moved (`history` is `store`, `engine` and
-//! `events` are in `live`, `http_util` is `api`, the memory stores sit with the other stores)
+//! `events` are in `live`, `http_util` is `api`, `catalog` is `presets`, the memory stores sit
+//! with the other stores)
 //! still name the same items, so code written against 0.1 builds unchanged.
 
 use std::any::TypeId;
@@ -75,5 +76,13 @@ fn the_memory_stores_keep_their_0_1_paths_beside_the_store_module() {
     assert!(same::<
         lmchatkit::user_mcp::UserMcpRecord,
         lmchatkit::store::UserMcpRecord,
+    >());
+    assert!(same::<
+        lmchatkit::catalog::PersonaDir,
+        lmchatkit::presets::PersonaDir,
+    >());
+    assert!(same::<
+        lmchatkit::catalog::CatalogError,
+        lmchatkit::presets::PresetError,
     >());
 }

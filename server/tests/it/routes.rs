@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::Request;
 use http_body_util::{BodyExt, Full};
-use lmchatkit::catalog::{StaticCommands, StaticPersonas};
+use lmchatkit::presets::{StaticCommands, StaticPersonas};
 use lmchatkit::protocol::*;
 use serde_json::json;
 use support::*;

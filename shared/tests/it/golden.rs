@@ -598,6 +598,20 @@ fn requests() {
     )
     .unwrap();
     assert!(!old.user_mcp);
+    assert!(
+        old.problems.is_empty(),
+        "an older service sends no problems"
+    );
+    assert_eq!(
+        to(
+            &ConfigResponse::new(HistoryMode::Browser).with_problems(vec![SetupProblem::new(
+                "provider anthropic",
+                "GET https://api.anthropic.com/models answered 404 Not Found",
+                "add /v1"
+            )])
+        )["problems"],
+        json!([{"subject": "provider anthropic", "problem": "GET https://api.anthropic.com/models answered 404 Not Found", "fix": "add /v1"}])
+    );
     assert_eq!(
         to(&UploadResponse {
             files: vec![UploadedFile {

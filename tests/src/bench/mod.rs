@@ -12,6 +12,7 @@
 //! binary's main process and talks to them over loopback only, with bounded request counts and
 //! deadlines.
 
+pub mod chart;
 pub mod checks;
 pub mod echo;
 pub mod engines;

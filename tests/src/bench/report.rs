@@ -275,10 +275,14 @@ impl Results {
     }
 }
 
-/// Writes `results.json` and `results.md` into `dir`.
+/// Writes `results.json`, `results.md` and `chart.svg` into `dir`.
 pub fn write(r: &Results, dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    let json = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
+    let value = serde_json::to_value(r).map_err(|e| e.to_string())?;
+    let json = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
     std::fs::write(dir.join("results.json"), json).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("results.md"), super::markdown::render(r)).map_err(|e| e.to_string())
+    std::fs::write(dir.join("results.md"), super::markdown::render(r))
+        .map_err(|e| e.to_string())?;
+    let chart = super::chart::render(&value)?;
+    std::fs::write(dir.join("chart.svg"), chart).map_err(|e| e.to_string())
 }

@@ -64,6 +64,9 @@ struct Args {
     /// Passes of the pipeline timing.
     #[arg(long, default_value_t = 400)]
     pipeline_passes: usize,
+    /// Only draw `chart.svg` in `--out` from the `results.json` there (no measuring).
+    #[arg(long)]
+    chart_only: bool,
     /// A peer's install time, `name=seconds` (repeatable; recorded in the results).
     #[arg(long = "install-time")]
     install_time: Vec<String>,
@@ -172,6 +175,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 async fn start(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let any: SocketAddr = "127.0.0.1:0".parse()?;
+    if args.chart_only {
+        let json = std::fs::read_to_string(args.out.join("results.json"))?;
+        let svg = lmchatkit_tests::bench::chart::render(&serde_json::from_str(&json)?)?;
+        std::fs::write(args.out.join("chart.svg"), svg)?;
+        println!("wrote {}", args.out.join("chart.svg").display());
+        return Ok(());
+    }
     if let Some(Cmd::Load {
         addr,
         flavor,

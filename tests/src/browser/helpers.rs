@@ -1,7 +1,7 @@
 //! More shared pieces of the browser tests (`tests/tests/browser/ui_sidebar.rs`, `ui_code.rs`,
 //! `ui_bench.rs`): a plain turn, a long stored conversation, and a fixture with two personas.
 
-use lmchatkit::catalog::StaticPersonas;
+use lmchatkit::presets::StaticPersonas;
 use lmchatkit::protocol::Persona;
 use lmchatkit::store::MemoryStore;
 use serde_json::json;

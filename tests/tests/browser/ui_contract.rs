@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use lmchatkit::catalog::StaticCommands;
+use lmchatkit::presets::StaticCommands;
 use lmchatkit::protocol::SlashCommand;
 use lmchatkit::store::MemoryStore;
 use lmchatkit_tests::browser::Browser;

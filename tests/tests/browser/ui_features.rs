@@ -1,14 +1,16 @@
 //! More of the chat UI in headless Chromium (see `ui_chat.rs`): a stale save resolved by
 //! re-applying the new messages (409), uploads by drop, edit-and-resend and regenerate, browser-mode
-//! history in sessionStorage, the argument form of a multi-argument MCP prompt, and an upstream
-//! error shown in the bubble with Retry.
+//! history in sessionStorage, the argument form of a multi-argument MCP prompt, an upstream
+//! error shown in the bubble with Retry, and the host's set-up problems shown with their fixes.
 //!
 //! Skipped (with a message) only when Chromium is absent and `LMCHATKIT_EXPECT_BROWSER` is unset.
 
 use std::time::Duration;
 
+use lmchatkit::protocol::{Model, SetupProblem};
+use lmchatkit::{CompleteRequest, EventStream, Host, HostError, RequestContext, async_trait};
 use lmchatkit_tests::browser::app::{
-    ONE_AT_A_TIME, idle, setup, setup_configured, setup_with, start_chat, wait_saved,
+    ONE_AT_A_TIME, idle, setup, setup_configured, setup_hosted, setup_with, start_chat, wait_saved,
 };
 use serde_json::{Value, json};
 
@@ -301,4 +303,55 @@ async fn keyboard_picker_and_dark_theme() {
         .await;
     assert_eq!(bg, json!("rgb(13, 17, 23)"));
     b.screenshot("17-dark").await;
+}
+
+/// A host with a set-up problem whose text carries markup, as an upstream's error body may.
+struct WithProblem<H>(H);
+
+#[async_trait]
+impl<H: Host> Host for WithProblem<H> {
+    async fn models(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
+        self.0.models(cx).await
+    }
+    fn complete(&self, cx: &RequestContext, req: CompleteRequest) -> EventStream {
+        self.0.complete(cx, req)
+    }
+    fn setup_problems(&self) -> Vec<SetupProblem> {
+        vec![SetupProblem::new(
+            "provider claude",
+            "listing models at http://127.0.0.1:9/models failed: <img src=x onerror=\"window.__pwned=1\">",
+            "set `base_url` to http://127.0.0.1:9/v1",
+        )]
+    }
+}
+
+/// The operator sees the problem, what happened and the fix above the chat; the problem's
+/// markup stays text.
+#[tokio::test]
+async fn a_setup_problem_is_shown_with_its_fix_as_text() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_hosted(WithProblem, |c| c).await else {
+        return;
+    };
+    let b = &env.browser;
+    let text = b
+        .wait_text(".lmck-setup-problems", "1 set-up problem to fix")
+        .await;
+    for part in [
+        "provider claude",
+        "<img src=x onerror=",
+        "Fix: set `base_url` to http://127.0.0.1:9/v1",
+    ] {
+        assert!(text.contains(part), "{part:?} not in {text:?}");
+    }
+    let injected = b
+        .js("return [document.querySelectorAll('.lmck-setup-problems img').length, window.__pwned || 0];")
+        .await;
+    assert_eq!(injected, json!([0, 0]), "the markup was not rendered");
+    // The chat works beside it.
+    start_chat(b).await;
+    b.send_message("hello").await;
+    b.wait_text(".lmck-assistant .lmck-md", "Hello from the mock model.")
+        .await;
+    idle(b).await;
 }

@@ -31,6 +31,11 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
     assert!(status.success(), "bench --smoke failed");
     let json = std::fs::read_to_string(out.join("results.json")).expect("results.json");
     let md = std::fs::read_to_string(out.join("results.md")).expect("results.md");
+    let chart = std::fs::read_to_string(out.join("chart.svg")).expect("chart.svg");
+    assert!(
+        chart.starts_with("<svg") && chart.contains("lmchatkit /api/chat"),
+        "{chart}"
+    );
     let r: Value = serde_json::from_str(&json).expect("valid JSON");
     let _ = std::fs::remove_dir_all(&out);
 

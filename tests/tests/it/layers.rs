@@ -32,7 +32,10 @@ struct Crate {
 const SERVER: Crate = Crate {
     dir: "server",
     layers: &[
-        ("wire types and contracts", &["error", "host", "secrets"]),
+        (
+            "wire types and contracts",
+            &["error", "host", "secrets", "tls"],
+        ),
         (
             "stores, live state (runs, events, view tokens) and its engines, access, upstream backends, MCP",
             &[
@@ -43,7 +46,7 @@ const SERVER: Crate = Crate {
                 "mcp",
                 "user_mcp",
                 "clap_tools",
-                "catalog",
+                "presets",
                 "models",
                 "logs",
             ],

@@ -20,6 +20,7 @@ mod mcp_everything;
 mod mcp_hub;
 mod mcp_transports;
 mod providers;
+mod tls;
 mod user_mcp;
 mod user_mcp_oauth;
 mod user_mcp_oauth_local;

@@ -320,6 +320,16 @@ async fn a_broken_server_does_not_hide_the_others() {
     );
     assert!(status[0].error.as_deref().unwrap().contains("nonexistent"));
     assert_eq!(status[1].status, "connected");
+    // Only the broken one is a set-up problem, with the fix for a missing command.
+    let problems = hub.problems();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].subject, "MCP server broken");
+    assert!(
+        problems[0]
+            .fix
+            .starts_with("`/nonexistent/mcp-server` was not found"),
+        "{problems:?}"
+    );
     assert_eq!(
         hub.tool_source(&Scope::default(), "add").await,
         ToolSource::Scoped("test".into())
@@ -345,6 +355,22 @@ async fn a_failed_connect_shows_no_url_secrets_in_the_status() {
     assert!(error.contains("127.0.0.1"), "{error}");
     for secret in ["status-pass", "status-token"] {
         assert!(!error.contains(secret), "{secret} in the status: {error}");
+    }
+    let problem = hub
+        .problems()
+        .pop()
+        .expect("the failed server is a set-up problem");
+    assert!(
+        problem
+            .fix
+            .starts_with(&format!("no answer from http://127.0.0.1:{port}")),
+        "{problem:?}"
+    );
+    for secret in ["status-pass", "status-token"] {
+        assert!(
+            !problem.to_string().contains(secret),
+            "{secret} in {problem}"
+        );
     }
 }
 

@@ -109,8 +109,7 @@ impl PostgresViews {
         token: &str,
         accept: impl FnOnce(&ViewTicket) -> bool,
     ) -> Result<Option<ViewTicket>, Failure> {
-        // A token is hex; anything else was never issued.
-        if token.is_empty() || token.len() > 128 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !super::well_formed(token) {
             return Ok(None);
         }
         let e = |e| failed(self.pg.error(e));

@@ -130,8 +130,8 @@ impl SharedViews {
         token: &str,
         accept: impl FnOnce(&ViewTicket) -> bool,
     ) -> Result<Option<ViewTicket>, Failure> {
-        // A token is hex; anything else was never issued (and never reaches a key).
-        if token.is_empty() || token.len() > 128 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+        // Anything else was never issued (and never reaches a key).
+        if !super::well_formed(token) {
             return Ok(None);
         }
         let key = self.ticket_key(token);

@@ -77,9 +77,10 @@ use lmchatkit_protocol::Model;
 use serde_json::Value;
 use tracing::Instrument;
 
+use super::openai::listing::{Api, Failed, Fault, ModelsCache};
 use super::openai::transport::{
-    LogSpan, ModelsCache, add_headers, default_client, describe, error_stream, fetch, guard,
-    read_prefix, snippet, stalled,
+    LogSpan, add_headers, default_client, describe, error_stream, fetch, guard, read_prefix,
+    snippet, stalled,
 };
 use super::openai::{DEFAULT_MODELS_TTL, DEFAULT_TOTAL_TIMEOUT};
 use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext};
@@ -151,27 +152,18 @@ impl AnthropicConfig {
         }
     }
 
-    /// Sends `x-api-key: {key}` (an empty key sends nothing).
-    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into()).filter(|k: &String| !k.is_empty());
-        self
-    }
-
-    /// Adds a header to every upstream request (e.g. `anthropic-beta`); one named
-    /// `anthropic-version` replaces the default. Invalid names or values are skipped with a
-    /// warning when the request is made.
-    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
-        self
-    }
-
     /// The `max_tokens` of a request whose params set none (default [`DEFAULT_MAX_TOKENS`]).
     pub fn with_max_tokens(mut self, max_tokens: u64) -> Self {
         self.max_tokens = max_tokens;
         self
     }
 
-    super::openai::transport::upstream_builders!();
+    super::openai::transport::upstream_builders!(
+        key: "Sends `x-api-key: {key}` (an empty key sends nothing).",
+        header: "Adds a header to every upstream request (e.g. `anthropic-beta`); one named \
+                 `anthropic-version` replaces the default. Invalid names or values are skipped \
+                 with a warning when the request is made."
+    );
 
     /// The URL requests are posted to: `{base}/messages`.
     pub fn messages_url(&self) -> String {
@@ -244,20 +236,20 @@ impl AnthropicBackend {
     }
 
     /// Reads `{base}/models`, in the upstream's order (newest first).
-    async fn fetch_models(&self) -> Result<Vec<Model>, HostError> {
-        let fail = |what: String| HostError::Upstream(format!("cannot list models: {what}"));
+    async fn fetch_models(&self) -> Result<Vec<Model>, Failed> {
         let url = format!("{}?limit=1000", self.config.models_url());
+        let fail = |fault, what| Failed::new(Api::Anthropic, &url, fault, what);
         let request = self.request(reqwest::Method::GET, &url);
         let (status, body) = fetch(request, self.config.idle_timeout)
             .await
-            .map_err(fail)?;
+            .map_err(|(fault, what)| fail(fault, what))?;
         if !status.is_success() {
-            return Err(fail(status_message(status, &body)));
+            return Err(fail(Fault::Status(status), status_message(status, &body)));
         }
         let json: Value = serde_json::from_slice(&body)
-            .map_err(|e| fail(format!("the reply is not JSON ({e})")))?;
+            .map_err(|e| fail(Fault::NotApi, format!("the reply is not JSON ({e})")))?;
         let Some(data) = json.get("data").and_then(Value::as_array) else {
-            return Err(fail("the reply has no `data` array".into()));
+            return Err(fail(Fault::NotApi, "the reply has no `data` array".into()));
         };
         Ok(data
             .iter()
@@ -314,6 +306,10 @@ impl Host for AnthropicBackend {
                     .await
             }
         }
+    }
+
+    fn setup_problems(&self) -> Vec<lmchatkit_protocol::SetupProblem> {
+        self.listed.problem().into_iter().collect()
     }
 
     fn complete(&self, _cx: &RequestContext, req: CompleteRequest) -> EventStream {

@@ -44,6 +44,9 @@ pub const DEFAULT_MODELS_TTL: Duration = Duration::from_secs(60);
 /// Default total time of one upstream turn ([`OpenAiConfig::with_total_timeout`]).
 pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
+/// A failed model listing as the operator's problem, and the cache of lists; shared with the
+/// Anthropic backend.
+pub(in crate::llm) mod listing;
 /// The common chunk read by a scan of its own (the translator's fast path).
 mod plain_chunk;
 mod request;
@@ -75,9 +78,10 @@ use crate::secrets::{Redacted, redact_url, redacted_headers};
 pub use request::request_body;
 pub use translate::translate;
 
+use listing::{Api, Failed, Fault, ModelsCache};
 use transport::{
-    ERROR_BODY_LIMIT, LogSpan, ModelsCache, add_headers, default_client, describe, error_stream,
-    fetch, read_prefix, reply_events, snippet, stalled,
+    ERROR_BODY_LIMIT, LogSpan, add_headers, default_client, describe, error_stream, fetch,
+    read_prefix, reply_events, snippet, stalled,
 };
 
 /// Where and how to reach an OpenAI-compatible endpoint.
@@ -153,20 +157,11 @@ impl OpenAiConfig {
         }
     }
 
-    /// Sends `Authorization: Bearer {key}` (an empty key sends nothing).
-    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into()).filter(|k: &String| !k.is_empty());
-        self
-    }
-
-    /// Adds a header to every upstream request (invalid names or values are skipped with a
-    /// warning when the request is made).
-    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
-        self
-    }
-
-    transport::upstream_builders!();
+    transport::upstream_builders!(
+        key: "Sends `Authorization: Bearer {key}` (an empty key sends nothing).",
+        header: "Adds a header to every upstream request (invalid names or values are skipped \
+                 with a warning when the request is made)."
+    );
 
     /// The chat-completions URL requests are posted to.
     pub fn chat_url(&self) -> &str {
@@ -254,27 +249,34 @@ impl std::fmt::Debug for OpenAiBackend {
 
 impl OpenAiBackend {
     /// Reads `{base}/models`, sorted by id.
-    async fn fetch_models(&self) -> Result<Vec<Model>, HostError> {
+    async fn fetch_models(&self) -> Result<Vec<Model>, Failed> {
         let Some(url) = self.config.models_url.as_deref() else {
-            return Err(HostError::Upstream(
-                "no models configured, and a full completions URL has no /models endpoint".into(),
-            ));
+            let what = "no models configured, and a full completions URL has no /models endpoint";
+            return Err(Failed {
+                error: HostError::Upstream(what.into()),
+                problem: lmchatkit_protocol::SetupProblem::new(
+                    super::UPSTREAM_SUBJECT,
+                    what,
+                    "list the models in the provider's `models`, or give a base URL instead of \
+                     the full completions URL",
+                ),
+            });
         };
-        let fail = |what: String| HostError::Upstream(format!("cannot list models: {what}"));
+        let fail = |fault, what| Failed::new(Api::OpenAi, url, fault, what);
         let request = self.request(reqwest::Method::GET, url);
         let (status, body) = fetch(request, self.config.idle_timeout)
             .await
-            .map_err(fail)?;
+            .map_err(|(fault, what)| fail(fault, what))?;
         if !status.is_success() {
-            return Err(fail(format!(
-                "upstream returned {status}: {}",
-                snippet(&body)
-            )));
+            return Err(fail(
+                Fault::Status(status),
+                format!("upstream returned {status}: {}", snippet(&body)),
+            ));
         }
         let json: Value = serde_json::from_slice(&body)
-            .map_err(|e| fail(format!("the reply is not JSON ({e})")))?;
+            .map_err(|e| fail(Fault::NotApi, format!("the reply is not JSON ({e})")))?;
         let Some(data) = json.get("data").and_then(Value::as_array) else {
-            return Err(fail("the reply has no `data` array".into()));
+            return Err(fail(Fault::NotApi, "the reply has no `data` array".into()));
         };
         let mut models: Vec<Model> = data
             .iter()
@@ -303,6 +305,10 @@ impl Host for OpenAiBackend {
         self.listed
             .get(self.config.models_ttl, self.fetch_models())
             .await
+    }
+
+    fn setup_problems(&self) -> Vec<lmchatkit_protocol::SetupProblem> {
+        self.listed.problem().into_iter().collect()
     }
 
     fn complete(&self, _cx: &RequestContext, req: CompleteRequest) -> EventStream {

@@ -234,7 +234,7 @@ async fn collect(backend: &OpenAiBackend) -> Vec<Event> {
 
 /// What `turn`, run on a runtime of its own, logged at INFO and above.
 pub(in crate::llm) fn logs_of(turn: impl Future<Output = ()>) -> String {
-    crate::catalog::capture_logs(tracing::Level::INFO, || {
+    crate::presets::capture_logs(tracing::Level::INFO, || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

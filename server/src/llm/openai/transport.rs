@@ -2,17 +2,17 @@
 //! snippets, readable transport errors, and the tracing span around the event stream.
 
 use std::error::Error as StdError;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt, stream};
-use lmchatkit_protocol::{Event, Model};
+use lmchatkit_protocol::Event;
 
+use super::listing::Fault;
 use super::translate::{Accumulator, read_logged};
-use crate::host::{EventStream, HostError};
+use crate::host::EventStream;
 
 /// How much of an error reply's body goes into the error event.
 pub(in crate::llm) const ERROR_BODY_LIMIT: usize = 512;
@@ -200,7 +200,7 @@ where
 /// The client a backend uses unless given one: a 30 s connect timeout, no total timeout, and
 /// redirects followed only within the origin.
 pub(in crate::llm) fn default_client() -> reqwest::Client {
-    reqwest::Client::builder()
+    crate::tls::client_builder()
         .connect_timeout(Duration::from_secs(30))
         .redirect(crate::secrets::same_origin_redirects())
         .build()
@@ -230,16 +230,27 @@ pub(in crate::llm) fn add_headers(
 pub(in crate::llm) async fn fetch(
     rb: reqwest::RequestBuilder,
     idle: Duration,
-) -> Result<(http::StatusCode, Bytes), String> {
+) -> Result<(http::StatusCode, Bytes), (Fault, String)> {
+    let timed_out = |_| (Fault::Timeout, "timed out".to_owned());
+    let failed = |e: reqwest::Error| {
+        let fault = if e.is_timeout() {
+            Fault::Timeout
+        } else if e.is_connect() {
+            Fault::Connect
+        } else {
+            Fault::Transport
+        };
+        (fault, describe(&e))
+    };
     let resp = tokio::time::timeout(idle, rb.send())
         .await
-        .map_err(|_| "timed out".to_owned())?
-        .map_err(|e| describe(&e))?;
+        .map_err(timed_out)?
+        .map_err(failed)?;
     let status = resp.status();
     let body = tokio::time::timeout(idle, resp.bytes())
         .await
-        .map_err(|_| "timed out".to_owned())?
-        .map_err(|e| describe(&e))?;
+        .map_err(timed_out)?
+        .map_err(failed)?;
     Ok((status, body))
 }
 
@@ -315,59 +326,24 @@ fn causes(e: &reqwest::Error) -> String {
     }
 }
 
-/// A model list read from an upstream's `/models`, and when.
-type Listed = (std::time::Instant, Vec<Model>);
-
-/// A model list read from an upstream's `/models`, kept for a while (shared by the OpenAI and
-/// Anthropic backends): fresh for `ttl`, and served stale while the upstream fails.
-#[derive(Clone, Default)]
-pub(in crate::llm) struct ModelsCache {
-    listed: Arc<Mutex<Option<Listed>>>,
-}
-
-impl ModelsCache {
-    /// The cached list when younger than `ttl`; else `fetch`'s, which is kept when it succeeds.
-    /// When `fetch` fails, the last list (logged), or the error when there is none.
-    pub(in crate::llm) async fn get<F>(
-        &self,
-        ttl: Duration,
-        fetch: F,
-    ) -> Result<Vec<Model>, HostError>
-    where
-        F: std::future::Future<Output = Result<Vec<Model>, HostError>>,
-    {
-        let listed = |fresh: bool| {
-            let cache = self.listed.lock().unwrap_or_else(|p| p.into_inner());
-            cache
-                .as_ref()
-                .filter(|(at, _)| !fresh || at.elapsed() < ttl)
-                .map(|(_, m)| m.clone())
-        };
-        if let Some(models) = listed(true) {
-            return Ok(models);
-        }
-        match fetch.await {
-            Ok(models) => {
-                let mut cache = self.listed.lock().unwrap_or_else(|p| p.into_inner());
-                *cache = Some((std::time::Instant::now(), models.clone()));
-                Ok(models)
-            }
-            Err(e) => match listed(false) {
-                Some(stale) => {
-                    tracing::warn!(error = %e, "listing models failed; the last list is served");
-                    Ok(stale)
-                }
-                None => Err(e),
-            },
-        }
-    }
-}
-
 /// The builder methods both HTTP backends' configs share, for a config struct with the fields
-/// `models`, `client`, `idle_timeout`, `total_timeout` and `models_ttl` (written once here, not
-/// once per backend).
+/// `api_key`, `headers`, `models`, `client`, `idle_timeout`, `total_timeout` and `models_ttl`
+/// (written once here, not once per backend); the key's and the header's docs differ per
+/// backend.
 macro_rules! upstream_builders {
-    () => {
+    (key: $key_doc:literal, header: $header_doc:literal) => {
+        #[doc = $key_doc]
+        pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+            self.api_key = Some(key.into()).filter(|k: &String| !k.is_empty());
+            self
+        }
+
+        #[doc = $header_doc]
+        pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+            self.headers.push((name.into(), value.into()));
+            self
+        }
+
         /// The models offered, instead of asking `{base}/models`.
         pub fn with_models(mut self, models: Vec<Model>) -> Self {
             self.models = Some(models);

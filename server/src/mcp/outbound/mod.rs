@@ -176,7 +176,7 @@ impl OutboundPolicy {
                 Err(e) => attempt.error(e),
             }
         });
-        reqwest::Client::builder()
+        crate::tls::client_builder()
             .redirect(redirects)
             .dns_resolver(Arc::new(Resolver(self.clone())))
     }

@@ -40,12 +40,17 @@ pub struct FakeHost {
     pub calls: Arc<Mutex<Vec<(String, Value)>>>,
     /// Every `get_prompt` name and `read_resource` URI, in order.
     pub lookups: Arc<Mutex<Vec<String>>>,
+    /// What `setup_problems` answers.
+    pub problems: Vec<lmchatkit::protocol::SetupProblem>,
 }
 
 #[async_trait]
 impl Host for FakeHost {
     async fn models(&self, _: &RequestContext) -> Result<Vec<Model>, HostError> {
         Ok(self.models.clone())
+    }
+    fn setup_problems(&self) -> Vec<lmchatkit::protocol::SetupProblem> {
+        self.problems.clone()
     }
     fn complete(&self, _: &RequestContext, req: CompleteRequest) -> EventStream {
         let mut seen = self.seen.lock().unwrap();

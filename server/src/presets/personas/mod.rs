@@ -26,8 +26,8 @@ use async_trait::async_trait;
 use lmchatkit_protocol::{Params, Persona};
 use serde::Deserialize;
 
-use super::watch::{self, DirCatalog, stable_id};
-use super::{CatalogError, OnChange, PersonaSource};
+use super::watch::{self, WatchedDir, stable_id};
+use super::{OnChange, PersonaSource, PresetError};
 use crate::host::RequestContext;
 
 /// Personas loaded from the `*.toml` files of a directory.
@@ -39,7 +39,7 @@ use crate::host::RequestContext;
 /// watcher picks the directory up when it appears.
 ///
 /// ```
-/// use lmchatkit::catalog::PersonaDir;
+/// use lmchatkit::presets::PersonaDir;
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::write(
@@ -54,7 +54,7 @@ use crate::host::RequestContext;
 /// ```
 #[derive(Debug)]
 pub struct PersonaDir {
-    catalog: DirCatalog<Persona>,
+    dir: WatchedDir<Persona>,
 }
 
 impl PersonaDir {
@@ -64,37 +64,23 @@ impl PersonaDir {
     /// the watcher's thread; keep it short. Never fails: problems are logged.
     pub fn open(dir: impl Into<PathBuf>, on_change: Option<OnChange>) -> Self {
         Self {
-            catalog: DirCatalog::open(dir.into(), load_dir, is_toml, on_change),
+            dir: WatchedDir::open(dir.into(), load_dir, is_toml, on_change),
         }
     }
 
     /// A copy of the current list: [`Persona::default_persona`] first, then the file personas
     /// sorted by name.
     pub fn personas(&self) -> Vec<Persona> {
-        self.catalog.items()
+        self.dir.items()
     }
 
-    /// Loads the directory again now (without waiting for the watcher, or without the `watch`
-    /// feature). Returns true when the list changed. Does not call `on_change`.
-    pub fn reload(&self) -> bool {
-        self.catalog.reload()
-    }
-
-    /// The directory, made absolute.
-    pub fn dir(&self) -> &Path {
-        self.catalog.dir()
-    }
-
-    /// True while a watcher runs (feature `watch`, and the watcher could start).
-    pub fn is_watching(&self) -> bool {
-        self.catalog.is_watching()
-    }
+    super::watch::watched_dir_methods!();
 
     /// Parses one persona file's text; `stem` is the file name without `.toml` (it gives the id
     /// and the fallback name).
     ///
     /// ```
-    /// use lmchatkit::catalog::{PersonaDir, stable_id};
+    /// use lmchatkit::presets::{PersonaDir, stable_id};
     ///
     /// let p = PersonaDir::parse("writer", "description = \"Prose\"\n[params]\ntop_k = 40\n").unwrap();
     /// assert_eq!(p.name, "writer");
@@ -102,9 +88,9 @@ impl PersonaDir {
     /// assert_eq!(p.params["top_k"], serde_json::json!(40));
     /// assert!(PersonaDir::parse("broken", "name = ").is_err());
     /// ```
-    pub fn parse(stem: &str, text: &str) -> Result<Persona, CatalogError> {
+    pub fn parse(stem: &str, text: &str) -> Result<Persona, PresetError> {
         let file: PersonaFile =
-            toml::from_str(text).map_err(|err| CatalogError::Source(err.to_string()))?;
+            toml::from_str(text).map_err(|err| PresetError::Source(err.to_string()))?;
         let name = file
             .name
             .map(|name| name.trim().to_owned())
@@ -135,8 +121,8 @@ impl PersonaDir {
 
 #[async_trait]
 impl PersonaSource for PersonaDir {
-    async fn personas(&self, _cx: &RequestContext) -> Result<Vec<Persona>, CatalogError> {
-        Ok(self.catalog.items())
+    async fn personas(&self, _cx: &RequestContext) -> Result<Vec<Persona>, PresetError> {
+        Ok(self.dir.items())
     }
 }
 

@@ -1,4 +1,4 @@
-//! Shared machinery of the directory-backed catalogs ([`PersonaDir`](super::PersonaDir) and
+//! Shared machinery of the directory-backed presets ([`PersonaDir`](super::PersonaDir) and
 //! [`CommandDir`](super::CommandDir)): listing the candidate files of a directory, the stable
 //! file id, the loaded list behind a lock, and (feature `watch`) the debounced watcher.
 //!
@@ -38,22 +38,22 @@ pub const MAX_DELAY: Duration = Duration::from_secs(2);
 /// How often a watcher checks whether a missing directory has appeared.
 pub const POLL_MISSING: Duration = Duration::from_secs(1);
 
-/// The stable id of a file-backed catalog entry: the first 8 hex characters of the SHA-256 of
+/// The stable id of a file-backed preset: the first 8 hex characters of the SHA-256 of
 /// the file stem. It does not change when the display name inside the file changes, and it is
 /// safe in URLs.
 ///
 /// ```
-/// let id = lmchatkit::catalog::stable_id("coder");
+/// let id = lmchatkit::presets::stable_id("coder");
 /// assert_eq!(id.len(), 8);
-/// assert_eq!(id, lmchatkit::catalog::stable_id("coder"));
-/// assert_ne!(id, lmchatkit::catalog::stable_id("writer"));
+/// assert_eq!(id, lmchatkit::presets::stable_id("coder"));
+/// assert_ne!(id, lmchatkit::presets::stable_id("writer"));
 /// ```
 pub fn stable_id(stem: &str) -> String {
     let digest = Sha256::digest(stem.as_bytes());
     hex::encode(&digest[..4])
 }
 
-/// One candidate file of a catalog directory.
+/// One candidate file of a presets directory.
 #[derive(Debug, Clone)]
 pub(crate) struct Candidate {
     pub path: PathBuf,
@@ -70,7 +70,7 @@ pub(crate) fn list_files(dir: &Path, ext: &str) -> Vec<Candidate> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(err) => {
-            tracing::warn!(dir = %dir.display(), error = %err, "catalog directory is not readable; it is empty for now");
+            tracing::warn!(dir = %dir.display(), error = %err, "presets directory is not readable; it is empty for now");
             return Vec::new();
         }
     };
@@ -79,7 +79,7 @@ pub(crate) fn list_files(dir: &Path, ext: &str) -> Vec<Candidate> {
         let entry = match entry {
             Ok(entry) => entry,
             Err(err) => {
-                tracing::warn!(dir = %dir.display(), error = %err, "catalog: cannot read a directory entry");
+                tracing::warn!(dir = %dir.display(), error = %err, "presets: cannot read a directory entry");
                 continue;
             }
         };
@@ -88,7 +88,7 @@ pub(crate) fn list_files(dir: &Path, ext: &str) -> Vec<Candidate> {
             continue;
         }
         let Some(file_name) = entry.file_name().to_str().map(str::to_owned) else {
-            tracing::warn!(file = %path.display(), "catalog: skipping a file whose name is not UTF-8");
+            tracing::warn!(file = %path.display(), "presets: skipping a file whose name is not UTF-8");
             continue;
         };
         if file_name.starts_with('_') || file_name.starts_with('.') {
@@ -99,7 +99,7 @@ pub(crate) fn list_files(dir: &Path, ext: &str) -> Vec<Candidate> {
             Ok(meta) if meta.is_file() => {}
             Ok(_) => continue,
             Err(err) => {
-                tracing::warn!(file = %path.display(), error = %err, "catalog: skipping an unreadable file");
+                tracing::warn!(file = %path.display(), error = %err, "presets: skipping an unreadable file");
                 continue;
             }
         }
@@ -125,7 +125,7 @@ pub(crate) fn read_text(file: &Candidate) -> Option<String> {
             None => text,
         }),
         Err(err) => {
-            tracing::warn!(file = %file.path.display(), error = %err, "catalog: skipping an unreadable file");
+            tracing::warn!(file = %file.path.display(), error = %err, "presets: skipping an unreadable file");
             None
         }
     }
@@ -161,22 +161,22 @@ impl<T: Clone + PartialEq> Shared<T> {
 }
 
 /// A directory-backed list: loaded eagerly, reloadable, and (feature `watch`) watched.
-pub(crate) struct DirCatalog<T> {
+pub(crate) struct WatchedDir<T> {
     shared: Arc<Shared<T>>,
     #[cfg(feature = "watch")]
     watcher: Option<imp::DirWatcher>,
 }
 
-impl<T> std::fmt::Debug for DirCatalog<T> {
+impl<T> std::fmt::Debug for WatchedDir<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DirCatalog")
+        f.debug_struct("WatchedDir")
             .field("dir", &self.shared.dir)
             .field("watching", &self.is_watching())
             .finish()
     }
 }
 
-impl<T> DirCatalog<T> {
+impl<T> WatchedDir<T> {
     /// The directory (made absolute).
     pub(crate) fn dir(&self) -> &Path {
         &self.shared.dir
@@ -195,7 +195,7 @@ impl<T> DirCatalog<T> {
     }
 }
 
-impl<T: Clone + PartialEq + Send + Sync + 'static> DirCatalog<T> {
+impl<T: Clone + PartialEq + Send + Sync + 'static> WatchedDir<T> {
     /// Loads `dir` now and, with feature `watch`, starts watching it (`on_change` is optional).
     /// `interesting` says which file names can change the list (`*.toml`, `*.md`).
     pub(crate) fn open(
@@ -263,7 +263,7 @@ mod imp {
 
     use super::{DEBOUNCE, MAX_DELAY, OnChange, POLL_MISSING};
 
-    /// Reloads the list; true when it changed (false as well once the catalog is gone).
+    /// Reloads the list; true when it changed (false as well once the directory is gone).
     pub(super) type Reload = Arc<dyn Fn() -> bool + Send + Sync>;
 
     enum Msg {
@@ -297,7 +297,7 @@ mod imp {
             }) {
                 Ok(watcher) => watcher,
                 Err(err) => {
-                    tracing::warn!(dir = %dir.display(), error = %err, "catalog: cannot start a file watcher; live reload is off");
+                    tracing::warn!(dir = %dir.display(), error = %err, "presets: cannot start a file watcher; live reload is off");
                     return None;
                 }
             };
@@ -314,17 +314,17 @@ mod imp {
                 && parent.is_dir()
                 && let Err(err) = state.watcher.watch(parent, RecursiveMode::NonRecursive)
             {
-                tracing::debug!(dir = %parent.display(), error = %err, "catalog: cannot watch the parent directory");
+                tracing::debug!(dir = %parent.display(), error = %err, "presets: cannot watch the parent directory");
             }
             // Without the directory, the thread polls for it (and the parent watch may see it).
             let _ = state.ensure_dir_watch(false);
             let spawned = std::thread::Builder::new()
-                .name("lmchatkit-catalog-watch".into())
+                .name("lmchatkit-presets-watch".into())
                 .spawn(move || state.run(rx));
             match spawned {
                 Ok(_) => Some(Self { stop: tx }),
                 Err(err) => {
-                    tracing::warn!(error = %err, "catalog: cannot start the watcher thread; live reload is off");
+                    tracing::warn!(error = %err, "presets: cannot start the watcher thread; live reload is off");
                     None
                 }
             }
@@ -365,7 +365,7 @@ mod imp {
                 match msg {
                     Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => return,
                     Ok(Msg::Fs(Err(err))) => {
-                        tracing::warn!(dir = %self.dir.display(), error = %err, "catalog: file watcher error");
+                        tracing::warn!(dir = %self.dir.display(), error = %err, "presets: file watcher error");
                     }
                     Ok(Msg::Fs(Ok(event))) => {
                         let (relevant, touches_dir) = self.classify(&event);
@@ -428,7 +428,7 @@ mod imp {
                 }
                 Err(err) if !self.watch_warned => {
                     self.watch_warned = true;
-                    tracing::warn!(dir = %self.dir.display(), error = %err, "catalog: cannot watch the directory; retrying every second");
+                    tracing::warn!(dir = %self.dir.display(), error = %err, "presets: cannot watch the directory; retrying every second");
                 }
                 Err(_) => {}
             }
@@ -437,7 +437,7 @@ mod imp {
 
         fn reload_and_notify(&self) {
             if (self.reload)() {
-                tracing::debug!(dir = %self.dir.display(), "catalog reloaded");
+                tracing::debug!(dir = %self.dir.display(), "presets reloaded");
                 if let Some(on_change) = &self.on_change {
                     on_change();
                 }
@@ -448,3 +448,26 @@ mod imp {
 
 #[cfg(test)]
 pub(crate) mod test_support;
+
+/// The methods [`PersonaDir`](super::PersonaDir) and [`CommandDir`](super::CommandDir) share,
+/// for a struct whose field `dir` is a [`WatchedDir`] (written once here, not once per kind).
+macro_rules! watched_dir_methods {
+    () => {
+        /// Loads the directory again now (without waiting for the watcher, or without the `watch`
+        /// feature). Returns true when the list changed. Does not call `on_change`.
+        pub fn reload(&self) -> bool {
+            self.dir.reload()
+        }
+
+        /// The directory, made absolute.
+        pub fn dir(&self) -> &Path {
+            self.dir.dir()
+        }
+
+        /// True while a watcher runs (feature `watch`, and the watcher could start).
+        pub fn is_watching(&self) -> bool {
+            self.dir.is_watching()
+        }
+    };
+}
+pub(super) use watched_dir_methods;

@@ -100,7 +100,7 @@ mod counter {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
 
-    use crate::catalog::{DEBOUNCE, OnChange};
+    use crate::presets::{DEBOUNCE, OnChange};
 
     /// Counts `on_change` calls.
     #[derive(Clone, Default)]

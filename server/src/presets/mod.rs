@@ -1,6 +1,9 @@
-//! Personas and slash commands: the source traits, static sources, and directory-backed
-//! sources that reload on change ([`PersonaDir`], [`CommandDir`]; debounced watching with the
-//! `watch` feature, see [`DEBOUNCE`]).
+//! Presets: personas (a system prompt, a model and its parameters) and slash commands (a saved
+//! prompt), what the operator offers on the start screen and in the composer. The source
+//! traits, static sources, and directory-backed sources that reload on change
+//! ([`PersonaDir`], [`CommandDir`]; debounced watching with the `watch` feature, see
+//! [`DEBOUNCE`]). (The model catalog is [`models::Catalog`](crate::models::Catalog); this module
+//! was `catalog` in 0.1, and that path still works.)
 
 use std::sync::Arc;
 
@@ -23,28 +26,32 @@ pub use watch::{DEBOUNCE, MAX_DELAY, POLL_MISSING, stable_id};
 /// Called after a watched directory changed and was reloaded.
 pub type OnChange = Arc<dyn Fn() + Send + Sync>;
 
-/// Errors of a catalog source.
+/// Errors of a preset source (personas or slash commands).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum CatalogError {
+pub enum PresetError {
     /// The source failed; the message says why.
-    #[error("catalog: {0}")]
+    #[error("presets: {0}")]
     Source(String),
 }
+
+/// [`PresetError`] under its name in 0.1.
+#[doc(hidden)]
+pub type CatalogError = PresetError;
 
 /// Where personas come from. Consulted on every request, so a database-backed source needs no
 /// watcher.
 #[async_trait]
 pub trait PersonaSource: Send + Sync + 'static {
     /// The personas offered to the caller of `cx`.
-    async fn personas(&self, cx: &RequestContext) -> Result<Vec<Persona>, CatalogError>;
+    async fn personas(&self, cx: &RequestContext) -> Result<Vec<Persona>, PresetError>;
 }
 
 /// Where slash commands come from. Consulted on every request.
 #[async_trait]
 pub trait CommandSource: Send + Sync + 'static {
     /// The slash commands offered to the caller of `cx`.
-    async fn commands(&self, cx: &RequestContext) -> Result<Vec<SlashCommand>, CatalogError>;
+    async fn commands(&self, cx: &RequestContext) -> Result<Vec<SlashCommand>, PresetError>;
 }
 
 /// A fixed list of personas.
@@ -53,7 +60,7 @@ pub struct StaticPersonas(pub Vec<Persona>);
 
 #[async_trait]
 impl PersonaSource for StaticPersonas {
-    async fn personas(&self, _cx: &RequestContext) -> Result<Vec<Persona>, CatalogError> {
+    async fn personas(&self, _cx: &RequestContext) -> Result<Vec<Persona>, PresetError> {
         Ok(self.0.clone())
     }
 }
@@ -64,7 +71,7 @@ pub struct StaticCommands(pub Vec<SlashCommand>);
 
 #[async_trait]
 impl CommandSource for StaticCommands {
-    async fn commands(&self, _cx: &RequestContext) -> Result<Vec<SlashCommand>, CatalogError> {
+    async fn commands(&self, _cx: &RequestContext) -> Result<Vec<SlashCommand>, PresetError> {
         Ok(self.0.clone())
     }
 }

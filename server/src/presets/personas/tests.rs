@@ -1,5 +1,5 @@
 use super::*;
-use crate::catalog::watch::test_support::capture_warnings;
+use crate::presets::watch::test_support::capture_warnings;
 use serde_json::json;
 use std::fs;
 
@@ -154,7 +154,7 @@ async fn implements_persona_source() {
 #[cfg(feature = "watch")]
 mod watching {
     use super::*;
-    use crate::catalog::watch::test_support::Counter;
+    use crate::presets::watch::test_support::Counter;
 
     #[test]
     fn a_burst_reloads_once_and_a_later_change_again() {

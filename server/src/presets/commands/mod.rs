@@ -37,8 +37,8 @@ use async_trait::async_trait;
 use lmchatkit_protocol::SlashCommand;
 use yaml_rust2::{Yaml, YamlLoader};
 
-use super::watch::{self, DirCatalog, stable_id};
-use super::{CatalogError, CommandSource, OnChange};
+use super::watch::{self, WatchedDir, stable_id};
+use super::{CommandSource, OnChange, PresetError};
 use crate::host::RequestContext;
 
 /// Slash commands loaded from the `*.md` files of a directory.
@@ -50,7 +50,7 @@ use crate::host::RequestContext;
 /// when it appears.
 ///
 /// ```
-/// use lmchatkit::catalog::CommandDir;
+/// use lmchatkit::presets::CommandDir;
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::write(
@@ -67,7 +67,7 @@ use crate::host::RequestContext;
 /// ```
 #[derive(Debug)]
 pub struct CommandDir {
-    catalog: DirCatalog<SlashCommand>,
+    dir: WatchedDir<SlashCommand>,
 }
 
 impl CommandDir {
@@ -77,36 +77,22 @@ impl CommandDir {
     /// the watcher's thread; keep it short. Never fails: problems are logged.
     pub fn open(dir: impl Into<PathBuf>, on_change: Option<OnChange>) -> Self {
         Self {
-            catalog: DirCatalog::open(dir.into(), load_dir, is_md, on_change),
+            dir: WatchedDir::open(dir.into(), load_dir, is_md, on_change),
         }
     }
 
     /// A copy of the current list, sorted by name.
     pub fn commands(&self) -> Vec<SlashCommand> {
-        self.catalog.items()
+        self.dir.items()
     }
 
-    /// Loads the directory again now (without waiting for the watcher, or without the `watch`
-    /// feature). Returns true when the list changed. Does not call `on_change`.
-    pub fn reload(&self) -> bool {
-        self.catalog.reload()
-    }
-
-    /// The directory, made absolute.
-    pub fn dir(&self) -> &Path {
-        self.catalog.dir()
-    }
-
-    /// True while a watcher runs (feature `watch`, and the watcher could start).
-    pub fn is_watching(&self) -> bool {
-        self.catalog.is_watching()
-    }
+    super::watch::watched_dir_methods!();
 
     /// Parses one command file; `file_name` is its name with the `.md` extension (it gives the
     /// command name, the id and `source`).
     ///
     /// ```
-    /// use lmchatkit::catalog::CommandDir;
+    /// use lmchatkit::presets::CommandDir;
     ///
     /// let cmd = CommandDir::parse(
     ///     "Review.md",
@@ -121,10 +107,10 @@ impl CommandDir {
     /// assert!(CommandDir::parse("bad name.md", "x").is_err());
     /// assert!(CommandDir::parse("x.md", "---\ndescription: [oops\n---\nbody").is_err());
     /// ```
-    pub fn parse(file_name: &str, text: &str) -> Result<SlashCommand, CatalogError> {
+    pub fn parse(file_name: &str, text: &str) -> Result<SlashCommand, PresetError> {
         let stem = file_name.strip_suffix(".md").unwrap_or(file_name);
         if !is_valid_name(stem) {
-            return Err(CatalogError::Source(format!(
+            return Err(PresetError::Source(format!(
                 "invalid command name {stem:?}: use letters, digits, '-' and '_'"
             )));
         }
@@ -147,8 +133,8 @@ impl CommandDir {
 
 #[async_trait]
 impl CommandSource for CommandDir {
-    async fn commands(&self, _cx: &RequestContext) -> Result<Vec<SlashCommand>, CatalogError> {
-        Ok(self.catalog.items())
+    async fn commands(&self, _cx: &RequestContext) -> Result<Vec<SlashCommand>, PresetError> {
+        Ok(self.dir.items())
     }
 }
 
@@ -189,11 +175,11 @@ struct Meta {
     allowed_tools: Vec<String>,
 }
 
-fn malformed(msg: impl Into<String>) -> CatalogError {
-    CatalogError::Source(msg.into())
+fn malformed(msg: impl Into<String>) -> PresetError {
+    PresetError::Source(msg.into())
 }
 
-fn parse_meta(yaml: &str) -> Result<Meta, CatalogError> {
+fn parse_meta(yaml: &str) -> Result<Meta, PresetError> {
     let docs = YamlLoader::load_from_str(yaml)
         .map_err(|err| malformed(format!("frontmatter is not valid YAML: {err}")))?;
     let map = match docs.into_iter().next() {
