@@ -67,10 +67,7 @@ pub(crate) fn fix(transport: &McpTransport, error: &str) -> String {
         }
         McpTransport::Http { url, .. } => {
             let shown = redact_url(url);
-            let origin = match reqwest::Url::parse(url) {
-                Ok(u) => u.origin().ascii_serialization(),
-                Err(_) => shown.clone(),
-            };
+            let origin = crate::secrets::origin(url);
             if has(&["401", "403", "unauthorized", "forbidden"]) {
                 format!(
                     "{shown} refused the credentials: check the server's `headers` (or its \

@@ -183,6 +183,16 @@ impl<W: std::io::Write> Drop for RedactingWriter<W> {
     }
 }
 
+/// `scheme://host:port` of `url`, as set-up problems name a server; [`redact_url`]'s text when
+/// it does not parse.
+#[cfg(any(feature = "openai", feature = "mcp"))]
+pub(crate) fn origin(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => u.origin().ascii_serialization(),
+        Err(_) => redact_url(url),
+    }
+}
+
 /// The redirect policy of lmchatkit's HTTP clients: follow at most 10 redirects, and only
 /// within the origin (scheme, host, port) of the first request; any other redirect fails the
 /// request. Give it to a client of your own passed to `OpenAiConfig::with_http_client`.

@@ -25,6 +25,7 @@ use lmchatkit_protocol::{Model, SetupProblem};
 
 use crate::host::HostError;
 use crate::llm::UPSTREAM_SUBJECT;
+use crate::secrets::origin;
 
 /// Which API a backend speaks (the fixes differ in their example URL).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,14 +135,6 @@ fn missing_v1(base: &str) -> bool {
         .split_once('/')
         .map_or("", |(_, path)| path);
     !path.split('/').any(|seg| seg == "v1")
-}
-
-/// `scheme://host:port` of a URL (the whole string when it does not parse).
-fn origin(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(u) => u.origin().ascii_serialization(),
-        Err(_) => url.to_owned(),
-    }
 }
 
 /// A model list read from an upstream's `/models`, and when.
