@@ -15,9 +15,22 @@
 # The MCP tests find them in .tools/mcp/node_modules/.bin/ (or in $LMCHATKIT_MCP_TOOLS), the
 # AI SDK tests in .tools/aisdk/ (or in $LMCHATKIT_AISDK_DIR); both skip with a message when they
 # are missing, so `cargo test` alone never downloads anything.
+#
+# --no-mdbook skips mdbook and --mdbook installs it alone: scripts/test.sh builds it in the
+# background while the rest runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MDBOOK=1
+ONLY_MDBOOK=0
+for arg in "$@"; do
+  case "$arg" in
+    --no-mdbook) MDBOOK=0 ;;
+    --mdbook) ONLY_MDBOOK=1 ;;
+    *) echo "setup-test: unknown argument $arg (--mdbook or --no-mdbook)" >&2; exit 2 ;;
+  esac
+done
 
+if [ "$ONLY_MDBOOK" = 0 ]; then
 DIR=.tools/mcp
 PKGS=(
   "@modelcontextprotocol/server-everything@2026.8.31"
@@ -77,16 +90,25 @@ else
   mv "$AISDK.tmp" "$AISDK"
   echo "setup-test: installed in $(( $(date +%s) - start )) s"
 fi
+fi
 
 # The book's builder.
 MDBOOK_VER=0.5.4
 export PATH="$HOME/.cargo/bin:$PATH"
-if [ "$(mdbook --version 2>/dev/null)" = "mdbook v$MDBOOK_VER" ]; then
+if [ "$MDBOOK" = 0 ]; then
+  :
+elif [ "$(mdbook --version 2>/dev/null)" = "mdbook v$MDBOOK_VER" ]; then
   echo "setup-test: mdbook $MDBOOK_VER present"
 else
   echo "setup-test: installing mdbook $MDBOOK_VER (cargo install, ~3 min)"
   start=$(date +%s)
-  cargo install mdbook --version "$MDBOOK_VER" --locked --no-default-features \
+  # Built for a fast install, as scripts/setup.sh builds its tools (it says why).
+  tools_target="${CARGO_TARGET_DIR:-$PWD/target}/tools-build-mdbook"
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=false \
+    CARGO_PROFILE_RELEASE_INCREMENTAL=false CARGO_TARGET_DIR="$tools_target" \
+    cargo install mdbook --version "$MDBOOK_VER" --locked --no-default-features \
     --features search -j"${JOBS:-2}"
+  rm -rf "$tools_target"
   echo "setup-test: installed in $(( $(date +%s) - start )) s"
 fi

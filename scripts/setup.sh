@@ -9,7 +9,7 @@
 #     points (frontend/src/lazy.rs) before wasm-bindgen, in scripts/build-ui.sh
 #   - with --dev only: trunk 0.21.14 (crates.io; 0.22.x needs rustc >= 1.96.1), for the UI's dev
 #     loop (scripts/dev.sh) and its test (app/tests/it/dev_flow.rs, which scripts/test.sh runs);
-#     building the bundle does not use it
+#     building the bundle does not use it. --trunk installs it alone.
 #   - wasm-opt from npm binaryen@132.0.0 into .tools/ (never Debian's binaryen 108: it corrupts the wasm)
 #   - the code highlighter: npm @highlightjs/cdn-assets@11.11.1 into .tools/ (scripts/build-ui.sh
 #     turns its core + a few languages into the UI's lazily loaded highlighter asset)
@@ -25,10 +25,13 @@ export PATH="$HOME/.cargo/bin:$PATH"
 TRUNK_VER=0.21.14
 SPLIT_VER=0.2.4
 DEV=0
+ONLY_TRUNK=0
 for arg in "$@"; do
   case "$arg" in
     --dev) DEV=1 ;;
-    *) echo "setup: unknown argument $arg (only --dev)" >&2; exit 2 ;;
+    # trunk alone: scripts/test.sh builds it in the background while the rest runs.
+    --trunk) DEV=1; ONLY_TRUNK=1 ;;
+    *) echo "setup: unknown argument $arg (--dev or --trunk)" >&2; exit 2 ;;
   esac
 done
 BINARYEN_VER=132.0.0
@@ -41,6 +44,41 @@ fi
 
 did=()
 step() { echo "setup: $*"; }
+
+# `cargo install` of the tools, built for a fast install rather than a fast tool: their work
+# here takes seconds (one wasm, one book), while their own release profiles take minutes to
+# compile on 2 cores (trunk's: fat LTO and one codegen unit, 410 s as published). OPT is the
+# opt-level (1 for the tools that rewrite the UI's wasm, 0 for trunk, which only drives them).
+# One target folder for every install, removed afterwards: what two tools share builds once.
+# (trunk's own with --trunk, which may run beside another install).
+tools_target="${CARGO_TARGET_DIR:-$PWD/target}/tools-build"
+[ "$ONLY_TRUNK" = 1 ] && tools_target="$tools_target-trunk"
+tool_install() {
+  local opt=$1
+  shift
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    CARGO_PROFILE_RELEASE_OPT_LEVEL="$opt" CARGO_PROFILE_RELEASE_DEBUG=false \
+    CARGO_PROFILE_RELEASE_INCREMENTAL=false CARGO_TARGET_DIR="$tools_target" \
+    cargo install "$@" -j"${JOBS:-2}"
+}
+trap 'rm -rf "$tools_target"' EXIT
+
+install_trunk() {
+  if [ "$(trunk --version 2>/dev/null || true)" = "trunk $TRUNK_VER" ]; then
+    step "trunk $TRUNK_VER present"
+  else
+    step "installing trunk $TRUNK_VER (cargo install, ~3 min on 2 cores)"
+    # No default features: no TLS and no update check; it runs the tools installed here
+    # rather than downloading its own.
+    tool_install 0 trunk --version "$TRUNK_VER" --locked --no-default-features --force
+    did+=("trunk $TRUNK_VER")
+  fi
+}
+if [ "$ONLY_TRUNK" = 1 ]; then
+  install_trunk
+  echo "setup ok: $(trunk --version)"
+  exit 0
+fi
 
 # 1. wasm32 target
 if rustup target list --installed | grep -qx wasm32-unknown-unknown; then
@@ -60,19 +98,13 @@ else
   step "installing wasm-split-cli $SPLIT_VER (cargo install, ~2 min)"
   # --force: cargo's own record may say it is installed while the binary is gone or another
   # version; this step only runs when the check above failed.
-  cargo install wasm_split_cli_support --version "$SPLIT_VER" --features build-binary \
+  tool_install 1 wasm_split_cli_support --version "$SPLIT_VER" --features build-binary \
     --locked --force
   did+=("wasm-split-cli $SPLIT_VER")
 fi
 # trunk, for scripts/dev.sh only (P1: --locked with an explicit version).
 if [ "$DEV" = 1 ]; then
-  if [ "$(trunk --version 2>/dev/null || true)" = "trunk $TRUNK_VER" ]; then
-    step "trunk $TRUNK_VER present"
-  else
-    step "installing trunk $TRUNK_VER (cargo install, ~6-10 min on 2 cores)"
-    cargo install trunk --version "$TRUNK_VER" --locked --force
-    did+=("trunk $TRUNK_VER")
-  fi
+  install_trunk
 fi
 
 # 3. wasm-bindgen-cli (P2: its shipped lockfile may pin crates the reachable registry lacks)
@@ -81,9 +113,9 @@ if [ "$(wasm-bindgen --version 2>/dev/null || true)" = "wasm-bindgen $WB_VER" ];
 else
   step "installing wasm-bindgen-cli $WB_VER (cargo install, ~2 min)"
   # --force, as for wasm-split-cli: a record of an install whose binary is gone must not stop it.
-  if ! cargo install wasm-bindgen-cli --version "$WB_VER" --locked --force; then
+  if ! tool_install 1 wasm-bindgen-cli --version "$WB_VER" --locked --force; then
     step "--locked failed (lockfile pins a crate version the registry lacks); retrying without it"
-    cargo install wasm-bindgen-cli --version "$WB_VER" --force
+    tool_install 1 wasm-bindgen-cli --version "$WB_VER" --force
   fi
   did+=("wasm-bindgen-cli $WB_VER")
 fi

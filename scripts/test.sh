@@ -13,14 +13,22 @@ if [ -n "${CI:-}" ]; then
   export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 fi
 
-# --dev: trunk too, which the test of ./scripts/dev.sh (app/tests/it/dev_flow.rs) runs.
 echo "== setup (at ${SECONDS} s)"
-./scripts/setup.sh --dev
+./scripts/setup.sh
 # One command a line: under `set -e` a failure on the left of `&&` would not stop the run.
-./scripts/setup-test.sh
+./scripts/setup-test.sh --no-mdbook
 export LMCHATKIT_EXPECT_MCP=1
 ./scripts/setup-browser.sh
 export LMCHATKIT_EXPECT_BROWSER=1
+# mdbook (for the book) and trunk (which the test of ./scripts/dev.sh, app/tests/it/dev_flow.rs,
+# runs) build in the background, niced: on a fresh machine they take the cores the steps below
+# leave idle (links, the wasm's LTO, wasm-opt, rustdoc); the book step waits for them.
+tools_log="${CARGO_TARGET_DIR:-target}/setup-background.log"
+mkdir -p "$(dirname "$tools_log")"
+nice -n 19 bash -c './scripts/setup-test.sh --mdbook && ./scripts/setup.sh --trunk' \
+  >"$tools_log" 2>&1 &
+tools_pid=$!
+trap 'kill "$tools_pid" 2>/dev/null || true' EXIT
 echo "== UI and packages (at ${SECONDS} s)"
 # The release UI, and the crates packaged with it (target/package/*.crate): the consumer test
 # (tests/tests/packaged.rs) builds a fresh crate and the app from those files alone.
@@ -28,30 +36,53 @@ echo "== UI and packages (at ${SECONDS} s)"
 export LMCHATKIT_EXPECT_PACKAGES=1
 
 echo "== fmt (at ${SECONDS} s)";     cargo fmt --all -- --check
-echo "== clippy (at ${SECONDS} s)";  cargo clippy --workspace --all-targets -j"$JOBS" -- -D warnings
+# `--test browser`: the browser tests are not in `--all-targets` (tests/Cargo.toml says why).
+echo "== clippy (at ${SECONDS} s)"
+cargo clippy --workspace --all-targets --test browser -j"$JOBS" -- -D warnings
 echo "== clippy (no default features) (at ${SECONDS} s)"
 cargo clippy -p lmchatkit --no-default-features --lib -j"$JOBS" -- -D warnings
 cargo clippy -p lmchatkit --no-default-features --features test-support --lib -j"$JOBS" -- -D warnings
 echo "== docs (at ${SECONDS} s)"
 # As docs.rs builds them (server/Cargo.toml's package.metadata.docs.rs: every feature, `--cfg
 # docsrs`, which turns on `doc(cfg)` feature badges; docs.rs runs a nightly rustdoc, and
-# RUSTC_BOOTSTRAP=1 lets this stable one take the nightly feature), broken links an error. One
-# package per command: `--features lmchatkit/redis` beside a second -p did not turn on the
-# feature named like a dependency, and its items' links went unchecked.
-# It has a target directory of its own: build scripts that probe the compiler (thiserror's)
-# rerun when RUSTC_BOOTSTRAP changes, and in the shared one every later build would start over.
-docsrs_target="${CARGO_TARGET_DIR:-target}/docsrs"
-RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="--cfg docsrs -D warnings" CARGO_TARGET_DIR="$docsrs_target" \
+# scripts/rustdoc-nightly.sh lets this stable one take the nightly feature), broken links an
+# error. One package per command: `--features lmchatkit/redis` beside a second -p did not turn
+# on the feature named like a dependency, and its items' links went unchecked.
+RUSTDOC="$PWD/scripts/rustdoc-nightly.sh" RUSTDOCFLAGS="--cfg docsrs -D warnings" \
   cargo doc --no-deps -p lmchatkit --all-features -j"$JOBS"
 # A gated item carries its badge (docs.rs shows the same page).
 grep -q 'Available on <strong>crate feature <code>redis</code></strong> only' \
-  "$docsrs_target/doc/lmchatkit/live/struct.Redis.html" \
+  "${CARGO_TARGET_DIR:-target}/doc/lmchatkit/live/struct.Redis.html" \
   || { echo "docs: live::Redis has no feature badge" >&2; exit 1; }
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit-protocol -j"$JOBS"
+echo "== mdbook and trunk (at ${SECONDS} s)"
+tools=0
+wait "$tools_pid" || tools=$?
+cat "$tools_log"
+if [ "$tools" != 0 ]; then
+  echo "setup: installing mdbook or trunk failed (exit $tools)" >&2
+  exit 1
+fi
 echo "== book (at ${SECONDS} s)"; mdbook build docs
-echo "== tests (at ${SECONDS} s)";   LMCHATKIT_EXPECT_BUNDLE=1 cargo test --workspace -j"$JOBS"
-echo "== TLS with ring alone (at ${SECONDS} s)"
-# The library's defaults with rustls-ring instead of rustls: its clients speak TLS with ring.
-cargo test -p lmchatkit --lib --no-default-features \
-  --features sqlite,openai,anthropic,watch,mcp,rustls-ring -j"$JOBS" tls::
+echo "== tests (at ${SECONDS} s)"
+export LMCHATKIT_EXPECT_BUNDLE=1
+cargo test --workspace --no-run -j"$JOBS"
+cargo test --workspace --no-run --test browser -j"$JOBS"
+# The browser tests (tests/tests/browser/) beside all the others: they mostly wait (WebDriver
+# round trips, the page's work), so the two runs share the cores well; the few tests that time
+# a latency take turns with them (tests/src/quiet.rs). The same `--workspace`, so both use the
+# build above. Their output follows the others'.
+browser_log="${CARGO_TARGET_DIR:-target}/browser-tests.log"
+cargo test --workspace --test browser -j"$JOBS" >"$browser_log" 2>&1 &
+browser_pid=$!
+others=0
+cargo test --workspace -j"$JOBS" || others=$?
+browser=0
+wait "$browser_pid" || browser=$?
+echo "== browser tests (ended at ${SECONDS} s)"
+cat "$browser_log"
+if [ "$others" != 0 ] || [ "$browser" != 0 ]; then
+  echo "tests failed (the others: exit $others; the browser tests: exit $browser)" >&2
+  exit 1
+fi
 echo "== all tests passed (at ${SECONDS} s)"

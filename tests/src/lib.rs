@@ -14,6 +14,7 @@ pub mod mutable_mcp;
 /// The `notes` CLI of the library's `clap_tools` example, shared with it (one source).
 #[path = "../../server/examples/clap_tools/notes.rs"]
 pub mod notes;
+pub mod quiet;
 pub mod serve;
 pub mod test_host;
 

@@ -138,8 +138,9 @@ fn clean_path(trap: &Path) -> String {
     )
 }
 
-/// `cargo` with `args` in `dir`, on the clean `PATH`, none of this test's own cargo settings
-/// and the shared consumer target folder; panics with its output when it fails.
+/// `cargo` with `args` in `dir`, on the clean `PATH`, none of this test's own cargo settings,
+/// the shared consumer target folder and the workspace's build folder; panics with its output
+/// when it fails.
 fn cargo(dir: &Path, path: &str, args: &[&str]) {
     let (ok, stderr) = cargo_output(dir, path, args);
     assert!(ok, "cargo {args:?} failed:\n{stderr}");
@@ -161,6 +162,11 @@ fn cargo_output(dir: &Path, path: &str, args: &[&str]) -> (bool, String) {
         .args(args)
         .env("PATH", path)
         .env("CARGO_TARGET_DIR", consumer_root().join("target"))
+        // The workspace's intermediate builds (Cargo's `build-dir`): what the consumer builds
+        // like the workspace (the same crate, version, features and profile, such as the proc
+        // macros and the C of aws-lc-sys and SQLite) is built once. Its binaries still land in
+        // its own target folder, so the packaged app never replaces the workspace's.
+        .env("CARGO_BUILD_BUILD_DIR", target_dir())
         .env("CARGO_INCREMENTAL", "0")
         // What is tested is that it builds and serves; debug info would only cost time.
         .env("CARGO_PROFILE_DEV_DEBUG", "false")
@@ -177,9 +183,17 @@ fn cargo_output(dir: &Path, path: &str, args: &[&str]) -> (bool, String) {
     )
 }
 
-/// A fresh crate at `dir` depending on `lmchatkit` (and what `extra` adds), with the library's
-/// names patched to `patch` (name, folder).
-fn fresh_crate(dir: &Path, name: &str, extra: &str, patch: &[(String, PathBuf)]) {
+/// A fresh crate at `dir` depending on `lmchatkit` (its default features; `lmchatkit` set, that
+/// TOML value instead) and on what `extra` adds, with the library's names patched to `patch`
+/// (name, folder).
+fn fresh_crate(
+    dir: &Path,
+    name: &str,
+    lmchatkit: Option<&str>,
+    extra: &str,
+    patch: &[(String, PathBuf)],
+) {
+    let lmchatkit = lmchatkit.map_or_else(|| format!("\"{VERSION}\""), str::to_owned);
     let patch: String = patch
         .iter()
         .map(|(name, dir)| format!("{name} = {{ path = {:?} }}\n", dir.display().to_string()))
@@ -189,7 +203,7 @@ fn fresh_crate(dir: &Path, name: &str, extra: &str, patch: &[(String, PathBuf)])
         dir.join("Cargo.toml"),
         format!(
             "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
-             [dependencies]\nlmchatkit = \"{VERSION}\"\n{extra}\n\
+             [dependencies]\nlmchatkit = {lmchatkit}\n{extra}\n\
              [patch.crates-io]\n{patch}\n[workspace]\n"
         ),
     )
@@ -376,6 +390,7 @@ async fn a_fresh_crate_mounting_the_packaged_library_serves_the_ui_and_a_chat_tu
     fresh_crate(
         &consumer,
         "consumer",
+        None,
         "axum = \"0.8\"\ntokio = { version = \"1\", features = [\"macros\", \"rt-multi-thread\", \"net\"] }\n",
         &libs,
     );
@@ -478,7 +493,7 @@ async fn a_packaged_library_without_its_bundle_does_not_compile_and_says_why() {
         .collect();
     libs.push(("lmchatkit".into(), bare));
     let dir = root.join("bare-crate");
-    fresh_crate(&dir, "bare", "", &libs);
+    fresh_crate(&dir, "bare", None, "", &libs);
     std::fs::write(
         dir.join("src/main.rs"),
         "fn main() { println!(\"{}\", lmchatkit::ui_embedded()); }\n",
@@ -494,4 +509,91 @@ async fn a_packaged_library_without_its_bundle_does_not_compile_and_says_why() {
         stderr.contains("this copy of the lmchatkit crate carries no UI bundle"),
         "{stderr}"
     );
+}
+
+/// A consumer with `rustls-ring` alone: its OpenAI-compatible upstream is on the URL its first
+/// argument names.
+const RING_CONSUMER_MAIN: &str = r#"use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+use lmchatkit::{ChatService, Config};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let upstream = std::env::args().nth(1).ok_or("the upstream's URL")?;
+    let backend = OpenAiBackend::new(OpenAiConfig::new(upstream).with_api_key("sk-ring"));
+    let chat = ChatService::new(Config::builder(backend).prefix("/chat").build()?);
+    let app = axum::Router::new().nest_service("/chat", chat);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    println!("listening on http://{}/chat", listener.local_addr()?);
+    axum::serve(listener, app).await?;
+    Ok(())
+}
+"#;
+
+/// The `rustls-ring` feature as a user turns it on: the library without its default TLS, built
+/// from its package. aws-lc-sys is nowhere in the build, ring is, and the library's client
+/// speaks TLS (its first bytes to an `https://` upstream are a TLS handshake record: 0x16, then
+/// TLS 1.x), which with no provider compiled in but ring means ring (reqwest panics when it
+/// has none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_crate_with_rustls_ring_alone_has_no_aws_lc_and_speaks_tls() {
+    let Some((root, crates)) = unpacked() else {
+        return;
+    };
+    let libs: Vec<_> = crates
+        .iter()
+        .filter(|(name, _)| name != "lmchatkit-app")
+        .cloned()
+        .collect();
+    let consumer = root.join("ring-crate");
+    fresh_crate(
+        &consumer,
+        "ring-consumer",
+        Some(&format!(
+            "{{ version = \"{VERSION}\", default-features = false, features = [\"openai\", \"rustls-ring\"] }}"
+        )),
+        "axum = \"0.8\"\ntokio = { version = \"1\", features = [\"macros\", \"rt-multi-thread\", \"net\"] }\n",
+        &libs,
+    );
+    std::fs::write(consumer.join("src/main.rs"), RING_CONSUMER_MAIN).unwrap();
+    let path = clean_path(&root.join("trap"));
+    let dir = consumer.clone();
+    let (aws_lc, ring) = tokio::task::spawn_blocking(move || {
+        cargo(&dir, &path, &["build", "-j2"]);
+        (
+            cargo_output(&dir, &path, &["tree", "-i", "aws-lc-sys"]),
+            cargo_output(&dir, &path, &["tree", "-i", "ring"]),
+        )
+    })
+    .await
+    .unwrap();
+    assert!(
+        !aws_lc.0 && aws_lc.1.contains("did not match any packages"),
+        "aws-lc-sys is in the build: {}",
+        aws_lc.1
+    );
+    assert!(ring.0, "ring is not in the build: {}", ring.1);
+
+    let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream_url = format!("https://{}/v1", upstream.local_addr().unwrap());
+    let (first_bytes, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let Ok((mut conn, _)) = upstream.accept() else {
+            return;
+        };
+        conn.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut head = [0u8; 3];
+        let _ = first_bytes.send(conn.read_exact(&mut head).map(|_| head));
+    });
+    let mut cmd = Command::new(root.join("target/debug/ring-consumer"));
+    cmd.arg(&upstream_url);
+    let (_server, url) = start(cmd);
+    // The model menu lists the upstream's models: a request to `{upstream}/models`.
+    let _ = client().get(format!("{url}/api/models")).send().await;
+    let head = seen
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the library called its upstream")
+        .expect("the upstream read the client's first bytes");
+    assert_eq!((head[0], head[1]), (0x16, 0x03), "{head:?}");
 }

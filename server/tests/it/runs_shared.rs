@@ -221,6 +221,8 @@ async fn another_principal_can_neither_follow_nor_stop_a_run_through_the_other_i
 }
 
 async fn a_stop_sent_to_b_drops_the_upstream_on_a_within_100_ms(spec: &Spec) {
+    // Timed: no browser test runs meanwhile (support/quiet.rs).
+    let _quiet = support::quiet::exclusive().await;
     let (host, store) = (FedHost::default(), Arc::new(MemoryStore::new()));
     let a = instance(&host, &store, spec).await;
     let b = instance(&host, &store, spec).await;

@@ -32,21 +32,45 @@ pub static ONE_AT_A_TIME: BrowserSlots =
 /// The slots browser tests take turns on ([`ONE_AT_A_TIME`]).
 pub struct BrowserSlots(tokio::sync::Semaphore);
 
+/// A browser test's turn: its slot, and its share of [`crate::quiet`] (no timed test of another
+/// binary runs meanwhile). Released when dropped.
+#[must_use = "the slot is released when this is dropped"]
+pub struct Slot {
+    _permit: tokio::sync::SemaphorePermit<'static>,
+    _quiet: crate::quiet::Held,
+}
+
 impl BrowserSlots {
     /// Waits for a slot, held until the guard is dropped.
-    pub async fn lock(&self) -> tokio::sync::SemaphorePermit<'_> {
-        self.0.acquire().await.expect("the slots are never closed")
+    pub async fn lock(&'static self) -> Slot {
+        let permit = self.0.acquire().await.expect("the slots are never closed");
+        Slot {
+            _permit: permit,
+            _quiet: quiet_share().await,
+        }
     }
 
     /// Waits for every slot: the test runs alone. For the heaviest tests (MCP App views: a
     /// real MCP server and several sandboxed iframes), which beside another test on 2 cores
     /// could miss an element's short life (one did, once in a full run).
-    pub async fn alone(&self) -> tokio::sync::SemaphorePermit<'_> {
-        self.0
+    pub async fn alone(&'static self) -> Slot {
+        let permit = self
+            .0
             .acquire_many(BROWSER_TESTS_AT_A_TIME as u32)
             .await
-            .expect("the slots are never closed")
+            .expect("the slots are never closed");
+        Slot {
+            _permit: permit,
+            _quiet: quiet_share().await,
+        }
     }
+}
+
+/// [`crate::quiet::shared`], off the test's runtime (it may wait for a timed test).
+async fn quiet_share() -> crate::quiet::Held {
+    tokio::task::spawn_blocking(crate::quiet::shared)
+        .await
+        .expect("the lock's thread")
 }
 
 /// A running service, mock upstream and browser on the chat page.

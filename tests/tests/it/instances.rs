@@ -358,6 +358,10 @@ async fn a_run_started_on_a_is_followed_from_b_with_no_event_lost_or_twice(engin
 }
 
 async fn a_stop_sent_to_b_stops_the_upstream_of_a_within_100_ms(engine: Engine) {
+    // Timed: no browser test runs meanwhile (lmchatkit_tests::quiet).
+    let _quiet = tokio::task::spawn_blocking(lmchatkit_tests::quiet::exclusive)
+        .await
+        .unwrap();
     let Some(cluster) = Cluster::new(engine).await else {
         return;
     };

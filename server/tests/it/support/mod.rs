@@ -1,6 +1,7 @@
 //! A scriptable in-process host and request helpers for the route tests.
 #![allow(dead_code)]
 
+pub mod quiet;
 pub mod stream_body;
 
 use std::collections::{BTreeMap, HashMap};
