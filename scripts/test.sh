@@ -22,7 +22,8 @@ export LMCHATKIT_EXPECT_MCP=1
 export LMCHATKIT_EXPECT_BROWSER=1
 # mdbook (for the book) and trunk (which the test of ./scripts/dev.sh, app/tests/it/dev_flow.rs,
 # runs) build in the background, niced: on a fresh machine they take the cores the steps below
-# leave idle (links, the wasm's LTO, wasm-opt, rustdoc); the book step waits for them.
+# leave idle (links, the wasm's LTO, wasm-opt, rustdoc); the book, after the tests' build, waits
+# for them.
 tools_log="${CARGO_TARGET_DIR:-target}/setup-background.log"
 mkdir -p "$(dirname "$tools_log")"
 nice -n 19 bash -c './scripts/setup-test.sh --mdbook && ./scripts/setup.sh --trunk' \
@@ -55,6 +56,10 @@ grep -q 'Available on <strong>crate feature <code>redis</code></strong> only' \
   "${CARGO_TARGET_DIR:-target}/doc/lmchatkit/live/struct.Redis.html" \
   || { echo "docs: live::Redis has no feature badge" >&2; exit 1; }
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p lmchatkit-protocol -j"$JOBS"
+echo "== tests (at ${SECONDS} s)"
+export LMCHATKIT_EXPECT_BUNDLE=1
+cargo test --workspace --no-run -j"$JOBS"
+cargo test --workspace --no-run --test browser -j"$JOBS"
 echo "== mdbook and trunk (at ${SECONDS} s)"
 tools=0
 wait "$tools_pid" || tools=$?
@@ -64,19 +69,16 @@ if [ "$tools" != 0 ]; then
   exit 1
 fi
 echo "== book (at ${SECONDS} s)"; mdbook build docs
-echo "== tests (at ${SECONDS} s)"
-export LMCHATKIT_EXPECT_BUNDLE=1
-cargo test --workspace --no-run -j"$JOBS"
-cargo test --workspace --no-run --test browser -j"$JOBS"
 # The browser tests (tests/tests/browser/) beside all the others: they mostly wait (WebDriver
 # round trips, the page's work), so the two runs share the cores well; the few tests that time
 # a latency take turns with them (tests/src/quiet.rs). The same `--workspace`, so both use the
 # build above. Their output follows the others'.
 browser_log="${CARGO_TARGET_DIR:-target}/browser-tests.log"
-cargo test --workspace --test browser -j"$JOBS" >"$browser_log" 2>&1 &
+cargo test --workspace --no-fail-fast --test browser -j"$JOBS" >"$browser_log" 2>&1 &
 browser_pid=$!
 others=0
-cargo test --workspace -j"$JOBS" || others=$?
+# --no-fail-fast: every failing binary shows in one run.
+cargo test --workspace --no-fail-fast -j"$JOBS" || others=$?
 browser=0
 wait "$browser_pid" || browser=$?
 echo "== browser tests (ended at ${SECONDS} s)"

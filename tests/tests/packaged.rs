@@ -361,6 +361,30 @@ async fn chats(base: &str) {
     assert_eq!(events.last().unwrap()["type"], "done", "{text}");
 }
 
+/// A fresh crate at `dir` (`name`, and its `lmchatkit` dependency as [`fresh_crate`] takes it)
+/// that serves the library with axum on tokio, its `main.rs` being `main`; the library's packages
+/// are patched in.
+fn axum_consumer(
+    crates: &[(String, PathBuf)],
+    dir: &Path,
+    (name, lmchatkit): (&str, Option<&str>),
+    main: &str,
+) {
+    let libs: Vec<_> = crates
+        .iter()
+        .filter(|(name, _)| name != "lmchatkit-app")
+        .cloned()
+        .collect();
+    fresh_crate(
+        dir,
+        name,
+        lmchatkit,
+        "axum = \"0.8\"\ntokio = { version = \"1\", features = [\"macros\", \"rt-multi-thread\", \"net\"] }\n",
+        &libs,
+    );
+    std::fs::write(dir.join("src/main.rs"), main).unwrap();
+}
+
 const CONSUMER_MAIN: &str = r#"use lmchatkit::llm::DemoModel;
 use lmchatkit::{ChatService, Config};
 
@@ -381,22 +405,10 @@ async fn a_fresh_crate_mounting_the_packaged_library_serves_the_ui_and_a_chat_tu
     let Some((root, crates)) = unpacked() else {
         return;
     };
-    let libs: Vec<_> = crates
-        .iter()
-        .filter(|(name, _)| name != "lmchatkit-app")
-        .cloned()
-        .collect();
     let consumer = root.join("crate");
-    fresh_crate(
-        &consumer,
-        "consumer",
-        None,
-        "axum = \"0.8\"\ntokio = { version = \"1\", features = [\"macros\", \"rt-multi-thread\", \"net\"] }\n",
-        &libs,
-    );
-    std::fs::write(consumer.join("src/main.rs"), CONSUMER_MAIN).unwrap();
-    let path = clean_path(&root.join("trap"));
+    axum_consumer(&crates, &consumer, ("consumer", None), CONSUMER_MAIN);
     let dir = consumer.clone();
+    let path = clean_path(&root.join("trap"));
     tokio::task::spawn_blocking(move || cargo(&dir, &path, &["build", "-j2"]))
         .await
         .unwrap();
@@ -539,22 +551,16 @@ async fn a_fresh_crate_with_rustls_ring_alone_has_no_aws_lc_and_speaks_tls() {
     let Some((root, crates)) = unpacked() else {
         return;
     };
-    let libs: Vec<_> = crates
-        .iter()
-        .filter(|(name, _)| name != "lmchatkit-app")
-        .cloned()
-        .collect();
     let consumer = root.join("ring-crate");
-    fresh_crate(
-        &consumer,
-        "ring-consumer",
-        Some(&format!(
-            "{{ version = \"{VERSION}\", default-features = false, features = [\"openai\", \"rustls-ring\"] }}"
-        )),
-        "axum = \"0.8\"\ntokio = { version = \"1\", features = [\"macros\", \"rt-multi-thread\", \"net\"] }\n",
-        &libs,
+    let lib = format!(
+        "{{ version = \"{VERSION}\", default-features = false, features = [\"openai\", \"rustls-ring\"] }}"
     );
-    std::fs::write(consumer.join("src/main.rs"), RING_CONSUMER_MAIN).unwrap();
+    axum_consumer(
+        &crates,
+        &consumer,
+        ("ring-consumer", Some(&lib)),
+        RING_CONSUMER_MAIN,
+    );
     let path = clean_path(&root.join("trap"));
     let dir = consumer.clone();
     let (aws_lc, ring) = tokio::task::spawn_blocking(move || {
