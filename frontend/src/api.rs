@@ -11,8 +11,8 @@ use lmchatkit_protocol::{
     AppProxyRequest, AppResult, AppViewRequest, AppViewResponse, ChatRequest, ConfigResponse,
     ConflictResponse, ConversationPatch, ConversationSummary, ErrorBody, Model, Persona, Prompt,
     RUN_ID_HEADER, RUN_MESSAGE_HEADER, Resource, ResourceReadRequest, ResourceResult, RunInfo,
-    SaveResponse, SlashCommand, StoredConversation, ToolApprovals, ToolCallRequest, ToolResult,
-    UploadResponse,
+    SaveResponse, SearchResponse, SlashCommand, StoredConversation, ToolApprovals, ToolCallRequest,
+    ToolResult, UploadResponse,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -117,6 +117,11 @@ impl Api {
     /// `GET {prefix}/api/conversations`.
     pub async fn conversations(&self) -> Result<Vec<ConversationSummary>, ApiError> {
         self.get_json("conversations").await
+    }
+
+    /// `GET {prefix}/api/search?q=…`: the caller's messages that match `q`.
+    pub async fn search(&self, q: &str) -> Result<SearchResponse, ApiError> {
+        self.get_json(&format!("search?q={}", encode(q))).await
     }
 
     /// `GET {prefix}/api/conversations/{id}`.

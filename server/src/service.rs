@@ -217,6 +217,7 @@ async fn dispatch(
         Endpoint::AppSandbox => app_view::sandbox(state, req).boxed().await,
         Endpoint::Events => events::subscribe(state, req).boxed().await,
         Endpoint::Conversations => conversations::list(state, req).boxed().await,
+        Endpoint::Search => conversations::search(state, req).boxed().await,
         Endpoint::ConversationGet => conversations::get(state, req, param).boxed().await,
         Endpoint::ConversationPut => conversations::put(state, req, param).boxed().await,
         Endpoint::ConversationPatch => conversations::patch(state, req, param).boxed().await,

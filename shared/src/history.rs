@@ -86,6 +86,36 @@ pub struct StoredConversation {
     pub totals: ConversationTotals,
 }
 
+/// `GET {prefix}/api/search?q=…&limit=…`: the caller's messages that match, newest
+/// conversation first.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SearchResponse {
+    /// The hits, newest conversation first, then by position in the conversation.
+    pub results: Vec<SearchHit>,
+}
+
+/// One message that matches a search.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SearchHit {
+    /// The conversation holding the message.
+    pub conversation_id: String,
+    /// The message's id; `null` for a message stored without one.
+    pub message_id: Option<String>,
+    /// The message's position in the conversation, from 0 (system messages are never stored).
+    pub index: u64,
+    /// The conversation's title.
+    pub title: String,
+    /// Plain text around the first match (never HTML: show it as text), with `…` where it
+    /// cuts the message.
+    pub snippet: String,
+    /// Where `snippet` shows the matched words, as `[start, end)` in characters (Unicode
+    /// scalar values, not bytes or UTF-16 units).
+    #[serde(default)]
+    pub matches: Vec<[u32; 2]>,
+    /// The conversation's last save or patch, in milliseconds since the Unix epoch.
+    pub updated_at: i64,
+}
+
 /// What a conversation's replies used and cost. The store recomputes them from the messages in
 /// the transaction of every save ([`ConversationTotals::of`]), so two tabs saving at once
 /// cannot leave a total that disagrees with the messages, and the browser never sums them.

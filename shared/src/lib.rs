@@ -39,7 +39,7 @@ pub use chat::{
 };
 pub use history::{
     ConflictResponse, ConversationPatch, ConversationSummary, ConversationTotals, SaveResponse,
-    ServerEvent, ServerEventType, StoredConversation,
+    SearchHit, SearchResponse, ServerEvent, ServerEventType, StoredConversation,
 };
 pub use mcp::{
     Prompt, PromptArgument, PromptMessage, PromptResult, Resource, ResourceResult, Tool, ToolFile,

@@ -1,4 +1,5 @@
-//! `/api/conversations` (list) and `/api/conversations/{id}` (GET, PUT, PATCH, DELETE), with
+//! `/api/conversations` (list), `/api/search` (the caller's messages that match, as
+//! `store::search` decides) and `/api/conversations/{id}` (GET, PUT, PATCH, DELETE), with
 //! the revision write model (a stale PUT gets 409 and the current copy) and the
 //! `conversation_*` events for the caller's other tabs. A conversation a run is writing is
 //! answered with the `lmchatkit-run-id` header naming the run, so a tab that opens it (after a
@@ -6,18 +7,52 @@
 
 use http::StatusCode;
 use lmchatkit_protocol::{
-    ConflictResponse, ConversationPatch, RUN_ID_HEADER, SaveResponse, ServerEventType,
-    StoredConversation,
+    ConflictResponse, ConversationPatch, RUN_ID_HEADER, SaveResponse, SearchResponse,
+    ServerEventType, StoredConversation,
 };
 
 use crate::api::{ApiError, Response, empty, json, json_etag};
 use crate::routes::Req;
 use crate::state::State;
-use crate::store::SaveOutcome;
+use crate::store::{SaveOutcome, SearchQuery};
 
 pub(crate) async fn list(state: &State, req: Req) -> Result<Response, ApiError> {
     let list = state.history_store()?.list(&req.cx.principal()).await?;
     Ok(json_etag(&req.parts.headers, &list))
+}
+
+/// `GET /api/search?q=…&limit=…`: the caller's messages that match `q`, newest conversation
+/// first. A missing, empty or overlong `q` or a `limit` that is not a whole number is a 400.
+pub(crate) async fn search(state: &State, req: Req) -> Result<Response, ApiError> {
+    let (mut q, mut limit) = (None, None);
+    for pair in req.parts.uri.query().unwrap_or_default().split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match key {
+            "q" => q = Some(form_value(value)?),
+            "limit" => {
+                let value = form_value(value)?;
+                limit = Some(value.parse::<usize>().map_err(|_| {
+                    ApiError::BadRequest(format!("invalid limit {value:?}: a whole number"))
+                })?);
+            }
+            _ => {}
+        }
+    }
+    let q = q.ok_or_else(|| ApiError::BadRequest("missing q: the words to search for".into()))?;
+    let query = SearchQuery::parse(&q, limit)?;
+    let results = state
+        .history_store()?
+        .search(&req.cx.principal(), &query)
+        .await?;
+    Ok(json(StatusCode::OK, &SearchResponse { results }))
+}
+
+/// A value of a query string (`+` is a space, then percent-decoded).
+fn form_value(raw: &str) -> Result<String, ApiError> {
+    percent_encoding::percent_decode_str(&raw.replace('+', " "))
+        .decode_utf8()
+        .map(|v| v.into_owned())
+        .map_err(|_| ApiError::BadRequest("the query string is not UTF-8".into()))
 }
 
 pub(crate) async fn get(state: &State, req: Req, raw: &str) -> Result<Response, ApiError> {

@@ -64,6 +64,7 @@ pub(crate) enum Endpoint {
     AppSandbox,
     Events,
     Conversations,
+    Search,
     ConversationGet,
     ConversationPut,
     ConversationPatch,
@@ -140,7 +141,7 @@ const fn open(mut r: Route) -> Route {
 }
 
 /// Every route of the service, relative to the mount point (`""` is the page).
-pub(crate) static ROUTES: [Route; 43] = {
+pub(crate) static ROUTES: [Route; 44] = {
     use Endpoint as E;
     use Method as M;
     [
@@ -170,6 +171,7 @@ pub(crate) static ROUTES: [Route; 43] = {
         ),
         when(route(M::GET, "/api/events", E::Events), When::Events),
         route(M::GET, "/api/conversations", E::Conversations),
+        route(M::GET, "/api/search", E::Search),
         route(M::GET, "/api/conversations/{id}", E::ConversationGet),
         route(M::PUT, "/api/conversations/{id}", E::ConversationPut),
         route(M::PATCH, "/api/conversations/{id}", E::ConversationPatch),

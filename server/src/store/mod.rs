@@ -30,7 +30,7 @@
 //! - Only conversation ids are checked with [`validate_id`]; message ids are opaque data.
 
 use async_trait::async_trait;
-use lmchatkit_protocol::{ConversationPatch, ConversationSummary, StoredConversation};
+use lmchatkit_protocol::{ConversationPatch, ConversationSummary, SearchHit, StoredConversation};
 
 use crate::host::Principal;
 
@@ -39,6 +39,8 @@ pub mod conformance;
 pub mod memory;
 mod rows;
 pub(crate) use rows::now_ms;
+pub mod search;
+pub use search::SearchQuery;
 mod approvals;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -156,6 +158,34 @@ pub trait HistoryStore: Send + Sync + 'static {
 
     /// Deletes; `false` when absent.
     async fn delete(&self, principal: &Principal, id: &str) -> Result<bool, HistoryError>;
+
+    /// The principal's messages that match `query` ([`search`] says what matches and how hits
+    /// are ordered), at most [`SearchQuery::limit`].
+    ///
+    /// The default reads every conversation ([`list`](Self::list), then [`get`](Self::get)
+    /// each) and is what the memory store uses; the SQLite and PostgreSQL stores ask their
+    /// full-text index (FTS5; `tsvector` with a GIN index), kept in each save's transaction.
+    async fn search(
+        &self,
+        principal: &Principal,
+        query: &SearchQuery,
+    ) -> Result<Vec<SearchHit>, HistoryError> {
+        let mut hits = Vec::new();
+        for summary in self.list(principal).await? {
+            let Some(c) = self.get(principal, &summary.id).await? else {
+                continue;
+            };
+            for (i, m) in c.messages.iter().enumerate() {
+                if let Some(hit) = query.hit((&c.id, &c.title, c.updated_at), i as u64, m) {
+                    hits.push(hit);
+                    if hits.len() == query.limit() {
+                        return Ok(hits);
+                    }
+                }
+            }
+        }
+        Ok(hits)
+    }
 }
 
 /// A conversation id from a URL path: percent-decoded, then checked with [`validate_id`].

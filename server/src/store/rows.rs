@@ -45,6 +45,9 @@ pub(crate) fn gone(id: &str) -> StoredConversation {
 pub(crate) struct MessageRow {
     pub id: Option<String>,
     pub body: String,
+    /// What search looks in ([`searchable_text`](super::search::searchable_text)); `None`
+    /// for messages search skips.
+    pub text: Option<String>,
 }
 
 /// Serializes the messages to rows, dropping system messages (they are never stored).
@@ -56,6 +59,7 @@ pub(crate) fn encode_messages(messages: &[Message]) -> Result<Vec<MessageRow>, H
             Ok(MessageRow {
                 id: m.id.clone(),
                 body: serde_json::to_string(m).map_err(storage)?,
+                text: super::search::searchable_text(m),
             })
         })
         .collect()

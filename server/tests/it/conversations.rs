@@ -260,3 +260,88 @@ async fn without_a_store_history_routes_are_404() {
         (404, "server-side history is not enabled".into())
     );
 }
+
+#[tokio::test]
+async fn search_finds_the_callers_messages_only_with_plain_text_snippets() {
+    let s = svc();
+    let as_user = |mut req: Request<Full<bytes::Bytes>>, who: &str| {
+        req.extensions_mut().insert(Principal::new(who));
+        req
+    };
+    let alice_msgs = json!([
+        {"id": "m1", "role": "user", "content": "Where is the <script>alert(1)</script> bug?"},
+        {"id": "m2", "role": "assistant", "content": "The bug is in the parser."}
+    ]);
+    send(
+        &s,
+        as_user(
+            put("/chat/api/conversations/c-a", &conv(0, alice_msgs)),
+            "alice",
+        ),
+    )
+    .await;
+    let bob_msgs = json!([{"id": "b1", "role": "user", "content": "bob's bug report"}]);
+    send(
+        &s,
+        as_user(
+            put("/chat/api/conversations/c-b", &conv(0, bob_msgs)),
+            "bob",
+        ),
+    )
+    .await;
+
+    let r = send(
+        &s,
+        as_user(get("/chat/api/search?q=BUG+scr&limit=5"), "alice"),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let body = r.json();
+    let results = body["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{body}");
+    let hit = &results[0];
+    assert_eq!(
+        (
+            hit["conversation_id"].as_str(),
+            hit["message_id"].as_str(),
+            hit["index"].as_u64(),
+            hit["title"].as_str()
+        ),
+        (Some("c-a"), Some("m1"), Some(0), Some("T"))
+    );
+    // Plain text as written: the client shows it as text.
+    assert_eq!(
+        hit["snippet"],
+        "Where is the <script>alert(1)</script> bug?"
+    );
+    assert_eq!(hit["matches"], json!([[14, 17], [31, 34], [39, 42]]));
+    assert!(hit["updated_at"].as_i64().unwrap() > 0);
+
+    // Percent-encoded words; Bob sees his own only.
+    let r = send(&s, as_user(get("/chat/api/search?q=%62ug"), "bob")).await;
+    let found = r.json();
+    let ids: Vec<&str> = found["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["conversation_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["c-b"]);
+    let r = send(&s, as_user(get("/chat/api/search?q=parser"), "bob")).await;
+    assert_eq!(r.json()["results"], json!([]));
+
+    // Bad queries are 400s with a message, never a 500.
+    for bad in [
+        "/chat/api/search",
+        "/chat/api/search?q=",
+        "/chat/api/search?q=+%2A%22+",
+        "/chat/api/search?q=bug&limit=many",
+        "/chat/api/search?q=%FF",
+    ] {
+        let r = send(&s, as_user(get(bad), "alice")).await;
+        assert_eq!(r.status, 400, "{bad}: {}", r.text());
+        assert!(!r.error().is_empty(), "{bad}");
+    }
+    let long = format!("/chat/api/search?q={}", "a".repeat(201));
+    assert_eq!(send(&s, as_user(get(&long), "alice")).await.status, 400);
+}

@@ -152,7 +152,11 @@ async fn migrations_racing_from_two_instances_apply_once() {
             .await
             .unwrap(),
     );
-    assert_eq!(versions, [["1"], ["2"]], "every migration recorded once");
+    assert_eq!(
+        versions,
+        [["1"], ["2"], ["3"]],
+        "every migration recorded once"
+    );
     // Both work on the one schema.
     let me = Principal::new("m");
     a.save(&me, conversation("c", 0, vec![])).await.unwrap();

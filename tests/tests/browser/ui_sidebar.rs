@@ -1244,3 +1244,53 @@ async fn an_attachment_the_turn_part_cannot_be_loaded_for_is_not_added_and_the_n
     assert_eq!(turn_parts().last(), Some(&200));
     assert_eq!(b.csp_violations().await, Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn search_finds_message_text_and_opens_the_conversation_at_that_message() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    put_long_conversation(&env.server, "First", 4).await;
+    put_long_conversation(&env.server, "Second", 30).await;
+    b.wait_text(".lmck-conv", "Second").await;
+
+    // Words of one message, in another order and case: its conversation and snippet show,
+    // the matched words marked.
+    b.fill(".lmck-search", "27 NUMBER").await;
+    b.wait_text(".lmck-search-hit .lmck-search-title", "Second")
+        .await;
+    assert_eq!(
+        b.js("return document.querySelectorAll('.lmck-search-hit').length")
+            .await,
+        json!(1)
+    );
+    let snippet = b.texts(".lmck-search-snippet").await;
+    assert!(
+        snippet.contains("Message number 27. With some **markdown** and `code`."),
+        "the snippet is the message's text as written: {snippet}"
+    );
+    assert_eq!(
+        b.js("return [...document.querySelectorAll('.lmck-search-snippet mark')].map((m) => m.textContent)")
+            .await,
+        json!(["number", "27"])
+    );
+    // No title holds the words: the title filter says so above the message hits.
+    b.wait_text(".lmck-conv-list .lmck-muted", "No title matches.")
+        .await;
+
+    b.click(".lmck-search-hit").await;
+    b.wait_text(".lmck-title", "Second").await;
+    b.wait_js(
+        "the message found is outlined",
+        "return document.querySelector('.lmck-msg.lmck-search-target')?.dataset.key === 'm27'",
+    )
+    .await;
+
+    // A query with no word in it finds nothing and breaks nothing.
+    b.fill(".lmck-search", "*\"").await;
+    b.wait_js(
+        "no message hits",
+        "return document.querySelectorAll('.lmck-search-hit').length === 0",
+    )
+    .await;
+}

@@ -50,6 +50,7 @@
 //!   must compute them in the save's own transaction, never trust the body's.
 
 pub mod approvals;
+mod search;
 mod stress;
 #[cfg(feature = "mcp")]
 pub mod user_mcp;
@@ -189,7 +190,7 @@ fn rich_messages() -> Vec<Message> {
 }
 
 /// The behaviour suite: invalid ids, creating and conflicts, the prefix write's result, an exact
-/// round trip of every message shape, principals, patches, deletes and list order. Panics on the
+/// round trip of every message shape, principals, patches, deletes, list order and search. Panics on the
 /// first deviation. `store` must be empty.
 pub async fn run(store: &dyn HistoryStore) {
     run_rows(store, Rows(None)).await;
@@ -228,6 +229,7 @@ async fn run_rows(store: &dyn HistoryStore, rows: Rows<'_>) {
     patching(store, &alice).await;
     deleting(store, &alice).await;
     ordering(store).await;
+    search::searching(store).await;
 }
 
 async fn invalid_ids(store: &dyn HistoryStore) {

@@ -52,7 +52,8 @@ use sha2::{Digest, Sha256};
 use tokio_postgres::error::SqlState;
 
 use super::rows::{
-    MessageRow, decode_rows, encode_messages, gone, now_ms, storage, stored_conversation,
+    MessageRow, decode_message, decode_rows, encode_messages, gone, now_ms, storage,
+    stored_conversation,
 };
 use super::{HistoryError, HistoryStore, SaveOutcome, validate_id};
 use crate::host::Principal;
@@ -559,9 +560,10 @@ async fn insert_rows(
     }
     let insert = tx
         .prepare_cached(
-            "INSERT INTO messages (principal, conversation_id, seq, hash, body)
-             SELECT $1, $2, t.seq, t.hash, t.body
-             FROM UNNEST($3::int4[], $4::bytea[], $5::text[]) AS t(seq, hash, body)",
+            "INSERT INTO messages (principal, conversation_id, seq, hash, body, search_text)
+             SELECT $1, $2, t.seq, t.hash, t.body, t.search_text
+             FROM UNNEST($3::int4[], $4::bytea[], $5::text[], $6::text[])
+                 AS t(seq, hash, body, search_text)",
         )
         .await
         .map_err(pg)?;
@@ -571,9 +573,19 @@ async fn insert_rows(
         .map_err(storage)?;
     let hashes: Vec<&[u8]> = encoded.hashes[from..].iter().map(Vec::as_slice).collect();
     let bodies: Vec<&str> = rows.iter().map(|r| r.body.as_str()).collect();
-    tx.execute(&insert, &[&principal, &id, &seqs, &hashes, &bodies])
+    let texts: Vec<Option<String>> = rows
+        .iter()
+        .map(|r| r.text.as_deref().map(search_text))
+        .collect();
+    tx.execute(&insert, &[&principal, &id, &seqs, &hashes, &bodies, &texts])
         .await
         .map_err(pg)
+}
+
+/// A message's searchable text as PostgreSQL keeps it: `text` cannot hold NUL, which is no
+/// word anyway.
+pub(super) fn search_text(text: &str) -> String {
+    text.replace('\0', " ")
 }
 
 /// A save's values, encoded once for every attempt.
@@ -742,6 +754,51 @@ impl HistoryStore for PostgresStore {
             .await
             .map_err(pg)?;
         Ok(n > 0)
+    }
+
+    async fn search(
+        &self,
+        principal: &Principal,
+        query: &crate::store::SearchQuery,
+    ) -> Result<Vec<lmchatkit_protocol::SearchHit>, HistoryError> {
+        no_nul(&[("principal", principal.id())])?;
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT m.conversation_id, m.seq, m.body, m.search_text, c.title, c.updated_at
+                 FROM messages m
+                 JOIN conversations c ON c.principal = m.principal AND c.id = m.conversation_id
+                 WHERE m.principal = $1 AND m.search @@ to_tsquery('simple', $2)
+                 ORDER BY c.updated_at DESC, c.id COLLATE \"C\" ASC, m.seq ASC",
+            )
+            .await
+            .map_err(pg)?;
+        let rows = client
+            .query(&stmt, &[&principal.id(), &query.tsquery()])
+            .await
+            .map_err(pg)?;
+        let mut hits = Vec::new();
+        for row in rows {
+            let conversation_id: String = row.try_get(0).map_err(pg)?;
+            let seq: i32 = row.try_get(1).map_err(pg)?;
+            let body: String = row.try_get(2).map_err(pg)?;
+            let text: Option<String> = row.try_get(3).map_err(pg)?;
+            let title: String = row.try_get(4).map_err(pg)?;
+            let updated_at: i64 = row.try_get(5).map_err(pg)?;
+            let message_id = decode_message(&body)?.id;
+            if let Some(hit) = query.hit_in_text(
+                (&conversation_id, &title, updated_at),
+                u64::try_from(seq).unwrap_or(0),
+                message_id,
+                text.as_deref().unwrap_or(""),
+            ) {
+                hits.push(hit);
+                if hits.len() == query.limit() {
+                    break;
+                }
+            }
+        }
+        Ok(hits)
     }
 }
 

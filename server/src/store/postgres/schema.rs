@@ -109,7 +109,18 @@ pub(super) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX engine_views_by_principal ON engine_views (principal, issued_at);
     CREATE INDEX engine_views_by_expiry ON engine_views (expires_at);",
+    // 3: full-text search (`store::search`): each message's searchable text (NULL for messages
+    // search skips), its `tsvector` with the `simple` configuration (lowercased words, no
+    // stemming and no stop words, as the other stores match), and a GIN index on it. Rows
+    // stored before are filled in by `backfill_search`, in the migration's transaction.
+    "ALTER TABLE messages ADD COLUMN search_text TEXT;
+    ALTER TABLE messages ADD COLUMN search tsvector
+        GENERATED ALWAYS AS (to_tsvector('simple', coalesce(search_text, ''))) STORED;
+    CREATE INDEX messages_search ON messages USING GIN (search);",
 ];
+
+/// The migration that added full-text search.
+const SEARCH_MIGRATION: usize = 3;
 
 /// The schema version this build writes.
 pub(crate) const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
@@ -180,6 +191,44 @@ pub(crate) async fn migrate(
         .await
         .map_err(pg)?;
     }
+    if from > 0 && from < SEARCH_MIGRATION {
+        backfill_search(&tx).await?;
+    }
     tx.commit().await.map_err(pg)?;
     Ok(MIGRATIONS.len().saturating_sub(from))
+}
+
+/// Fills in the searchable text of every message stored before search was (in the
+/// migration's transaction).
+async fn backfill_search(tx: &tokio_postgres::Transaction<'_>) -> Result<(), HistoryError> {
+    let rows = tx
+        .query(
+            "SELECT principal, conversation_id, seq, body FROM messages",
+            &[],
+        )
+        .await
+        .map_err(pg)?;
+    let update = tx
+        .prepare(
+            "UPDATE messages SET search_text = $4
+             WHERE principal = $1 AND conversation_id = $2 AND seq = $3",
+        )
+        .await
+        .map_err(pg)?;
+    for row in rows {
+        let (principal, id, seq, body): (String, String, i32, String) = (
+            row.try_get(0).map_err(pg)?,
+            row.try_get(1).map_err(pg)?,
+            row.try_get(2).map_err(pg)?,
+            row.try_get(3).map_err(pg)?,
+        );
+        let message = crate::store::rows::decode_message(&body)?;
+        if let Some(text) = crate::store::search::searchable_text(&message) {
+            let text = super::search_text(&text);
+            tx.execute(&update, &[&principal, &id, &seq, &text])
+                .await
+                .map_err(pg)?;
+        }
+    }
+    Ok(())
 }

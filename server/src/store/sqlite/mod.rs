@@ -340,6 +340,16 @@ impl HistoryStore for SqliteStore {
         })
         .await
     }
+
+    async fn search(
+        &self,
+        principal: &Principal,
+        query: &crate::store::SearchQuery,
+    ) -> Result<Vec<lmchatkit_protocol::SearchHit>, HistoryError> {
+        let (principal, query) = (principal.id().to_owned(), query.clone());
+        self.run(move |conn, _| queries::search(conn, &principal, &query))
+            .await
+    }
 }
 
 mod approvals;

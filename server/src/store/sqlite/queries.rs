@@ -168,18 +168,84 @@ fn insert_rows(
 ) -> Result<u64, HistoryError> {
     let mut stmt = conn
         .prepare_cached(
-            "INSERT INTO messages (principal, conversation_id, seq, message_id, body)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO messages (principal, conversation_id, seq, message_id, body, search_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )
         .db()?;
     let mut n = 0;
     for (i, row) in rows.iter().enumerate() {
         let seq = (first_seq + i) as i64;
+        let search_id = match &row.text {
+            Some(text) => Some(index_text(
+                conn,
+                (principal, id, seq),
+                row.id.as_deref(),
+                text,
+            )?),
+            None => None,
+        };
         n += stmt
-            .execute(params![principal, id, seq, row.id, row.body])
+            .execute(params![principal, id, seq, row.id, row.body, search_id])
             .db()? as u64;
     }
     Ok(n)
+}
+
+/// Adds a message's searchable text to the full-text index; its row there.
+pub(super) fn index_text(
+    conn: &Connection,
+    (principal, conversation_id, seq): (&str, &str, i64),
+    message_id: Option<&str>,
+    text: &str,
+) -> Result<i64, HistoryError> {
+    conn.prepare_cached(
+        "INSERT INTO message_search (text, principal, conversation_id, seq, message_id)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .db()?
+    .execute(params![text, principal, conversation_id, seq, message_id])
+    .db()?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// The principal's messages matching `query`: FTS5 finds the candidates, [`SearchQuery::hit_in_text`]
+/// checks each and makes its snippet.
+pub(super) fn search(
+    conn: &Connection,
+    principal: &str,
+    query: &crate::store::SearchQuery,
+) -> Result<Vec<lmchatkit_protocol::SearchHit>, HistoryError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT s.conversation_id, s.seq, s.message_id, s.text, c.title, c.updated_at
+             FROM message_search s
+             JOIN conversations c ON c.principal = s.principal AND c.id = s.conversation_id
+             WHERE message_search MATCH ?1 AND s.principal = ?2
+             ORDER BY c.updated_at DESC, c.id ASC, s.seq ASC",
+        )
+        .db()?;
+    let mut rows = stmt.query(params![query.fts5(), principal]).db()?;
+    let mut hits = Vec::new();
+    while let Some(r) = rows.next().db()? {
+        let conversation_id: String = r.get(0).db()?;
+        let seq: i64 = r.get(1).db()?;
+        let message_id: Option<String> = r.get(2).db()?;
+        let text: String = r.get(3).db()?;
+        let title: String = r.get(4).db()?;
+        let updated_at: i64 = r.get(5).db()?;
+        if let Some(hit) = query.hit_in_text(
+            (&conversation_id, &title, updated_at),
+            seq as u64,
+            message_id,
+            &text,
+        ) {
+            hits.push(hit);
+            if hits.len() == query.limit() {
+                break;
+            }
+        }
+    }
+    Ok(hits)
 }
 
 /// What a save moved, for tests and the store's counters.

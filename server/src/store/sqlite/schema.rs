@@ -77,7 +77,29 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // 7: a random number each save that writes messages changes (`sqlite::written`): a store
     // knows whether the rows are still the ones it wrote.
     "ALTER TABLE conversations ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;",
+    // 8: full-text search (`store::search`): an FTS5 table of the searchable text of each
+    // message, with the keys a hit needs (not indexed), and `messages.search_id`, the row of
+    // a message's text there (NULL for messages search skips). A deleted message takes its
+    // text with it (the trigger also runs for the rows a deleted conversation cascades to).
+    // Rows stored before are indexed by `backfill_search`, in the migration's transaction.
+    "CREATE VIRTUAL TABLE message_search USING fts5(
+        text,
+        principal UNINDEXED,
+        conversation_id UNINDEXED,
+        seq UNINDEXED,
+        message_id UNINDEXED,
+        tokenize = 'unicode61 remove_diacritics 0'
+    );
+    ALTER TABLE messages ADD COLUMN search_id INTEGER;
+    CREATE TRIGGER messages_search_delete AFTER DELETE ON messages
+        WHEN old.search_id IS NOT NULL
+    BEGIN
+        DELETE FROM message_search WHERE rowid = old.search_id;
+    END;",
 ];
+
+/// The migration that added full-text search.
+const SEARCH_MIGRATION: i64 = 8;
 
 /// The migration that added the `totals` column.
 const TOTALS_MIGRATION: i64 = 4;
@@ -138,6 +160,44 @@ fn backfill_totals(conn: &Connection) -> Result<(), HistoryError> {
     Ok(())
 }
 
+/// Indexes the text of every message stored before search was (in the migration's
+/// transaction).
+fn backfill_search(conn: &Connection) -> Result<(), HistoryError> {
+    let rows = conn
+        .prepare("SELECT rowid, principal, conversation_id, seq, message_id, body FROM messages")
+        .db()?
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, String>(5)?,
+            ))
+        })
+        .db()?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .db()?;
+    for (rowid, principal, conversation_id, seq, message_id, body) in rows {
+        let message = crate::store::rows::decode_message(&body)?;
+        let Some(text) = crate::store::search::searchable_text(&message) else {
+            continue;
+        };
+        let search_id = super::queries::index_text(
+            conn,
+            (&principal, &conversation_id, seq),
+            message_id.as_deref(),
+            &text,
+        )?;
+        conn.prepare_cached("UPDATE messages SET search_id = ?2 WHERE rowid = ?1")
+            .db()?
+            .execute(rusqlite::params![rowid, search_id])
+            .db()?;
+    }
+    Ok(())
+}
+
 /// Creates or migrates the schema in one transaction; refuses a newer schema.
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), HistoryError> {
     let tx = conn
@@ -156,6 +216,9 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), HistoryError> {
     }
     if version > 0 && version < TOTALS_MIGRATION {
         backfill_totals(&tx)?;
+    }
+    if version > 0 && version < SEARCH_MIGRATION {
+        backfill_search(&tx)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
         .db()?;

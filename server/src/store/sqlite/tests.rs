@@ -190,12 +190,16 @@ async fn append_changes_one_message_row() {
     let store = SqliteStore::in_memory().unwrap();
     let p = Principal::new("alice");
     let changes = || store.with_conn(|c| c.total_changes());
-    let mut msgs = vec![user("1", "a"), user("2", "b")];
+    // Tool results: messages search skips, so the counts are the message rows alone (FTS5
+    // writes several rows of its own tables per indexed message; the index's rows are
+    // checked below).
+    let tool = |id: &str, text: &str| Message::tool(id, "srv__t", text).with_id(id);
+    let mut msgs = vec![tool("1", "a"), tool("2", "b")];
     let before = changes();
     let rev = saved(&store, &p, conv("c", 0, msgs.clone())).await;
     assert_eq!(changes() - before, 3, "conversation row + 2 messages");
 
-    msgs.push(user("3", "c"));
+    msgs.push(tool("3", "c"));
     let before = changes();
     let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
     assert_eq!(changes() - before, 2, "conversation update + 1 insert");
@@ -204,10 +208,29 @@ async fn append_changes_one_message_row() {
     let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
     assert_eq!(changes() - before, 1, "conversation update only");
 
-    msgs[1] = user("2", "edited");
+    msgs[1] = tool("2", "edited");
     let before = changes();
-    saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
     assert_eq!(changes() - before, 5, "update + 2 deletes + 2 inserts");
+
+    // The search index holds one row per user or assistant message, kept by every save.
+    let indexed = || {
+        store.with_conn(|c| {
+            c.query_row("SELECT count(*) FROM message_search", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .unwrap()
+        })
+    };
+    assert_eq!(indexed(), 0);
+    msgs.extend([user("4", "d"), user("5", "e")]);
+    let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(indexed(), 2);
+    msgs.truncate(4);
+    saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    assert_eq!(indexed(), 1, "a dropped message takes its row");
+    assert!(store.delete(&p, "c").await.unwrap());
+    assert_eq!(indexed(), 0, "a deleted conversation takes its rows");
 }
 
 #[tokio::test]
@@ -446,6 +469,31 @@ fn newer_schema_is_refused() {
 
 /// A file written before totals were kept (schema 3, built here by the old migrations) gets
 /// each conversation's totals from its messages when it is opened.
+/// A history file at schema `version` holding alice's conversation `old` ("Old chat") with
+/// `messages`, written as that version wrote them.
+fn older_file(path: &std::path::Path, version: usize, messages: &[Message]) {
+    let conn = Connection::open(path).unwrap();
+    for sql in &super::schema::MIGRATIONS[..version] {
+        conn.execute_batch(sql).unwrap();
+    }
+    conn.pragma_update(None, "user_version", version as i64)
+        .unwrap();
+    conn.execute(
+        "INSERT INTO conversations (principal, id, title, created_at, updated_at, revision)
+         VALUES ('alice', 'old', 'Old chat', 1, 1, 1)",
+        [],
+    )
+    .unwrap();
+    for (seq, m) in messages.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO messages (principal, conversation_id, seq, message_id, body)
+             VALUES ('alice', 'old', ?1, ?2, ?3)",
+            params![seq as i64, m.id, serde_json::to_string(m).unwrap()],
+        )
+        .unwrap();
+    }
+}
+
 #[tokio::test]
 async fn a_file_from_before_totals_is_backfilled_on_open() {
     let dir = tempfile::tempdir().unwrap();
@@ -457,27 +505,7 @@ async fn a_file_from_before_totals_is_backfilled_on_open() {
         ..Default::default()
     });
     reply.cost_usd = Some(0.5);
-    {
-        let conn = Connection::open(&path).unwrap();
-        for sql in &super::schema::MIGRATIONS[..3] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 3).unwrap();
-        conn.execute(
-            "INSERT INTO conversations (principal, id, created_at, updated_at, revision)
-             VALUES ('alice', 'old', 1, 1, 1)",
-            [],
-        )
-        .unwrap();
-        for (seq, m) in [user("m1", "q"), reply].iter().enumerate() {
-            conn.execute(
-                "INSERT INTO messages (principal, conversation_id, seq, message_id, body)
-                 VALUES ('alice', 'old', ?1, ?2, ?3)",
-                params![seq as i64, m.id, serde_json::to_string(m).unwrap()],
-            )
-            .unwrap();
-        }
-    }
+    older_file(&path, 3, &[user("m1", "q"), reply]);
     let store = SqliteStore::open(&path).unwrap();
     let alice = Principal::new("alice");
     let got = store.get(&alice, "old").await.unwrap().unwrap();
@@ -491,6 +519,54 @@ async fn a_file_from_before_totals_is_backfilled_on_open() {
         }
     );
     assert_eq!(store.list(&alice).await.unwrap()[0].totals, got.totals);
+}
+
+#[tokio::test]
+async fn a_file_from_before_search_is_indexed_on_open_and_edits_keep_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    // The previous release's schema (version 7), with a conversation in it.
+    let tool = Message::tool("c1", "srv__t", "tool words").with_id("m3");
+    let reply = Message::assistant("Pelicans fly.").with_id("m2");
+    older_file(&path, 7, &[user("m1", "pelican facts"), reply, tool]);
+    let store = SqliteStore::open(&path).unwrap();
+    let alice = Principal::new("alice");
+    let find = |q: &str| {
+        let query = crate::store::SearchQuery::parse(q, None).unwrap();
+        let store = &store;
+        let alice = &alice;
+        async move {
+            store
+                .search(alice, &query)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.message_id.unwrap_or_default(), h.index, h.title))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        find("pelican").await,
+        [
+            ("m1".to_owned(), 0, "Old chat".to_owned()),
+            ("m2".to_owned(), 1, "Old chat".to_owned())
+        ]
+    );
+    assert!(
+        find("tool").await.is_empty(),
+        "tool results are not searched"
+    );
+    // An edit of a backfilled message replaces its indexed text.
+    let mut c = store.get(&alice, "old").await.unwrap().unwrap();
+    c.messages[0] = user("m1", "heron facts");
+    saved(&store, &alice, c).await;
+    assert_eq!(find("facts").await.len(), 1);
+    assert_eq!(find("heron").await[0].0, "m1");
+    assert_eq!(
+        find("pelican").await.len(),
+        1,
+        "only the reply still says it"
+    );
 }
 
 #[test]
