@@ -590,3 +590,102 @@ async fn corrupt_row_is_a_storage_error_not_a_panic() {
         Err(HistoryError::Storage(_))
     ));
 }
+
+/// The search figures the chat-depth issue asks for, on SQLite: 10,000 conversations of 50
+/// messages (30 words each, from a 5,000-word vocabulary where a few words are common), then
+/// 200 searches of one or two words; and what the index adds to a save: 500 saves of a
+/// 50-message conversation whose messages are searched (user text) against 500 of the same
+/// text as tool results, which are not indexed. A measurement, not a check (it asserts only
+/// that searches find something): `cargo test --release -p lmchatkit --lib search_figures --
+/// --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: run it with --ignored --nocapture, in release"]
+async fn search_figures_on_ten_thousand_conversations() {
+    use std::time::Instant;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("h.db")).unwrap();
+    let p = Principal::new("bench");
+    // A small linear congruential generator: the same text every run.
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        seed >> 33
+    };
+    let mut word = move || {
+        // One word in four from the 50 common ones.
+        let n = next();
+        if n % 4 == 0 {
+            format!("common{}", n % 50)
+        } else {
+            format!("word{}", n % 5_000)
+        }
+    };
+    let mut text = move || (0..30).map(|_| word()).collect::<Vec<_>>().join(" ");
+    let mut conversation = |id: String, tool: bool| {
+        let messages = (0..50)
+            .map(|i| {
+                let m = if tool {
+                    Message::tool(format!("c{i}"), "srv__t", text())
+                } else if i % 2 == 0 {
+                    Message::user(text())
+                } else {
+                    Message::assistant(text())
+                };
+                m.with_id(format!("m{i}"))
+            })
+            .collect();
+        conv(&id, 0, messages)
+    };
+    let started = Instant::now();
+    for c in 0..10_000 {
+        saved(&store, &p, conversation(format!("c{c}"), false)).await;
+    }
+    println!(
+        "search figures: 10,000 conversations of 50 messages saved in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let mut times = Vec::new();
+    let mut found = 0;
+    for q in 0..200 {
+        let query = match q % 4 {
+            0 => "common7".to_owned(),
+            1 => format!("word{}", q * 37 % 5_000),
+            2 => format!("word{} common{}", q * 53 % 5_000, q % 50),
+            _ => format!("word{}", q * 11 % 500),
+        };
+        let query = crate::store::SearchQuery::parse(&query, None).unwrap();
+        let t = Instant::now();
+        found += store.search(&p, &query).await.unwrap().len();
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    assert!(found > 0, "the searches found nothing");
+    println!(
+        "search figures: 200 searches: p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms",
+        times[100], times[190], times[199]
+    );
+
+    let mut cost = |tool: bool, from: usize| {
+        let batch: Vec<_> = (0..500)
+            .map(|c| conversation(format!("s{}", from + c), tool))
+            .collect();
+        let store = &store;
+        let p = &p;
+        async move {
+            let t = Instant::now();
+            for c in batch {
+                saved(store, p, c).await;
+            }
+            t.elapsed().as_secs_f64() * 1000.0 / 500.0
+        }
+    };
+    let without = cost(true, 0).await;
+    let with = cost(false, 500).await;
+    println!(
+        "search figures: a 50-message save: {with:.3} ms indexed, {without:.3} ms not ({:.2}x)",
+        with / without
+    );
+}
