@@ -247,6 +247,10 @@ async fn basic_vanillajs_app_tool_and_view() {
         bin.to_string_lossy(),
         ["--stdio"],
     )]);
+    // Connected and listed first, as the app does at start: a listing waits only briefly
+    // (`DEFAULT_LISTING_WAIT`, 2 s) for a server still starting, and node took longer once
+    // while the browser tests ran beside this one.
+    hub.start().await;
     let tools = hub.list_tools(&Scope::default()).await.unwrap();
     let get_time = tools
         .iter()
