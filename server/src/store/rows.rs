@@ -50,8 +50,22 @@ pub(crate) struct MessageRow {
     pub text: Option<String>,
 }
 
-/// Serializes the messages to rows, dropping system messages (they are never stored).
+/// Serializes the messages to rows, dropping system messages (they are never stored); no row
+/// carries its searchable text (the memory store searches the messages themselves).
 pub(crate) fn encode_messages(messages: &[Message]) -> Result<Vec<MessageRow>, HistoryError> {
+    encode(messages, |_| None)
+}
+
+/// [`encode_messages`], each row with its searchable text, for the stores that index it.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn encode_indexed(messages: &[Message]) -> Result<Vec<MessageRow>, HistoryError> {
+    encode(messages, super::search::searchable_text)
+}
+
+fn encode(
+    messages: &[Message],
+    text: impl Fn(&Message) -> Option<String>,
+) -> Result<Vec<MessageRow>, HistoryError> {
     messages
         .iter()
         .filter(|m| m.role != Role::System)
@@ -59,7 +73,7 @@ pub(crate) fn encode_messages(messages: &[Message]) -> Result<Vec<MessageRow>, H
             Ok(MessageRow {
                 id: m.id.clone(),
                 body: serde_json::to_string(m).map_err(storage)?,
-                text: super::search::searchable_text(m),
+                text: text(m),
             })
         })
         .collect()

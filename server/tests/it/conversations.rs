@@ -330,6 +330,21 @@ async fn search_finds_the_callers_messages_only_with_plain_text_snippets() {
     let r = send(&s, as_user(get("/chat/api/search?q=parser"), "bob")).await;
     assert_eq!(r.json()["results"], json!([]));
 
+    // A sandboxed MCP App view (origin `null`) gets no CORS grant: its browser keeps the
+    // answer from it, as for every other read of the history.
+    let mut from_view = as_user(get("/chat/api/search?q=bug"), "alice");
+    from_view
+        .headers_mut()
+        .insert(http::header::ORIGIN, http::HeaderValue::from_static("null"));
+    let r = send(&s, from_view).await;
+    assert!(
+        r.headers
+            .get(http::header::ACCESS_CONTROL_ALLOW_ORIGIN)
+            .is_none(),
+        "{:?}",
+        r.headers
+    );
+
     // Bad queries are 400s with a message, never a 500.
     for bad in [
         "/chat/api/search",

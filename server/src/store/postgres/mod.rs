@@ -52,7 +52,7 @@ use sha2::{Digest, Sha256};
 use tokio_postgres::error::SqlState;
 
 use super::rows::{
-    MessageRow, decode_message, decode_rows, encode_messages, gone, now_ms, storage,
+    MessageRow, decode_message, decode_rows, encode_indexed, gone, now_ms, storage,
     stored_conversation,
 };
 use super::{HistoryError, HistoryStore, SaveOutcome, validate_id};
@@ -599,7 +599,7 @@ struct Encoded {
 
 impl Encoded {
     fn of(c: &StoredConversation) -> Result<Self, HistoryError> {
-        let rows = encode_messages(&c.messages)?;
+        let rows = encode_indexed(&c.messages)?;
         let hashes = rows
             .iter()
             .map(|r| Sha256::digest(r.body.as_bytes()).to_vec())

@@ -11,7 +11,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::written::{Written, common_prefix};
 use crate::store::HistoryError;
 use crate::store::rows::{
-    MessageRow, decode_rows, encode_messages, gone, now_ms, row_matches, storage,
+    MessageRow, decode_rows, encode_indexed, gone, now_ms, row_matches, storage,
     stored_conversation,
 };
 
@@ -343,7 +343,7 @@ pub(super) fn save_in(
                 generation
             ])
             .db()?;
-            let rows = encode_messages(&messages)?;
+            let rows = encode_indexed(&messages)?;
             (1, insert_rows(conn, principal, &c.id, 0, &rows)?)
         }
         Some((stored, _)) if c.revision == 0 || c.revision != stored as u64 => {
@@ -355,10 +355,10 @@ pub(super) fn save_in(
             let (keep, rows) = match written.get(principal, &c.id, stored_generation) {
                 Some(before) => {
                     let keep = common_prefix(before, &messages);
-                    (keep, encode_messages(&messages[keep..])?)
+                    (keep, encode_indexed(&messages[keep..])?)
                 }
                 None => {
-                    let mut rows = encode_messages(&messages)?;
+                    let mut rows = encode_indexed(&messages)?;
                     let keep = stored_prefix(conn, principal, &c.id, &rows, read)?;
                     rows.drain(..keep);
                     (keep, rows)
@@ -444,7 +444,7 @@ fn save_kept_in(
         .db()?
         .execute(params![principal, c.id, kept as i64])
         .db()? as u64;
-    let rows = encode_messages(&added)?;
+    let rows = encode_indexed(&added)?;
     let inserted = insert_rows(conn, principal, &c.id, kept as usize, &rows)?;
     let revision = stored + 1;
     update_row(conn, principal, &c, &json, now_ms(), revision, generation)?;
