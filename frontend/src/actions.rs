@@ -49,8 +49,20 @@ pub fn start_chat(store: Store) -> Chat {
 /// Sends the composer's draft (and attachments). Returns false when nothing was sent.
 pub fn submit(store: Store) -> bool {
     let text = store.draft.get_untracked();
-    let text = text.trim().to_owned();
     let files = store.attachments.get_untracked();
+    if !submit_text(store, &text, files) {
+        return false;
+    }
+    store.draft.set(String::new());
+    store.attachments.set(Vec::new());
+    store.queue_paused.set(false);
+    true
+}
+
+/// Sends `text` and `files` as the user's next message (a queued message has no files).
+/// Returns false when nothing was sent.
+pub fn submit_text(store: Store, text: &str, files: Vec<UploadedFile>) -> bool {
+    let text = text.trim().to_owned();
     if (text.is_empty() && files.is_empty()) || store.busy.get_untracked() {
         return false;
     }
@@ -67,8 +79,6 @@ pub fn submit(store: Store) -> bool {
             start_chat(store)
         }
     };
-    store.draft.set(String::new());
-    store.attachments.set(Vec::new());
     if files.is_empty()
         && let Some((name, args)) = parse_slash(&text)
     {

@@ -31,6 +31,7 @@ pub mod input_history;
 pub mod lazy;
 pub mod markdown;
 pub mod params;
+pub mod queue;
 pub mod reply;
 pub mod results;
 pub mod servers;
@@ -201,6 +202,7 @@ pub fn App(
     store.theme.set(crate::components::settings::load_theme());
     provide_context(store);
     components::code_hooks::rerender_when_loaded(store);
+    queue::install(store);
     components::code_hooks::wire_code_copy();
     let ready = RwSignal::new(false);
     spawn_local(async move {

@@ -345,6 +345,10 @@ pub struct Store {
     pub draft: RwSignal<String>,
     /// The "Tools & servers" screen, when open (see [`crate::servers`]).
     pub servers_screen: RwSignal<Option<crate::servers::ServersScreen>>,
+    /// Messages written while a reply streams, sent when it ends (see `crate::queue`).
+    pub queue: RwSignal<Vec<String>>,
+    /// Stop paused the queue: it waits for Send.
+    pub queue_paused: RwSignal<bool>,
 }
 
 impl Store {
@@ -372,6 +376,8 @@ impl Store {
             focus_composer: RwSignal::new(0),
             draft: RwSignal::new(String::new()),
             servers_screen: RwSignal::new(None),
+            queue: RwSignal::new(Vec::new()),
+            queue_paused: RwSignal::new(false),
         }
     }
 

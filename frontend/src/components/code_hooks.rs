@@ -1,7 +1,7 @@
 //! App-wide hooks of the rendered Markdown, which has no components of its own (the App installs
 //! them once): [`rerender_when_loaded`] re-renders messages already on screen once a lazily
-//! loaded part of the renderer arrives (the parser or the code highlighter), and
-//! [`wire_code_copy`] makes every code block's Copy button work.
+//! loaded part of the renderer arrives (the parser, the code highlighter or the math
+//! converter), and [`wire_code_copy`] makes every code block's Copy button work.
 
 use leptos::prelude::*;
 use lmchatkit_protocol::Role;
@@ -23,6 +23,7 @@ pub fn rerender_when_loaded(store: Store) {
     };
     highlight::subscribe(arrived);
     markdown::engine::subscribe(arrived);
+    markdown::math::subscribe(arrived);
     let streaming_then = StoredValue::new(std::collections::HashSet::<String>::new());
     Effect::new(move |seen: Option<u64>| {
         let current = generation.get();
@@ -53,13 +54,15 @@ pub fn rerender_when_loaded(store: Store) {
     });
 }
 
-/// Renders an assistant message again if it was shown as plain text or holds a fenced code block
-/// with a language (neither can be spelled by the text: rendering escapes `<` and `"`).
+/// Renders an assistant message again if it was shown as plain text, holds a fenced code block
+/// with a language or a formula shown as its source until the converter came (none of them can
+/// be spelled by the text: rendering escapes `<` and `"`).
 fn rerender(m: &UiMessage) {
-    if !m
-        .html
-        .with_untracked(|h| h.contains(" data-lang=\"") || h.contains(markdown::engine::PLAIN_OPEN))
-    {
+    if !m.html.with_untracked(|h| {
+        h.contains(" data-lang=\"")
+            || h.contains(markdown::engine::PLAIN_OPEN)
+            || h.contains(markdown::math::PENDING_CLASS)
+    }) {
         return;
     }
     let Some(text) = m.data.with_untracked(|d| {

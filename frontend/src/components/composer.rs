@@ -1,7 +1,8 @@
 //! The composer: an autosizing textarea (Enter sends, Shift+Enter is a newline, Enter during IME
 //! composition is ignored), ↑/↓ input history on the first/last line, the `/` and `@` menus
 //! (↑/↓ move, Enter or Tab picks, Esc closes), attachments (paperclip, drop, paste) when the
-//! server allows uploads, and Send turning into Stop while a turn streams.
+//! server allows uploads, Send turning into Stop while a turn streams, and messages sent
+//! meanwhile waiting under it ([`crate::queue`]).
 
 use leptos::html;
 use leptos::prelude::*;
@@ -14,6 +15,7 @@ use crate::components::menus::{MENU_ID, Menu, MenuItem, PromptForm, items_for, o
 use crate::components::store;
 use crate::components::transcript;
 use crate::input_history::InputHistory;
+use crate::queue;
 use crate::storage::{session_get, session_set};
 use crate::turn;
 use lmchatkit_protocol::Prompt;
@@ -77,7 +79,17 @@ pub fn Composer() -> impl IntoView {
 
     let send = move || {
         let text = store.draft.get_untracked();
-        if submit(store) {
+        // While a reply streams the message waits in the queue; an empty draft sends the next
+        // queued message (after Stop paused the queue).
+        let sent = if queue::should_queue(store) {
+            queue::enqueue(store)
+        } else if text.trim().is_empty() && store.attachments.with_untracked(Vec::is_empty) {
+            queue::send_next(store);
+            false
+        } else {
+            submit(store)
+        };
+        if sent {
             history.update_value(|h| h.record(&text));
             history.with_value(|h| {
                 session_set(
@@ -214,7 +226,8 @@ pub fn Composer() -> impl IntoView {
     let can_send = move || {
         !pending()
             && (store.draft.with(|d| !d.trim().is_empty())
-                || store.attachments.with(|a| !a.is_empty()))
+                || store.attachments.with(|a| !a.is_empty())
+                || store.queue.with(|q| !q.is_empty()))
     };
     view! {
         <div class="lmck-composer">
@@ -258,9 +271,37 @@ pub fn Composer() -> impl IntoView {
                         <button class="lmck-btn lmck-primary lmck-send" aria-label="Send" disabled=move || !can_send()
                             on:click=move |_| send()>"Send"</button>
                     }>
-                    <button class="lmck-btn lmck-danger lmck-stop" aria-label="Stop" on:click=move |_| turn::stop()>"Stop"</button>
+                    <button class="lmck-btn lmck-danger lmck-stop" aria-label="Stop" on:click=move |_| { queue::pause(store); turn::stop() }>"Stop"</button>
                 </Show>
             </div>
+            <Queued />
         </div>
+    }
+}
+
+/// The queued messages under the composer (see [`crate::queue`]), each removable or taken back
+/// into the composer to edit.
+#[component]
+fn Queued() -> impl IntoView {
+    let store = store();
+    view! {
+        <Show when=move || store.queue.with(|q| !q.is_empty())>
+            <ol class="lmck-queue" aria-label="Queued messages">
+                {move || store.queue.get().into_iter().enumerate().map(|(i, text)| view! {
+                    <li class="lmck-queued">
+                        <span class="lmck-queued-text" title=text.clone()>{text.clone()}</span>
+                        <button class="lmck-icon-btn lmck-queued-edit" type="button" title="Edit"
+                            aria-label="Edit queued message" on:click=move |_| queue::edit(store, i)>"✎"</button>
+                        <button class="lmck-icon-btn lmck-queued-remove" type="button" title="Remove"
+                            aria-label="Remove queued message" on:click=move |_| queue::remove(store, i)>"×"</button>
+                    </li>
+                }).collect_view()}
+            </ol>
+            <p class="lmck-queue-note">{move || if store.queue_paused.get() {
+                "Stopped: Send sends the next queued message."
+            } else {
+                "Sent when the reply ends."
+            }}</p>
+        </Show>
     }
 }

@@ -34,7 +34,10 @@
 //! - **Syntax highlighting** ([`highlight`]): once the lazily loaded highlighter is installed, the
 //!   code of a *closed* fenced block with a language it knows is its checked output (escaped
 //!   text and `<span class="hljs-…">` only); otherwise the code is plain escaped text.
-//! - Not rendered: footnotes, math, heading attributes, smart punctuation (shown as typed).
+//! - **Math** ([`math`]): `$…$`, `$$…$$`, `\(…\)` and `\[…\]` become MathML (`<span
+//!   class="lmck-math">`), from a converter loaded lazily; LaTeX that does not parse shows as its
+//!   source in `<code class="lmck-math-error">`.
+//! - Not rendered: footnotes, heading attributes, smart punctuation (shown as typed).
 //!
 //! **In the UI** (streaming bubble): join the deltas received during an animation frame, call
 //! [`Incremental::push`] once, then walk [`Incremental::blocks`]: keep one element per
@@ -51,6 +54,7 @@ pub mod highlight;
 #[cfg(target_arch = "wasm32")]
 mod hljs;
 mod incremental;
+pub mod math;
 mod sanitize;
 mod table;
 #[cfg(test)]
@@ -63,6 +67,8 @@ mod tests_highlight;
 mod tests_images;
 #[cfg(test)]
 mod tests_incremental;
+#[cfg(test)]
+mod tests_math;
 
 use std::collections::HashMap;
 
@@ -89,9 +95,12 @@ pub(crate) struct Parsed {
     pub defs: Vec<(String, usize, String, String)>,
 }
 
-/// The extensions enabled: GFM tables, strikethrough and task lists.
+/// The extensions enabled: GFM tables, strikethrough and task lists, and math ([`math`]).
 fn options() -> Options {
-    Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS
+    Options::ENABLE_TABLES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_MATH
 }
 
 /// Parses `text` and renders each top-level block on its own. Reference links whose label is not
@@ -126,6 +135,9 @@ fn fold_label(label: &str) -> String {
 
 /// The parser itself: the part of the renderer that is a wasm chunk of its own ([`engine`]).
 pub(crate) fn parse_now(text: &str, known: &Defs, highlight: bool) -> Parsed {
+    // `\(…\)` and `\[…\]` as `$` math, in a text of the same length (offsets stay true).
+    let rewritten = math::delimiters(text);
+    let text = rewritten.as_deref().unwrap_or(text);
     let lookup = |link: BrokenLink<'_>| {
         known
             .get(&fold_label(&link.reference))
@@ -204,10 +216,10 @@ pub(crate) fn line_start(text: &str, offset: usize) -> usize {
     text[..offset].rfind(['\n', '\r']).map_or(0, |i| i + 1)
 }
 
-/// Changes when HTML rendered before may now render differently: the parser ([`engine`]) or
-/// the code highlighter ([`highlight`]) arrived.
+/// Changes when HTML rendered before may now render differently: the parser ([`engine`]), the
+/// code highlighter ([`highlight`]) or the math converter ([`math`]) arrived.
 pub fn generation() -> u64 {
-    engine::generation() + highlight::generation()
+    engine::generation() + highlight::generation() + math::generation()
 }
 
 /// Renders `markdown` to sanitised HTML (see the module documentation for what is kept).

@@ -283,6 +283,7 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
                 Event::Text(t) | Event::Code(t) | Event::InlineHtml(t) | Event::Html(t) => {
                     alt.push_str(&t)
                 }
+                Event::InlineMath(t) | Event::DisplayMath(t) => alt.push_str(&t),
                 Event::SoftBreak | Event::HardBreak => alt.push(' '),
                 _ => {}
             }
@@ -350,6 +351,13 @@ impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Sanitize<'a, I> {
                 Event::End(tag) => self.end(tag),
                 // Raw HTML from the model is shown, never interpreted.
                 Event::Html(html) | Event::InlineHtml(html) => Some(Event::Text(html)),
+                // Checked MathML, or the source as code (see `math`).
+                Event::InlineMath(latex) => {
+                    Some(Event::Html(super::math::html(&latex, false).into()))
+                }
+                Event::DisplayMath(latex) => {
+                    Some(Event::Html(super::math::html(&latex, true).into()))
+                }
                 event => Some(event),
             };
             if event.is_some() {

@@ -40,6 +40,11 @@ pub(super) const CORPUS: &[&str] = &[
     // Links and autolinks split by deltas, entities, escapes, unsafe links.
     "[a](https://a.example) <https://b.example> [js](javascript:alert(1)) &amp; \\*lit\\*\n\n\
      [x](<https://c.example/a b>) ![p](data:image/png;base64,AA==)\n\nend",
+    // Math: `$`, `$$`, `\(…\)` and `\[…\]` (across lines), prices, code, escapes, unclosed
+    // and unparsable formulas.
+    "Math: $E = mc^2$ costs $5 and $10.\n\\( a^2 + b^2 \\) and \\(x\\)\n\n\\[\n\\int_0^1 x\\,dx = \
+     \\frac{1}{2}\n\\]\n\n$$\\sum_{k=1}^n k$$\n\n`\\(code\\)` and \\\\(not\\\\) and \\( unclosed\n\n\
+     bad $\\frac{1}{$ end\n\n- item $x_1$\n",
     // A realistic reply.
     "Sure! Here's how:\n\n## Steps\n\n1. Install:\n   ```bash\n   cargo add serde\n   ```\n2. Use it:\n\n\
      ```rust\n#[derive(Serialize)]\nstruct A { b: u8 }\n```\n\n| Crate | Use |\n|-------|-----|\n| serde | \

@@ -40,6 +40,8 @@ pub mod memory;
 mod rows;
 pub(crate) use rows::now_ms;
 pub mod search;
+#[cfg(test)]
+pub(crate) mod search_figures;
 pub use search::SearchQuery;
 mod approvals;
 #[cfg(feature = "postgres")]

@@ -294,3 +294,90 @@ async fn menus_and_pickers_name_their_active_option() {
     .await;
     assert_eq!(active_descendant(b, ".lmck-input").await, Value::Null);
 }
+
+/// How often the page fetched the math converter's wasm chunk.
+const MATH_FETCHES: &str = "return performance.getEntriesByType('resource').filter((e) => e.name.includes('/split_math-')).length;";
+
+#[tokio::test]
+async fn math_renders_as_mathml_from_a_converter_fetched_at_the_first_formula_under_the_page_csp() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    b.watch_csp_violations().await;
+    start_chat(b).await;
+    talk(b, "no math here, and $5 is a price").await;
+    assert_eq!(
+        b.js(MATH_FETCHES).await,
+        json!(0),
+        "nothing fetched before a formula"
+    );
+    b.send_text(
+        "mirror-back\nEnergy $E = mc^2$ and \\( a^2 + b^2 \\) cost $5 and $10.\n\n\\[\n\\int_0^1 x\\,dx = \\frac{1}{2}\n\\]\n\n\
+         $$\\begin{aligned} a &= b \\\\ c &= d \\end{aligned}$$\n\nBroken: $\\frac{1}$ end\n\n`$x$` stays code.",
+    )
+    .await;
+    b.wait_for(".lmck-assistant .lmck-math-display math[display=block]")
+        .await;
+    idle(b).await;
+    let seen = b
+        .js("const md = [...document.querySelectorAll('.lmck-assistant .lmck-md')].pop(); \
+             const frac = md.querySelector('.lmck-math-display mfrac'); \
+             const one = frac.querySelector('mn'); \
+             return { \
+               inline: md.querySelectorAll('.lmck-math:not(.lmck-math-display) math').length, \
+               display: md.querySelectorAll('.lmck-math-display math[display=block]').length, \
+               pending: md.querySelectorAll('.lmck-math-pending').length, \
+               errors: [...md.querySelectorAll('code.lmck-math-error')].map((c) => [c.textContent, c.title.length > 0]), \
+               code: [...md.querySelectorAll('code:not([class])')].map((c) => c.textContent), \
+               styled: md.querySelectorAll('[style]').length, \
+               prices: md.textContent.includes('cost $5 and $10.'), \
+               mathml: [...md.querySelectorAll('math')].every((m) => m.namespaceURI === 'http://www.w3.org/1998/Math/MathML'), \
+               stacked: frac.getBoundingClientRect().height > 1.5 * one.getBoundingClientRect().height, \
+               aligned: md.querySelectorAll('mtd.lmck-m-left').length, \
+             };")
+        .await;
+    assert_eq!(
+        seen,
+        json!({
+            "inline": 2, "display": 2, "pending": 0,
+            "errors": [["$\\frac{1}$", true]],
+            "code": ["$x$"],
+            "styled": 0, "prices": true, "mathml": true, "stacked": true, "aligned": 2,
+        }),
+        "formulas laid out as MathML, prices and code left alone"
+    );
+    assert_eq!(b.js(MATH_FETCHES).await, json!(1), "fetched once");
+    // The aligned columns are laid out by the classes standing for math-core's styles: the `=`
+    // signs line up.
+    let lined_up = b
+        .js("const md = [...document.querySelectorAll('.lmck-assistant .lmck-md')].pop(); \
+             const eqs = [...md.querySelectorAll('mtd.lmck-m-left mo')].map((o) => o.getBoundingClientRect().left); \
+             return eqs.length === 2 && Math.abs(eqs[0] - eqs[1]) < 1;")
+        .await;
+    assert_eq!(lined_up, json!(true));
+    assert_eq!(b.csp_violations().await, Vec::<String>::new());
+    b.screenshot("28-math").await;
+
+    // At a phone's width a wide display formula scrolls inside its reply; the page does not.
+    b.client.set_window_size(360, 740).await.unwrap();
+    b.send_text(&format!(
+        "mirror-back\n$${}$$",
+        (1..40)
+            .map(|i| format!("x_{{{i}}}"))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    ))
+    .await;
+    b.wait_js(
+        "the wide formula",
+        "return document.querySelectorAll('.lmck-assistant .lmck-math-display').length === 3;",
+    )
+    .await;
+    idle(b).await;
+    let widths = b
+        .js("const d = [...document.querySelectorAll('.lmck-assistant .lmck-math-display')].pop(); \
+             return [document.documentElement.scrollWidth <= window.innerWidth, d.scrollWidth > d.clientWidth];")
+        .await;
+    assert_eq!(widths, json!([true, true]), "page fits, formula scrolls");
+    assert_eq!(b.js(MATH_FETCHES).await, json!(1), "still fetched once");
+}

@@ -18,7 +18,7 @@ use std::time::Duration;
 use lmchatkit_tests::browser::Browser;
 use lmchatkit_tests::browser::app::{ONE_AT_A_TIME, first_stored, idle, setup, start_chat};
 use lmchatkit_tests::browser::cut_proxy::CutProxy;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const REPLY: &str = ".lmck-assistant .lmck-md";
 
@@ -255,4 +255,151 @@ async fn a_second_tab_sees_the_reply_continue_and_stop_in_the_reloaded_tab_keeps
         "no conflict copy"
     );
     b.screenshot("ui_runs-04-stopped").await;
+}
+
+/// The messages queued under the composer, in order.
+async fn queued(b: &Browser) -> Value {
+    b.js("return [...document.querySelectorAll('.lmck-queue .lmck-queued-text')].map((e) => e.textContent);")
+        .await
+}
+
+/// The user messages of the open chat, in order.
+async fn user_texts(b: &Browser) -> Value {
+    b.js("return [...document.querySelectorAll('.lmck-user .lmck-user-text')].map((e) => e.textContent.trim());")
+        .await
+}
+
+#[tokio::test]
+async fn messages_sent_while_a_reply_streams_wait_in_a_queue_that_survives_a_reload_and_go_when_it_ends()
+ {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("an unhurried reply please").await;
+    wait_words(b, 5).await;
+    for text in ["first queued", "second queued", "to edit"] {
+        b.send_message(text).await;
+    }
+    assert_eq!(
+        queued(b).await,
+        json!(["first queued", "second queued", "to edit"])
+    );
+    assert_eq!(
+        b.js("return document.querySelector('.lmck-input').value;")
+            .await,
+        json!(""),
+        "each went from the composer to the queue"
+    );
+    // One removed, one taken back into the composer, edited and queued again.
+    b.click(".lmck-queued:nth-child(2) .lmck-queued-remove")
+        .await;
+    b.click(".lmck-queued:nth-child(2) .lmck-queued-edit").await;
+    assert_eq!(
+        b.js("return document.querySelector('.lmck-input').value;")
+            .await,
+        json!("to edit")
+    );
+    assert_eq!(queued(b).await, json!(["first queued"]));
+    b.send_text("edited").await;
+    assert_eq!(queued(b).await, json!(["first queued", "edited"]));
+    assert_eq!(user_texts(b).await, json!(["an unhurried reply please"]));
+    b.screenshot("29-queued-messages").await;
+
+    // A reload keeps the queue; the reply carries on, and its end sends the queue, one message
+    // per reply.
+    b.client.refresh().await.unwrap();
+    b.wait_for(".lmck-stop").await;
+    b.wait_js(
+        "the queue after the reload",
+        "return [...document.querySelectorAll('.lmck-queue .lmck-queued-text')].map((e) => e.textContent).join('|') === 'first queued|edited';",
+    )
+    .await;
+    b.wait_text(REPLY, "u199").await;
+    b.wait_js(
+        "the queue to be sent",
+        "return !document.querySelector('.lmck-queue') && [...document.querySelectorAll('.lmck-user .lmck-user-text')].length === 3;",
+    )
+    .await;
+    idle(b).await;
+    assert_eq!(
+        user_texts(b).await,
+        json!(["an unhurried reply please", "first queued", "edited"])
+    );
+    for _ in 0..100 {
+        if first_stored(&env)
+            .await
+            .and_then(|c| c["messages"].as_array().map(Vec::len))
+            == Some(6)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let stored = first_stored(&env).await.expect("stored");
+    let said: Vec<_> = stored["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["role"].clone(), m["content"].clone()))
+        .filter(|(role, _)| role == "user")
+        .map(|(_, content)| content)
+        .collect();
+    assert_eq!(
+        said,
+        [
+            json!("an unhurried reply please"),
+            json!("first queued"),
+            json!("edited")
+        ],
+        "each queued message got its own reply: {stored}"
+    );
+    assert_eq!(
+        b.js("return Object.keys(sessionStorage).filter((k) => k.startsWith('lmchatkit:queue:')).length;")
+            .await,
+        json!(0),
+        "an empty queue leaves nothing stored"
+    );
+}
+
+#[tokio::test]
+async fn stop_keeps_the_queue_paused_until_send_at_a_phone_width() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    b.client.set_window_size(360, 740).await.unwrap();
+    start_chat(b).await;
+    b.send_message("an unhurried reply please").await;
+    wait_words(b, 5).await;
+    b.send_message("a long message queued after a stop, longer than the phone is wide")
+        .await;
+    b.click(".lmck-stop").await;
+    idle(b).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        queued(b).await,
+        json!(["a long message queued after a stop, longer than the phone is wide"]),
+        "Stop keeps the queue"
+    );
+    assert_eq!(
+        user_texts(b).await,
+        json!(["an unhurried reply please"]),
+        "and sends nothing"
+    );
+    b.wait_text(".lmck-queue-note", "Stopped").await;
+    assert_eq!(
+        b.js("return document.documentElement.scrollWidth <= window.innerWidth;")
+            .await,
+        json!(true),
+        "the queue fits the phone's width"
+    );
+    // Send with an empty draft sends the next queued message.
+    b.click(".lmck-send").await;
+    b.wait_js(
+        "the queued message to go",
+        "return !document.querySelector('.lmck-queue') && [...document.querySelectorAll('.lmck-user .lmck-user-text')].length === 2;",
+    )
+    .await;
+    b.wait_text(REPLY, "Hello from the mock model.").await;
+    idle(b).await;
 }

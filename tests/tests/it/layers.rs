@@ -131,6 +131,7 @@ const FRONTEND: Crate = Crate {
                 "approvals",
                 "transfer",
                 "conversation",
+                "queue",
             ],
         ),
         ("views", &["components", "apps"]),

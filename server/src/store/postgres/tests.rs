@@ -68,3 +68,18 @@ fn pool_options_default_to_ten_connections_and_five_seconds() {
     assert_eq!(o.schema(), None);
     assert_eq!(o.with_max_connections(0).max_connections(), 1);
 }
+
+/// The search figures on PostgreSQL (see [`crate::store::search_figures`]), in a fresh schema:
+/// `cargo test --release -p lmchatkit --lib search_figures -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: run it with --ignored --nocapture, in release"]
+async fn search_figures_on_ten_thousand_conversations_in_postgres() {
+    let Some(db) = TestSchema::new().await else {
+        return;
+    };
+    let store = db.connect().await.unwrap();
+    crate::store::search_figures::run(&store, "PostgreSQL", async || {
+        db.execute("ANALYZE").await.unwrap();
+    })
+    .await;
+}

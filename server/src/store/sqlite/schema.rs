@@ -96,10 +96,34 @@ pub(super) const MIGRATIONS: &[&str] = &[
     BEGIN
         DELETE FROM message_search WHERE rowid = old.search_id;
     END;",
+    // 9: full-text search without reading a stored row per match (`queries::search`): a
+    // contentless FTS5 table (`detail=none`: rowids only, no positions or columns, which
+    // search does not use) whose
+    // rowid says where the message is, `conversations.search_key << 24 | seq`, so a search
+    // reads only the index until it knows which conversations to open. Migration 8's table
+    // goes; `backfill_search` indexes every stored message again.
+    "DROP TRIGGER messages_search_delete;
+    DROP TABLE message_search;
+    ALTER TABLE conversations ADD COLUMN search_key INTEGER;
+    UPDATE conversations SET search_key = rowid;
+    CREATE UNIQUE INDEX conversations_by_search_key ON conversations (search_key);
+    UPDATE messages SET search_id = NULL;
+    CREATE VIRTUAL TABLE message_index USING fts5(
+        text,
+        content = '',
+        contentless_delete = 1,
+        detail = none,
+        tokenize = 'unicode61 remove_diacritics 0'
+    );
+    CREATE TRIGGER messages_index_delete AFTER DELETE ON messages
+        WHEN old.search_id IS NOT NULL
+    BEGIN
+        DELETE FROM message_index WHERE rowid = old.search_id;
+    END;",
 ];
 
-/// The migration that added full-text search.
-const SEARCH_MIGRATION: i64 = 8;
+/// The migration that made the full-text index as it is now.
+const SEARCH_MIGRATION: i64 = 9;
 
 /// The migration that added the `totals` column.
 const TOTALS_MIGRATION: i64 = 4;
@@ -160,36 +184,35 @@ fn backfill_totals(conn: &Connection) -> Result<(), HistoryError> {
     Ok(())
 }
 
-/// Indexes the text of every message stored before search was (in the migration's
-/// transaction).
+/// Indexes the text of every message stored before the index was as it is now (in the
+/// migration's transaction).
 fn backfill_search(conn: &Connection) -> Result<(), HistoryError> {
     let rows = conn
-        .prepare("SELECT rowid, principal, conversation_id, seq, message_id, body FROM messages")
+        .prepare(
+            "SELECT m.rowid, c.search_key, m.seq, m.body
+             FROM messages m
+             JOIN conversations c ON c.principal = m.principal AND c.id = m.conversation_id",
+        )
         .db()?
         .query_map([], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, i64>(3)?,
-                r.get::<_, Option<String>>(4)?,
-                r.get::<_, String>(5)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, String>(3)?,
             ))
         })
         .db()?
         .collect::<rusqlite::Result<Vec<_>>>()
         .db()?;
-    for (rowid, principal, conversation_id, seq, message_id, body) in rows {
+    for (rowid, key, seq, body) in rows {
         let message = crate::store::rows::decode_message(&body)?;
         let Some(text) = crate::store::search::searchable_text(&message) else {
             continue;
         };
-        let search_id = super::queries::index_text(
-            conn,
-            (&principal, &conversation_id, seq),
-            message_id.as_deref(),
-            &text,
-        )?;
+        let Some(search_id) = super::queries::index_text(conn, key, seq, &text)? else {
+            continue;
+        };
         conn.prepare_cached("UPDATE messages SET search_id = ?2 WHERE rowid = ?1")
             .db()?
             .execute(rusqlite::params![rowid, search_id])

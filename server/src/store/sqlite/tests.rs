@@ -216,7 +216,7 @@ async fn append_changes_one_message_row() {
     // The search index holds one row per user or assistant message, kept by every save.
     let indexed = || {
         store.with_conn(|c| {
-            c.query_row("SELECT count(*) FROM message_search", [], |r| {
+            c.query_row("SELECT count(*) FROM message_index", [], |r| {
                 r.get::<_, i64>(0)
             })
             .unwrap()
@@ -523,12 +523,18 @@ async fn a_file_from_before_totals_is_backfilled_on_open() {
 
 #[tokio::test]
 async fn a_file_from_before_search_is_indexed_on_open_and_edits_keep_the_index() {
+    // Version 7 had no search; version 8, the previous release, had the first index.
+    for version in [7, 8] {
+        file_from_before_search_is_indexed(version).await;
+    }
+}
+
+async fn file_from_before_search_is_indexed(version: usize) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("h.db");
-    // The previous release's schema (version 7), with a conversation in it.
     let tool = Message::tool("c1", "srv__t", "tool words").with_id("m3");
     let reply = Message::assistant("Pelicans fly.").with_id("m2");
-    older_file(&path, 7, &[user("m1", "pelican facts"), reply, tool]);
+    older_file(&path, version, &[user("m1", "pelican facts"), reply, tool]);
     let store = SqliteStore::open(&path).unwrap();
     let alice = Principal::new("alice");
     let find = |q: &str| {
@@ -569,6 +575,82 @@ async fn a_file_from_before_search_is_indexed_on_open_and_edits_keep_the_index()
     );
 }
 
+#[tokio::test]
+async fn a_word_in_hundreds_of_conversations_is_found_newest_first_by_walking_them() {
+    let store = SqliteStore::in_memory().unwrap();
+    let alice = Principal::new("alice");
+    let bob = Principal::new("bob");
+    // More conversations match than are looked up one by one: the search walks them instead.
+    for i in 0..300 {
+        let messages = vec![
+            user("m1", "a shared word"),
+            user("m2", &format!("unique{i:03} shared")),
+        ];
+        saved(&store, &alice, conv(&format!("c{i:03}"), 0, messages)).await;
+    }
+    saved(&store, &bob, conv("b", 0, vec![user("m1", "shared too")])).await;
+    let find = |p: &Principal, q: &str, limit: Option<usize>| {
+        let query = crate::store::SearchQuery::parse(q, limit).unwrap();
+        let store = &store;
+        let p = p.clone();
+        async move {
+            store
+                .search(&p, &query)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.conversation_id, h.index))
+                .collect::<Vec<_>>()
+        }
+    };
+    // Newest conversation first (the list's order), then by position.
+    let newest: Vec<String> = store
+        .list(&alice)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    let expected: Vec<(String, u64)> = newest
+        .iter()
+        .flat_map(|id| [(id.clone(), 0), (id.clone(), 1)])
+        .take(100)
+        .collect();
+    assert_eq!(find(&alice, "shared", Some(100)).await, expected);
+    assert_eq!(find(&alice, "shared", None).await, expected[..20]);
+    assert_eq!(find(&bob, "shared", None).await, [("b".to_owned(), 0)]);
+    // A rare word: its conversations are looked up one by one.
+    assert_eq!(
+        find(&alice, "unique007", None).await,
+        [("c007".to_owned(), 1)]
+    );
+    // `unique02` starts `unique020`…`unique029`: ten, newest first.
+    let ten: Vec<(String, u64)> = newest
+        .iter()
+        .filter(|id| id.starts_with("c02"))
+        .map(|id| (id.clone(), 1))
+        .collect();
+    assert_eq!(ten.len(), 10);
+    assert_eq!(find(&alice, "unique02 shared", None).await, ten);
+}
+
+#[test]
+fn an_index_rowid_holds_the_conversation_and_the_position_or_is_not_made() {
+    use super::queries::search_rowid;
+    assert_eq!(search_rowid(1, 0), Some(1 << 24));
+    assert_eq!(search_rowid(3, 5), Some(3 << 24 | 5));
+    assert_eq!(search_rowid(3, (1 << 24) - 1), Some(3 << 24 | 0xff_ffff));
+    assert_eq!(search_rowid(3, 1 << 24), None, "a position past 24 bits");
+    assert_eq!(search_rowid(0, 1), None, "no key");
+    assert_eq!(search_rowid(1 << 39, 1), None, "a key past 39 bits");
+    assert_eq!(
+        search_rowid(i64::MAX, 1),
+        None,
+        "never shifted out of range"
+    );
+    assert!(search_rowid((1 << 39) - 1, (1 << 24) - 1).is_some_and(|r| r > 0));
+}
+
 #[test]
 fn unopenable_path_is_a_storage_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -591,101 +673,12 @@ async fn corrupt_row_is_a_storage_error_not_a_panic() {
     ));
 }
 
-/// The search figures the chat-depth issue asks for, on SQLite: 10,000 conversations of 50
-/// messages (30 words each, from a 5,000-word vocabulary where a few words are common), then
-/// 200 searches of one or two words; and what the index adds to a save: 500 saves of a
-/// 50-message conversation whose messages are searched (user text) against 500 of the same
-/// text as tool results, which are not indexed. A measurement, not a check (it asserts only
-/// that searches find something): `cargo test --release -p lmchatkit --lib search_figures --
-/// --ignored --nocapture`.
+/// The search figures on SQLite (see [`crate::store::search_figures`]): `cargo test --release
+/// -p lmchatkit --lib search_figures -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: run it with --ignored --nocapture, in release"]
 async fn search_figures_on_ten_thousand_conversations() {
-    use std::time::Instant;
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path().join("h.db")).unwrap();
-    let p = Principal::new("bench");
-    // A small linear congruential generator: the same text every run.
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        seed = seed
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        seed >> 33
-    };
-    let mut word = move || {
-        // One word in four from the 50 common ones.
-        let n = next();
-        if n % 4 == 0 {
-            format!("common{}", n % 50)
-        } else {
-            format!("word{}", n % 5_000)
-        }
-    };
-    let mut text = move || (0..30).map(|_| word()).collect::<Vec<_>>().join(" ");
-    let mut conversation = |id: String, tool: bool| {
-        let messages = (0..50)
-            .map(|i| {
-                let m = if tool {
-                    Message::tool(format!("c{i}"), "srv__t", text())
-                } else if i % 2 == 0 {
-                    Message::user(text())
-                } else {
-                    Message::assistant(text())
-                };
-                m.with_id(format!("m{i}"))
-            })
-            .collect();
-        conv(&id, 0, messages)
-    };
-    let started = Instant::now();
-    for c in 0..10_000 {
-        saved(&store, &p, conversation(format!("c{c}"), false)).await;
-    }
-    println!(
-        "search figures: 10,000 conversations of 50 messages saved in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-
-    let mut times = Vec::new();
-    let mut found = 0;
-    for q in 0..200 {
-        let query = match q % 4 {
-            0 => "common7".to_owned(),
-            1 => format!("word{}", q * 37 % 5_000),
-            2 => format!("word{} common{}", q * 53 % 5_000, q % 50),
-            _ => format!("word{}", q * 11 % 500),
-        };
-        let query = crate::store::SearchQuery::parse(&query, None).unwrap();
-        let t = Instant::now();
-        found += store.search(&p, &query).await.unwrap().len();
-        times.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    times.sort_by(f64::total_cmp);
-    assert!(found > 0, "the searches found nothing");
-    println!(
-        "search figures: 200 searches: p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms",
-        times[100], times[190], times[199]
-    );
-
-    let mut cost = |tool: bool, from: usize| {
-        let batch: Vec<_> = (0..500)
-            .map(|c| conversation(format!("s{}", from + c), tool))
-            .collect();
-        let store = &store;
-        let p = &p;
-        async move {
-            let t = Instant::now();
-            for c in batch {
-                saved(store, p, c).await;
-            }
-            t.elapsed().as_secs_f64() * 1000.0 / 500.0
-        }
-    };
-    let without = cost(true, 0).await;
-    let with = cost(false, 500).await;
-    println!(
-        "search figures: a 50-message save: {with:.3} ms indexed, {without:.3} ms not ({:.2}x)",
-        with / without
-    );
+    crate::store::search_figures::run(&store, "SQLite", async || {}).await;
 }
