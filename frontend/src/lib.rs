@@ -202,7 +202,6 @@ pub fn App(
     store.theme.set(crate::components::settings::load_theme());
     provide_context(store);
     components::code_hooks::rerender_when_loaded(store);
-    queue::install(store);
     components::code_hooks::wire_code_copy();
     let ready = RwSignal::new(false);
     spawn_local(async move {

@@ -127,7 +127,9 @@ pub fn pause(store: Store) {
 }
 
 /// Keeps the queue with the open conversation (loaded from sessionStorage when another one
-/// opens) and sends it as replies end. Called once by the App.
+/// opens) and sends it as replies end. Installed by the transcript, which every open
+/// conversation shows (so this code sits in its wasm chunk, not in the first paint's); its
+/// effects live as long as that transcript.
 pub fn install(store: Store) {
     Effect::new(move |shown: Option<Option<String>>| {
         let id = store.chat.with(|c| c.as_ref().map(|c| c.id.get()));

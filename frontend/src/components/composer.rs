@@ -15,6 +15,7 @@ use crate::components::menus::{MENU_ID, Menu, MenuItem, PromptForm, items_for, o
 use crate::components::store;
 use crate::components::transcript;
 use crate::input_history::InputHistory;
+use crate::lazy::{Shell, lazily};
 use crate::queue;
 use crate::storage::{session_get, session_set};
 use crate::turn;
@@ -274,8 +275,19 @@ pub fn Composer() -> impl IntoView {
                     <button class="lmck-btn lmck-danger lmck-stop" aria-label="Stop" on:click=move |_| { queue::pause(store); turn::stop() }>"Stop"</button>
                 </Show>
             </div>
-            <Queued />
+            <Show when=move || store.queue.with(|q| !q.is_empty())>
+                {lazily(Shell::Inline, queued_view)}
+            </Show>
         </div>
+    }
+}
+
+crate::lazy::split_point! {
+    /// The queued messages, from the `transcript` chunk: a message queues only while a reply
+    /// streams (or after a reload, beside its conversation), when that chunk is here anyway;
+    /// the first paint carries none of it.
+    transcript: fn queued_view() {
+        view! { <Queued /> }.into_any()
     }
 }
 
@@ -285,23 +297,21 @@ pub fn Composer() -> impl IntoView {
 fn Queued() -> impl IntoView {
     let store = store();
     view! {
-        <Show when=move || store.queue.with(|q| !q.is_empty())>
-            <ol class="lmck-queue" aria-label="Queued messages">
-                {move || store.queue.get().into_iter().enumerate().map(|(i, text)| view! {
-                    <li class="lmck-queued">
-                        <span class="lmck-queued-text" title=text.clone()>{text.clone()}</span>
-                        <button class="lmck-icon-btn lmck-queued-edit" type="button" title="Edit"
-                            aria-label="Edit queued message" on:click=move |_| queue::edit(store, i)>"✎"</button>
-                        <button class="lmck-icon-btn lmck-queued-remove" type="button" title="Remove"
-                            aria-label="Remove queued message" on:click=move |_| queue::remove(store, i)>"×"</button>
-                    </li>
-                }).collect_view()}
-            </ol>
-            <p class="lmck-queue-note">{move || if store.queue_paused.get() {
-                "Stopped: Send sends the next queued message."
-            } else {
-                "Sent when the reply ends."
-            }}</p>
-        </Show>
+        <ol class="lmck-queue" aria-label="Queued messages">
+            {move || store.queue.get().into_iter().enumerate().map(|(i, text)| view! {
+                <li class="lmck-queued">
+                    <span class="lmck-queued-text" title=text.clone()>{text.clone()}</span>
+                    <button class="lmck-icon-btn lmck-queued-edit" type="button" title="Edit"
+                        aria-label="Edit queued message" on:click=move |_| queue::edit(store, i)>"✎"</button>
+                    <button class="lmck-icon-btn lmck-queued-remove" type="button" title="Remove"
+                        aria-label="Remove queued message" on:click=move |_| queue::remove(store, i)>"×"</button>
+                </li>
+            }).collect_view()}
+        </ol>
+        <p class="lmck-queue-note">{move || if store.queue_paused.get() {
+            "Stopped: Send sends the next queued message."
+        } else {
+            "Sent when the reply ends."
+        }}</p>
     }
 }

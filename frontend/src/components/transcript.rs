@@ -91,6 +91,7 @@ pub fn prefetch() {
 #[component]
 pub fn Transcript(chat: Chat) -> impl IntoView {
     let store = store();
+    crate::queue::install(store);
     let scroller = NodeRef::<html::Div>::new();
     let following = RwSignal::new(true);
     let first = RwSignal::new(
