@@ -9,6 +9,7 @@
 #   - npm @modelcontextprotocol/sdk@1.32.2  (its example Streamable HTTP server with the demo
 #     OAuth authorization server, `simpleStreamableHttp.js --oauth`: tests/user_mcp_oauth.rs)
 #   .tools/aisdk/: tests/aisdk/package.json (ai@6.0.0 and ai@6.0.326 side by side, npm aliases)
+#   .tools/a11y/: npm axe-core@4.14.1, which the browser tests run in the page (WCAG 2.1 A/AA)
 #   ~/.cargo/bin/mdbook: mdbook 0.5.4 from crates.io (search only: no server, no watcher), which
 #   scripts/test.sh builds the book (docs/) with
 #
@@ -72,6 +73,19 @@ else
   # partial earlier install is completed rather than pruned.
   npm install --prefix "$DIR" --no-audit --no-fund --save-exact "${PKGS[@]}"
   echo "setup-test: installed in $(( $(date +%s) - start )) s"
+fi
+
+# The accessibility checker the browser tests run in the page (tests/tests/browser/ui_a11y.rs).
+DIR=.tools/a11y
+AXE=axe-core@4.14.1
+if [ "$(installed_version axe-core)" = "${AXE##*@}" ]; then
+  echo "setup-test: $AXE present in $DIR"
+else
+  ensure_npm
+  mkdir -p "$DIR"
+  [ -f "$DIR/package.json" ] || echo '{"name":"lmchatkit-test-a11y","private":true}' >"$DIR/package.json"
+  echo "setup-test: installing $AXE into $DIR"
+  npm install --prefix "$DIR" --no-audit --no-fund --save-exact "$AXE"
 fi
 
 # The AI SDK client: re-installed only when tests/aisdk/package.json changed since the last

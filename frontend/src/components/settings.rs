@@ -167,18 +167,20 @@ pub fn ConfirmDelete(id: String, title: String, on_close: Callback<()>) -> impl 
 #[component]
 pub fn ThemeToggle() -> impl IntoView {
     let store = store();
-    let label = move || match store.theme.get() {
-        Theme::System => "◐ Auto",
-        Theme::Light => "☀ Light",
-        Theme::Dark => "☾ Dark",
+    // The accessible name holds the visible word (WCAG 2.5.3, label in name); the symbol is
+    // decoration.
+    let parts = move || match store.theme.get() {
+        Theme::System => ("◐", "Auto"),
+        Theme::Light => ("☀", "Light"),
+        Theme::Dark => ("☾", "Dark"),
     };
     view! {
-        <button class="lmck-icon-btn lmck-theme" aria-label="Toggle theme" title="Theme"
+        <button class="lmck-icon-btn lmck-theme" aria-label=move || format!("Theme: {}", parts().1) title="Theme"
             on:click=move |_| {
                 store.theme.update(|t| *t = match t { Theme::System => Theme::Light, Theme::Light => Theme::Dark, Theme::Dark => Theme::System });
                 save_theme(store.theme.get_untracked());
             }>
-            {label}
+            <span aria-hidden="true">{move || parts().0}</span>" "{move || parts().1}
         </button>
     }
 }

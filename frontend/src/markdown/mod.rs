@@ -29,7 +29,7 @@
 //!   cells carry `class="lmck-align-left|center|right"` (no `style` attribute anywhere, so the
 //!   page's `style-src 'self'` holds); raw HTML blocks
 //!   are `<pre class="lmck-raw-html">` with the escaped source; task list items carry a disabled
-//!   checkbox. An unclosed code fence (a reply still streaming) renders as a code block. Bare
+//!   checkbox named "Done" or "To do". An unclosed code fence (a reply still streaming) renders as a code block. Bare
 //!   `http(s)://` URLs in text become links too (the GFM autolink extension).
 //! - **Syntax highlighting** ([`highlight`]): once the lazily loaded highlighter is installed, the
 //!   code of a *closed* fenced block with a language it knows is its checked output (escaped

@@ -351,6 +351,15 @@ impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Sanitize<'a, I> {
                 Event::End(tag) => self.end(tag),
                 // Raw HTML from the model is shown, never interpreted.
                 Event::Html(html) | Event::InlineHtml(html) => Some(Event::Text(html)),
+                // A task list's box, named for assistive technology (the writer's has no name).
+                Event::TaskListMarker(done) => Some(Event::Html(
+                    if done {
+                        "<input disabled=\"\" type=\"checkbox\" checked=\"\" aria-label=\"Done\"/>\n"
+                    } else {
+                        "<input disabled=\"\" type=\"checkbox\" aria-label=\"To do\"/>\n"
+                    }
+                    .into(),
+                )),
                 // Checked MathML, or the source as code (see `math`).
                 Event::InlineMath(latex) => {
                     Some(Event::Html(super::math::html(&latex, false).into()))

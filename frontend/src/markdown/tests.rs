@@ -257,9 +257,9 @@ fn gfm_tables_strikethrough_task_lists() {
     let html = render("- [ ] todo\n- [x] done\n- [X] also");
     assert_eq!(
         html,
-        "<ul>\n<li><input disabled=\"\" type=\"checkbox\"/>\ntodo</li>\n\
-         <li><input disabled=\"\" type=\"checkbox\" checked=\"\"/>\ndone</li>\n\
-         <li><input disabled=\"\" type=\"checkbox\" checked=\"\"/>\nalso</li>\n</ul>\n"
+        "<ul>\n<li><input disabled=\"\" type=\"checkbox\" aria-label=\"To do\"/>\ntodo</li>\n\
+         <li><input disabled=\"\" type=\"checkbox\" checked=\"\" aria-label=\"Done\"/>\ndone</li>\n\
+         <li><input disabled=\"\" type=\"checkbox\" checked=\"\" aria-label=\"Done\"/>\nalso</li>\n</ul>\n"
     );
     assert_safe(&html);
 }

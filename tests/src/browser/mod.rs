@@ -533,6 +533,55 @@ impl Browser {
         }
     }
 
+    /// Runs axe-core (npm `axe-core`, pinned and installed into `.tools/a11y` by
+    /// `scripts/setup-test.sh`, or the file `LMCHATKIT_AXE` names) on the page as it is: the
+    /// violations of WCAG 2.0 and 2.1, levels A and AA, one line per element (`rule: element:
+    /// what to fix`). The script is given to the page through WebDriver, which the page's CSP
+    /// does not govern. Panics when axe-core is not installed.
+    pub async fn axe_violations(&self) -> Vec<String> {
+        let path = std::env::var_os("LMCHATKIT_AXE").map_or_else(
+            || {
+                PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("../.tools/a11y/node_modules/axe-core/axe.min.js")
+            },
+            PathBuf::from,
+        );
+        let source = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "axe-core at {}: {e} (./scripts/setup-test.sh installs it)",
+                path.display()
+            )
+        });
+        self.client
+            .execute(
+                &format!("if (!window.axe) {{ {source}\n }} return !!window.axe;"),
+                vec![],
+            )
+            .await
+            .expect("load axe-core");
+        let found = self
+            .client
+            .execute_async(
+                "const done = arguments[arguments.length - 1]; \
+                 axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}, \
+                                    resultTypes: ['violations']}) \
+                   .then((r) => done(r.violations.flatMap((v) => v.nodes.map((n) => \
+                     `${v.id}: ${n.target.join(' ')}: ${(n.failureSummary || '').replace(/\\s+/g, ' ').slice(0, 240)}`)))) \
+                   .catch((e) => done([`axe failed: ${e}`]));",
+                vec![],
+            )
+            .await
+            .expect("run axe-core");
+        found
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|v| v.as_str().unwrap_or_default().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Starts recording the page's Content-Security-Policy violations: those already reported
     /// since the page loaded (a buffered `ReportingObserver`) and every later
     /// `securitypolicyviolation` event. Call again after a navigation; read with

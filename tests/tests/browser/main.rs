@@ -2,6 +2,7 @@
 //! against a real server on loopback. Without a browser they fail when `LMCHATKIT_EXPECT_BROWSER`
 //! is set (as `scripts/test.sh` sets it) and are skipped otherwise.
 
+mod ui_a11y;
 mod ui_app_binary;
 mod ui_apps;
 mod ui_bench;
