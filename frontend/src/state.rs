@@ -349,6 +349,19 @@ pub struct Store {
     pub queue: RwSignal<Vec<String>>,
     /// Stop paused the queue: it waits for Send.
     pub queue_paused: RwSignal<bool>,
+    /// What reading each `@` reference of the draft gave, by URI (its chip shows it).
+    pub ref_reads: RwSignal<HashMap<String, RefRead>>,
+}
+
+/// Where reading a picked `@` reference is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefRead {
+    /// Asked for.
+    Reading,
+    /// The server read it.
+    Read,
+    /// It could not be read: why.
+    Failed(String),
 }
 
 impl Store {
@@ -378,6 +391,7 @@ impl Store {
             servers_screen: RwSignal::new(None),
             queue: RwSignal::new(Vec::new()),
             queue_paused: RwSignal::new(false),
+            ref_reads: RwSignal::new(HashMap::new()),
         }
     }
 

@@ -37,7 +37,7 @@ use crate::follow::{self, Kind};
 use crate::history::persist;
 use crate::lazy::Loader;
 use crate::reply::ReplyWriter;
-use crate::state::{Chat, Store, UiMessage, deny_message, now_ms};
+use crate::state::{Chat, RefRead, Store, UiMessage, deny_message, now_ms};
 
 /// Stops the streaming reply (this tab's turn, or a run it follows): see [`follow::stop`]. The
 /// partial reply is kept, marked stopped. Only the chunk's code starts replies, so without it
@@ -58,6 +58,28 @@ pub fn upload(store: Store, form: web_sys::FormData) {
             None => store
                 .notice
                 .set(Some(format!("Upload failed ({NOT_LOADED})"))),
+        }
+    });
+}
+
+/// Reads the resource an `@` reference names (`POST /api/resources/read`) as soon as it is
+/// picked, so its chip can say whether it can be read before the message goes; the result is
+/// recorded in `store.ref_reads` (a reference removed meanwhile is not recorded). The turn
+/// still reads it again when it sends (a resource may change).
+pub fn read_ref(store: Store, uri: String) {
+    spawn_local(async move {
+        match code().await {
+            Some(code) => (code.read_ref)(store, uri).await,
+            None => record_ref(store, uri, RefRead::Failed(NOT_LOADED.to_owned())),
+        }
+    });
+}
+
+/// Records what reading `uri` gave, unless its reference was removed meanwhile.
+fn record_ref(store: Store, uri: String, read: RefRead) {
+    store.ref_reads.update(|m| {
+        if let Some(slot) = m.get_mut(&uri) {
+            *slot = read;
         }
     });
 }
@@ -150,6 +172,7 @@ pub(crate) struct TurnCode {
     compact: fn(Store, Chat) -> Turn,
     stop: fn(),
     upload: fn(Store, web_sys::FormData) -> Turn,
+    read_ref: fn(Store, String) -> Turn,
 }
 
 /// Pointers to the turn's code (in the chunk when split).
@@ -161,6 +184,7 @@ fn linked() -> TurnCode {
         compact: |store, chat| Box::pin(compact_now(store, chat)),
         stop: follow::stop,
         upload: |store, form| Box::pin(upload_now(store, form)),
+        read_ref: |store, uri| Box::pin(read_ref_now(store, uri)),
     }
 }
 
@@ -234,6 +258,15 @@ async fn upload_now(store: Store, form: web_sys::FormData) {
         Ok(r) => store.attachments.update(|a| a.extend(r.files)),
         Err(e) => store.notice.set(Some(format!("Upload failed ({e})."))),
     }
+}
+
+/// Reading a picked `@` reference (in the chunk).
+async fn read_ref_now(store: Store, uri: String) {
+    let read = match store.api().read_resource(&uri).await {
+        Ok(_) => RefRead::Read,
+        Err(e) => RefRead::Failed(e.message()),
+    };
+    record_ref(store, uri, read);
 }
 
 /// The turn loop (in the chunk). Its callers ([`run`], [`decide`]) have set `busy`.

@@ -1,11 +1,13 @@
 //! Attachment chips above the composer (image thumbnails or a file name, with a remove button)
 //! and the upload of picked, dropped or pasted files through `POST /api/upload` (only when the
-//! server enables uploads). Upload errors are shown, not swallowed.
+//! server enables uploads). Upload errors are shown, not swallowed. An `@` reference's chip is
+//! read as soon as it appears (`turn::read_ref`) and says so if the resource cannot be read,
+//! before the message goes.
 
 use leptos::prelude::*;
 
 use crate::components::store;
-use crate::state::Store;
+use crate::state::{RefRead, Store};
 
 /// Uploads files and adds them as attachments ([`crate::turn::upload`]: the upload is part of
 /// the turn's code).
@@ -78,15 +80,47 @@ pub fn Attachments() -> impl IntoView {
                 .collect::<Vec<_>>()
         })
     });
+    // Each reference is read when it appears (the seed's pending tray); one that goes is
+    // forgotten, so picking it again reads it again.
+    Effect::new(move |_| {
+        let current = refs.get();
+        let fresh: Vec<String> = store.ref_reads.with_untracked(|m| {
+            current
+                .iter()
+                .filter(|u| !m.contains_key(*u))
+                .cloned()
+                .collect()
+        });
+        store.ref_reads.update(|m| {
+            m.retain(|u, _| current.contains(u));
+            for uri in &fresh {
+                m.insert(uri.clone(), RefRead::Reading);
+            }
+        });
+        for uri in fresh {
+            crate::turn::read_ref(store, uri);
+        }
+    });
     view! {
         <Show when=move || store.attachments.with(|a| !a.is_empty()) || refs.with(|r| !r.is_empty())>
             <div class="lmck-chips">
                 {move || refs.get().into_iter().map(|uri| {
                     let label = resource_label(store, &uri);
                     let u = uri.clone();
+                    let read = store.ref_reads.with(|m| m.get(&uri).cloned());
+                    let (class, title, note) = match read {
+                        Some(RefRead::Failed(why)) => (
+                            "lmck-chip lmck-ref-chip lmck-ref-failed",
+                            format!("{uri}: could not be read: {why}"),
+                            Some(why),
+                        ),
+                        Some(RefRead::Read) => ("lmck-chip lmck-ref-chip lmck-ref-read", uri.clone(), None),
+                        _ => ("lmck-chip lmck-ref-chip lmck-ref-reading", uri.clone(), None),
+                    };
                     view! {
-                        <span class="lmck-chip lmck-ref-chip" title=uri.clone()>
+                        <span class=class title=title>
                             <span class="lmck-chip-name">"@ " {label.clone()}</span>
+                            {note.map(|why| view! { <span class="lmck-ref-error" role="alert">{format!("could not be read: {why}")}</span> })}
                             <button class="lmck-icon-btn" aria-label=format!("Remove {label}")
                                 on:click=move |_| store.draft.update(|d| *d = crate::commands::remove_ref(d, &u))>"✕"</button>
                         </span>

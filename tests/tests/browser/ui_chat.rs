@@ -460,3 +460,60 @@ async fn a_remote_image_in_a_reply_is_a_placeholder_that_fetches_nothing_and_the
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(leak.requests(), 0, "the CSP let an injected image load");
 }
+
+#[tokio::test]
+async fn a_picked_resource_is_read_at_once_and_one_that_cannot_be_read_says_so_on_its_chip() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    let input = b.wait_for(".lmck-input").await;
+    input
+        .send_keys("compare @docs://readme with @docs://no-such-page ")
+        .await
+        .unwrap();
+    // Both are read before anything is sent: one was, the other says why not.
+    b.wait_for(".lmck-chips .lmck-ref-chip.lmck-ref-read").await;
+    let error = b
+        .wait_text(
+            ".lmck-chips .lmck-ref-chip.lmck-ref-failed .lmck-ref-error",
+            "could not be read",
+        )
+        .await;
+    let failed = b
+        .js(
+            "const c = document.querySelector('.lmck-chips .lmck-ref-failed'); \
+             return [c.title, c.querySelector('.lmck-chip-name').textContent];",
+        )
+        .await;
+    assert!(
+        failed[0]
+            .as_str()
+            .is_some_and(|t| t.starts_with("docs://no-such-page: could not be read")),
+        "{failed} / {error}"
+    );
+    assert_eq!(
+        b.js("return document.querySelectorAll('.lmck-chips .lmck-ref-chip').length;")
+            .await,
+        json!(2)
+    );
+    // Removing it leaves the readable one, and its reference leaves the draft.
+    b.click(".lmck-chips .lmck-ref-failed .lmck-icon-btn").await;
+    b.wait_js(
+        "the failed reference removed",
+        "return !document.querySelector('.lmck-ref-failed') && !document.querySelector('.lmck-input').value.includes('no-such-page');",
+    )
+    .await;
+    assert_eq!(
+        b.js(
+            "return document.querySelectorAll('.lmck-chips .lmck-ref-chip.lmck-ref-read').length;"
+        )
+        .await,
+        json!(1)
+    );
+    // Reading a reference asks the service, never the model.
+    assert!(
+        env.mock.observed.requests.lock().unwrap().is_empty(),
+        "nothing was sent to the model"
+    );
+}
