@@ -62,15 +62,17 @@ pub fn upload(store: Store, form: web_sys::FormData) {
     });
 }
 
-/// Reads the resource an `@` reference names (`POST /api/resources/read`) as soon as it is
-/// picked, so its chip can say whether it can be read before the message goes; the result is
-/// recorded in `store.ref_reads` (a reference removed meanwhile is not recorded). The turn
-/// still reads it again when it sends (a resource may change).
-pub fn read_ref(store: Store, uri: String) {
+/// The draft's `@` references are now `current`: the reads of those gone are forgotten and the
+/// new ones are read (`POST /api/resources/read`) at once, so each chip can say whether its
+/// resource can be read before the message goes; the results go to `store.ref_reads`. The turn
+/// still reads them again when it sends (a resource may change). The work is the turn chunk's.
+pub fn sync_refs(store: Store, current: Vec<String>) {
     spawn_local(async move {
         match code().await {
-            Some(code) => (code.read_ref)(store, uri).await,
-            None => record_ref(store, uri, RefRead::Failed(NOT_LOADED.to_owned())),
+            Some(code) => (code.sync_refs)(store, current).await,
+            None => store.notice.set(Some(format!(
+                "The @ references could not be checked ({NOT_LOADED})"
+            ))),
         }
     });
 }
@@ -172,7 +174,7 @@ pub(crate) struct TurnCode {
     compact: fn(Store, Chat) -> Turn,
     stop: fn(),
     upload: fn(Store, web_sys::FormData) -> Turn,
-    read_ref: fn(Store, String) -> Turn,
+    sync_refs: fn(Store, Vec<String>) -> Turn,
 }
 
 /// Pointers to the turn's code (in the chunk when split).
@@ -184,7 +186,7 @@ fn linked() -> TurnCode {
         compact: |store, chat| Box::pin(compact_now(store, chat)),
         stop: follow::stop,
         upload: |store, form| Box::pin(upload_now(store, form)),
-        read_ref: |store, uri| Box::pin(read_ref_now(store, uri)),
+        sync_refs: |store, current| Box::pin(sync_refs_now(store, current)),
     }
 }
 
@@ -260,13 +262,25 @@ async fn upload_now(store: Store, form: web_sys::FormData) {
     }
 }
 
-/// Reading a picked `@` reference (in the chunk).
-async fn read_ref_now(store: Store, uri: String) {
-    let read = match store.api().read_resource(&uri).await {
-        Ok(_) => RefRead::Read,
-        Err(e) => RefRead::Failed(e.message()),
-    };
-    record_ref(store, uri, read);
+/// [`sync_refs`] (in the chunk).
+async fn sync_refs_now(store: Store, current: Vec<String>) {
+    let mut fresh = Vec::new();
+    store.ref_reads.update(|m| {
+        m.retain(|u, _| current.contains(u));
+        for uri in current {
+            if !m.contains_key(&uri) {
+                m.insert(uri.clone(), RefRead::Reading);
+                fresh.push(uri);
+            }
+        }
+    });
+    for uri in fresh {
+        let read = match store.api().read_resource(&uri).await {
+            Ok(_) => RefRead::Read,
+            Err(e) => RefRead::Failed(e.message()),
+        };
+        record_ref(store, uri, read);
+    }
 }
 
 /// The turn loop (in the chunk). Its callers ([`run`], [`decide`]) have set `busy`.

@@ -1,7 +1,7 @@
 //! Attachment chips above the composer (image thumbnails or a file name, with a remove button)
 //! and the upload of picked, dropped or pasted files through `POST /api/upload` (only when the
 //! server enables uploads). Upload errors are shown, not swallowed. An `@` reference's chip is
-//! read as soon as it appears (`turn::read_ref`) and says so if the resource cannot be read,
+//! read as soon as it appears (`turn::sync_refs`) and says so if the resource cannot be read,
 //! before the message goes.
 
 use leptos::prelude::*;
@@ -81,24 +81,12 @@ pub fn Attachments() -> impl IntoView {
         })
     });
     // Each reference is read when it appears (the seed's pending tray); one that goes is
-    // forgotten, so picking it again reads it again.
+    // forgotten, so picking it again reads it again (`turn::sync_refs`).
+    // Nothing to do (and no chunk to load) while there are none and none were read.
     Effect::new(move |_| {
         let current = refs.get();
-        let fresh: Vec<String> = store.ref_reads.with_untracked(|m| {
-            current
-                .iter()
-                .filter(|u| !m.contains_key(*u))
-                .cloned()
-                .collect()
-        });
-        store.ref_reads.update(|m| {
-            m.retain(|u, _| current.contains(u));
-            for uri in &fresh {
-                m.insert(uri.clone(), RefRead::Reading);
-            }
-        });
-        for uri in fresh {
-            crate::turn::read_ref(store, uri);
+        if !current.is_empty() || store.ref_reads.with_untracked(|m| !m.is_empty()) {
+            crate::turn::sync_refs(store, current);
         }
     });
     view! {
