@@ -32,7 +32,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::rc::Rc;
 
-use pulldown_cmark::{Event, Options, Parser, Tag};
+use pulldown_cmark::{Event, Parser, Tag};
 
 /// A converter: `(LaTeX, display)` → MathML, or the parser's message.
 pub(crate) type MathFn = fn(&str, bool) -> Result<String, String>;
@@ -142,17 +142,12 @@ mod split {
     /// reach would ask at every frame); its formulas stay readable as their source.
     pub fn want() {
         if CONVERTER.with(|l| l.not_asked()) {
-            super::fetch_now();
+            leptos::task::spawn_local(async {
+                if let Arrival::Arrived(_) = Loader::ready(&CONVERTER, load_converter).await {
+                    super::arrived();
+                }
+            });
         }
-    }
-
-    /// Loads the converter (a load under way is waited for).
-    pub(super) fn fetch() {
-        leptos::task::spawn_local(async {
-            if let Arrival::Arrived(_) = Loader::ready(&CONVERTER, load_converter).await {
-                super::arrived();
-            }
-        });
     }
 }
 
@@ -164,12 +159,6 @@ pub use linked::want;
 use split::converter;
 #[cfg(lmchatkit_split)]
 pub use split::want;
-
-/// Starts loading the converter (a split build; nothing to do otherwise).
-#[cfg(lmchatkit_split)]
-fn fetch_now() {
-    split::fetch();
-}
 
 /// The HTML of a formula: its checked MathML in `<span class="lmck-math">` (display formulas
 /// also `lmck-math-display`), or its source as code (see the module documentation).
@@ -320,10 +309,9 @@ fn find_closer(
 /// The byte ranges of `text` where a `\(` is not a delimiter: code spans and blocks, raw HTML,
 /// and `$` math.
 fn protected_ranges(text: &str) -> Vec<Range<usize>> {
-    let options = super::options() | Options::ENABLE_MATH;
     let mut ranges = Vec::new();
     let mut skip_until = 0;
-    for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
+    for (event, range) in Parser::new_ext(text, super::options()).into_offset_iter() {
         if range.start < skip_until {
             continue;
         }

@@ -8,27 +8,11 @@
 
 use std::time::Instant;
 
-use lmchatkit_protocol::{Message, StoredConversation};
+use lmchatkit_protocol::Message;
 
 use crate::host::Principal;
-use crate::store::{HistoryStore, SaveOutcome};
-
-fn conv(id: &str, revision: u64, messages: Vec<Message>) -> StoredConversation {
-    StoredConversation {
-        id: id.into(),
-        title: "t".into(),
-        revision,
-        messages,
-        ..Default::default()
-    }
-}
-
-async fn saved(store: &dyn HistoryStore, p: &Principal, c: StoredConversation) -> u64 {
-    match store.save(p, c).await.unwrap() {
-        SaveOutcome::Saved { revision } => revision,
-        SaveOutcome::Conflict(c) => panic!("conflict at {}", c.revision),
-    }
-}
+use crate::store::HistoryStore;
+use crate::store::conformance::{conv, saved};
 
 /// Prints the figures of `store` (named `name` in the output); `loaded` runs once the
 /// conversations are stored (PostgreSQL's `ANALYZE`, as autovacuum would run it).
