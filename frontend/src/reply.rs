@@ -122,11 +122,13 @@ impl ReplyWriter {
                     id,
                     name,
                     arguments,
+                    hints,
                     ..
                 } = tool_call;
                 let approval = Approval::initial(decision, (self.allowed)(&name));
                 let mut call = ToolCall::new(id, name, arguments);
                 call.approval = Some(approval);
+                call.hints = hints;
                 ui.data.update(|d| d.tool_calls.push(call));
             }
             // The cost is absent when the model's price is unknown: it stays unknown.

@@ -312,6 +312,11 @@ pub struct ToolCall {
     /// UI-only approval state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<Approval>,
+    /// UI-only: what the tool's input schema says of each argument, for the approval card
+    /// ([`crate::ArgumentHint`]). The service sets them on a call the user is asked about and
+    /// strips them, as `approval`, before the model sees the conversation; omitted when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hints: Vec<crate::ArgumentHint>,
 }
 
 fn empty_object() -> Value {
@@ -326,6 +331,7 @@ impl ToolCall {
             name: name.into(),
             arguments,
             approval: None,
+            hints: Vec::new(),
         }
     }
 }

@@ -32,7 +32,7 @@ pub use app_rpc::{
     McpResource, McpResourceTemplate, ReadResourceParams, ReadResourceResult, ResourceBody,
     ResourceContents, ResourceContentsMeta, ResourceDetails,
 };
-pub use approval::{ToolApprovals, ToolDecision, blocked_text};
+pub use approval::{ArgumentHint, ToolApprovals, ToolDecision, blocked_text};
 pub use chat::{
     Approval, Content, ContentPart, Event, EventType, FileData, FinishReason, ImageUrl, InputAudio,
     Message, Role, ToolCall, Usage,

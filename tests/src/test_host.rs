@@ -25,9 +25,14 @@ impl Host for TestHost {
         self.0.complete(cx, req)
     }
     async fn list_tools(&self, _: &Scope) -> Result<Vec<Tool>, HostError> {
-        Ok(vec![Tool::new("get_weather").with_description("Weather for a city").with_input_schema(
-            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-        )])
+        Ok(vec![
+            Tool::new("get_weather")
+                .with_description("Weather for a city")
+                .with_input_schema(json!({"type": "object", "properties": {
+                "city": {"type": "string", "description": "The city to look up, e.g. <b>Oslo</b>"},
+                "units": {"type": "string", "title": "Celsius or Fahrenheit"}
+            }, "required": ["city"]})),
+        ])
     }
     async fn call_tool(&self, _: &Scope, name: &str, args: Value) -> Result<ToolResult, HostError> {
         match (name, args["city"].as_str()) {

@@ -55,6 +55,10 @@ async fn the_dev_script_serves_the_ui_and_the_page_can_post_through_trunk() {
         .env("LMCHATKIT_BIN", env!("CARGO_BIN_EXE_lmchatkit"))
         .env("LMCHATKIT_DEV_APP_PORT", app_port.to_string())
         .env("LMCHATKIT_DEV_UI_PORT", ui_port.to_string())
+        // A developer's shell: not the clippy driver CI compiles the tests with
+        // (scripts/test.sh).
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CLIPPY_ARGS")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);

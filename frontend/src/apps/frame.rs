@@ -4,6 +4,10 @@
 //! then the HTML in `sandbox-resource-ready` — and runs a [`Bridge`] over `postMessage`,
 //! accepting only messages whose source is its own iframe (and, in proxy mode, whose origin is
 //! the sandbox's). A failed view falls back to the text result, which the tool card shows.
+//!
+//! Full screen (the view's `ui/request-display-mode`) covers the chat's column below its header,
+//! not the whole window: the header's controls (theme, menu) and the view's own exit button stay
+//! in reach, and Esc leaves it.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -415,6 +419,53 @@ pub fn AppFrame(call: ViewCall, chat: Chat) -> impl IntoView {
             l.run(e);
         }
     });
+
+    // Full screen covers the chat's column below its header (measured when it starts and at
+    // each resize), so the header's controls (the theme, the menu) stay in reach.
+    let place = move || {
+        let Some(el) = container.get_untracked() else {
+            return;
+        };
+        let style = web_sys::HtmlElement::style(&el);
+        const SIDES: [&str; 4] = [
+            "--lmck-fs-top",
+            "--lmck-fs-right",
+            "--lmck-fs-bottom",
+            "--lmck-fs-left",
+        ];
+        if !fullscreen.get_untracked() {
+            for side in SIDES {
+                let _ = style.remove_property(side);
+            }
+            return;
+        }
+        let main = el.closest(".lmck-main").ok().flatten();
+        let Some(main) = main else { return };
+        let win = window();
+        let num = |v: Result<wasm_bindgen::JsValue, _>| v.ok().and_then(|v| v.as_f64());
+        let (w, h) = (num(win.inner_width()), num(win.inner_height()));
+        let (Some(w), Some(h)) = (w, h) else { return };
+        let r = main.get_bounding_client_rect();
+        let top = main
+            .query_selector(".lmck-header")
+            .ok()
+            .flatten()
+            .map_or(r.top(), |hd| hd.get_bounding_client_rect().bottom());
+        let at = [top, w - r.right(), h - r.bottom(), r.left()];
+        for (side, px) in SIDES.into_iter().zip(at) {
+            let _ = style.set_property(side, &format!("{}px", px.max(0.0)));
+        }
+    };
+    Effect::new(move |_| {
+        fullscreen.track();
+        place();
+    });
+    let resize = window_event_listener(leptos::ev::resize, move |_| {
+        if fullscreen.get_untracked() {
+            place();
+        }
+    });
+    on_cleanup(move || resize.remove());
 
     // Esc leaves fullscreen.
     let exit_fullscreen = move || {

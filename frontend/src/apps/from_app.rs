@@ -5,6 +5,10 @@
 //!   send:", the literal text, Send / Discard) under the view; nothing is posted until Send. The
 //!   view's request stays open until then: Send answers `{}`, Discard an error. One pending
 //!   message per view; a second request while one waits is refused.
+//! - **The card shows where the user is looking.** It is sticky at the bottom of the transcript's
+//!   visible part while its view is on screen: under a view taller than the window (up to
+//!   1,600 px inline) the user who pressed the view's button sees it over the view, not 1,600 px
+//!   further down (the conformance run's prompts found it off screen 7 times in 8).
 //! - **Marked and literal.** The sent message carries [`Message::from_app`] (the app's server), is
 //!   labelled "from the <app> app" in the transcript, and the service expands no `@uri` or
 //!   `/prompt` in it. Editing it makes it the user's own message (the marker goes).

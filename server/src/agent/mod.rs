@@ -224,6 +224,7 @@ impl Agent {
                 Event::ToolCall { tool_call, .. } => {
                     let mut call = tool_call;
                     call.approval = None;
+                    call.hints = Vec::new();
                     emit(out, AgentEvent::ToolInput(call.clone())).await?;
                     step.calls.push(call);
                 }

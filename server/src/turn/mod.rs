@@ -161,7 +161,10 @@ pub(crate) fn clean(messages: Vec<Message>) -> Vec<Message> {
             m.structured_content = None;
             m.ui = None;
             m.aisdk = None;
-            m.tool_calls.iter_mut().for_each(|c| c.approval = None);
+            m.tool_calls.iter_mut().for_each(|c| {
+                c.approval = None;
+                c.hints = Vec::new();
+            });
             m
         })
         .collect()

@@ -31,7 +31,9 @@
 use std::sync::Arc;
 
 use futures_util::{Stream, StreamExt};
-use lmchatkit_protocol::{Approval, ChatRequest, Event, FinishReason, Message};
+use lmchatkit_protocol::{
+    Approval, ArgumentHint, ChatRequest, Event, FinishReason, Message, ToolDecision,
+};
 use tracing::Instrument;
 
 use super::Services;
@@ -131,10 +133,16 @@ pub(crate) async fn run(
         asked,
         span,
     } = plan;
+    let schemas = request
+        .tools
+        .iter()
+        .filter_map(|t| Some((t.name.clone(), t.input_schema.clone()?)))
+        .collect();
     let driver = with_decisions(
         services.inputs.host.complete(&cx, request),
         services.approvals.clone(),
         Scope::model(cx.clone()),
+        schemas,
     );
     let driver = with_terminal(driver).map(move |ev| with_cost(ev, price));
     let encoder = Native::new(&reply_id, save.is_some().then_some(asked));
@@ -220,20 +228,28 @@ impl Encoder for Native {
     }
 }
 
-/// Annotates each tool call with the approval policy's decision in `scope`.
+/// Annotates each tool call with the approval policy's decision in `scope`, and a call the user
+/// may be asked about (`ask`) with the hints of its tool's input schema (`schemas`: tool name →
+/// schema, the turn's tools) for the approval card.
 fn with_decisions(
     events: impl Stream<Item = Event> + Send + 'static,
     approvals: Arc<Approvals>,
     scope: Scope,
+    schemas: std::collections::HashMap<String, serde_json::Value>,
 ) -> impl Stream<Item = Event> + Send + 'static {
     use futures_util::future::{Either, ready};
+    let schemas = Arc::new(schemas);
     // Only tool calls wait on the decision (the store); deltas pass without a clone.
     events.then(move |ev| match ev {
-        Event::ToolCall { tool_call, .. } => {
-            let (approvals, scope) = (approvals.clone(), scope.clone());
+        Event::ToolCall { mut tool_call, .. } => {
+            let (approvals, scope, schemas) = (approvals.clone(), scope.clone(), schemas.clone());
             Either::Left(async move {
                 let (name, input) = (&tool_call.name, &tool_call.arguments);
                 let decision = approval::decide(&approvals, &scope, name, input).await;
+                tool_call.hints = match (decision, schemas.get(name)) {
+                    (ToolDecision::Ask, Some(schema)) => ArgumentHint::from_schema(schema),
+                    _ => Vec::new(),
+                };
                 Event::ToolCall {
                     tool_call,
                     decision: Some(decision),
@@ -387,6 +403,66 @@ mod tests {
             line.contains("chat{model=\"m-test\"}") || line.contains("chat{model=m-test}"),
             "{line}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_call_the_user_is_asked_about_carries_its_schemas_hints_and_no_other_does() {
+        use crate::access::approval::ApprovalPolicy;
+        use crate::host::RequestContext;
+        let policy = ApprovalPolicy::new(ToolDecision::Allow)
+            .ask("fs__rm")
+            .ask("fs__bare");
+        let approvals = Arc::new(Approvals::new(policy, None));
+        let schema = json!({
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "The file to delete."}},
+            "required": ["path"]
+        });
+        let schemas = [("fs__rm", &schema), ("fs__ls", &schema)]
+            .into_iter()
+            .map(|(n, s)| (n.to_owned(), s.clone()))
+            .collect();
+        let calls = ["fs__rm", "fs__ls", "fs__bare"].map(|name| Event::ToolCall {
+            tool_call: ToolCall::new(format!("c-{name}"), name, json!({"path": "/x"})),
+            decision: None,
+        });
+        let scope = Scope::model(RequestContext::default());
+        let out: Vec<Event> =
+            with_decisions(futures_util::stream::iter(calls), approvals, scope, schemas)
+                .collect()
+                .await;
+        let got: Vec<_> = out
+            .iter()
+            .map(|ev| match ev {
+                Event::ToolCall {
+                    tool_call,
+                    decision,
+                } => (tool_call.name.as_str(), *decision, tool_call.hints.clone()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let path = lmchatkit_protocol::ArgumentHint {
+            name: "path".into(),
+            description: Some("The file to delete.".into()),
+            required: true,
+        };
+        assert_eq!(
+            got,
+            [
+                ("fs__rm", Some(ToolDecision::Ask), vec![path]),
+                // Allowed: no card, no hints.
+                ("fs__ls", Some(ToolDecision::Allow), vec![]),
+                // Asked, but its tool has no schema.
+                ("fs__bare", Some(ToolDecision::Ask), vec![]),
+            ]
+        );
+        // What the reply saves keeps them (a reload shows the same card) ...
+        let mut reply = Message::assistant("");
+        out.iter().for_each(|ev| apply(&mut reply, ev));
+        assert_eq!(reply.tool_calls[0].hints.len(), 1);
+        // ... and the model never sees them.
+        let cleaned = crate::turn::clean(vec![reply]);
+        assert!(cleaned[0].tool_calls.iter().all(|c| c.hints.is_empty()));
     }
 
     #[test]

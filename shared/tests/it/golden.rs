@@ -898,3 +898,32 @@ fn tool_decisions_and_approvals() {
     let read: ToolApprovals = serde_json::from_value(json!({})).unwrap();
     assert_eq!(read, ToolApprovals::default());
 }
+
+#[test]
+fn a_call_waiting_for_the_user_carries_its_argument_hints_and_others_none() {
+    let mut call = ToolCall::new("c1", "fs__rm", json!({"path": "/x"}));
+    call.approval = Some(Approval::Pending);
+    call.hints = vec![
+        lmchatkit_protocol::ArgumentHint {
+            name: "path".into(),
+            description: Some("The file to delete.".into()),
+            required: true,
+        },
+        lmchatkit_protocol::ArgumentHint {
+            name: "force".into(),
+            ..Default::default()
+        },
+    ];
+    let wire = json!({"id": "c1", "name": "fs__rm", "arguments": {"path": "/x"},
+        "approval": "pending",
+        "hints": [{"name": "path", "description": "The file to delete.", "required": true},
+                  {"name": "force"}]});
+    assert_eq!(to(&call), wire);
+    assert_eq!(serde_json::from_value::<ToolCall>(wire).unwrap(), call);
+    // Without hints (every call before this field, and any call not asked about): no key.
+    let plain = ToolCall::new("c1", "fs__rm", json!({}));
+    assert_eq!(
+        to(&plain),
+        json!({"id": "c1", "name": "fs__rm", "arguments": {}})
+    );
+}

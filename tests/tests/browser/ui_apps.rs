@@ -132,6 +132,14 @@ async fn probe_view(proxy: bool) {
     b.wait_text("#mode-result", "fullscreen").await;
     to_page(b).await;
     b.wait_for(".lmck-app-fullscreen").await;
+    // Full screen leaves the chat's header in reach: its theme button and the view's exit
+    // button are what a click at their centre hits.
+    let reach = "const hit = (sel) => { const e = document.querySelector(sel); if (!e) return sel + ' absent'; \
+        const r = e.getBoundingClientRect(); \
+        const at = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2); \
+        return at && (at === e || e.contains(at)) ? 'ok' : sel + ' covered by ' + (at ? at.className : 'nothing'); }; \
+        return [hit('.lmck-theme'), hit('.lmck-app-exit')].join(',');";
+    assert_eq!(b.js(reach).await, "ok,ok");
     b.screenshot(if proxy {
         "app-view-fullscreen-proxy"
     } else {
@@ -166,6 +174,21 @@ async fn probe_view(proxy: bool) {
     );
     enter_view(b, proxy).await;
 
+    // A view taller than the window, its top in sight: the card asking about its message
+    // shows where the user is looking, not under the view's bottom.
+    b.click("#grow").await;
+    to_page(b).await;
+    b.wait_js(
+        "the view grown to its cap",
+        "return document.querySelector('.lmck-app-iframe').getBoundingClientRect().height >= 1500;",
+    )
+    .await;
+    b.js(
+        "document.querySelector('.lmck-app-iframe').scrollIntoView({block: 'start'}); return true;",
+    )
+    .await;
+    enter_view(b, proxy).await;
+
     // ui/message: a card asks the user; nothing is sent until Send, and then literally.
     let literal = "/test__greet name=x mirror-back @test://static/hello.txt";
     let upstream = || apps.env.mock.observed.requests.lock().unwrap().clone();
@@ -175,6 +198,15 @@ async fn probe_view(proxy: bool) {
     b.wait_text(".lmck-app-consent", "test wants to send:")
         .await;
     b.wait_text(".lmck-app-consent", literal).await;
+    let in_sight = b
+        .js(
+            "const c = document.querySelector('.lmck-app-consent').getBoundingClientRect(); \
+             const t = document.querySelector('.lmck-transcript').getBoundingClientRect(); \
+             return c.top >= t.top && c.bottom <= Math.min(t.bottom, window.innerHeight) + 1 \
+               ? 'in sight' : `card ${c.top}..${c.bottom}, transcript ${t.top}..${t.bottom}`;",
+        )
+        .await;
+    assert_eq!(in_sight, "in sight");
     b.screenshot(if proxy {
         "app-message-consent-proxy"
     } else {

@@ -57,10 +57,28 @@ async fn tool_call_is_approved_and_its_result_shows() {
     b.wait_for(".lmck-approval .lmck-allow").await;
     b.wait_text(".lmck-approval", "get_weather").await;
     b.wait_text(".lmck-badge-pending", "pending").await;
-    b.screenshot("03-approval").await;
     // Allow is focused: Enter approves.
     let focused = b.js("return document.activeElement && document.activeElement.classList.contains('lmck-allow');").await;
     assert_eq!(focused, Value::Bool(true), "Allow has the focus");
+    // Each argument with what the tool's schema says of it: the service sent the hints of this
+    // call only (the browser never gets tool lists), and a schema's text stays text.
+    let args = b.wait_text(".lmck-approval .lmck-args", "Oslo").await;
+    for part in ["city", "required", "The city to look up, e.g. <b>Oslo</b>"] {
+        assert!(args.contains(part), "{part:?} in {args:?}");
+    }
+    assert!(
+        !args.contains("units"),
+        "an optional argument not given is left out: {args:?}"
+    );
+    let markup = b
+        .js("return document.querySelectorAll('.lmck-arg-hint b').length;")
+        .await;
+    assert_eq!(markup, Value::from(0), "no markup from the schema");
+    b.screenshot("03-approval").await;
+    // A reload shows the same card: the hints are saved with the pending call.
+    b.client.refresh().await.unwrap();
+    b.wait_text(".lmck-approval .lmck-args", "The city to look up")
+        .await;
     b.click(".lmck-allow").await;
     b.wait_text(".lmck-tool-result", "Oslo: sunny, 21 °C").await;
     b.wait_text(".lmck-assistant .lmck-md", "The weather in Oslo is sunny.")

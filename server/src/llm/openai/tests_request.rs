@@ -51,6 +51,11 @@ fn ui_only_fields_are_never_sent() {
     let mut a = Message::assistant("").with_id("m1").with_tool_calls(vec![
         ToolCall {
             approval: Some(Approval::Approved),
+            hints: vec![lmchatkit_protocol::ArgumentHint {
+                name: "q".into(),
+                description: Some("what to look for".into()),
+                required: true,
+            }],
             ..ToolCall::new("c1", "search", json!({"q": "x"}))
         },
         ToolCall::new("c2", "broken", Value::String("{not json".into())),

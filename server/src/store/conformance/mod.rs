@@ -153,6 +153,11 @@ fn rich_messages() -> Vec<Message> {
     let mut assistant = Message::assistant("").with_id("r2").with_tool_calls(vec![
         ToolCall {
             approval: Some(Approval::Approved),
+            hints: vec![lmchatkit_protocol::ArgumentHint {
+                name: "city".into(),
+                description: Some("Where <b>the</b> weather is".into()),
+                required: true,
+            }],
             ..ToolCall::new(
                 "call_1",
                 "srv__weather",
