@@ -8,7 +8,7 @@
 #   - npm @modelcontextprotocol/server-basic-vanillajs@2.0.3  (an MCP Apps example, stdio)
 #   - npm @modelcontextprotocol/sdk@1.32.2  (its example Streamable HTTP server with the demo
 #     OAuth authorization server, `simpleStreamableHttp.js --oauth`: tests/user_mcp_oauth.rs)
-#   .tools/aisdk/: tests/aisdk/package.json (ai@6.0.0 and ai@6.0.326 side by side, npm aliases)
+#   .tools/aisdk/: tests/aisdk/package.json (ai@6.0.0, ai@6.0.326 and ai@7.0.185 side by side, npm aliases)
 #   .tools/a11y/: npm axe-core@4.14.1, which the browser tests run in the page (WCAG 2.1 A/AA)
 #   ~/.cargo/bin/mdbook: mdbook 0.5.4 from crates.io (search only: no server, no watcher), which
 #   scripts/test.sh builds the book (docs/) with

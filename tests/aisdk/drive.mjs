@@ -1,7 +1,7 @@
 // Drives a chat endpoint with the real AI SDK client (`AbstractChat` + `DefaultChatTransport`
 // from the `ai` package), the way an AI SDK app's UI would, and prints what it saw.
 //
-//   node tests/aisdk/drive.mjs <ai-version> < scenario.json      (ai-version: 6.0.0 | 6.0.326)
+//   node tests/aisdk/drive.mjs <ai-version> < scenario.json      (ai-version: 6.0.0 | 6.0.326 | 7.0.185)
 //
 // Scenario (stdin): {api, headers?, body?, chatId?, autoSendApprovals?, stepTimeoutMs?, steps: [...]},
 // a step is

@@ -1,6 +1,6 @@
 // Loads packages from the AI SDK test install (tests/aisdk/package.json, installed by
 // scripts/setup-test.sh into .tools/aisdk, or into $LMCHATKIT_AISDK_DIR). Both `ai` versions sit
-// side by side under npm aliases (`ai-6.0.0`, `ai-6.0.326`), so nothing here imports a bare `ai`:
+// side by side under npm aliases (`ai-6.0.0`, `ai-6.0.326`, `ai-7.0.185`), so nothing here imports a bare `ai`:
 // every import goes through an absolute path, whatever the working directory.
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -25,7 +25,7 @@ export async function importPackage(name) {
   return import(pathToFileURL(join(root, entry)).href);
 }
 
-/** Imports `ai` in one of the pinned versions ("6.0.0" or "6.0.326"). */
+/** Imports `ai` in one of the pinned versions ("6.0.0", "6.0.326" or "7.0.185"). */
 export async function importAi(version) {
   if (!/^\d+\.\d+\.\d+$/.test(version ?? '')) {
     throw new Error(`usage: an ai version such as 6.0.0, got ${JSON.stringify(version)}`);

@@ -4,9 +4,11 @@
 //! raw HTTP exchange after each step. Tests here only pass a scenario and judge the JSON.
 //!
 //! Decisions:
-//! - Two pinned client versions, side by side under npm aliases (`tests/aisdk/package.json`,
+//! - Three pinned client versions, side by side under npm aliases (`tests/aisdk/package.json`,
 //!   installed by `scripts/setup-test.sh` into `.tools/aisdk`): `6.0.0`, whose chunk schemas are
-//!   strict (an unknown key fails the stream), and the newest 6.0.x. Every test runs both.
+//!   strict (an unknown key fails the stream), the newest 6.0.x and `7.0.185` (npm's latest
+//!   major; it asks for Node 22 and runs on this machine's Node 20 with a warning). Every test
+//!   runs all three; [`AI_V7`] is the one that may ask for the v7 stream.
 //! - Missing packages skip the test with a note, or fail it under `LMCHATKIT_EXPECT_MCP=1`
 //!   ([`crate::installed`]), as the MCP tests do.
 //! - The driver never hangs (each step has its own timeout and records `"timeout": true`);
@@ -23,7 +25,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// The pinned client versions every AI SDK test runs against.
-pub const AI_VERSIONS: [&str; 2] = ["6.0.0", "6.0.326"];
+pub const AI_VERSIONS: [&str; 3] = ["6.0.0", "6.0.326", AI_V7];
+
+/// The pinned `ai@7` (its stream may hold the v7-only chunks when it asks for them).
+pub const AI_V7: &str = "7.0.185";
 
 /// The driver's default per-step timeout (`LMCHATKIT_AISDK_STEP_TIMEOUT_MS` overrides it).
 const STEP_TIMEOUT_MS: u64 = 20_000;

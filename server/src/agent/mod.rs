@@ -70,6 +70,9 @@ pub(crate) enum AgentEvent {
     ToolInput(ToolCall),
     /// The call waits for the user's approval.
     ApprovalRequested(ToolCall),
+    /// The operator's policy decided the call without asking anyone: `approved` (it runs; its
+    /// output follows) or not (its blocked result follows).
+    Decided { call: ToolCall, approved: bool },
     /// A call ran (or failed: `is_error`).
     ToolOutput { call_id: String, result: ToolResult },
     /// The user declined the call; it did not run. (A call the operator's policy denies is a
@@ -186,9 +189,15 @@ impl Agent {
             let mut results = Vec::new();
             for call in &step.calls {
                 match self.decide.decide(&scope, call).await {
-                    Decision::Allow => runs.push(call.clone()),
+                    Decision::Allow => {
+                        emit(out, decided(call, true)).await?;
+                        runs.push(call.clone());
+                    }
                     Decision::Ask => asks.push(call.clone()),
-                    Decision::Deny => results.push(blocked(call, out).await?),
+                    Decision::Deny => {
+                        emit(out, decided(call, false)).await?;
+                        results.push(blocked(call, out).await?);
+                    }
                 }
             }
             results.extend(self.run_calls(&scope, &runs, out).await?);
@@ -299,6 +308,14 @@ async fn finish(
 
 /// A call the operator's policy denies: reported as the tool's error (the user was never
 /// asked, so it is not a declined approval) and told to the model.
+/// The policy's own decision on `call`.
+fn decided(call: &ToolCall, approved: bool) -> AgentEvent {
+    AgentEvent::Decided {
+        call: call.clone(),
+        approved,
+    }
+}
+
 async fn blocked(call: &ToolCall, out: &mpsc::Sender<AgentEvent>) -> Result<Message, Gone> {
     report(out, call, ToolResult::error(blocked_text(&call.name))).await
 }

@@ -437,3 +437,28 @@ async fn dropping_the_run_cancels_the_running_tool_call() {
         "the tool call was dropped"
     );
 }
+
+#[tokio::test]
+async fn the_policys_own_decisions_are_reported_before_the_calls_outcome_and_asked_ones_are_not() {
+    let (agent, _) = agent(
+        Scripted {
+            steps: tools_then_text(vec![call("c1", "a"), call("c2", "rm"), call("c3", "b")]),
+            ..Scripted::default()
+        },
+        &[("rm", Decision::Deny), ("b", Decision::Ask)],
+        10,
+    );
+    let events = run(&agent, turn(vec![])).await;
+    let decided: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Decided { call, approved } => Some((call.id.as_str(), *approved)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(decided, [("c1", true), ("c2", false)]);
+    let at = |pred: &dyn Fn(&AgentEvent) -> bool| events.iter().position(pred).unwrap();
+    let decided_c1 = at(&|e| matches!(e, AgentEvent::Decided { call, .. } if call.id == "c1"));
+    let output_c1 = at(&|e| matches!(e, AgentEvent::ToolOutput { call_id, .. } if call_id == "c1"));
+    assert!(decided_c1 < output_c1, "{events:?}");
+}

@@ -14,6 +14,10 @@
 //!   `error` before them, so the client sets `chat.error` and keeps the partial text.
 //! - The message's metadata names the run that writes it (`runId`), first in `start`, so a
 //!   client can stop the run while it streams.
+//! - The policy's own decisions (`allow`, `deny`) are `ai@7`'s automatic approvals: a
+//!   `tool-approval-request` with `isAutomatic` and its `tool-approval-response`, before the
+//!   call's output. The route sends them only to clients that ask for the v7 stream
+//!   ([`lmchatkit_protocol::ui_stream::AI_SDK_VERSION_HEADER`]); the log holds them for all.
 //! - A stopped run ([`Translator::stop`]) closes what is open (the part, the step), sends the
 //!   metadata marked `stopped` (usage: what earlier requests reported; the cut call's usage is
 //!   unknown) and `abort`, as the AI SDK's own server ends an aborted stream: no `finish`.
@@ -144,6 +148,17 @@ impl Translator {
             }
             AgentEvent::ApprovalRequested(call) => {
                 out.push(UiChunk::tool_approval_request((self.sign)(&call), call.id));
+            }
+            // `ai@7` only (the route drops them for other clients): the policy's decision as
+            // an automatic approval, before the output.
+            AgentEvent::Decided { call, approved } => {
+                let reason = (!approved).then(|| "the operator's policy blocks this tool".into());
+                out.extend(UiChunk::automatic_approval(
+                    (self.sign)(&call),
+                    call.id,
+                    approved,
+                    reason,
+                ));
             }
             AgentEvent::ToolOutput { call_id, result } => {
                 match result.is_error {
@@ -344,6 +359,29 @@ mod tests {
                 json!({"type": "tool-input-error", "toolCallId": "c5", "toolName": "t", "input": "{not json", "errorText": "the model's tool arguments are not valid JSON", "dynamic": true}),
                 json!({"type": "tool-output-available", "toolCallId": "c6", "output": "a chart", "dynamic": true}),
                 json!({"type": "file", "url": "data:image/png;base64,iVBO", "mediaType": "image/png"}),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_policys_own_decisions_are_automatic_approvals_signed_like_asked_ones() {
+        let chunks = run(vec![
+            AgentEvent::Decided {
+                call: ToolCall::new("c1", "ls", json!({})),
+                approved: true,
+            },
+            AgentEvent::Decided {
+                call: ToolCall::new("c2", "rm", json!({})),
+                approved: false,
+            },
+        ]);
+        assert_eq!(
+            chunks[1..],
+            [
+                json!({"type": "tool-approval-request", "approvalId": "ap_c1", "toolCallId": "c1", "isAutomatic": true}),
+                json!({"type": "tool-approval-response", "approvalId": "ap_c1", "approved": true}),
+                json!({"type": "tool-approval-request", "approvalId": "ap_c2", "toolCallId": "c2", "isAutomatic": true}),
+                json!({"type": "tool-approval-response", "approvalId": "ap_c2", "approved": false, "reason": "the operator's policy blocks this tool"}),
             ]
         );
     }

@@ -12,15 +12,20 @@
 //!   `/api/conversations` is. While a run writes a thread, the thread is read with the reply
 //!   as it was when the run started (without it, for a new reply): the resumed stream carries
 //!   the rest, and a client that appends it to what it read gets each part once.
+//! - **Two client majors** ([`AI_SDK_VERSION_HEADER`]): a run's log holds the v7 stream, and a
+//!   client that did not ask for it (an `ai@6` one, which throws on a chunk it does not know)
+//!   gets it without the v7-only chunks, whichever client started the run. Threads read by such
+//!   a client lose the parts only `ai@7` knows ([`UiMessage::for_v6`]).
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use http::StatusCode;
 use http::header::HeaderValue;
 use lmchatkit_protocol::RUN_ID_HEADER;
 use lmchatkit_protocol::ui_stream::{
-    AiSdkChatRequest, AiSdkModelInfo, KEEP_ALIVE_FRAME, Thread, ThreadSummary,
-    UI_MESSAGE_STREAM_HEADER, UiMessage, to_ui_messages,
+    AI_SDK_VERSION_HEADER, AiSdkChatRequest, AiSdkModelInfo, KEEP_ALIVE_FRAME, Thread,
+    ThreadSummary, UI_MESSAGE_STREAM_HEADER, UiMessage, to_ui_messages, v6_may_read, wants_v7,
 };
 
 use crate::aisdk::chat;
@@ -34,21 +39,70 @@ pub(crate) async fn chat(state: &State, mut req: Req) -> Result<Response, ApiErr
     // Counted before the body is read: a client at its cap costs no parse. Held by the run and
     // by the response's body, and freed when both are gone (as the native route's).
     let permit = Arc::new(state.streams.open(req.cx.principal().id())?);
+    let v7 = v7(&req);
     let body: AiSdkChatRequest = req.json().await?;
     let services = state.aisdk();
     let plan = chat::plan(&services, &req.cx, body).await?;
     let run = chat::run(&services, plan, state.agent(), permit.clone()).await?;
-    let mut res = ui_stream(state, &run, permit);
+    let mut res = ui_stream(state, &run, permit, v7);
     if let Ok(v) = HeaderValue::from_str(run.id()) {
         res.headers_mut().insert(RUN_ID_HEADER, v);
     }
     Ok(res)
 }
 
-/// A UI Message Stream response tailing `run` from its start, holding `hold` while open.
-fn ui_stream(state: &State, run: &Run, hold: impl Send + 'static) -> Response {
+/// Whether the request asks for the v7 stream.
+fn v7(req: &Req) -> bool {
+    wants_v7(
+        req.parts
+            .headers
+            .get(AI_SDK_VERSION_HEADER)
+            .and_then(|v| v.to_str().ok()),
+    )
+}
+
+/// What an `ai@6` client may read of `bytes`, frames of the run's log (`id: n\ndata: {…}\n\n`,
+/// several at once on a replay): the frames without a v7-only chunk, `None` when none is left.
+/// Only bytes that mention an approval are looked at closer.
+fn for_v6(bytes: Bytes) -> Option<Bytes> {
+    const MARK: &[u8] = b"tool-approval-re";
+    let mentions = |b: &[u8]| b.windows(MARK.len()).any(|w| w == MARK);
+    if !mentions(&bytes) {
+        return Some(bytes);
+    }
+    let mut kept = Vec::with_capacity(bytes.len());
+    let mut rest = &bytes[..];
+    while !rest.is_empty() {
+        let end = rest
+            .windows(2)
+            .position(|w| w == b"\n\n")
+            .map_or(rest.len(), |at| at + 2);
+        let (frame, after) = rest.split_at(end);
+        let readable = !mentions(frame)
+            || std::str::from_utf8(frame).map_or(true, |text| {
+                text.lines()
+                    .filter_map(|l| l.strip_prefix("data: "))
+                    .all(v6_may_read)
+            });
+        if readable {
+            kept.extend_from_slice(frame);
+        }
+        rest = after;
+    }
+    (!kept.is_empty()).then(|| Bytes::from(kept))
+}
+
+/// A UI Message Stream response tailing `run` from its start, holding `hold` while open; the
+/// v7-only chunks only when `v7`.
+fn ui_stream(state: &State, run: &Run, hold: impl Send + 'static, v7: bool) -> Response {
+    use futures_util::StreamExt;
+    let frames = run.follow_holding(0, hold);
+    let frames = match v7 {
+        true => frames,
+        false => frames.filter_map(|f| std::future::ready(for_v6(f))).boxed(),
+    };
     let mut res = sse::response_with(
-        run.follow_holding(0, hold),
+        frames,
         state.settings.heartbeat,
         KEEP_ALIVE_FRAME.as_bytes(),
     );
@@ -77,7 +131,7 @@ pub(crate) async fn resume(state: &State, req: Req, param: &str) -> Result<Respo
         return Ok(res);
     };
     let permit = state.streams.open(principal.id())?;
-    Ok(ui_stream(state, &run, permit))
+    Ok(ui_stream(state, &run, permit, v7(&req)))
 }
 
 /// `GET /api/aisdk/threads`: the principal's threads, newest first, with the usage totals the
@@ -96,6 +150,9 @@ pub(crate) async fn thread(state: &State, req: Req, raw: &str) -> Result<Respons
             let mut messages = to_ui_messages(&c.messages);
             if let Some(run) = state.runs.active(&req.cx.principal(), &id).await {
                 as_before(&mut messages, &run);
+            }
+            if !v7(&req) {
+                messages = messages.into_iter().map(UiMessage::for_v6).collect();
             }
             Ok(json(
                 StatusCode::OK,
@@ -148,4 +205,40 @@ pub(crate) async fn models(state: &State, req: Req) -> Result<Response, ApiError
         })
         .collect();
     Ok(json_etag(&req.parts.headers, &list))
+}
+
+#[cfg(test)]
+mod tests {
+    use lmchatkit_protocol::ui_stream::UiChunk;
+
+    use super::*;
+
+    fn frame(id: u64, c: &UiChunk) -> String {
+        format!("id: {id}\ndata: {}\n\n", c.to_json())
+    }
+
+    #[test]
+    fn a_v6_client_gets_every_frame_of_a_replay_but_the_v7_only_ones() {
+        let [request, response] = UiChunk::automatic_approval("ap1", "c1", true, None);
+        let input = UiChunk::tool_input_available("c1", "t", serde_json::json!({}));
+        let output = UiChunk::tool_output_available("c1", serde_json::json!("ok"));
+        let replay = [
+            frame(1, &input),
+            frame(2, &request),
+            frame(3, &response),
+            frame(4, &output),
+        ]
+        .concat();
+        let got = for_v6(Bytes::from(replay)).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            [frame(1, &input), frame(4, &output)].concat()
+        );
+        // A frame alone: dropped, or passed on as it is.
+        assert_eq!(for_v6(Bytes::from(frame(2, &request))), None);
+        let asked = Bytes::from(frame(5, &UiChunk::tool_approval_request("ap2", "c2")));
+        assert_eq!(for_v6(asked.clone()), Some(asked));
+        let text = Bytes::from(frame(6, &UiChunk::text_delta("t1", "hi")));
+        assert_eq!(for_v6(text.clone()), Some(text));
+    }
 }

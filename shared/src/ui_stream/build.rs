@@ -115,10 +115,38 @@ impl UiMessageBuilder {
             UiChunk::ToolApprovalRequest {
                 approval_id,
                 tool_call_id,
+                is_automatic,
             } => self.tool(tool_call_id, |t| {
                 t.state = UiToolState::ApprovalRequested;
-                t.approval = Some(UiApproval::new(approval_id));
+                let mut approval = UiApproval::new(approval_id);
+                if let Some(auto) = is_automatic {
+                    approval
+                        .unknown
+                        .insert("isAutomatic".into(), Value::Bool(*auto));
+                }
+                t.approval = Some(approval);
             }),
+            UiChunk::ToolApprovalResponse {
+                approval_id,
+                approved,
+                reason,
+            } => {
+                let found = self.message.parts.iter_mut().rev().find_map(|p| match p {
+                    UiPart::Tool(t)
+                        if t.approval.as_ref().is_some_and(|a| &a.id == approval_id) =>
+                    {
+                        Some(t)
+                    }
+                    _ => None,
+                });
+                if let Some(t) = found
+                    && let Some(a) = t.approval.as_mut()
+                {
+                    t.state = UiToolState::ApprovalResponded;
+                    a.approved = Some(*approved);
+                    a.reason = reason.clone();
+                }
+            }
             UiChunk::ToolOutputAvailable {
                 tool_call_id,
                 output,

@@ -15,6 +15,12 @@
 //!   the type does not check that.
 //! - `data-<name>` chunks have an open set of names, so they are one variant
 //!   ([`UiChunk::Data`]) with the name beside the payload.
+//! - **Two client majors.** `ai@7` reads every `ai@6` chunk and adds its own; `ai@6` throws on
+//!   those. The v7-only ones this crate writes are the policy's automatic decisions: a
+//!   `tool-approval-request` with `isAutomatic: true` and the `tool-approval-response` that
+//!   follows it ([`UiChunk::is_v7_only`]). A server sends them only to a client that asked
+//!   ([`AI_SDK_VERSION_HEADER`]) and drops them for the others ([`v6_may_read`]); without them
+//!   the stream is exactly what `ai@6.0.0` reads.
 
 use serde::de::{self, Deserializer};
 use serde::ser::Serializer;
@@ -36,6 +42,44 @@ pub const DONE_DATA: &str = "[DONE]";
 /// The SSE comment a server may send to keep an idle stream open (ignored by clients).
 pub const KEEP_ALIVE_FRAME: &str = ": keep-alive\n\n";
 
+/// Request header by which a client says which AI SDK major reads the stream (`7`); without
+/// it (or with `6`) the stream holds only what `ai@6.0.0` reads. It applies to the chat
+/// `POST`, the stream's resume `GET` and the thread `GET`s:
+/// `new DefaultChatTransport({ api, headers: { 'x-lmchatkit-ai-sdk': '7' } })`.
+pub const AI_SDK_VERSION_HEADER: &str = "x-lmchatkit-ai-sdk";
+
+/// Whether the value of [`AI_SDK_VERSION_HEADER`] asks for the v7 stream (a major of 7 or
+/// more; anything unreadable is taken as 6, the stream every client reads).
+///
+/// ```
+/// use lmchatkit_protocol::ui_stream::wants_v7;
+/// assert!(wants_v7(Some("7")) && wants_v7(Some(" 8 ")));
+/// assert!(!wants_v7(Some("6")) && !wants_v7(Some("seven")) && !wants_v7(None));
+/// ```
+pub fn wants_v7(header: Option<&str>) -> bool {
+    header
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .is_some_and(|major| major >= 7)
+}
+
+/// Whether an `ai@6` client may read the chunk whose JSON is `data` (an SSE frame's `data:`):
+/// `false` for the chunks [`UiChunk::is_v7_only`] names. Cheap for the common case: only a
+/// chunk that mentions an approval is parsed.
+///
+/// ```
+/// use lmchatkit_protocol::ui_stream::{v6_may_read, UiChunk};
+/// assert!(v6_may_read(&UiChunk::text_delta("t1", "isAutomatic").to_json()));
+/// assert!(v6_may_read(&UiChunk::tool_approval_request("ap1", "c1").to_json()));
+/// let auto = UiChunk::automatic_approval("ap1", "c1", true, None);
+/// assert!(auto.iter().all(|c| !v6_may_read(&c.to_json())));
+/// ```
+pub fn v6_may_read(data: &str) -> bool {
+    if !data.contains("tool-approval-re") {
+        return true;
+    }
+    serde_json::from_str::<UiChunk>(data).map_or(true, |c| !c.is_v7_only())
+}
+
 /// One chunk as an SSE frame: `data: {json}\n\n`.
 ///
 /// ```
@@ -47,6 +91,19 @@ pub fn sse_frame(chunk: &UiChunk) -> String {
 }
 
 impl UiChunk {
+    /// Whether only `ai@7` reads the chunk (an `ai@6` client throws on it): a
+    /// `tool-approval-response`, or a `tool-approval-request` with `isAutomatic`.
+    pub fn is_v7_only(&self) -> bool {
+        matches!(
+            self,
+            UiChunk::ToolApprovalResponse { .. }
+                | UiChunk::ToolApprovalRequest {
+                    is_automatic: Some(_),
+                    ..
+                }
+        )
+    }
+
     /// The chunk as one line of JSON (an SSE frame's `data:`).
     pub fn to_json(&self) -> String {
         // Serializing these types cannot fail: every map key is a string and `Value` is valid
@@ -229,12 +286,27 @@ pub enum UiChunk {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         title: Option<String>,
     },
-    /// The call waits for the user's approval (the step ends after this).
+    /// The call waits for the user's approval (the step ends after this), or, with
+    /// `is_automatic`, the policy decided it without asking (a
+    /// [`UiChunk::ToolApprovalResponse`] follows).
     ToolApprovalRequest {
         /// The approval id the client answers with `addToolApprovalResponse`.
         approval_id: String,
         /// The call id.
         tool_call_id: String,
+        /// `ai@7` only: the policy decided without the user; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        is_automatic: Option<bool>,
+    },
+    /// `ai@7` only: the answer to an approval request (here: the policy's automatic one).
+    ToolApprovalResponse {
+        /// The approval id of the request it answers.
+        approval_id: String,
+        /// Whether the call may run.
+        approved: bool,
+        /// Why; omitted when `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// The tool's result.
     ToolOutputAvailable {
@@ -356,6 +428,7 @@ const KNOWN_TYPES: &[&str] = &[
     "tool-input-available",
     "tool-input-error",
     "tool-approval-request",
+    "tool-approval-response",
     "tool-output-available",
     "tool-output-error",
     "tool-output-denied",

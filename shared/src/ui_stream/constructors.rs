@@ -120,7 +120,31 @@ impl UiChunk {
         UiChunk::ToolApprovalRequest {
             approval_id: approval_id.into(),
             tool_call_id: tool_call_id.into(),
+            is_automatic: None,
         }
+    }
+
+    /// `ai@7` only: the policy's decision on a call, made without asking the user — a
+    /// `tool-approval-request` with `isAutomatic: true` and its `tool-approval-response`.
+    pub fn automatic_approval(
+        approval_id: impl Into<String>,
+        tool_call_id: impl Into<String>,
+        approved: bool,
+        reason: Option<String>,
+    ) -> [Self; 2] {
+        let approval_id = approval_id.into();
+        [
+            UiChunk::ToolApprovalRequest {
+                approval_id: approval_id.clone(),
+                tool_call_id: tool_call_id.into(),
+                is_automatic: Some(true),
+            },
+            UiChunk::ToolApprovalResponse {
+                approval_id,
+                approved,
+                reason,
+            },
+        ]
     }
 
     /// `tool-output-available` for a dynamic tool.

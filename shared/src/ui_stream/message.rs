@@ -304,6 +304,41 @@ pub enum UiPart {
     Other(Value),
 }
 
+impl UiMessage {
+    /// The message as an `ai@6` client may read it, and would have built it from the stream
+    /// it was sent: parts of types this crate does not know (`ai@7`'s `custom`,
+    /// `reasoning-file`, `steering-message`, … — `ai@6`'s `validateUIMessages` rejects them)
+    /// are left out, the policy's automatic approvals (`isAutomatic`: chunks an `ai@6` client
+    /// never gets) too, and other approvals lose the keys `ai@6` does not have.
+    ///
+    /// ```
+    /// use lmchatkit_protocol::ui_stream::UiMessage;
+    /// let m: UiMessage = serde_json::from_value(serde_json::json!({
+    ///     "id": "m1", "role": "user",
+    ///     "parts": [{"type": "text", "text": "hi"}, {"type": "custom", "kind": "x.note"}]
+    /// })).unwrap();
+    /// let v6 = serde_json::to_value(m.for_v6()).unwrap();
+    /// assert_eq!(v6["parts"], serde_json::json!([{"type": "text", "text": "hi"}]));
+    /// ```
+    pub fn for_v6(mut self) -> Self {
+        self.parts.retain(|p| !matches!(p, UiPart::Other(_)));
+        for part in &mut self.parts {
+            if let UiPart::Tool(t) = part {
+                let automatic = t
+                    .approval
+                    .as_ref()
+                    .is_some_and(|a| a.unknown.get("isAutomatic") == Some(&Value::Bool(true)));
+                if automatic {
+                    t.approval = None;
+                } else if let Some(a) = t.approval.as_mut() {
+                    a.unknown.clear();
+                }
+            }
+        }
+        self
+    }
+}
+
 impl UiPart {
     /// A text part with no state.
     pub fn text(text: impl Into<String>) -> Self {

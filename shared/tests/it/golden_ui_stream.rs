@@ -255,7 +255,7 @@ fn a_reader_keeps_unknown_chunk_types_ignores_unknown_keys_and_rejects_malformed
         UiChunk::abort()
     );
     let newer = json!({"type": "tool-approval-request", "approvalId": "a", "toolCallId": "c",
-        "isAutomatic": false});
+        "signature": "s1"});
     assert_eq!(
         serde_json::from_value::<UiChunk>(newer).unwrap(),
         UiChunk::tool_approval_request("a", "c")
@@ -665,4 +665,66 @@ fn a_rust_client_builds_the_message_the_recorded_stream_describes() {
         ]
     );
     assert!(m["metadata"].is_object(), "{m}");
+}
+
+#[test]
+fn the_policys_automatic_approval_is_two_v7_chunks_that_a_v6_client_never_reads() {
+    let [request, response] = UiChunk::automatic_approval("ap1", "c1", false, Some("no".into()));
+    chunk(
+        request.clone(),
+        json!({"type": "tool-approval-request", "approvalId": "ap1", "toolCallId": "c1",
+               "isAutomatic": true}),
+    );
+    chunk(
+        response.clone(),
+        json!({"type": "tool-approval-response", "approvalId": "ap1", "approved": false,
+               "reason": "no"}),
+    );
+    for c in [&request, &response] {
+        assert!(c.is_v7_only(), "{c:?}");
+        assert!(!v6_may_read(&c.to_json()), "{c:?}");
+        // Read back as written.
+        assert_eq!(&serde_json::from_str::<UiChunk>(&c.to_json()).unwrap(), c);
+    }
+    // What ai@6 reads stays readable, approvals included.
+    let asked = UiChunk::tool_approval_request("ap2", "c2");
+    assert!(!asked.is_v7_only() && v6_may_read(&asked.to_json()));
+    assert!(v6_may_read("not json, tool-approval-response"));
+    // The header says which major reads the stream.
+    assert_eq!(AI_SDK_VERSION_HEADER, "x-lmchatkit-ai-sdk");
+    assert!(wants_v7(Some("7")) && !wants_v7(Some("6")) && !wants_v7(None));
+}
+
+#[test]
+fn a_message_builds_the_automatic_approval_as_the_v7_client_shows_it() {
+    let mut b = UiMessageBuilder::new("m1", None);
+    let mut chunks = vec![
+        UiChunk::tool_input_start("c1", "get_weather"),
+        UiChunk::tool_input_available("c1", "get_weather", json!({"city": "Oslo"})),
+    ];
+    chunks.extend(UiChunk::automatic_approval("ap1", "c1", true, None));
+    chunks.push(UiChunk::tool_output_available("c1", json!("sunny")));
+    for c in &chunks {
+        b.apply(c);
+    }
+    let part = to(&b.message().parts[0]);
+    assert_eq!(part["state"], "output-available", "{part}");
+    assert_eq!(
+        part["approval"],
+        json!({"id": "ap1", "approved": true, "isAutomatic": true})
+    );
+    // An ai@6 reader gets the part as its stream built it: without the automatic approval.
+    let v6 = to(&b.message().clone().for_v6());
+    assert_eq!(v6["parts"][0].get("approval"), None, "{v6}");
+    assert_eq!(v6["parts"][0]["state"], "output-available");
+    // A user's answer stays, without keys ai@6 does not have.
+    let answered: UiMessage = serde_json::from_value(json!({"id": "m2", "role": "assistant",
+        "parts": [{"type": "dynamic-tool", "toolName": "t", "toolCallId": "c2",
+                   "state": "approval-responded", "input": {},
+                   "approval": {"id": "ap2", "approved": true, "signature": "s"}}]}))
+    .unwrap();
+    assert_eq!(
+        to(&answered.for_v6())["parts"][0]["approval"],
+        json!({"id": "ap2", "approved": true})
+    );
 }

@@ -12,7 +12,7 @@ use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::protocol::ToolDecision;
 use lmchatkit::store::MemoryStore;
 use lmchatkit::{ApprovalPolicy, ChatService, Config};
-use lmchatkit_tests::aisdk::{AI_VERSIONS, available, drive};
+use lmchatkit_tests::aisdk::{AI_V7, AI_VERSIONS, available, drive};
 use lmchatkit_tests::mock_upstream::MockUpstream;
 use lmchatkit_tests::serve::{Served, serve};
 use lmchatkit_tests::test_host::TestHost;
@@ -393,5 +393,145 @@ async fn a_reload_reads_the_thread_back_and_it_passes_validate_ui_messages() {
             Some(4),
             "{version}"
         );
+    }
+}
+
+#[tokio::test]
+async fn a_v7_client_that_asks_sees_the_policys_automatic_approval_and_no_other_client_does() {
+    let s = setup(ApprovalPolicy::new(ToolDecision::Allow)).await;
+    if !available() {
+        return;
+    }
+    let api = s.server.url("/chat/api/aisdk/chat");
+    // ai@6.0.0 (strict chunk schemas) and ai@7 without the header get the v6 stream.
+    for (version, asks) in [(AI_V7, true), ("6.0.0", false), (AI_V7, false)] {
+        let chat_id = format!("auto-{version}-{asks}");
+        let thread = s.server.url(&format!("/chat/api/aisdk/threads/{chat_id}"));
+        let mut sc = json!({"api": api, "chatId": chat_id, "body": {"model": "mock-small"},
+            "steps": [{"send": "use the tool"}, {"loadThread": thread}]});
+        if asks {
+            sc["headers"] = json!({"x-lmchatkit-ai-sdk": "7"});
+        }
+        let out = drive(version, &sc).await;
+        let step = &out["steps"][0];
+        ok(version, step);
+        let part = tool_part(&step["messages"][1]);
+        assert_eq!(part["state"], "output-available", "{version}: {part}");
+        assert_eq!(part["output"], "Oslo: sunny, 21 °C", "{version}");
+        let body = step["responses"][0]["body"].as_str().unwrap_or_default();
+        if asks {
+            assert_eq!(part["approval"]["isAutomatic"], true, "{part}");
+            assert_eq!(part["approval"]["approved"], true, "{part}");
+            assert!(
+                body.contains(r#""type":"tool-approval-response""#),
+                "{body}"
+            );
+        } else {
+            assert_eq!(part.get("approval"), None, "{version}: {part}");
+            for v7_only in ["isAutomatic", "tool-approval-response"] {
+                assert!(!body.contains(v7_only), "{version}: {v7_only} in {body}");
+            }
+        }
+        // The thread reads back as that client showed it, and validates in it.
+        let loaded = &out["steps"][1];
+        assert_eq!(loaded["validation"]["ok"], true, "{version}: {loaded}");
+        assert_eq!(
+            loaded["thread"]["messages"][1]["parts"], step["messages"][1]["parts"],
+            "{version}"
+        );
+    }
+}
+
+/// A chat `POST` of `body` by a client that asks for the v7 stream; its response, a 200.
+async fn post_as_v7(http: &reqwest::Client, api: &str, body: &Value) -> reqwest::Response {
+    let res = http
+        .post(api)
+        .header("x-lmchatkit-ai-sdk", "7")
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    res
+}
+
+#[tokio::test]
+async fn a_v6_client_resuming_a_run_a_v7_client_started_gets_no_v7_chunk() {
+    let s = setup(ApprovalPolicy::new(ToolDecision::Allow)).await;
+    let api = s.server.url("/chat/api/aisdk/chat");
+    // The tool call, then a 2 s paced reply: the run is still writing when the second tab comes.
+    let body = json!({"id": "shared-run", "model": "mock-small", "messages": [
+        {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "use the tool paced"}]}
+    ]});
+    let http = reqwest::Client::new();
+    let mut started = post_as_v7(&http, &api, &body).await;
+    let mut v7_body = String::new();
+    while !v7_body.contains("tool-output-available") {
+        let chunk = started.chunk().await.unwrap().expect("the stream goes on");
+        v7_body.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    // Another tab follows the same run without asking for v7: replayed from the run's start.
+    let followed = http
+        .get(format!("{api}/shared-run/stream"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(followed.status(), 200, "the run is still writing");
+    let v6_body = followed.text().await.unwrap();
+    while let Some(chunk) = started.chunk().await.unwrap() {
+        v7_body.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(v7_body.contains(r#""isAutomatic":true"#), "{v7_body}");
+    assert!(v7_body.contains("tool-approval-response"), "{v7_body}");
+    for v7_only in ["isAutomatic", "tool-approval-response"] {
+        assert!(!v6_body.contains(v7_only), "{v7_only} in {v6_body}");
+    }
+    // The rest is the same stream: the tool's output and the whole reply.
+    assert!(v6_body.contains("Oslo: sunny"), "{v6_body}");
+    assert!(v6_body.contains("p99"), "{v6_body}");
+}
+
+#[tokio::test]
+async fn messages_with_v7_parts_are_accepted_and_kept_and_a_v6_reader_gets_them_left_out() {
+    let s = setup(ApprovalPolicy::default()).await;
+    let api = s.server.url("/chat/api/aisdk/chat");
+    let custom = json!({"type": "custom", "kind": "app.note", "note": "kept"});
+    let body = json!({"id": "v7-parts", "model": "mock-small", "messages": [
+        {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hello"}, custom]}
+    ]});
+    let http = reqwest::Client::new();
+    let stream = post_as_v7(&http, &api, &body).await.text().await.unwrap();
+    assert!(stream.contains(r#""type":"finish""#), "{stream}");
+    let url = s.server.url("/chat/api/aisdk/threads/v7-parts");
+    let read = |v7: bool| {
+        let mut get = http.get(&url);
+        if v7 {
+            get = get.header("x-lmchatkit-ai-sdk", "7");
+        }
+        async move { get.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let for_v7 = read(true).await;
+    assert_eq!(
+        for_v7["messages"][0]["parts"],
+        json!([{"type": "text", "text": "hello"}, custom])
+    );
+    let for_v6 = read(false).await;
+    assert_eq!(
+        for_v6["messages"][0]["parts"],
+        json!([{"type": "text", "text": "hello"}])
+    );
+    // What each real client reads back passes its own validateUIMessages.
+    if !available() {
+        return;
+    }
+    for (version, headers) in [
+        ("6.0.0", json!({})),
+        (AI_V7, json!({"x-lmchatkit-ai-sdk": "7"})),
+    ] {
+        let sc = json!({"api": api, "chatId": "v7-parts", "headers": headers,
+            "steps": [{"loadThread": url}]});
+        let out = drive(version, &sc).await;
+        let loaded = &out["steps"][0];
+        assert_eq!(loaded["validation"]["ok"], true, "{version}: {loaded}");
     }
 }

@@ -63,7 +63,10 @@ async fn tool_call_round_trip_with_usage() {
     assert_eq!(
         events,
         vec![
-            json!({"type": "tool_call", "decision": "ask", "tool_call": {"id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"}}}),
+            // A call the user is asked about carries its schema's hints for the card.
+            json!({"type": "tool_call", "decision": "ask", "tool_call": {"id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"},
+                "hints": [{"name": "city", "description": "The city to look up, e.g. <b>Oslo</b>", "required": true},
+                          {"name": "units", "description": "Celsius or Fahrenheit"}]}}),
             json!({"type": "done", "finish_reason": "tool_calls"}),
         ]
     );

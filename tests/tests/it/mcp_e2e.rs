@@ -85,7 +85,8 @@ async fn tool_loop_runs_on_server_everything() {
     let events = chat(&server, &messages).await;
     assert_eq!(
         events[0],
-        json!({"type": "tool_call", "decision": "ask", "tool_call": {"id": "call_mcp", "name": "everything__echo", "arguments": {"message": "hi from the model"}}})
+        json!({"type": "tool_call", "decision": "ask", "tool_call": {"id": "call_mcp", "name": "everything__echo", "arguments": {"message": "hi from the model"},
+            "hints": [{"name": "message", "description": "Message to echo", "required": true}]}})
     );
     let first = mock.observed.requests.lock().unwrap()[0].clone();
     let offered: Vec<&str> = first["tools"]
