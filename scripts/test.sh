@@ -39,8 +39,8 @@ echo "== UI and packages (at ${SECONDS} s)"
 export LMCHATKIT_EXPECT_PACKAGES=1
 
 echo "== fmt (at ${SECONDS} s)";     cargo fmt --all -- --check
-# Clippy over every target (`--test browser --test packaged`: those two are not in
-# `--all-targets`, tests/Cargo.toml says why). In CI, which builds once in a fresh clone, the lints run while
+# Clippy over every target (`--test browser`: the browser tests are not in `--all-targets`,
+# tests/Cargo.toml says why). In CI, which builds once in a fresh clone, the lints run while
 # the tests' build compiles the workspace (below): clippy-driver is then the workspace's
 # compiler, as `cargo clippy` makes it for `cargo check`, with the same `-D warnings`
 # (CLIPPY_ARGS is how cargo-clippy hands it over), so the dependencies are compiled once
@@ -53,7 +53,7 @@ if [ -n "${CI:-}" ]; then
 else
   clippy_in_build=0
   echo "== clippy (at ${SECONDS} s)"
-  cargo clippy --workspace --all-targets --test browser --test packaged -j"$JOBS" -- -D warnings
+  cargo clippy --workspace --all-targets --test browser -j"$JOBS" -- -D warnings
 fi
 echo "== clippy (no default features) (at ${SECONDS} s)"
 cargo clippy -p lmchatkit --no-default-features --lib -j"$JOBS" -- -D warnings
@@ -80,7 +80,7 @@ if [ "$clippy_in_build" = 1 ]; then
   export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 fi
 cargo test --workspace --no-run -j"$JOBS"
-cargo test --workspace --no-run --test browser --test packaged -j"$JOBS"
+cargo test --workspace --no-run --test browser -j"$JOBS"
 echo "== trunk (at ${SECONDS} s)"
 while [ ! -e "$trunk_ready" ]; do
   if ! kill -0 "$tools_pid" 2>/dev/null; then
@@ -98,14 +98,6 @@ echo "== tests run (at ${SECONDS} s)"
 browser_log="${CARGO_TARGET_DIR:-target}/browser-tests.log"
 cargo test --workspace --no-fail-fast --test browser -j"$JOBS" >"$browser_log" 2>&1 &
 browser_pid=$!
-# The packaged crates' consumer (tests/tests/packaged.rs) beside them too: its cargo builds
-# take the cores the waiting tests leave (and take turns with timed ones, src/quiet.rs). It
-# starts 3 s late: its builds hold cargo's lock on the build folder, which the other runs
-# take for a moment at their start, to see that the build above is fresh.
-packaged_log="${CARGO_TARGET_DIR:-target}/packaged-tests.log"
-(sleep 3 && exec cargo test --workspace --no-fail-fast --test packaged -j"$JOBS") \
-  >"$packaged_log" 2>&1 &
-packaged_pid=$!
 others=0
 # --no-fail-fast: every failing binary shows in one run.
 cargo test --workspace --no-fail-fast -j"$JOBS" || others=$?
@@ -113,13 +105,8 @@ browser=0
 wait "$browser_pid" || browser=$?
 echo "== browser tests (ended at ${SECONDS} s)"
 cat "$browser_log"
-packaged=0
-wait "$packaged_pid" || packaged=$?
-echo "== packaged crates' tests (ended at ${SECONDS} s)"
-cat "$packaged_log"
-if [ "$others" != 0 ] || [ "$browser" != 0 ] || [ "$packaged" != 0 ]; then
-  echo "tests failed (the others: exit $others; the browser tests: exit $browser;" \
-    "the packaged crates' tests: exit $packaged)" >&2
+if [ "$others" != 0 ] || [ "$browser" != 0 ]; then
+  echo "tests failed (the others: exit $others; the browser tests: exit $browser)" >&2
   exit 1
 fi
 echo "== mdbook (at ${SECONDS} s)"

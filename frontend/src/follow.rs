@@ -347,6 +347,7 @@ fn bubble_for(chat: &Chat, id: Option<String>) -> UiMessage {
             d.usage = None;
             d.cost_usd = None;
             d.stopped = false;
+            d.failed = None;
         });
         ui.html.set(String::new());
         ui.error.set(None);

@@ -146,6 +146,8 @@ impl ReplyWriter {
             }
             Event::Error { error } => {
                 self.terminal = true;
+                // Saved with the reply, so a reload still shows it was cut off.
+                ui.data.update(|d| d.failed = Some(error.clone()));
                 self.ended.failed = Some(error);
             }
             Event::Saved { revision } => {

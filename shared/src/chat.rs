@@ -497,6 +497,11 @@ pub struct Message {
     /// was written until then. Omitted when `false`.
     #[serde(default, skip_serializing_if = "crate::is_false")]
     pub stopped: bool,
+    /// On an assistant message: its run failed before the model finished (the upstream's
+    /// error, as the `error` event said it), so it holds what was written until then. Omitted
+    /// when `None`. The model is told, in its next turn, that the reply was cut off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 impl Message {
@@ -520,6 +525,7 @@ impl Message {
             from_app: None,
             aisdk: None,
             stopped: false,
+            failed: None,
         }
     }
 

@@ -6,12 +6,9 @@
 //! node and npm each fail loudly when called, and without the rustup proxies (cargo and rustc
 //! come from the toolchain's own folder), so the packages prove they need none of them.
 //!
-//! A binary of its own, outside `cargo test`'s default set (`--test packaged`):
-//! `scripts/test.sh` runs it beside the other test binaries, as its cargo builds are CPU work
-//! where they mostly wait, and each build holds the shared quiet lock
-//! ([`lmchatkit_tests::quiet`]), so a test that times a latency waits for the build under way.
-//! `scripts/test.sh` packages first and sets `LMCHATKIT_EXPECT_PACKAGES`, so missing packages
-//! fail there; elsewhere the tests say why they skip.
+//! A binary of its own: it runs cargo, which must not share the machine with the other tests'
+//! timing. `scripts/test.sh` packages first and sets `LMCHATKIT_EXPECT_PACKAGES`, so missing
+//! packages fail there; elsewhere the tests say why they skip.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -152,7 +149,6 @@ fn cargo(dir: &Path, path: &str, args: &[&str]) {
 /// [`cargo`]'s run: whether it succeeded, and what it wrote to stderr.
 fn cargo_output(dir: &Path, path: &str, args: &[&str]) -> (bool, String) {
     let _one = CARGO.lock().unwrap_or_else(|e| e.into_inner());
-    let _quiet = lmchatkit_tests::quiet::shared();
     let mut cmd = Command::new("cargo");
     for (key, _) in std::env::vars() {
         let keep = key == "CARGO_HOME" || key == "CARGO_TERM_COLOR";

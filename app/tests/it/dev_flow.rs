@@ -73,11 +73,8 @@ async fn the_dev_script_serves_the_ui_and_the_page_can_post_through_trunk() {
     let page = loop {
         match client.get(format!("{ui}/")).send().await {
             Ok(r) if r.status() == 200 => break r.text().await.unwrap(),
-            // A cold debug build of the UI takes about 150 s on 2 cores; beside the packaged
-            // crates' builds (scripts/test.sh runs them at the same time) it may first wait
-            // for cargo's lock on the build folder.
-            _ if started.elapsed() > Duration::from_secs(600) => {
-                panic!("trunk serve did not answer within 600 s")
+            _ if started.elapsed() > Duration::from_secs(300) => {
+                panic!("trunk serve did not answer within 300 s")
             }
             _ => tokio::time::sleep(Duration::from_millis(500)).await,
         }

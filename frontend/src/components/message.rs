@@ -2,7 +2,8 @@
 //! Assistant: the collapsible "Thinking" block, tool-call cards, the Markdown answer (through
 //! [`crate::markdown`] only), typing dots while waiting, the error with Retry, info cards, the
 //! approval cards of pending calls, and a footer with time, a "Stopped" mark (a reply whose run
-//! was stopped), usage, copy (Markdown / HTML) and regenerate. The footer's cost is the reply's `cost_usd` (absent, so not shown, when the model's
+//! was stopped) or an "Interrupted" one (its run failed: the error is its tooltip, and the live
+//! error with Retry is gone after a reload, the mark is not), usage, copy (Markdown / HTML) and regenerate. The footer's cost is the reply's `cost_usd` (absent, so not shown, when the model's
 //! price is unknown). Tool messages are not bubbles (their results show in the cards).
 
 use leptos::prelude::*;
@@ -148,6 +149,8 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
     let has_text = Memo::new(move |_| d.with(|d| !d.content.is_empty()));
     let d = ui.data.clone();
     let stopped = Memo::new(move |_| d.with(|d| d.stopped));
+    let d = ui.data.clone();
+    let failed = Memo::new(move |_| d.with(|d| d.failed.clone()));
     let (streaming, html, error) = (ui.streaming.clone(), ui.html.clone(), ui.error.clone());
     let (s1, s2, s3) = (streaming.clone(), streaming.clone(), streaming.clone());
     let err2 = error.clone();
@@ -221,6 +224,11 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
                 <Show when=move || stopped.get()>
                     <span class="lmck-stopped" title="Stopped before the model finished: the reply is what came until then">"Stopped"</span>
                 </Show>
+                {move || failed.get().map(|e| view! {
+                    <span class="lmck-stopped lmck-interrupted"
+                        title=format!("Cut off by an error before the model finished ({e}): the reply is what came until then")>
+                        "Interrupted"</span>
+                })}
                 {move || usage.get().map(|u| view! {
                     <span class="lmck-usage" title=usage_detail(&u)>
                         {format!("{} tokens", u.tokens())}

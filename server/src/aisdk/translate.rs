@@ -11,7 +11,8 @@
 //!   Outputs are the tool's text; a failing tool is `tool-output-error`; images the tool
 //!   returned follow as `file` parts (`data:` URLs).
 //! - The end is `message-metadata` (model, usage, time) then `finish`; an upstream failure is
-//!   `error` before them, so the client sets `chat.error` and keeps the partial text.
+//!   `error` before them, so the client sets `chat.error` and keeps the partial text, and the
+//!   metadata says `failed` with the error, so the saved reply is marked cut off.
 //! - The message's metadata names the run that writes it (`runId`), first in `start`, so a
 //!   client can stop the run while it streams.
 //! - The policy's own decisions (`allow`, `deny`) are `ai@7`'s automatic approvals: a
@@ -51,6 +52,8 @@ pub(crate) struct Translator {
     run_id: Option<String>,
     /// A step is open (`start-step` sent, `finish-step` not yet).
     in_step: bool,
+    /// The upstream's error, once the turn failed (the metadata says so at the end).
+    failed: Option<String>,
     now_ms: fn() -> i64,
 }
 
@@ -72,6 +75,7 @@ impl Translator {
             earlier,
             run_id: None,
             in_step: false,
+            failed: None,
             now_ms: crate::store::now_ms,
         }
     }
@@ -181,6 +185,7 @@ impl Translator {
             }
             AgentEvent::Error(error) => {
                 self.close(out);
+                self.failed = Some(error.clone());
                 out.push(UiChunk::error(error));
             }
             AgentEvent::Finish { reason, usage } => {
@@ -207,6 +212,7 @@ impl Translator {
             created_at: (self.now_ms)(),
             run_id: self.run_id.clone(),
             stopped,
+            failed: self.failed.clone(),
         };
         serde_json::to_value(meta).unwrap_or(Value::Null)
     }
@@ -414,6 +420,12 @@ mod tests {
             ]
         );
         assert_eq!(chunks[6]["errorText"], "upstream died");
+        // The saved reply is marked cut off, with the error.
+        assert_eq!(
+            chunks[7]["messageMetadata"]["failed"], "upstream died",
+            "{}",
+            chunks[7]
+        );
         assert_eq!(
             chunks[8],
             json!({"type": "finish", "finishReason": "error"})

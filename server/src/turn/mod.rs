@@ -148,6 +148,8 @@ async fn find_persona(
 }
 
 /// Drops info cards, system messages and empty assistant placeholders; strips UI-only fields.
+/// A reply that was cut off (stopped, or its run failed) says so at its end, so the model
+/// reads it as the partial answer it is.
 pub(crate) fn clean(messages: Vec<Message>) -> Vec<Message> {
     messages
         .into_iter()
@@ -165,9 +167,31 @@ pub(crate) fn clean(messages: Vec<Message>) -> Vec<Message> {
                 c.approval = None;
                 c.hints = Vec::new();
             });
+            if let Some(note) = cut_off_note(&m)
+                && let Content::Text(t) = &mut m.content
+            {
+                t.push_str(&note);
+            }
+            m.stopped = false;
+            m.failed = None;
             m
         })
         .collect()
+}
+
+/// What the model is told at the end of a reply that was cut off, if `m` is one.
+fn cut_off_note(m: &Message) -> Option<String> {
+    if m.role != Role::Assistant {
+        return None;
+    }
+    let why = match (&m.failed, m.stopped) {
+        (Some(error), _) => format!("it failed ({error})"),
+        (None, true) => "the user stopped it".to_owned(),
+        (None, false) => return None,
+    };
+    Some(format!(
+        "\n\n[This reply was cut off before its end: {why}. It holds what was written until then.]"
+    ))
 }
 
 async fn system_prompt(

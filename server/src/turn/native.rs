@@ -21,7 +21,9 @@
 //! - **Tool calls are saved with the policy's approval** ([`Approval::initial`], nothing
 //!   allowed in the chat yet): a tab that reloads asks for the pending ones.
 //! - **Stop** ends the log with `done` whose finish reason is `stopped`, and saves the reply
-//!   marked [`Message::stopped`].
+//!   marked [`Message::stopped`]; a run that ends in `error` saves it marked
+//!   [`Message::failed`] with the error. Either way the model is told, next turn, that the
+//!   reply was cut off ([`super::clean`]).
 //! - **With a shared engine** (several instances) the reply so far is also saved at most once
 //!   a second while events arrive, so an instance killed mid-reply loses at most about a
 //!   second of it (the run is then marked failed by another instance, see `runs::shared`).
@@ -326,7 +328,9 @@ fn apply(reply: &mut Message, ev: &Event) {
             reply.usage = *usage;
             reply.cost_usd = *cost_usd;
         }
-        Event::Error { .. } | Event::Saved { .. } => {}
+        // Kept with the reply: it was cut off by this error.
+        Event::Error { error } => reply.failed = Some(error.clone()),
+        Event::Saved { .. } => {}
     }
 }
 
@@ -496,6 +500,9 @@ mod tests {
         assert_eq!(r.thinking.as_deref(), Some("hm"));
         let approvals: Vec<_> = r.tool_calls.iter().map(|c| c.approval).collect();
         assert_eq!(approvals, [Some(Approval::Error), Some(Approval::Pending)]);
+        assert_eq!(r.failed, None, "no error, not failed");
+        apply(&mut r, &Event::error("the upstream went away"));
+        assert_eq!(r.failed.as_deref(), Some("the upstream went away"));
         assert_eq!(r.usage, Some(usage));
         assert_eq!(r.cost_usd, Some(0.5));
         assert!(has_content(&r));

@@ -50,6 +50,38 @@ fn clean_strips_what_an_ai_sdk_message_keeps_for_the_round_trip() {
 }
 
 #[test]
+fn a_reply_that_was_cut_off_tells_the_model_so_and_a_whole_one_does_not() {
+    let mut stopped = Message::assistant("Half an ans");
+    stopped.stopped = true;
+    let mut failed = Message::assistant("Part");
+    failed.failed = Some("upstream returned 502".into());
+    let whole = Message::assistant("A whole answer.");
+    let mut user = Message::user("a user's text");
+    user.stopped = true; // never on a user message; ignored if it were
+    let out = clean(vec![user, stopped, failed, whole]);
+    let text = |m: &Message| m.content.as_text().unwrap_or_default().to_owned();
+    assert_eq!(text(&out[0]), "a user's text");
+    assert_eq!(
+        text(&out[1]),
+        "Half an ans\n\n[This reply was cut off before its end: the user stopped it. It holds what was written until then.]"
+    );
+    assert!(
+        text(&out[2]).ends_with("cut off before its end: it failed (upstream returned 502). It holds what was written until then.]"),
+        "{}",
+        text(&out[2])
+    );
+    assert_eq!(text(&out[3]), "A whole answer.");
+    // The marks themselves are the UI's: the model gets none of the fields.
+    for m in &out {
+        let json = serde_json::to_value(m).unwrap();
+        assert!(
+            json.get("stopped").is_none() && json.get("failed").is_none(),
+            "{json}"
+        );
+    }
+}
+
+#[test]
 fn params_merge_persona_base_request_wins_and_unset_dropped() {
     let merged = merge_params(
         Some(params(

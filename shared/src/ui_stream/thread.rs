@@ -53,6 +53,10 @@ pub struct UiMessageMetadata {
     /// until then. Omitted when `false`.
     #[serde(default, skip_serializing_if = "crate::is_false")]
     pub stopped: bool,
+    /// The reply's run failed before its end (the error the `error` chunk carried); what it
+    /// holds is what was written until then. Omitted when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 /// A thread in the list of `GET {prefix}/api/aisdk/threads`.

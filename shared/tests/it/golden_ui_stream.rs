@@ -502,6 +502,7 @@ fn usage_metadata_threads_and_models_have_the_seed_shapes() {
         created_at: 1_764_590_000_000,
         run_id: None,
         stopped: false,
+        failed: None,
     };
     assert_eq!(
         to(&meta),
@@ -727,4 +728,37 @@ fn a_message_builds_the_automatic_approval_as_the_v7_client_shows_it() {
         to(&answered.for_v6())["parts"][0]["approval"],
         json!({"id": "ap2", "approved": true})
     );
+}
+
+#[test]
+fn a_reply_cut_off_is_marked_in_its_metadata_and_on_the_message_it_converts_to() {
+    let ui: Vec<UiMessage> = serde_json::from_value(json!([
+        {"id": "a1", "role": "assistant", "metadata": {"model": "m", "usage": {"inputTokens": 1, "outputTokens": 2},
+          "createdAt": 5, "failed": "upstream died"}, "parts": [{"type": "text", "text": "Par", "state": "done"}]},
+        {"id": "a2", "role": "assistant", "metadata": {"model": "m", "usage": {"inputTokens": 1, "outputTokens": 2},
+          "createdAt": 6, "stopped": true}, "parts": [{"type": "text", "text": "Hal", "state": "done"}]},
+        {"id": "a3", "role": "assistant", "metadata": {"model": "m", "usage": {"inputTokens": 1, "outputTokens": 2},
+          "createdAt": 7}, "parts": [{"type": "text", "text": "Whole.", "state": "done"}]}
+    ]))
+    .unwrap();
+    let native = to_messages(&ui);
+    let marks: Vec<_> = native
+        .iter()
+        .map(|m| (m.stopped, m.failed.clone()))
+        .collect();
+    assert_eq!(
+        marks,
+        [
+            (false, Some("upstream died".to_owned())),
+            (true, None),
+            (false, None)
+        ]
+    );
+    // Back to UIMessages: exactly what was stored.
+    assert_eq!(to(&to_ui_messages(&native)), to(&ui));
+    // The native wire: `failed` beside `stopped`, both omitted when unset.
+    let json = to(&native[0]);
+    assert_eq!(json["failed"], "upstream died");
+    assert!(json.get("stopped").is_none());
+    assert!(to(&native[2]).get("failed").is_none());
 }

@@ -1,7 +1,8 @@
 //! More of the chat UI in headless Chromium (see `ui_chat.rs`): a stale save resolved by
 //! re-applying the new messages (409), uploads by drop, edit-and-resend and regenerate, browser-mode
 //! history in sessionStorage, the argument form of a multi-argument MCP prompt, an upstream
-//! error shown in the bubble with Retry, and the host's set-up problems shown with their fixes.
+//! error shown in the bubble with Retry, a reply cut off by one kept and marked across a reload,
+//! and the host's set-up problems shown with their fixes.
 //!
 //! Skipped (with a message) only when Chromium is absent and `LMCHATKIT_EXPECT_BROWSER` is unset.
 
@@ -10,7 +11,8 @@ use std::time::Duration;
 use lmchatkit::protocol::{Model, SetupProblem};
 use lmchatkit::{CompleteRequest, EventStream, Host, HostError, RequestContext, async_trait};
 use lmchatkit_tests::browser::app::{
-    ONE_AT_A_TIME, idle, setup, setup_configured, setup_hosted, setup_with, start_chat, wait_saved,
+    ONE_AT_A_TIME, first_stored, idle, setup, setup_configured, setup_hosted, setup_with,
+    start_chat, wait_saved,
 };
 use serde_json::{Value, json};
 
@@ -221,6 +223,48 @@ async fn prompt_with_several_arguments_opens_a_form() {
     b.wait_text(".lmck-user", "/pair first=\"one two\" second=\"three\"")
         .await;
     idle(b).await;
+}
+
+#[tokio::test]
+async fn a_reply_cut_off_by_an_error_is_kept_and_still_marked_interrupted_after_a_reload() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    start_chat(b).await;
+    // Two deltas, then the upstream connection drops.
+    b.send_message("please cut").await;
+    b.wait_for(".lmck-msg-error").await;
+    idle(b).await;
+    b.wait_text(".lmck-assistant .lmck-interrupted", "Interrupted")
+        .await;
+    let partial = b.texts(".lmck-assistant .lmck-md").await;
+    assert!(partial.contains("partial reply"), "{partial}");
+    wait_saved(&env, 2).await;
+    // Stored with the mark and the error.
+    let stored = first_stored(&env).await.expect("a stored conversation");
+    let reply = &stored["messages"][1];
+    assert!(
+        reply["failed"].as_str().is_some_and(|e| !e.is_empty()),
+        "{reply}"
+    );
+    // After a reload the live error and its Retry are gone; the mark is not.
+    b.client.refresh().await.unwrap();
+    b.click(".lmck-conv").await;
+    let mark = b
+        .wait_text(".lmck-assistant .lmck-interrupted", "Interrupted")
+        .await;
+    assert_eq!(mark, "Interrupted");
+    assert_eq!(b.texts(".lmck-assistant .lmck-md").await, partial);
+    assert!(b.texts(".lmck-msg-error").await.is_empty());
+    let title = b
+        .js("return document.querySelector('.lmck-interrupted').title;")
+        .await;
+    assert!(
+        title
+            .as_str()
+            .is_some_and(|t| t.contains("Cut off by an error")),
+        "{title}"
+    );
 }
 
 #[tokio::test]

@@ -52,6 +52,9 @@ fn apply_metadata(metadata: Option<&Value>, group: &mut [Message]) {
     if let Some(last) = group.iter_mut().rev().find(|m| m.role == Role::Assistant) {
         last.usage = Some(Usage::from(&meta.usage));
         last.cost_usd = meta.cost_usd;
+        // Cut off: the model and our UI see it as such.
+        last.stopped = meta.stopped;
+        last.failed = meta.failed;
     }
 }
 
