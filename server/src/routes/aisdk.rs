@@ -17,6 +17,7 @@
 //!   gets it without the v7-only chunks, whichever client started the run. Threads read by such
 //!   a client lose the parts only `ai@7` knows ([`UiMessage::for_v6`]).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -25,7 +26,7 @@ use http::header::HeaderValue;
 use lmchatkit_protocol::RUN_ID_HEADER;
 use lmchatkit_protocol::ui_stream::{
     AI_SDK_VERSION_HEADER, AiSdkChatRequest, AiSdkModelInfo, KEEP_ALIVE_FRAME, Thread,
-    ThreadSummary, UI_MESSAGE_STREAM_HEADER, UiMessage, to_ui_messages, v6_may_read, wants_v7,
+    ThreadSummary, UI_MESSAGE_STREAM_HEADER, UiMessage, to_ui_messages, v6_frames, wants_v7,
 };
 
 use crate::aisdk::chat;
@@ -61,35 +62,16 @@ fn v7(req: &Req) -> bool {
     )
 }
 
-/// What an `ai@6` client may read of `bytes`, frames of the run's log (`id: n\ndata: {…}\n\n`,
-/// several at once on a replay): the frames without a v7-only chunk, `None` when none is left.
-/// Only bytes that mention an approval are looked at closer.
+/// What an `ai@6` client may read of `bytes`, frames of the run's log ([`v6_frames`]): the
+/// same bytes when nothing is dropped, `None` when nothing is left.
 fn for_v6(bytes: Bytes) -> Option<Bytes> {
-    const MARK: &[u8] = b"tool-approval-re";
-    let mentions = |b: &[u8]| b.windows(MARK.len()).any(|w| w == MARK);
-    if !mentions(&bytes) {
+    let Ok(text) = std::str::from_utf8(&bytes) else {
         return Some(bytes);
+    };
+    match v6_frames(text) {
+        Cow::Borrowed(_) => Some(bytes),
+        Cow::Owned(kept) => (!kept.is_empty()).then(|| Bytes::from(kept)),
     }
-    let mut kept = Vec::with_capacity(bytes.len());
-    let mut rest = &bytes[..];
-    while !rest.is_empty() {
-        let end = rest
-            .windows(2)
-            .position(|w| w == b"\n\n")
-            .map_or(rest.len(), |at| at + 2);
-        let (frame, after) = rest.split_at(end);
-        let readable = !mentions(frame)
-            || std::str::from_utf8(frame).map_or(true, |text| {
-                text.lines()
-                    .filter_map(|l| l.strip_prefix("data: "))
-                    .all(v6_may_read)
-            });
-        if readable {
-            kept.extend_from_slice(frame);
-        }
-        rest = after;
-    }
-    (!kept.is_empty()).then(|| Bytes::from(kept))
 }
 
 /// A UI Message Stream response tailing `run` from its start, holding `hold` while open; the

@@ -19,8 +19,10 @@
 //!   those. The v7-only ones this crate writes are the policy's automatic decisions: a
 //!   `tool-approval-request` with `isAutomatic: true` and the `tool-approval-response` that
 //!   follows it ([`UiChunk::is_v7_only`]). A server sends them only to a client that asked
-//!   ([`AI_SDK_VERSION_HEADER`]) and drops them for the others ([`v6_may_read`]); without them
+//!   ([`AI_SDK_VERSION_HEADER`]) and drops them for the others ([`v6_frames`]); without them
 //!   the stream is exactly what `ai@6.0.0` reads.
+
+use std::borrow::Cow;
 
 use serde::de::{self, Deserializer};
 use serde::ser::Serializer;
@@ -74,10 +76,41 @@ pub fn wants_v7(header: Option<&str>) -> bool {
 /// assert!(auto.iter().all(|c| !v6_may_read(&c.to_json())));
 /// ```
 pub fn v6_may_read(data: &str) -> bool {
-    if !data.contains("tool-approval-re") {
+    if !data.contains(V7_ONLY_MARK) {
         return true;
     }
     serde_json::from_str::<UiChunk>(data).map_or(true, |c| !c.is_v7_only())
+}
+
+/// What every v7-only chunk's JSON holds (the type of both approval chunks).
+const V7_ONLY_MARK: &str = "tool-approval-re";
+
+/// `frames` (SSE frames of chunks, each ending with a blank line, several at once when a log
+/// is replayed) without those an `ai@6` client may not read ([`v6_may_read`]); borrowed, with
+/// nothing looked at closer, when no frame mentions an approval.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use lmchatkit_protocol::ui_stream::{sse_frame, v6_frames, UiChunk};
+/// let text = sse_frame(&UiChunk::text_delta("t1", "Hi"));
+/// assert!(matches!(v6_frames(&text), Cow::Borrowed(_)));
+/// let [auto, answer] = UiChunk::automatic_approval("ap1", "c1", true, None);
+/// let replay = [sse_frame(&auto), text.clone(), sse_frame(&answer)].concat();
+/// assert_eq!(v6_frames(&replay), text);
+/// ```
+pub fn v6_frames(frames: &str) -> Cow<'_, str> {
+    if !frames.contains(V7_ONLY_MARK) {
+        return Cow::Borrowed(frames);
+    }
+    frames
+        .split_inclusive("\n\n")
+        .filter(|frame| {
+            frame
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .all(v6_may_read)
+        })
+        .collect()
 }
 
 /// One chunk as an SSE frame: `data: {json}\n\n`.

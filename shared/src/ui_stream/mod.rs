@@ -24,7 +24,7 @@ mod thread;
 pub use build::UiMessageBuilder;
 pub use chunk::{
     AI_SDK_VERSION_HEADER, DONE_DATA, DONE_FRAME, KEEP_ALIVE_FRAME, UI_MESSAGE_STREAM_HEADER,
-    UiChunk, UiDataChunk, UiFinishReason, sse_frame, v6_may_read, wants_v7,
+    UiChunk, UiDataChunk, UiFinishReason, sse_frame, v6_frames, v6_may_read, wants_v7,
 };
 pub use convert::{denied_text, to_messages, to_ui_messages};
 pub use extra::{AiSdkExtra, AiSdkPart, AiSdkTool, OutputForm};
