@@ -8,11 +8,11 @@ use std::fmt;
 
 use gloo_net::http::{Request, RequestBuilder, Response};
 use lmchatkit_protocol::{
-    AppProxyRequest, AppResult, AppViewRequest, AppViewResponse, ChatRequest, ConfigResponse,
-    ConflictResponse, ConversationPatch, ConversationSummary, ErrorBody, Model, Persona, Prompt,
-    RUN_ID_HEADER, RUN_MESSAGE_HEADER, Resource, ResourceReadRequest, ResourceResult, RunInfo,
-    SaveResponse, SearchResponse, SlashCommand, StoredConversation, ToolApprovals, ToolCallRequest,
-    ToolResult, UploadResponse,
+    AppProxyRequest, AppResult, AppViewRequest, AppViewResponse, BranchSwitch, ChatRequest,
+    ConfigResponse, ConflictResponse, ConversationPatch, ConversationSummary, ErrorBody, Model,
+    Persona, Prompt, RUN_ID_HEADER, RUN_MESSAGE_HEADER, Resource, ResourceReadRequest,
+    ResourceResult, RunInfo, SaveResponse, SearchResponse, SlashCommand, StoredConversation,
+    ToolApprovals, ToolCallRequest, ToolResult, UploadResponse,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -157,6 +157,16 @@ impl Api {
         }
         let r: SaveResponse = from_json(&ok_body(reply)?)?;
         Ok(SaveOutcome::Saved(r.revision))
+    }
+
+    /// `POST {prefix}/api/conversations/{id}/branch`: the branch through `node` becomes the
+    /// active one; the new revision.
+    pub async fn switch_branch(&self, id: &str, node: u64) -> Result<u64, ApiError> {
+        let url = self.url(&format!("conversations/{}/branch", encode(id)));
+        let r: SaveResponse = self
+            .send_json(Request::post(&url), &BranchSwitch { node })
+            .await?;
+        Ok(r.revision)
     }
 
     /// `PATCH {prefix}/api/conversations/{id}`.

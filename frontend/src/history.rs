@@ -265,6 +265,7 @@ fn resolve_conflict(store: Store, chat: &Chat, server: StoredConversation) {
         // "Always allow" in this chat, from either side, is kept.
         chat.allowed
             .update(|a| a.extend(rebuilt.allowed.get_untracked()));
+        chat.branches.set(rebuilt.branches.get_untracked());
         let mut s = chat.sync.lock().unwrap();
         s.revision = server.revision;
         s.base_ids = server_ids;
@@ -315,6 +316,46 @@ pub async fn reread_open(store: Store) -> Option<(Chat, Option<String>)> {
         chat
     };
     Some((chat, run))
+}
+
+/// Shows another version of a message: the service makes the branch through `node` the
+/// active one, and the chat is read again (a save of this tab in flight meanwhile gets a 409
+/// and merges as any other).
+pub async fn switch_version(store: Store, chat: Chat, node: u64) {
+    let id = chat.id.get_untracked();
+    let api = store.api();
+    let read = match api.switch_branch(&id, node).await {
+        Ok(_) => api.conversation(&id).await,
+        Err(e) => Err(e),
+    };
+    match read {
+        Ok(conv) => store.chat.set(Some(Chat::from_stored(conv))),
+        Err(e) => store
+            .notice
+            .set(Some(format!("Could not show that version ({e})."))),
+    }
+}
+
+/// Takes the stored versions of the chat's messages after a turn that made one (regenerate,
+/// edit): read again, kept when the stored path is the chat's messages.
+pub async fn refresh_versions(store: Store, chat: Chat) {
+    if store.history_mode() != Some(HistoryMode::Server) {
+        return;
+    }
+    let Ok(conv) = store.api().conversation(&chat.id.get_untracked()).await else {
+        return;
+    };
+    let all = chat.messages.get_untracked();
+    let shown: Vec<UiMessage> = all.into_iter().filter(|m| m.is_substantial()).collect();
+    let same = shown.len() == conv.messages.len()
+        && shown
+            .iter()
+            .zip(&conv.messages)
+            .all(|(m, c)| c.id.as_deref() == Some(m.key.as_str()));
+    if same {
+        chat.branches
+            .set(crate::state::branches_by_key(&shown, conv.branches));
+    }
 }
 
 /// Deletes a conversation.

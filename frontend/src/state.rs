@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use leptos::prelude::*;
 use lmchatkit_protocol::{
-    ConfigResponse, ConversationSummary, HistoryMode, Message, Model, Params, Persona, Prompt,
-    Resource, Role, SlashCommand, StoredConversation, UploadedFile,
+    Branch, ConfigResponse, ConversationSummary, HistoryMode, Message, Model, Params, Persona,
+    Prompt, Resource, Role, SlashCommand, StoredConversation, UploadedFile,
 };
 
 use crate::api::{Api, ApiError};
@@ -139,6 +139,20 @@ pub struct Chat {
     /// The latest `ui/update-model-context` of a view in this chat and the view that reported it
     /// (not saved), sent with turns until that view is torn down.
     pub model_context: ArcRwSignal<Option<AppContext>>,
+    /// The other versions of its messages, by message key (the stored conversation's
+    /// `branches`), for the `‹ 2 / 3 ›` switcher.
+    pub branches: ArcRwSignal<HashMap<String, Branch>>,
+}
+
+/// `branches` (by position in `messages`) by the key of the message at that position.
+pub fn branches_by_key(messages: &[UiMessage], branches: Vec<Branch>) -> HashMap<String, Branch> {
+    branches
+        .into_iter()
+        .filter_map(|b| {
+            let key = messages.get(usize::try_from(b.index).ok()?)?.key.clone();
+            Some((key, b))
+        })
+        .collect()
 }
 
 impl Chat {
@@ -173,6 +187,7 @@ impl Chat {
         let results = link_results(&stored);
         let known = stored.clone();
         let messages: Vec<UiMessage> = stored.into_iter().map(UiMessage::new).collect();
+        let branches = branches_by_key(&messages, c.branches);
         let base_ids = messages.iter().map(|m| m.key.clone()).collect();
         Self {
             id: ArcRwSignal::new(c.id),
@@ -193,6 +208,7 @@ impl Chat {
                 ..Default::default()
             })),
             model_context: ArcRwSignal::new(None),
+            branches: ArcRwSignal::new(branches),
         }
     }
 

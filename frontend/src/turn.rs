@@ -34,7 +34,7 @@ use serde_json::json;
 use crate::api::ApiError;
 use crate::commands::compact_request;
 use crate::follow::{self, Kind};
-use crate::history::persist;
+use crate::history::{self, persist};
 use crate::lazy::Loader;
 use crate::reply::ReplyWriter;
 use crate::state::{Chat, RefRead, Store, UiMessage, deny_message, now_ms};
@@ -125,12 +125,21 @@ pub fn retry(store: Store, chat: Chat, key: String) {
 }
 
 /// Regenerates the last reply: drops everything after the last user message and posts again.
+/// The stored conversation keeps the earlier reply as another version.
 pub fn regenerate(store: Store, chat: Chat) {
     truncate_after_last_user(&chat);
-    spawn_local(run(store, chat));
+    spawn_local(run_then_versions(store, chat));
 }
 
-/// Replaces a user message's text, drops everything after it and posts again.
+/// Runs a turn that makes a new version, then takes the stored versions.
+async fn run_then_versions(store: Store, chat: Chat) {
+    run(store, chat.clone()).await;
+    history::save(store, chat.clone()).await;
+    history::refresh_versions(store, chat).await;
+}
+
+/// Replaces a user message's text, drops everything after it and posts again. The stored
+/// conversation keeps the earlier text, with what followed it, as another version.
 pub fn edit_and_resend(store: Store, chat: Chat, key: String, text: String) {
     chat.messages.update(|ms| {
         if let Some(i) = ms.iter().position(|m| m.key == key) {
@@ -142,7 +151,7 @@ pub fn edit_and_resend(store: Store, chat: Chat, key: String, text: String) {
             });
         }
     });
-    spawn_local(run(store, chat));
+    spawn_local(run_then_versions(store, chat));
 }
 
 fn truncate_after_last_user(chat: &Chat) {

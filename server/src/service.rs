@@ -222,6 +222,7 @@ async fn dispatch(
         Endpoint::ConversationPut => conversations::put(state, req, param).boxed().await,
         Endpoint::ConversationPatch => conversations::patch(state, req, param).boxed().await,
         Endpoint::ConversationDelete => conversations::delete(state, req, param).boxed().await,
+        Endpoint::ConversationAction => conversations::action(state, req, param).boxed().await,
         Endpoint::AiSdkChat => aisdk::chat(state, req).boxed().await,
         Endpoint::AiSdkResume => aisdk::resume(state, req, param).boxed().await,
         Endpoint::AiSdkThreads => aisdk::threads(state, req).boxed().await,

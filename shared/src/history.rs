@@ -80,10 +80,43 @@ pub struct StoredConversation {
     /// patch; omitted when empty (and absent in older copies).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_tools: Vec<String>,
+    /// In a GET, the messages of the path that have other versions (an edited user message,
+    /// a regenerated reply), in path order; omitted when none. Ignored in a PUT.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub branches: Vec<Branch>,
     /// What its replies used and cost: in a GET, as the store computed them in the save's
     /// transaction; in a PUT, ignored (the store recomputes them from `messages`).
     #[serde(flatten)]
     pub totals: ConversationTotals,
+}
+
+/// A message of a conversation's active path that has other versions: the messages stored
+/// with the same parent. An edit of a user message and a regenerated reply each start one; the
+/// earlier version stays, with everything that followed it. `messages` is always the active
+/// path; `POST {prefix}/api/conversations/{id}/branch` makes another version's branch the
+/// active one.
+///
+/// Versions are named by their node: the number the store gave the stored message, unique in
+/// the conversation and never reused (message ids are the client's and may repeat: an AI SDK
+/// client edits a message keeping its id).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Branch {
+    /// The message's position in `messages`.
+    pub index: u64,
+    /// The node of every version, oldest first, this one included.
+    pub versions: Vec<u64>,
+    /// Which of `versions` is on the path.
+    pub current: u64,
+}
+
+/// `POST {prefix}/api/conversations/{id}/branch`: make the branch through `node` (any stored
+/// message of the conversation, on the path or not: a [`Branch`] version, a [`SearchHit`]'s
+/// node) the active one. Its newest descendant becomes the active leaf: at each step down,
+/// the child stored last. Answered with the new revision; another tab hears of it as of a save.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct BranchSwitch {
+    /// The stored message whose branch becomes active.
+    pub node: u64,
 }
 
 /// `GET {prefix}/api/search?q=…&limit=…`: the caller's messages that match, newest
@@ -101,8 +134,13 @@ pub struct SearchHit {
     pub conversation_id: String,
     /// The message's id; `null` for a message stored without one.
     pub message_id: Option<String>,
-    /// The message's position in the conversation, from 0 (system messages are never stored).
+    /// The message's position in its branch, from 0 (system messages are never stored).
     pub index: u64,
+    /// The stored message ([`Branch`] names versions by it): to open a hit on a branch that is
+    /// not the active one, switch to it (`POST …/branch`); `null` from a store without
+    /// branches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<u64>,
     /// The conversation's title.
     pub title: String,
     /// Plain text around the first match (never HTML: show it as text), with `…` where it

@@ -38,8 +38,9 @@ pub use chat::{
     Message, Role, ToolCall, Usage,
 };
 pub use history::{
-    ConflictResponse, ConversationPatch, ConversationSummary, ConversationTotals, SaveResponse,
-    SearchHit, SearchResponse, ServerEvent, ServerEventType, StoredConversation,
+    Branch, BranchSwitch, ConflictResponse, ConversationPatch, ConversationSummary,
+    ConversationTotals, SaveResponse, SearchHit, SearchResponse, ServerEvent, ServerEventType,
+    StoredConversation,
 };
 pub use mcp::{
     Prompt, PromptArgument, PromptMessage, PromptResult, Resource, ResourceResult, Tool, ToolFile,

@@ -11,6 +11,7 @@
 //                                        (runId from the reply's metadata) instead of chat.stop(),
 //                                        its answer in `stopAnswer`
 //   {"submit": true}                     sendMessage() without a message (re-post the conversation)
+//   {"regenerate": true}                 regenerate() (the last reply asked for again)
 //   {"approve": bool, "reason"?: s}      addToolApprovalResponse for every approval-requested part
 //                                        of the last message (with autoSendApprovals, the chat re-posts)
 //   {"tamperInput": {...}}               rewrite the input of the approval-requested tool parts in
@@ -110,7 +111,7 @@ async function main() {
   if (typeof scenario?.api !== 'string' || !Array.isArray(scenario.steps)) {
     fail('the scenario needs "api" (a URL) and "steps" (an array)');
   }
-  const kinds = ['send', 'submit', 'approve', 'tamperInput', 'resume', 'loadThread'];
+  const kinds = ['send', 'submit', 'regenerate', 'approve', 'tamperInput', 'resume', 'loadThread'];
   for (const step of scenario.steps) {
     if (typeof step !== 'object' || step === null || !kinds.some((k) => k in step)) {
       fail(`unknown step ${JSON.stringify(step)} (a step has one of ${kinds.join(', ')})`);
@@ -207,6 +208,8 @@ async function main() {
       await sent;
     } else if ('submit' in step) {
       await chat.sendMessage();
+    } else if ('regenerate' in step) {
+      await chat.regenerate();
     } else if ('approve' in step) {
       const parts = approvalParts();
       out.approvalIds = parts.map((p) => p.approval.id);

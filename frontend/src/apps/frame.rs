@@ -334,11 +334,17 @@ pub fn AppFrame(call: ViewCall, chat: Chat) -> impl IntoView {
         });
     }
 
-    // After a teardown by the registry's cap: back to a placeholder until seen again.
+    // After a teardown by the registry's cap: back to a placeholder until seen again. A view
+    // scrolled back on screen while its teardown was pending mounts again at once: its
+    // intersection observer does not fire again while it stays on screen.
     let unmount = move || {
         let _ = live.try_set_value(None);
         view.try_set(None);
+        let on_screen = visible.try_with_value(|v| v.get()).unwrap_or(false);
         wanted.try_set(false);
+        if on_screen && closed.try_get_untracked() == Some(false) {
+            wanted.try_set(true);
+        }
     };
 
     // Start the bridge when the iframe exists; the message listener follows its window.

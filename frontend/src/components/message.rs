@@ -4,7 +4,9 @@
 //! approval cards of pending calls, and a footer with time, a "Stopped" mark (a reply whose run
 //! was stopped) or an "Interrupted" one (its run failed: the error is its tooltip, and the live
 //! error with Retry is gone after a reload, the mark is not), usage, copy (Markdown / HTML) and regenerate. The footer's cost is the reply's `cost_usd` (absent, so not shown, when the model's
-//! price is unknown). Tool messages are not bubbles (their results show in the cards).
+//! price is unknown). Tool messages are not bubbles (their results show in the cards). A message
+//! with other versions (an edit kept the earlier text, a regenerate the earlier reply) shows
+//! `‹ 2 / 3 ›` in its footer; stepping shows that version's branch below it.
 
 use leptos::prelude::*;
 use lmchatkit_protocol::{Approval, Content, ContentPart, Role};
@@ -17,6 +19,43 @@ use crate::markdown;
 use crate::spend::{format_cost, usage_detail};
 use crate::state::{Chat, UiMessage};
 use crate::turn;
+
+/// `‹ i / n ›`: the versions of the message `key`, when it has others; stepping makes that
+/// version's branch the one shown (and stored as active).
+#[component]
+fn Versions(key: String, chat: Chat) -> impl IntoView {
+    let store = store();
+    let branches = chat.branches.clone();
+    move || {
+        let b = branches.with(|m| m.get(&key).cloned())?;
+        let n = b.versions.len();
+        let at = usize::try_from(b.current).unwrap_or(0);
+        let step = {
+            let chat = chat.clone();
+            move |to: Option<usize>| {
+                let Some(node) = to.and_then(|i| b.versions.get(i).copied()) else {
+                    return;
+                };
+                let chat = chat.clone();
+                leptos::task::spawn_local(crate::history::switch_version(store, chat, node));
+            }
+        };
+        let (prev, next) = (step.clone(), step);
+        Some(view! {
+            <span class="lmck-versions" role="group" aria-label="Versions of this message">
+                <button class="lmck-icon-btn lmck-version-prev" aria-label="Previous version"
+                    title="Previous version"
+                    disabled={move || at == 0 || store.busy.get()}
+                    on:click={move |_| prev(at.checked_sub(1))}>"‹"</button>
+                <span class="lmck-version-at">{format!("{} / {}", at + 1, n)}</span>
+                <button class="lmck-icon-btn lmck-version-next" aria-label="Next version"
+                    title="Next version"
+                    disabled={move || at + 1 == n || store.busy.get()}
+                    on:click={move |_| next(Some(at + 1))}>"›"</button>
+            </span>
+        })
+    }
+}
 
 /// One message of the transcript.
 #[component]
@@ -98,6 +137,7 @@ fn UserBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl IntoView 
         move || data.with_untracked(|d| d.content.as_text().map(str::to_owned))
     };
     let key = ui.key.clone();
+    let chat_v = chat.clone();
     let save = move || {
         let t = edit_text.get_untracked();
         if t.trim().is_empty() || store.busy.get_untracked() {
@@ -124,6 +164,7 @@ fn UserBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl IntoView 
             </Show>
             <div class="lmck-meta">
                 {created.map(time_of)}
+                <Versions key=ui.key.clone() chat=chat_v />
                 {move || text_now().map(|t| view! {
                     <button class="lmck-icon-btn" aria-label="Edit and resend" title="Edit and resend"
                         disabled=move || store.busy.get()
@@ -194,6 +235,7 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
         }
     };
     let regen_chat = chat.clone();
+    let versions_chat = chat.clone();
     view! {
         <div class="lmck-msg lmck-assistant" class:lmck-streaming=move || s1.get() data-key=ui.key.clone()
             aria-busy=move || s2.get().to_string()>
@@ -221,6 +263,7 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
             {approvals}
             <div class="lmck-meta">
                 {created.map(time_of)}
+                <Versions key=ui.key.clone() chat=versions_chat />
                 <Show when=move || stopped.get()>
                     <span class="lmck-stopped" title="Stopped before the model finished: the reply is what came until then">"Stopped"</span>
                 </Show>

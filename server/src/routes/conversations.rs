@@ -1,20 +1,23 @@
 //! `/api/conversations` (list), `/api/search` (the caller's messages that match, as
 //! `store::search` decides) and `/api/conversations/{id}` (GET, PUT, PATCH, DELETE), with
 //! the revision write model (a stale PUT gets 409 and the current copy) and the
-//! `conversation_*` events for the caller's other tabs. A conversation a run is writing is
+//! `conversation_*` events for the caller's other tabs. Branches (`store::tree`):
+//! `POST …/{id}/branch` makes another version's branch the active one and
+//! `DELETE …/{id}/messages/{node}` deletes a version with all that follows it; both answer the
+//! new revision and tell the other tabs as a save does (they read the conversation again). A conversation a run is writing is
 //! answered with the `lmchatkit-run-id` header naming the run, so a tab that opens it (after a
 //! reload, say) follows the reply with `GET /api/runs/{id}/stream`.
 
 use http::StatusCode;
 use lmchatkit_protocol::{
-    ConflictResponse, ConversationPatch, RUN_ID_HEADER, SaveResponse, SearchResponse,
+    BranchSwitch, ConflictResponse, ConversationPatch, RUN_ID_HEADER, SaveResponse, SearchResponse,
     ServerEventType, StoredConversation,
 };
 
 use crate::api::{ApiError, Response, empty, json, json_etag};
 use crate::routes::Req;
 use crate::state::State;
-use crate::store::{SaveOutcome, SearchQuery};
+use crate::store::{BranchOutcome, SaveOutcome, SearchQuery};
 
 pub(crate) async fn list(state: &State, req: Req) -> Result<Response, ApiError> {
     let list = state.history_store()?.list(&req.cx.principal()).await?;
@@ -121,7 +124,74 @@ pub(crate) async fn patch(state: &State, mut req: Req, raw: &str) -> Result<Resp
     }
 }
 
+/// `POST {id}/branch` (`{"node": …}`): the branch through that stored message becomes the
+/// active one.
+pub(crate) async fn action(state: &State, mut req: Req, raw: &str) -> Result<Response, ApiError> {
+    let Some((raw_id, "branch")) = raw.split_once('/') else {
+        return Err(ApiError::NotFound(
+            "no such action: POST {id}/branch switches branches".into(),
+        ));
+    };
+    let id = crate::store::decode_id(raw_id)?;
+    let body: BranchSwitch = req.json().await?;
+    let principal = req.cx.principal();
+    let outcome = state
+        .history_store()?
+        .switch_branch(&principal, &id, body.node)
+        .await?;
+    branch_answer(state, &principal, &id, outcome)
+}
+
+/// The answer to a branch switch or delete, and the event for the caller's other tabs.
+fn branch_answer(
+    state: &State,
+    principal: &crate::Principal,
+    id: &str,
+    outcome: Option<BranchOutcome>,
+) -> Result<Response, ApiError> {
+    match outcome {
+        Some(BranchOutcome::Done { revision }) => {
+            state.notify_conversation(
+                principal,
+                ServerEventType::ConversationSaved,
+                id,
+                Some(revision),
+            );
+            Ok(json(StatusCode::OK, &SaveResponse { ok: true, revision }))
+        }
+        Some(BranchOutcome::NoSuchNode) => Err(ApiError::NotFound(
+            "the conversation holds no such message".into(),
+        )),
+        None => Err(ApiError::NotFound("conversation not found".into())),
+    }
+}
+
+/// `DELETE {id}/messages/{node}`: that stored message and all that follows it on any branch.
+async fn delete_branch(
+    state: &State,
+    req: Req,
+    raw_id: &str,
+    rest: &str,
+) -> Result<Response, ApiError> {
+    let id = crate::store::decode_id(raw_id)?;
+    let node = rest
+        .strip_prefix("messages/")
+        .and_then(|n| n.parse::<u64>().ok())
+        .ok_or_else(|| {
+            ApiError::NotFound("no such path: DELETE {id}/messages/{node} deletes a branch".into())
+        })?;
+    let principal = req.cx.principal();
+    let outcome = state
+        .history_store()?
+        .delete_branch(&principal, &id, node)
+        .await?;
+    branch_answer(state, &principal, &id, outcome)
+}
+
 pub(crate) async fn delete(state: &State, req: Req, raw: &str) -> Result<Response, ApiError> {
+    if let Some((raw_id, rest)) = raw.split_once('/') {
+        return delete_branch(state, req, raw_id, rest).await;
+    }
     let id = crate::store::decode_id(raw)?;
     if state
         .history_store()?

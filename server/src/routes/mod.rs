@@ -69,6 +69,7 @@ pub(crate) enum Endpoint {
     ConversationPut,
     ConversationPatch,
     ConversationDelete,
+    ConversationAction,
     AiSdkChat,
     AiSdkResume,
     AiSdkThreads,
@@ -141,7 +142,7 @@ const fn open(mut r: Route) -> Route {
 }
 
 /// Every route of the service, relative to the mount point (`""` is the page).
-pub(crate) static ROUTES: [Route; 44] = {
+pub(crate) static ROUTES: [Route; 45] = {
     use Endpoint as E;
     use Method as M;
     [
@@ -175,7 +176,10 @@ pub(crate) static ROUTES: [Route; 44] = {
         route(M::GET, "/api/conversations/{id}", E::ConversationGet),
         route(M::PUT, "/api/conversations/{id}", E::ConversationPut),
         route(M::PATCH, "/api/conversations/{id}", E::ConversationPatch),
+        // `{id}` for DELETE (the conversation) and `{id}/messages/{node}` (a branch);
+        // `{id}/branch` for POST.
         route(M::DELETE, "/api/conversations/{id}", E::ConversationDelete),
+        route(M::POST, "/api/conversations/{id}", E::ConversationAction),
         route(M::POST, "/api/aisdk/chat", E::AiSdkChat),
         route(M::GET, "/api/aisdk/chat/{id}", E::AiSdkResume),
         route(M::GET, "/api/aisdk/threads", E::AiSdkThreads),

@@ -1,18 +1,24 @@
 //! Conversation history: the [`HistoryStore`] trait and its stores.
 //!
-//! Write model: every conversation has a `revision`. A save sends the full
-//! conversation with the revision it started from (`0` creates); the store keeps messages as
-//! rows, finds the longest common prefix with what it holds, rewrites only the rest and bumps
-//! the revision. A save may instead name how many stored messages it keeps and send only what
-//! follows them. A stale revision is a [`SaveOutcome::Conflict`] carrying the current copy, so
-//! nothing is overwritten silently. System messages are never stored. Everything is scoped by
-//! [`Principal`].
+//! Write model: every conversation has a `revision` and is a tree of messages ([`tree`]): each
+//! message has a parent, edits and regenerated replies are versions side by side, and the
+//! conversation has an active leaf. A read returns the active path (root to leaf) with the
+//! versions of its messages ([`StoredConversation::branches`]). A save sends the active path
+//! with the revision it started from (`0` creates); the store compares it with the stored path,
+//! keeps what is equal, updates in place what changed under its id, adds the rest as new
+//! messages (a new version where they part) and bumps the revision; nothing of another branch
+//! is written or lost. A save may instead name how many stored messages it keeps and send only
+//! what follows them. A stale revision is a [`SaveOutcome::Conflict`] carrying the current
+//! copy, so nothing is overwritten silently. [`HistoryStore::switch_branch`] and
+//! [`HistoryStore::delete_branch`] move between versions and delete them. System messages are
+//! never stored. Everything is scoped by [`Principal`].
 //!
 //! Decisions every store implements, checked by the `conformance` suite (public with the
 //! `test-support` feature, for authors of other stores):
-//! - The common prefix is the longest run where both the message id and the full serialized JSON
-//!   are equal; stored rows after it are deleted and the rest inserted, so appending one turn
-//!   writes one turn and editing an earlier message rewrites from there.
+//! - What a save writes is what [`tree`] decides: messages equal to the stored path's (same
+//!   id, same JSON) are kept; one changed under its id is updated in place when it ends the
+//!   stored path or the save goes on with the stored next message; anything else starts a new
+//!   version. Appending one turn writes one turn; regenerating a reply writes the new reply.
 //! - A save may say how many stored messages it keeps ([`StoredConversation::kept`]): then its
 //!   messages are only what follows them, nothing before them is compared or sent, and the
 //!   totals grow by what the new messages add, so saving one more turn costs what the turn
@@ -42,6 +48,7 @@ pub(crate) use rows::now_ms;
 pub mod search;
 #[cfg(test)]
 pub(crate) mod search_figures;
+pub mod tree;
 pub use search::SearchQuery;
 mod approvals;
 #[cfg(feature = "postgres")]
@@ -111,6 +118,18 @@ pub enum SaveOutcome {
     Conflict(Box<StoredConversation>),
 }
 
+/// What a branch switch or delete did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BranchOutcome {
+    /// Done; the new revision.
+    Done {
+        /// The revision after it.
+        revision: u64,
+    },
+    /// The conversation holds no such node.
+    NoSuchNode,
+}
+
 /// Where conversations live. All methods are scoped to `principal`.
 #[async_trait]
 pub trait HistoryStore: Send + Sync + 'static {
@@ -160,6 +179,25 @@ pub trait HistoryStore: Send + Sync + 'static {
 
     /// Deletes; `false` when absent.
     async fn delete(&self, principal: &Principal, id: &str) -> Result<bool, HistoryError>;
+
+    /// Makes the branch through `node` the active one ([`tree`] says how the leaf is chosen)
+    /// and bumps the revision; `None` when the conversation is absent.
+    async fn switch_branch(
+        &self,
+        principal: &Principal,
+        id: &str,
+        node: u64,
+    ) -> Result<Option<BranchOutcome>, HistoryError>;
+
+    /// Deletes `node` with every message that follows it on any branch, moving the active
+    /// branch when it was among them ([`tree`] says where), and bumps the revision; `None`
+    /// when the conversation is absent.
+    async fn delete_branch(
+        &self,
+        principal: &Principal,
+        id: &str,
+        node: u64,
+    ) -> Result<Option<BranchOutcome>, HistoryError>;
 
     /// The principal's messages that match `query` ([`search`] says what matches and how hits
     /// are ordered), at most [`SearchQuery::limit`].

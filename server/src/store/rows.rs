@@ -1,5 +1,4 @@
-//! Helpers shared by the stores: message rows (id + serialized JSON), the common-prefix rule,
-//! and the clock.
+//! Helpers shared by the stores: message rows (id + serialized JSON) and the clock.
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 use lmchatkit_protocol::ConversationSummary;
@@ -28,6 +27,7 @@ pub(crate) fn stored_conversation(
         allowed_tools: serde_json::from_str(allowed_tools).map_err(storage)?,
         totals: s.totals,
         kept: None,
+        branches: Vec::new(),
     })
 }
 
@@ -41,7 +41,7 @@ pub(crate) fn gone(id: &str) -> StoredConversation {
 }
 
 /// One stored message row: the message id (if any) and the message serialized as JSON.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct MessageRow {
     pub id: Option<String>,
     pub body: String,
@@ -98,24 +98,6 @@ pub(crate) fn decode_rows<'a>(
     Ok(out)
 }
 
-/// Length of the longest common prefix of `stored` and `incoming`: the run, from the start, where
-/// both the message id and the full serialized JSON are equal.
-pub(crate) fn common_prefix<'a>(
-    stored: impl IntoIterator<Item = (Option<&'a str>, &'a str)>,
-    incoming: &[MessageRow],
-) -> usize {
-    stored
-        .into_iter()
-        .zip(incoming)
-        .take_while(|((id, body), row)| row_matches(*id, body, row))
-        .count()
-}
-
-/// True when a stored row (id, body) equals an incoming row: the prefix rule for one message.
-pub(crate) fn row_matches(id: Option<&str>, body: &str, row: &MessageRow) -> bool {
-    id == row.id.as_deref() && body == row.body
-}
-
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -142,27 +124,5 @@ mod tests {
         let r = rows(&[Message::system("s"), Message::user("u").with_id("1")]);
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].id.as_deref(), Some("1"));
-    }
-
-    #[test]
-    fn prefix_needs_equal_id_and_body() {
-        let a = rows(&[
-            Message::user("a").with_id("1"),
-            Message::assistant("b").with_id("2"),
-        ]);
-        fn view(r: &[MessageRow]) -> Vec<(Option<&str>, &str)> {
-            r.iter()
-                .map(|x| (x.id.as_deref(), x.body.as_str()))
-                .collect()
-        }
-        assert_eq!(common_prefix(view(&a), &a), 2);
-        let b = rows(&[
-            Message::user("a").with_id("1"),
-            Message::assistant("c").with_id("2"),
-        ]);
-        assert_eq!(common_prefix(view(&a), &b), 1);
-        let c = rows(&[Message::user("a").with_id("9")]);
-        assert_eq!(common_prefix(view(&a), &c), 0);
-        assert_eq!(common_prefix(view(&a), &[]), 0);
     }
 }

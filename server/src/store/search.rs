@@ -141,6 +141,7 @@ impl SearchQuery {
             conversation_id: conversation_id.to_owned(),
             message_id,
             index,
+            node: None,
             title: title.to_owned(),
             snippet,
             matches,

@@ -185,12 +185,14 @@ async fn unknown_routes_and_methods() {
     );
     let r = send(
         &svc(),
-        Request::post("/chat/api/conversations/c1")
+        Request::builder()
+            .method("OPTIONS")
+            .uri("/chat/api/conversations/c1")
             .body(Full::default())
             .unwrap(),
     )
     .await;
-    assert_eq!(r.headers["allow"], "GET, PUT, PATCH, DELETE");
+    assert_eq!(r.headers["allow"], "GET, PUT, PATCH, DELETE, POST");
     // Upload is off by default: the route does not exist.
     expect(
         Request::post("/chat/api/upload")

@@ -360,3 +360,134 @@ async fn search_finds_the_callers_messages_only_with_plain_text_snippets() {
     let long = format!("/chat/api/search?q={}", "a".repeat(201));
     assert_eq!(send(&s, as_user(get(&long), "alice")).await.status, 400);
 }
+
+/// Branches over HTTP: a regenerated reply is a version (`branches` in a GET); `POST
+/// {id}/branch` switches to another, `DELETE {id}/messages/{node}` deletes one; both answer the
+/// new revision and tell the caller's other tabs, unknown nodes and other principals get 404,
+/// and a malformed body or path a 4xx JSON error.
+#[tokio::test]
+async fn versions_are_listed_switched_and_deleted_over_http() {
+    let s = svc();
+    let mut events = s
+        .clone()
+        .oneshot(get("/chat/api/events"))
+        .await
+        .unwrap()
+        .into_body();
+    let u = json!({"id": "u1", "role": "user", "content": "hi"});
+    let a = |id: &str| json!({"id": id, "role": "assistant", "content": format!("reply {id}")});
+    let r = send(
+        &s,
+        put("/chat/api/conversations/c-b", &conv(0, json!([u, a("a1")]))),
+    )
+    .await;
+    assert_eq!(r.json()["revision"], 1);
+    let r = send(
+        &s,
+        put("/chat/api/conversations/c-b", &conv(1, json!([u, a("a2")]))),
+    )
+    .await;
+    assert_eq!(r.json()["revision"], 2);
+    let got = send(&s, get("/chat/api/conversations/c-b")).await.json();
+    assert_eq!(got["messages"][1]["id"], "a2");
+    let branch = &got["branches"][0];
+    assert_eq!(
+        (branch["index"].as_u64(), branch["current"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let first = branch["versions"][0].as_u64().unwrap();
+
+    let r = send(
+        &s,
+        post(
+            "/chat/api/conversations/c-b/branch",
+            &json!({"node": first}),
+        ),
+    )
+    .await;
+    assert_eq!(r.json(), json!({"ok": true, "revision": 3}));
+    let got = send(&s, get("/chat/api/conversations/c-b")).await.json();
+    assert_eq!(
+        (
+            got["messages"][1]["id"].as_str(),
+            got["branches"][0]["current"].as_u64()
+        ),
+        (Some("a1"), Some(0))
+    );
+
+    // Errors: an unknown node, another principal, a bad body, a bad path.
+    let r = send(
+        &s,
+        post("/chat/api/conversations/c-b/branch", &json!({"node": 99})),
+    )
+    .await;
+    assert_eq!(
+        (r.status.as_u16(), r.error()),
+        (404, "the conversation holds no such message".into())
+    );
+    let mut req = post(
+        "/chat/api/conversations/c-b/branch",
+        &json!({"node": first}),
+    );
+    req.extensions_mut().insert(Principal::new("bob"));
+    assert_eq!(send(&s, req).await.status, 404);
+    let r = send(
+        &s,
+        post("/chat/api/conversations/c-b/branch", &json!({"node": "x"})),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        send(&s, post("/chat/api/conversations/c-b/merge", &json!({})))
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        send(&s, post("/chat/api/conversations/c-b", &json!({})))
+            .await
+            .status,
+        404
+    );
+    let del = |path: &str| Request::delete(path).body(Full::default()).unwrap();
+    assert_eq!(
+        send(&s, del("/chat/api/conversations/c-b/messages/x"))
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        send(&s, del("/chat/api/conversations/c-b/messages/99"))
+            .await
+            .status,
+        404
+    );
+
+    // Deleting the active version moves the path to the other one.
+    let r = send(
+        &s,
+        del(&format!("/chat/api/conversations/c-b/messages/{first}")),
+    )
+    .await;
+    assert_eq!(r.json(), json!({"ok": true, "revision": 4}));
+    let got = send(&s, get("/chat/api/conversations/c-b")).await.json();
+    assert_eq!(got["messages"][1]["id"], "a2");
+    assert!(got.get("branches").is_none(), "one version left: {got}");
+
+    let mut seen = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !seen.contains(r#""revision":4"#) {
+        let f = tokio::time::timeout_at(deadline, events.frame())
+            .await
+            .expect("events arrive")
+            .unwrap()
+            .unwrap();
+        if let Some(d) = f.data_ref() {
+            seen.push_str(std::str::from_utf8(d).unwrap());
+        }
+    }
+    assert!(
+        seen.contains(r#"{"type":"conversation_saved","id":"c-b","revision":3}"#),
+        "{seen}"
+    );
+}

@@ -154,7 +154,7 @@ async fn migrations_racing_from_two_instances_apply_once() {
     );
     assert_eq!(
         versions,
-        [["1"], ["2"], ["3"]],
+        [["1"], ["2"], ["3"], ["4"]],
         "every migration recorded once"
     );
     // Both work on the one schema.
@@ -461,4 +461,82 @@ async fn an_exhausted_pool_fails_after_the_acquire_timeout_instead_of_hanging() 
     lock.release().await.unwrap();
     let outcome = first.await.unwrap().unwrap();
     assert_eq!(outcome, SaveOutcome::Saved { revision: 1 });
+}
+
+/// A schema and data the previous release (0.1.0, schema version 3) wrote through its app's
+/// API, dumped with `pg_dump --inserts` (`tests/fixtures/history-0.1.0-postgres.sql`: one
+/// conversation of five messages) and restored into a fresh schema, migrates at connect, opens
+/// as one branch, keeps its search index, and branches from then on.
+#[tokio::test]
+async fn a_schema_written_by_the_previous_release_opens_as_one_branch() {
+    let Some(db) = TestSchema::new().await else {
+        return;
+    };
+    let dump = include_str!("../fixtures/history-0.1.0-postgres.sql");
+    // psql's meta-commands (`\restrict`) are no SQL; the dump's schema is `public`.
+    let restored: Vec<String> = dump
+        .lines()
+        .filter(|line| !line.starts_with('\\'))
+        .map(|line| line.replace("public.", &format!("{}.", db.schema())))
+        .collect();
+    db.execute(&format!(
+        "CREATE SCHEMA {}; {}",
+        db.schema(),
+        restored.join("\n")
+    ))
+    .await
+    .unwrap();
+    let versions = |answer| rows(answer).into_iter().flatten().collect::<Vec<_>>();
+    let query = "SELECT version FROM lmchatkit_migrations ORDER BY version";
+    assert_eq!(versions(db.execute(query).await.unwrap()), ["1", "2", "3"]);
+
+    let store = db.connect().await.unwrap();
+    assert_eq!(
+        versions(db.execute(query).await.unwrap()),
+        ["1", "2", "3", "4"]
+    );
+    let me = Principal::anonymous();
+    let ids = |c: &StoredConversation| -> Vec<String> {
+        c.messages.iter().filter_map(|m| m.id.clone()).collect()
+    };
+    let got = store.get(&me, "c-prev").await.unwrap().unwrap();
+    assert_eq!(ids(&got), ["u1", "a1", "u2", "a2", "u3"]);
+    assert!(got.branches.is_empty(), "{:?}", got.branches);
+    assert_eq!((got.revision, got.title.as_str()), (2, "Made by 0.1.0"));
+    assert_eq!(got.totals.total_input_tokens, 32);
+    let (tail, before) = store.get_tail(&me, "c-prev", 2).await.unwrap().unwrap();
+    assert_eq!((before, ids(&tail)), (3, vec!["a2".into(), "u3".into()]));
+    let search = lmchatkit::store::SearchQuery::parse("herons", None).unwrap();
+    let hits = store.search(&me, &search).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!((hits[0].index, hits[0].node), (2, Some(2)));
+
+    // A regenerated second reply is one new row, a new version numbered after the stored
+    // ones; the stored reply keeps what followed it.
+    let mut c = got.clone();
+    c.messages.truncate(3);
+    c.messages
+        .push(Message::assistant("Frogs, mostly.").with_id("a2b"));
+    let written = store.counters().rows_written;
+    let SaveOutcome::Saved { revision } = store.save(&me, c).await.unwrap() else {
+        panic!("conflict")
+    };
+    assert_eq!(store.counters().rows_written - written, 1);
+    let got = store.get(&me, "c-prev").await.unwrap().unwrap();
+    assert_eq!(ids(&got), ["u1", "a1", "u2", "a2b"]);
+    assert_eq!(got.branches.len(), 1);
+    assert_eq!(
+        (got.branches[0].index, got.branches[0].versions.as_slice()),
+        (3, &[3, 5][..])
+    );
+    let switched = store.switch_branch(&me, "c-prev", 3).await.unwrap();
+    assert_eq!(
+        switched,
+        Some(lmchatkit::store::BranchOutcome::Done {
+            revision: revision + 1
+        })
+    );
+    let got = store.get(&me, "c-prev").await.unwrap().unwrap();
+    assert_eq!(ids(&got), ["u1", "a1", "u2", "a2", "u3"]);
+    assert_eq!(got.totals.total_input_tokens, 32);
 }

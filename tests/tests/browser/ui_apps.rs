@@ -471,6 +471,35 @@ async fn basic_vanillajs_in_proxy_mode() {
     basic_vanillajs(true).await;
 }
 
+/// A saved conversation of `n` calls of the app tool (with the arguments `args` makes of each
+/// index), each with its result and view.
+fn views_conversation(n: usize, args: impl Fn(usize) -> serde_json::Value) -> serde_json::Value {
+    let calls: Vec<_> = (0..n)
+        .map(|i| serde_json::json!({"id": format!("call_{i}"), "name": "test__show_app", "arguments": args(i)}))
+        .collect();
+    let mut messages = vec![
+        serde_json::json!({"id": "u1", "role": "user", "content": format!("show the app {n} times")}),
+        serde_json::json!({"id": "a1", "role": "assistant", "content": "", "tool_calls": calls}),
+    ];
+    for i in 0..n {
+        messages.push(serde_json::json!({
+            "id": format!("t{i}"), "role": "tool", "content": format!("rendered {i}"),
+            "tool_call_id": format!("call_{i}"), "tool_name": "test__show_app",
+            "structured_content": {"value": i}, "ui": {"resourceUri": "ui://test/app.html"}
+        }));
+    }
+    messages.into()
+}
+
+/// Scrolls the view of `call_{i}` into sight; the scroll event stops the transcript from
+/// following the bottom.
+fn show_view(i: usize) -> String {
+    format!(
+        "document.querySelector(\".lmck-app-view[data-call-id='call_{i}']\").scrollIntoView(); \
+         document.querySelector('.lmck-transcript').dispatchEvent(new Event('scroll')); return true;"
+    )
+}
+
 /// Several views in one conversation, each with its own bridge: at most `MAX_MOUNTED` (6) stay
 /// mounted; a view scrolled away is torn down when the cap is passed and remounts when it is
 /// scrolled back into view.
@@ -483,32 +512,12 @@ async fn many_views_are_capped_and_remount_on_demand() {
     };
     let b = &apps.env.browser;
     // A saved conversation with nine calls of the app tool, each with its result.
-    let calls: Vec<_> = (0..VIEWS)
-        .map(|i| serde_json::json!({"id": format!("call_{i}"), "name": "test__show_app", "arguments": {"n": i}}))
-        .collect();
-    let mut messages = vec![
-        serde_json::json!({"id": "u1", "role": "user", "content": "show the app nine times"}),
-        serde_json::json!({"id": "a1", "role": "assistant", "content": "", "tool_calls": calls}),
-    ];
-    for i in 0..VIEWS {
-        messages.push(serde_json::json!({
-            "id": format!("t{i}"), "role": "tool", "content": format!("rendered {i}"),
-            "tool_call_id": format!("call_{i}"), "tool_name": "test__show_app",
-            "structured_content": {"value": i}, "ui": {"resourceUri": "ui://test/app.html"}
-        }));
-    }
-    open_stored(&apps.env, b, "c-many", "many views", messages.into()).await;
+    let messages = views_conversation(VIEWS, |i| serde_json::json!({"n": i}));
+    open_stored(&apps.env, b, "c-many", "many views", messages).await;
     b.wait_for(".lmck-app-view").await;
-    // Scrolling stops the transcript from following the bottom (the scroll event says so).
-    let show = |i: usize| {
-        format!(
-            "document.querySelector(\".lmck-app-view[data-call-id='call_{i}']\").scrollIntoView(); \
-             document.querySelector('.lmck-transcript').dispatchEvent(new Event('scroll')); return true;"
-        )
-    };
     let mounted = "return document.querySelectorAll('.lmck-app-iframe').length;";
     for i in 0..VIEWS {
-        b.js(&show(i)).await;
+        b.js(&show_view(i)).await;
         b.wait_for(&format!(
             ".lmck-app-view[data-call-id='call_{i}'] .lmck-app-iframe"
         ))
@@ -529,7 +538,7 @@ async fn many_views_are_capped_and_remount_on_demand() {
     .await;
     // The first view was torn down to make room; back on screen, it mounts again.
     b.wait_js("the first view torn down", "return !document.querySelector(\".lmck-app-view[data-call-id='call_0'] .lmck-app-iframe\");").await;
-    b.js(&show(0)).await;
+    b.js(&show_view(0)).await;
     b.wait_for(".lmck-app-view[data-call-id='call_0'] .lmck-app-iframe")
         .await;
     b.wait_for(".lmck-app-view[data-call-id='call_0'] .lmck-app-iframe")
@@ -539,4 +548,73 @@ async fn many_views_are_capped_and_remount_on_demand() {
         .unwrap();
     b.wait_text("#tool-result", r#"{"value":0}"#).await;
     b.wait_text("#tool-input", r#"{"n":0}"#).await;
+}
+
+/// A view evicted by the cap and scrolled back on screen while its teardown is still pending
+/// (this one answers none, so the host's one-second timeout ends it) mounts again when the
+/// teardown ends: the intersection observer says nothing more to a view that stays on screen.
+#[tokio::test]
+async fn a_view_scrolled_back_during_its_teardown_mounts_again() {
+    const VIEWS: usize = 9;
+    let _one = ONE_AT_A_TIME.alone().await;
+    let Some(apps) = setup_apps(false).await else {
+        return;
+    };
+    let b = &apps.env.browser;
+    let messages = views_conversation(
+        VIEWS,
+        |i| serde_json::json!({"n": i, "hold_teardown": i == 0}),
+    );
+    open_stored(&apps.env, b, "c-held", "held teardown", messages).await;
+    b.wait_for(".lmck-app-view").await;
+    let frame0 = ".lmck-app-view[data-call-id='call_0'] .lmck-app-iframe";
+    // The moment view 0 hears its teardown (the host logs what the view sends), it is scrolled
+    // back on screen: its teardown is pending for the host's timeout.
+    b.js(&format!(
+        "window.__first = null; const log = console.log; \
+         console.log = function (...a) {{ \
+           if (!window.__first && a.join(' ').includes('held teardown: ')) {{ \
+             window.__first = document.querySelector(\"{frame0}\"); \
+             {back} \
+           }} \
+           log.apply(console, a); \
+         }}; return true;",
+        back = show_view(0).replace("return true;", "")
+    ))
+    .await;
+    // View 0 mounts and learns its input (so it holds its teardown); then the others, until the
+    // cap evicts view 0, the one least recently on screen.
+    b.js(&show_view(0)).await;
+    b.wait_for(frame0).await.enter_frame().await.unwrap();
+    b.wait_text("#tool-input", r#""hold_teardown":true"#).await;
+    b.client.enter_parent_frame().await.unwrap();
+    for i in 1..VIEWS {
+        if b.js("return !!window.__first;").await == serde_json::json!(true) {
+            break;
+        }
+        b.js(&show_view(i)).await;
+        b.wait_for(&format!(
+            ".lmck-app-view[data-call-id='call_{i}'] .lmck-app-iframe"
+        ))
+        .await;
+    }
+    b.wait_js(
+        "view 0 evicted (its iframe was there when it heard the teardown)",
+        "return !!window.__first;",
+    )
+    .await;
+    b.wait_js(
+        "view 0 torn down once its teardown timed out",
+        "return !window.__first.isConnected;",
+    )
+    .await;
+    b.wait_js(
+        "view 0 mounted again, being on screen",
+        &format!(
+            "const f = document.querySelector(\"{frame0}\"); return !!f && f !== window.__first;"
+        ),
+    )
+    .await;
+    b.wait_for(frame0).await.enter_frame().await.unwrap();
+    b.wait_text("#tool-result", r#"{"value":0}"#).await;
 }

@@ -113,24 +113,35 @@ async fn dropped_text_file_is_uploaded_and_sent_as_utf8() {
     );
 }
 
-#[tokio::test]
-async fn edit_and_resend_then_regenerate() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(env) = setup().await else { return };
-    let b = &env.browser;
+/// A new chat with one question ("mirror-back first") and the mock's mirrored reply.
+async fn first_exchange(b: &lmchatkit_tests::browser::Browser) {
     start_chat(b).await;
     b.send_message("mirror-back first").await;
     b.wait_text(".lmck-assistant .lmck-md", "Mirror: mirror-back first")
         .await;
     idle(b).await;
-    b.click(".lmck-user .lmck-icon-btn").await;
+}
+
+/// Edits the first user message to `text` and sends it; waits for the mock's mirrored reply.
+async fn edit_first_message(b: &lmchatkit_tests::browser::Browser, text: &str) {
+    b.click(".lmck-user .lmck-icon-btn[aria-label='Edit and resend']")
+        .await;
     let edit = b.wait_for(".lmck-edit").await;
     edit.clear().await.unwrap();
-    edit.send_keys("mirror-back second").await.unwrap();
+    edit.send_keys(text).await.unwrap();
     edit.send_keys("\u{E007}").await.unwrap();
-    b.wait_text(".lmck-assistant .lmck-md", "Mirror: mirror-back second")
+    b.wait_text(".lmck-assistant .lmck-md", &format!("Mirror: {text}"))
         .await;
     idle(b).await;
+}
+
+#[tokio::test]
+async fn edit_and_resend_then_regenerate() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    first_exchange(b).await;
+    edit_first_message(b, "mirror-back second").await;
     assert_eq!(
         b.texts(".lmck-user .lmck-user-text").await,
         "mirror-back second"
@@ -153,6 +164,58 @@ async fn edit_and_resend_then_regenerate() {
         json!(1)
     );
     b.wait_text(".lmck-assistant .lmck-md", "Mirror: mirror-back second")
+        .await;
+}
+
+/// An edit and a regenerated reply keep the earlier versions: `‹ 2 / 2 ›` on each, stepping
+/// back shows the first question with its own reply, a reload keeps the branch shown, and a
+/// switch made elsewhere (another tab, through the API) is followed.
+#[tokio::test]
+async fn edits_and_regenerated_replies_are_versions_to_step_between_and_other_tabs_follow() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    first_exchange(b).await;
+    assert!(b.texts(".lmck-version-at").await.is_empty(), "one version");
+    edit_first_message(b, "mirror-back second").await;
+    b.wait_text(".lmck-user .lmck-version-at", "2 / 2").await;
+    b.click(".lmck-regenerate").await;
+    b.wait_text(".lmck-assistant .lmck-version-at", "2 / 2")
+        .await;
+    b.screenshot("branches-versions").await;
+
+    // Back to the first question: its own reply, and no versions of that reply.
+    b.click(".lmck-user .lmck-version-prev").await;
+    b.wait_text(".lmck-user .lmck-user-text", "mirror-back first")
+        .await;
+    b.wait_text(".lmck-assistant .lmck-md", "Mirror: mirror-back first")
+        .await;
+    assert_eq!(b.texts(".lmck-user .lmck-version-at").await, "1 / 2");
+    assert!(b.texts(".lmck-assistant .lmck-version-at").await.is_empty());
+
+    // The branch shown is the stored one: a reload opens it.
+    b.client.refresh().await.unwrap();
+    b.wait_text(".lmck-user .lmck-user-text", "mirror-back first")
+        .await;
+    b.wait_text(".lmck-user .lmck-version-at", "1 / 2").await;
+
+    // Another client switches back to the edit: this tab follows.
+    let http = reqwest::Client::new();
+    let conv = first_stored(&env).await.expect("stored");
+    let id = conv["id"].as_str().unwrap();
+    let url = env.server.url(&format!("/chat/api/conversations/{id}"));
+    let edit_node = conv["branches"][0]["versions"][1].clone();
+    let res = http
+        .post(format!("{url}/branch"))
+        .json(&json!({"node": edit_node}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    b.wait_text(".lmck-user .lmck-user-text", "mirror-back second")
+        .await;
+    b.wait_text(".lmck-user .lmck-version-at", "2 / 2").await;
+    b.wait_text(".lmck-assistant .lmck-version-at", "2 / 2")
         .await;
 }
 

@@ -396,6 +396,51 @@ async fn a_reload_reads_the_thread_back_and_it_passes_validate_ui_messages() {
     }
 }
 
+/// `regenerate()` makes a new version of the reply: the chat and the thread show the active
+/// path (the new reply), and the stored conversation keeps the first reply as its other version.
+#[tokio::test]
+async fn a_regenerated_reply_is_a_new_version_and_the_thread_is_the_active_path() {
+    let s = setup(ApprovalPolicy::default()).await;
+    let steps =
+        json!([{"send": "hello"}, {"regenerate": true}, {"loadThread": "{threads}/{chat}"}]);
+    let Some(outs) = each_version(&s, json!({"steps": steps})).await else {
+        return;
+    };
+    for (version, out) in outs {
+        ok(version, &out["steps"][1]);
+        let first = &out["steps"][0]["messages"];
+        let again = &out["steps"][1]["messages"];
+        assert_eq!(
+            again.as_array().map(Vec::len),
+            Some(2),
+            "{version}: {again}"
+        );
+        assert_ne!(first[1]["id"], again[1]["id"], "{version}: a new reply");
+        let thread = &out["steps"][2]["thread"];
+        assert_eq!(
+            thread["messages"], *again,
+            "{version}: the thread is the active path"
+        );
+        let conv: Value = reqwest::get(
+            s.server
+                .url(&format!("/chat/api/conversations/thread-{version}")),
+        )
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+        let branch = &conv["branches"][0];
+        assert_eq!(branch["index"], 1, "{version}: {conv}");
+        assert_eq!(
+            branch["versions"].as_array().map(Vec::len),
+            Some(2),
+            "{version}"
+        );
+        assert_eq!(branch["current"], 1, "{version}");
+    }
+}
+
 #[tokio::test]
 async fn a_v7_client_that_asks_sees_the_policys_automatic_approval_and_no_other_client_does() {
     let s = setup(ApprovalPolicy::new(ToolDecision::Allow)).await;

@@ -237,7 +237,8 @@ fn next_copy(
 
 /// `stored` with `reply` in its place:
 /// - where a message with the reply's id is (an earlier save of this reply), replaced;
-/// - else after the request's last message (the one the reply answers): the assistant and tool
+/// - else after the request's last message (the one the reply answers, with the same id and
+///   content: an edited one is not it): the assistant and tool
 ///   messages right after it are an earlier answer to it that this reply replaces
 ///   (regenerate, retry) and are dropped; what comes after those (a message another tab or
 ///   client appended meanwhile, or later turns an edit cut in the tab, which the tab's own
@@ -275,8 +276,13 @@ fn place_in(
         after.extend_from_slice(&stored[j + 1..]);
         return Some((j, after));
     }
-    let anchor = request.last().and_then(|m| m.id.as_ref());
-    let i = anchor.and_then(|a| stored.iter().position(|m| m.id.as_ref() == Some(a)))?;
+    // The message the reply answers, as the request has it: an edit keeps a message's id
+    // and changes its content, and a reply to the edit does not answer the stored text (the
+    // store keeps the edit as a new version, `store::tree`).
+    let last = request.last().filter(|m| m.id.is_some())?;
+    let i = stored
+        .iter()
+        .position(|m| m.id == last.id && m.content == last.content)?;
     let rest = &stored[i + 1..];
     let replaced = rest
         .iter()
@@ -423,10 +429,15 @@ mod tests {
             with_id(Message::user("a"), "u1"),
             with_id(Message::assistant("old"), "r0"),
         ];
-        // The user edited u1 (or regenerated) and asked again: the old answer goes.
+        // The user regenerated: the old answer goes (the store keeps it as a version).
+        let request = vec![with_id(Message::user("a"), "u1")];
+        let placed = place_reply(&stored, &request, with_id(Message::assistant("new"), "r1"));
+        assert_eq!(ids(&placed), ["u1", "r1"]);
+        // The user edited u1 and asked again: the reply follows the edit, not the stored text.
         let request = vec![with_id(Message::user("a2"), "u1")];
         let placed = place_reply(&stored, &request, with_id(Message::assistant("new"), "r1"));
         assert_eq!(ids(&placed), ["u1", "r1"]);
+        assert_eq!(placed[0].content.joined_text(""), "a2");
         // Another client appended a message while the reply ran: it stays, the reply after it.
         let stored = vec![
             with_id(Message::user("a"), "u1"),
@@ -492,6 +503,22 @@ mod tests {
         }
         async fn delete(&self, p: &Principal, id: &str) -> Result<bool, HistoryError> {
             self.inner.delete(p, id).await
+        }
+        async fn switch_branch(
+            &self,
+            p: &Principal,
+            id: &str,
+            node: u64,
+        ) -> Result<Option<crate::store::BranchOutcome>, HistoryError> {
+            self.inner.switch_branch(p, id, node).await
+        }
+        async fn delete_branch(
+            &self,
+            p: &Principal,
+            id: &str,
+            node: u64,
+        ) -> Result<Option<crate::store::BranchOutcome>, HistoryError> {
+            self.inner.delete_branch(p, id, node).await
         }
     }
 

@@ -50,6 +50,7 @@
 //!   must compute them in the save's own transaction, never trust the body's.
 
 pub mod approvals;
+mod branches;
 mod search;
 mod stress;
 #[cfg(feature = "mcp")]
@@ -68,20 +69,20 @@ use serde_json::json;
 use super::{HistoryError, HistoryStore, SaveOutcome};
 use crate::host::Principal;
 
-/// The store's count of message rows written (inserted plus deleted by saves), when the suite
-/// was given one.
+/// The store's count of message rows written (inserted, updated or deleted by saves), when the
+/// suite was given one.
 #[derive(Clone, Copy)]
-struct Rows<'a>(Option<&'a (dyn Fn() -> u64 + Sync)>);
+pub(super) struct Rows<'a>(Option<&'a (dyn Fn() -> u64 + Sync)>);
 
 impl Rows<'_> {
     /// The count now (0 without a counter).
-    fn now(self) -> u64 {
+    pub(super) fn now(self) -> u64 {
         self.0.map_or(0, |count| count())
     }
 
     /// Checks that `expected` rows were written since the count was `since`.
     #[track_caller]
-    fn written(self, since: u64, expected: u64, what: &str) {
+    pub(super) fn written(self, since: u64, expected: u64, what: &str) {
         if let Some(count) = self.0 {
             assert_eq!(count() - since, expected, "rows written: {what}");
         }
@@ -123,7 +124,7 @@ pub(super) async fn saved(store: &dyn HistoryStore, p: &Principal, c: StoredConv
     }
 }
 
-async fn conflict(
+pub(super) async fn conflict(
     store: &dyn HistoryStore,
     p: &Principal,
     c: StoredConversation,
@@ -233,6 +234,7 @@ async fn run_rows(store: &dyn HistoryStore, rows: Rows<'_>) {
     principals(store, &alice, &bob).await;
     patching(store, &alice).await;
     deleting(store, &alice).await;
+    branches::branching(store, &alice, &bob, rows).await;
     ordering(store).await;
     search::searching(store).await;
 }
@@ -373,38 +375,49 @@ async fn prefix_writes(store: &dyn HistoryStore, alice: &Principal, rows: Rows<'
     rows.written(w, 0, "unchanged");
     assert_eq!(get(store, alice, id).await.messages, msgs);
 
-    // Editing an earlier message rewrites from there: 5 stored, edit index 1 → 4 deleted + 4 inserted.
+    // A message changed under its id with the rest unchanged is updated in place: one row.
     msgs[1] = msg("assistant", "a1", "two, edited");
     let w = rows.now();
     rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
-    rows.written(w, 8, "edit at index 1");
-    assert_eq!(get(store, alice, id).await.messages, msgs);
+    rows.written(w, 1, "update at index 1");
+    let got = get(store, alice, id).await;
+    assert_eq!(got.messages, msgs);
+    assert!(got.branches.is_empty(), "an update is no new version");
 
-    // Same body, different id: not part of the prefix.
+    // Same body, different id: another message, a second version of the last one.
     msgs[4] = msg("user", "u3-new", "five");
     let w = rows.now();
     rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
-    rows.written(w, 2, "id change at the end");
+    rows.written(w, 1, "id change at the end");
+    let got = get(store, alice, id).await;
+    assert_eq!(got.messages, msgs);
+    assert_eq!(got.branches.len(), 1);
+    assert_eq!((got.branches[0].index, got.branches[0].current), (4, 1));
+    assert_eq!(got.branches[0].versions.len(), 2);
 
-    // A change inside a structured field (tool-call approval) also counts.
+    // A change inside a structured field (tool-call approval) also counts, each an update.
     msgs[3].tool_calls = vec![ToolCall::new("call_9", "t", json!({}))];
     let w = rows.now();
     rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
     msgs[3].tool_calls[0].approval = Some(Approval::Approved);
     rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
-    rows.written(w, 8, "two rewrites of the last two rows");
+    rows.written(w, 2, "two updates of one row");
+    assert_eq!(get(store, alice, id).await.messages, msgs);
 
-    // Truncation deletes only the tail.
+    // A shorter save moves the leaf back and writes nothing: the rest stays, off the path.
     msgs.truncate(2);
     let w = rows.now();
     rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
-    rows.written(w, 3, "truncate 5 → 2");
-    assert_eq!(get(store, alice, id).await.messages, msgs);
+    rows.written(w, 0, "truncate 5 → 2");
+    let got = get(store, alice, id).await;
+    assert_eq!(got.messages, msgs);
+    assert!(got.branches.is_empty());
 
-    // Clearing everything, then starting over.
+    // Clearing everything, then starting over: the new first message is a second version of
+    // the first.
     let w = rows.now();
     rev = saved(store, alice, conv(id, rev, vec![])).await;
-    rows.written(w, 2, "clear two messages");
+    rows.written(w, 0, "clear two messages");
     assert!(get(store, alice, id).await.messages.is_empty());
     msgs = vec![msg("user", "n1", "new start")];
     rev = saved(store, alice, conv(id, rev, msgs.clone())).await;
@@ -412,6 +425,8 @@ async fn prefix_writes(store: &dyn HistoryStore, alice: &Principal, rows: Rows<'
     assert_eq!(got.messages, msgs);
     assert_eq!(got.revision, rev);
     assert_eq!(rev, 11);
+    assert_eq!(got.branches.len(), 1);
+    assert_eq!(got.branches[0].index, 0);
     assert!(store.delete(alice, id).await.expect("delete"));
 }
 
@@ -447,8 +462,8 @@ async fn kept_saves(store: &dyn HistoryStore, alice: &Principal, rows: Rows<'_>)
     assert_eq!(got.totals, ConversationTotals::of(&msgs));
     assert_eq!(got.totals.last_context_tokens, Some(150));
 
-    // Keeping fewer than are stored replaces the rest (a regenerated reply): the totals no
-    // longer count the replaced reply.
+    // Keeping fewer than are stored with another message after them (a regenerated reply):
+    // a new version, one row; the totals count the path's replies, not the earlier version.
     let w = rows.now();
     rev = saved(
         store,
@@ -456,12 +471,13 @@ async fn kept_saves(store: &dyn HistoryStore, alice: &Principal, rows: Rows<'_>)
         tail(id, rev, 3, vec![reply("a2b", 140, 5, Some(0.125))]),
     )
     .await;
-    rows.written(w, 2, "one row replaced");
+    rows.written(w, 1, "one new version");
     msgs[3] = reply("a2b", 140, 5, Some(0.125));
     let got = get(store, alice, id).await;
     assert_eq!(got.messages, msgs);
     assert_eq!(got.totals, ConversationTotals::of(&msgs));
     assert_eq!(got.totals.total_cost_usd, Some(0.625));
+    assert_eq!((got.branches.len(), got.branches[0].index), (1, 3));
 
     // Keeping everything with nothing new writes no row but still saves the settings.
     let mut same = tail(id, rev, 4, vec![]);
@@ -472,7 +488,7 @@ async fn kept_saves(store: &dyn HistoryStore, alice: &Principal, rows: Rows<'_>)
     let got = get(store, alice, id).await;
     assert_eq!((got.messages.len(), got.model.as_str()), (4, "other-model"));
 
-    // Keeping none replaces every message.
+    // Keeping none starts a new version of the first message.
     rev = saved(
         store,
         alice,

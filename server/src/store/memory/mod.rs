@@ -12,31 +12,81 @@ pub use approvals::MemoryApprovalStore;
 #[cfg(feature = "mcp")]
 pub use user_mcp::MemoryUserMcpStore;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use lmchatkit_protocol::{
-    ConversationPatch, ConversationSummary, ConversationTotals, StoredConversation,
+    ConversationPatch, ConversationSummary, ConversationTotals, SearchHit, StoredConversation,
 };
 
-use super::rows::{MessageRow, common_prefix, decode_rows, encode_messages, gone, now_ms};
-use super::{HistoryError, HistoryStore, SaveOutcome, validate_id};
+use super::rows::{MessageRow, decode_rows, encode_messages, gone, now_ms};
+use super::tree::{self, Shape};
+use super::{BranchOutcome, HistoryError, HistoryStore, SaveOutcome, SearchQuery, validate_id};
 use crate::host::Principal;
 
 /// One stored conversation: its summary (with the current revision), the tools it always
-/// allows, and its message rows.
+/// allows, its messages as nodes of a tree ([`tree`](crate::store::tree)) and its active leaf.
 #[derive(Debug, Clone)]
 struct Entry {
     summary: ConversationSummary,
     allowed_tools: Vec<String>,
-    rows: Vec<MessageRow>,
+    /// Every stored message by node number: its parent and its row.
+    nodes: BTreeMap<u64, (Option<u64>, MessageRow)>,
+    leaf: Option<u64>,
+    /// The number the next new node gets.
+    next: u64,
 }
 
 impl Entry {
-    fn to_conversation(&self) -> Result<StoredConversation, HistoryError> {
+    fn new(summary: ConversationSummary, allowed_tools: Vec<String>) -> Self {
+        Entry {
+            summary,
+            allowed_tools,
+            nodes: BTreeMap::new(),
+            leaf: None,
+            next: 0,
+        }
+    }
+
+    fn shape(&self) -> Shape {
+        Shape::new(self.nodes.iter().map(|(n, (p, _))| (*n, *p)))
+    }
+
+    /// The active path's nodes, root first.
+    fn path(&self) -> Vec<u64> {
+        self.shape().path(self.leaf)
+    }
+
+    /// The rows of `path`.
+    fn rows<'a>(&'a self, path: &'a [u64]) -> impl Iterator<Item = &'a MessageRow> + 'a {
+        path.iter()
+            .filter_map(|n| self.nodes.get(n).map(|(_, r)| r))
+    }
+
+    /// Appends `rows` as new nodes below `parent`; the last one's number.
+    fn append(&mut self, mut parent: Option<u64>, rows: Vec<MessageRow>) -> Option<u64> {
+        for row in rows {
+            let node = self.next;
+            self.next += 1;
+            self.nodes.insert(node, (parent, row));
+            parent = Some(node);
+        }
+        parent
+    }
+
+    /// The copy a read returns: the path from `from` on.
+    fn to_conversation(&self, from: usize) -> Result<StoredConversation, HistoryError> {
         let s = &self.summary;
+        let shape = self.shape();
+        let path = shape.path(self.leaf);
+        let mut branches = shape.branches(&path);
+        let tail = path.get(from..).unwrap_or_default();
+        branches.retain(|b| b.index >= from as u64);
+        for b in &mut branches {
+            b.index -= from as u64;
+        }
         Ok(StoredConversation {
             id: s.id.clone(),
             title: s.title.clone(),
@@ -46,11 +96,22 @@ impl Entry {
             created_at: s.created_at,
             updated_at: s.updated_at,
             revision: s.revision,
-            messages: decode_rows(self.rows.iter().map(|r| r.body.as_str()))?,
+            messages: decode_rows(self.rows(tail).map(|r| r.body.as_str()))?,
             allowed_tools: self.allowed_tools.clone(),
             totals: s.totals,
             kept: None,
+            branches,
         })
+    }
+
+    /// Recomputes the totals of the active path, bumps the revision and the time.
+    fn touch(&mut self) -> Result<u64, HistoryError> {
+        let path = self.path();
+        let messages = decode_rows(self.rows(&path).map(|r| r.body.as_str()))?;
+        self.summary.totals = ConversationTotals::of(&messages);
+        self.summary.revision += 1;
+        self.summary.updated_at = now_ms();
+        Ok(self.summary.revision)
     }
 }
 
@@ -113,7 +174,37 @@ impl MemoryStore {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Message rows inserted plus deleted by saves since creation.
+    /// A branch switch, or a delete of `node` with its descendants (`delete`): the leaf goes
+    /// where [`tree`] says.
+    fn branch_op(
+        &self,
+        principal: &Principal,
+        id: &str,
+        node: u64,
+        delete: bool,
+    ) -> Result<Option<BranchOutcome>, HistoryError> {
+        validate_id(id)?;
+        let mut map = self.lock();
+        let Some(entry) = map.get_mut(&key(principal, id)) else {
+            return Ok(None);
+        };
+        let shape = entry.shape();
+        if !shape.contains(node) {
+            return Ok(Some(BranchOutcome::NoSuchNode));
+        }
+        if delete {
+            entry.leaf = shape.leaf_after_delete(node, entry.leaf);
+            for gone in shape.subtree(node) {
+                entry.nodes.remove(&gone);
+            }
+        } else {
+            entry.leaf = Some(shape.newest_leaf(node));
+        }
+        let revision = entry.touch()?;
+        Ok(Some(BranchOutcome::Done { revision }))
+    }
+
+    /// Message rows inserted, updated or deleted by saves since creation.
     #[cfg(test)]
     pub(crate) fn rows_written(&self) -> u64 {
         self.rows_written.load(Ordering::SeqCst)
@@ -145,7 +236,7 @@ impl HistoryStore for MemoryStore {
     ) -> Result<Option<StoredConversation>, HistoryError> {
         validate_id(id)?;
         let entry = self.lock().get(&key(principal, id)).cloned();
-        entry.map(|e| e.to_conversation()).transpose()
+        entry.map(|e| e.to_conversation(0)).transpose()
     }
 
     async fn get_tail(
@@ -155,18 +246,12 @@ impl HistoryStore for MemoryStore {
         n: usize,
     ) -> Result<Option<(StoredConversation, u64)>, HistoryError> {
         validate_id(id)?;
-        let map = self.lock();
-        let Some(entry) = map.get(&key(principal, id)) else {
+        let entry = self.lock().get(&key(principal, id)).cloned();
+        let Some(entry) = entry else {
             return Ok(None);
         };
-        let before = entry.rows.len().saturating_sub(n);
-        let tail = Entry {
-            summary: entry.summary.clone(),
-            allowed_tools: entry.allowed_tools.clone(),
-            rows: entry.rows[before..].to_vec(),
-        };
-        drop(map);
-        Ok(Some((tail.to_conversation()?, before as u64)))
+        let before = entry.path().len().saturating_sub(n);
+        Ok(Some((entry.to_conversation(before)?, before as u64)))
     }
 
     async fn save(
@@ -176,14 +261,12 @@ impl HistoryStore for MemoryStore {
     ) -> Result<SaveOutcome, HistoryError> {
         validate_id(&conversation.id)?;
         let mut rows = encode_messages(&conversation.messages)?;
-        // The totals of the messages sent: the whole conversation's, or a kept save's tail's.
-        let sent = ConversationTotals::of(&conversation.messages);
         let now = now_ms();
         let base = conversation.revision;
         let kept = conversation.kept;
         let mut map = self.lock();
         let k = key(principal, &conversation.id);
-        let summary = |created_at, revision, totals| ConversationSummary {
+        let summary = |created_at, revision| ConversationSummary {
             id: conversation.id.clone(),
             title: conversation.title.clone(),
             persona_id: conversation.persona_id.clone(),
@@ -192,77 +275,116 @@ impl HistoryStore for MemoryStore {
             created_at,
             updated_at: now,
             revision,
-            totals,
+            totals: ConversationTotals::default(),
         };
-        match map.get_mut(&k) {
-            None if kept.is_some_and(|n| n > 0) => {
-                Ok(SaveOutcome::Conflict(Box::new(gone(&conversation.id))))
+        let Some(entry) = map.get_mut(&k) else {
+            if kept.is_some_and(|n| n > 0) {
+                return Ok(SaveOutcome::Conflict(Box::new(gone(&conversation.id))));
             }
-            None => {
-                // Absent: create (also for a base > 0, e.g. deleted elsewhere — nothing is lost).
-                let created_at = if conversation.created_at > 0 {
-                    conversation.created_at
-                } else {
-                    now
-                };
-                self.rows_written
-                    .fetch_add(rows.len() as u64, Ordering::SeqCst);
-                map.insert(
-                    k,
-                    Entry {
-                        summary: summary(created_at, 1, sent),
-                        allowed_tools: conversation.allowed_tools.clone(),
-                        rows,
-                    },
-                );
-                Ok(SaveOutcome::Saved { revision: 1 })
-            }
-            Some(entry)
-                if base == 0
-                    || base != entry.summary.revision
-                    || kept.is_some_and(|n| n > entry.rows.len() as u64) =>
-            {
-                let current = entry.clone();
-                drop(map);
-                Ok(SaveOutcome::Conflict(Box::new(current.to_conversation()?)))
-            }
-            Some(entry) => {
-                let (keep, totals) = match kept {
-                    None => {
-                        let keep = common_prefix(
-                            entry
-                                .rows
-                                .iter()
-                                .map(|r| (r.id.as_deref(), r.body.as_str())),
-                            &rows,
-                        );
-                        rows.drain(..keep);
-                        (keep, sent)
-                    }
-                    Some(n) => {
-                        let keep = n as usize;
-                        let before = if keep == entry.rows.len() {
-                            entry.summary.totals
-                        } else {
-                            let prefix = &entry.rows[..keep];
-                            ConversationTotals::of(&decode_rows(
-                                prefix.iter().map(|r| r.body.as_str()),
-                            )?)
-                        };
-                        (keep, before.then(sent))
-                    }
-                };
-                let written = (entry.rows.len() - keep) + rows.len();
-                entry.rows.truncate(keep);
-                entry.rows.extend(rows);
-                let revision = entry.summary.revision + 1;
-                entry.summary = summary(entry.summary.created_at, revision, totals);
-                entry.allowed_tools = conversation.allowed_tools.clone();
-                self.rows_written
-                    .fetch_add(written as u64, Ordering::SeqCst);
-                Ok(SaveOutcome::Saved { revision })
+            // Absent: create (also for a base > 0, e.g. deleted elsewhere — nothing is lost).
+            let created_at = if conversation.created_at > 0 {
+                conversation.created_at
+            } else {
+                now
+            };
+            self.rows_written
+                .fetch_add(rows.len() as u64, Ordering::SeqCst);
+            let mut entry = Entry::new(summary(created_at, 0), conversation.allowed_tools);
+            entry.leaf = entry.append(None, rows);
+            entry.touch()?;
+            map.insert(k, entry);
+            return Ok(SaveOutcome::Saved { revision: 1 });
+        };
+        let path = entry.path();
+        if base == 0
+            || base != entry.summary.revision
+            || kept.is_some_and(|n| n > path.len() as u64)
+        {
+            let current = entry.clone();
+            drop(map);
+            return Ok(SaveOutcome::Conflict(Box::new(current.to_conversation(0)?)));
+        }
+        let from = kept.map_or(0, |n| n as usize);
+        let plan = {
+            let stored: Vec<(u64, Option<&str>)> = path[from..]
+                .iter()
+                .map(|n| (*n, entry.nodes.get(n).and_then(|(_, r)| r.id.as_deref())))
+                .collect();
+            let ids: Vec<Option<&str>> = rows.iter().map(|r| r.id.as_deref()).collect();
+            let body = |i: usize| entry.nodes.get(&stored[i].0).map(|(_, r)| r.body.as_str());
+            tree::plan(&stored, from.checked_sub(1).map(|i| path[i]), &ids, |i| {
+                body(i) == Some(rows[i].body.as_str())
+            })
+        };
+        let added = rows.split_off(plan.new_from);
+        let written = plan.updates.len() + added.len();
+        for (i, node) in plan.updates {
+            if let Some((_, row)) = entry.nodes.get_mut(&node) {
+                *row = rows[i].clone();
             }
         }
+        entry.leaf = entry.append(plan.parent, added);
+        let revision = entry.summary.revision;
+        entry.summary = summary(entry.summary.created_at, revision);
+        entry.allowed_tools = conversation.allowed_tools;
+        let revision = entry.touch()?;
+        self.rows_written
+            .fetch_add(written as u64, Ordering::SeqCst);
+        Ok(SaveOutcome::Saved { revision })
+    }
+
+    /// A scan of every branch of every conversation of the principal, newest first, each
+    /// conversation's messages in the order they were stored.
+    async fn search(
+        &self,
+        principal: &Principal,
+        query: &SearchQuery,
+    ) -> Result<Vec<SearchHit>, HistoryError> {
+        let mut entries: Vec<Entry> = self
+            .lock()
+            .iter()
+            .filter(|((p, _), _)| p == principal.id())
+            .map(|(_, e)| e.clone())
+            .collect();
+        entries.sort_by(|a, b| {
+            let (a, b) = (&a.summary, &b.summary);
+            b.updated_at.cmp(&a.updated_at).then(a.id.cmp(&b.id))
+        });
+        let mut hits = Vec::new();
+        for e in entries {
+            let shape = e.shape();
+            let s = &e.summary;
+            for (node, (_, row)) in &e.nodes {
+                let m = super::rows::decode_message(&row.body)?;
+                let depth = shape.depth(*node);
+                if let Some(mut hit) = query.hit((&s.id, &s.title, s.updated_at), depth, &m) {
+                    hit.node = Some(*node);
+                    hits.push(hit);
+                    if hits.len() == query.limit() {
+                        return Ok(hits);
+                    }
+                }
+            }
+        }
+        Ok(hits)
+    }
+
+    async fn switch_branch(
+        &self,
+        principal: &Principal,
+        id: &str,
+        node: u64,
+    ) -> Result<Option<BranchOutcome>, HistoryError> {
+        self.branch_op(principal, id, node, false)
+    }
+
+    async fn delete_branch(
+        &self,
+        principal: &Principal,
+        id: &str,
+        node: u64,
+    ) -> Result<Option<BranchOutcome>, HistoryError> {
+        self.branch_op(principal, id, node, true)
     }
 
     async fn patch(

@@ -15,21 +15,54 @@
 //! - Migrations run at [`connect`](PostgresStore::connect), numbered and recorded in a table of
 //!   their own, under `pg_advisory_xact_lock`, so instances starting together apply them once;
 //!   a database with a newer schema than this build is refused (see `schema.rs`).
-//! - Messages are rows, each with the SHA-256 of its canonical body (the message serialized as
-//!   JSON, which includes its id). A save finds the common prefix by reading the stored
-//!   hashes only, never a body, deletes the rows after it and inserts the rest in one
-//!   statement, so a save is O(new messages) in rows written and bodies moved.
+//! - Conversations are trees ([`tree`] has the decisions every store shares). Each message is
+//!   a row keyed by its node number, `seq`: unique in the conversation and never reused (the
+//!   conversation's `next_seq` hands them out, so the number of a node deleted with its branch
+//!   stays unused, where `max(seq) + 1` would give it out again). A row keeps its `parent`
+//!   (NULL for a first message), its `depth` (its position on any path through it), the
+//!   SHA-256 of its canonical body (the message serialized as JSON, which includes its id)
+//!   and its message id as JSON (`message_id`: a quoted string, in which a NUL is escaped;
+//!   NULL without an id), so a save compares ids without reading a body. The conversation
+//!   keeps its active `leaf`. Conversations stored before (schema version 3) were one list
+//!   numbered from 0; migration 4 makes each row the child of the one before it, so they open
+//!   as one branch (see `schema.rs`).
+//! - The active path is read with a recursive CTE walking the parents up from the leaf (one
+//!   primary-key lookup a node), in the statement that reads the conversation (one
+//!   snapshot): a read costs the path it returns, or only the tail a
+//!   [`get_tail`](HistoryStore::get_tail) asks for, whatever the other branches hold. Loading
+//!   the `(seq, parent)` shape of the whole conversation and walking it in Rust would cost
+//!   every node ever stored, on every turn's tail read. The same statement reads the nodes
+//!   sharing a parent with a node it returns (an index-only scan of `(principal,
+//!   conversation_id, parent, seq)`), and `tree::Shape` of those makes the `branches`, as in
+//!   the memory store. Switching and deleting a branch load the whole shape instead: they
+//!   need a node's descendants, and they are rare and user-driven.
+//! - A save compares what it sends with the stored path ([`tree::plan`](crate::store::tree)),
+//!   reading the path's hashes and message ids only, never a body; it updates in place the
+//!   messages the plan says (one statement), inserts the new nodes (one statement, numbered
+//!   from `next_seq`, the first a child of the last node kept) and moves the leaf. It deletes
+//!   nothing: what a save leaves off its path stays, as a branch. So a save writes the rows it
+//!   adds or changes and nothing of any other branch, reads O(path) hashes, and moves only
+//!   the bodies it writes.
 //! - The revision check-and-set is one statement: `INSERT … ON CONFLICT (principal, id) DO
-//!   UPDATE … WHERE conversations.revision = $base RETURNING revision`. It creates an absent
-//!   conversation at revision 1 (whatever the base, as every store does), bumps a matching one
-//!   and locks its row until the message rows are changed in the same transaction; a stale base
-//!   returns no row, and the save answers [`SaveOutcome::Conflict`] with the current copy,
-//!   which the competing save has committed by then.
+//!   UPDATE … WHERE conversations.revision = $base RETURNING revision, leaf, next_seq`. It
+//!   creates an absent conversation at revision 1 (whatever the base, as every store does),
+//!   with the leaf of what it inserts; it bumps a matching one and locks its row until the
+//!   message rows and the leaf (a second update of the row, when the save moves it) are
+//!   written in the same transaction; a stale base returns no row, and the save answers
+//!   [`SaveOutcome::Conflict`] with the current copy, which the competing save has committed
+//!   by then. The totals are the sent messages', which are the active path after the save.
 //! - A save that keeps stored messages ([`StoredConversation::kept`]) locks the conversation's
-//!   row with `SELECT … FOR UPDATE`, checks the revision and the message count (`max(seq)`, from
-//!   the primary key's index), deletes the rows after the kept ones and inserts the new ones:
-//!   no hash is read, and the totals grow by the new messages'. Keeping fewer than are stored
-//!   reads the kept bodies once for their totals.
+//!   row with `SELECT … FOR UPDATE`, checks the revision and the path's length (the leaf's
+//!   depth + 1, one index lookup) and, when it keeps the whole path, inserts the new nodes
+//!   below the leaf: no hash or body is read, and the totals grow by the new messages'.
+//!   Keeping fewer than the path holds walks the path once, reading the hashes after the kept
+//!   messages (to plan) and the kept bodies (for their totals).
+//! - Switching or deleting a branch is one transaction that locks the conversation's row,
+//!   moves the leaf (`tree::Shape` decides where), deletes the node's subtree (its search text
+//!   goes with the rows), bumps the revision and `updated_at`, and, when the leaf moved,
+//!   recomputes the totals from the new path's bodies.
+//! - Search covers every branch: each hit names its node (`seq`) and its position on its
+//!   branch (`depth`); newest conversation first, then by node number.
 //! - PostgreSQL refuses a NUL character in `text`; a conversation's title, model or persona
 //!   holding one is [`HistoryError::InvalidInput`] (a 400), checked before any SQL runs (and a
 //!   server refusal of a character maps there too). Inside message bodies and JSON columns NUL
@@ -52,10 +85,10 @@ use sha2::{Digest, Sha256};
 use tokio_postgres::error::SqlState;
 
 use super::rows::{
-    MessageRow, decode_message, decode_rows, encode_indexed, gone, now_ms, storage,
-    stored_conversation,
+    MessageRow, decode_rows, encode_indexed, gone, now_ms, storage, stored_conversation,
 };
-use super::{HistoryError, HistoryStore, SaveOutcome, validate_id};
+use super::tree::{self, Shape};
+use super::{BranchOutcome, HistoryError, HistoryStore, SaveOutcome, validate_id};
 use crate::host::Principal;
 
 mod approvals;
@@ -106,11 +139,12 @@ struct Counters {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PostgresCounters {
-    /// Message rows inserted plus deleted by saves (as PostgreSQL reports them).
+    /// Message rows inserted or updated by saves (as PostgreSQL reports them; a save deletes
+    /// none).
     pub rows_written: u64,
     /// Message bodies fetched from the database (by gets and conflict copies).
     pub bodies_read: u64,
-    /// Stored message hashes fetched by saves to find the common prefix.
+    /// Stored message hashes fetched by saves to compare what they send with the stored path.
     pub hashes_read: u64,
 }
 
@@ -127,18 +161,77 @@ impl std::fmt::Debug for PostgresStore {
 const SUMMARY_COLUMNS: &str =
     "id, title, persona_id, model, params, created_at, updated_at, revision, totals";
 
-/// The check-and-set of a save: creates at revision 1, or bumps a row whose revision is the base
-/// (`$11`); no row back means a stale base.
+/// The check-and-set of a save: creates at revision 1 with its leaf (`$12`) and next node
+/// number (`$13`), or bumps a row whose revision is the base (`$11`), answering its stored
+/// leaf and next node number; no row back means a stale base.
 const UPSERT: &str = "INSERT INTO conversations AS c
         (principal, id, title, persona_id, model, params, created_at, updated_at, revision,
-         allowed_tools, totals)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $10)
+         allowed_tools, totals, leaf, next_seq)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $10, $12, $13)
      ON CONFLICT (principal, id) DO UPDATE SET
         title = EXCLUDED.title, persona_id = EXCLUDED.persona_id, model = EXCLUDED.model,
         params = EXCLUDED.params, updated_at = EXCLUDED.updated_at, revision = c.revision + 1,
         allowed_tools = EXCLUDED.allowed_tools, totals = EXCLUDED.totals
      WHERE c.revision = $11
-     RETURNING revision";
+     RETURNING revision, leaf, next_seq";
+
+/// The conversation with the last `$3` nodes of its active path (a recursive walk up the
+/// parents from the leaf), the path's length (the leaf's depth + 1) and every node sharing a
+/// parent with one of those: one statement, one snapshot. `depth` falls at each step, so the
+/// walk ends even on rows no store writes.
+const LOAD_TAIL: &str = "WITH RECURSIVE tail AS (
+        SELECT m.seq, m.parent, m.depth, m.body, 1 AS k
+        FROM conversations c
+        JOIN messages m
+          ON m.principal = c.principal AND m.conversation_id = c.id AND m.seq = c.leaf
+        WHERE c.principal = $1 AND c.id = $2 AND $3 > 0
+      UNION ALL
+        SELECT m.seq, m.parent, m.depth, m.body, t.k + 1
+        FROM tail t
+        JOIN messages m
+          ON m.principal = $1 AND m.conversation_id = $2 AND m.seq = t.parent
+             AND m.depth < t.depth
+        WHERE t.k < $3
+     ),
+     versions AS (
+        SELECT s.seq, s.parent FROM messages s
+        WHERE s.principal = $1 AND s.conversation_id = $2
+          AND s.parent = ANY(ARRAY(SELECT t.parent FROM tail t WHERE t.parent IS NOT NULL))
+      UNION ALL
+        SELECT s.seq, s.parent FROM messages s
+        WHERE s.principal = $1 AND s.conversation_id = $2 AND s.parent IS NULL
+          AND EXISTS (SELECT 1 FROM tail t WHERE t.parent IS NULL)
+     )
+     SELECT id, title, persona_id, model, params, created_at, updated_at, revision, totals,
+        allowed_tools,
+        coalesce((SELECT l.depth + 1 FROM messages l
+                  WHERE l.principal = c.principal AND l.conversation_id = c.id
+                    AND l.seq = c.leaf), 0),
+        ARRAY(SELECT t.seq FROM tail t ORDER BY t.depth),
+        ARRAY(SELECT t.body FROM tail t ORDER BY t.depth),
+        ARRAY(SELECT v.seq FROM versions v ORDER BY v.seq),
+        ARRAY(SELECT v.parent FROM versions v ORDER BY v.seq)
+     FROM conversations c
+     WHERE c.principal = $1 AND c.id = $2";
+
+/// The active path ending at the node `$3`, root first: each node's number, depth and message
+/// id, its hash from depth `$4` on and its body before it.
+const READ_PATH: &str = "WITH RECURSIVE path AS (
+        SELECT seq, parent, depth, message_id,
+               CASE WHEN depth >= $4 THEN hash END AS hash,
+               CASE WHEN depth < $4 THEN body END AS body
+        FROM messages
+        WHERE principal = $1 AND conversation_id = $2 AND seq = $3
+      UNION ALL
+        SELECT m.seq, m.parent, m.depth, m.message_id,
+               CASE WHEN m.depth >= $4 THEN m.hash END,
+               CASE WHEN m.depth < $4 THEN m.body END
+        FROM path p
+        JOIN messages m
+          ON m.principal = $1 AND m.conversation_id = $2 AND m.seq = p.parent
+             AND m.depth < p.depth
+     )
+     SELECT seq, depth, message_id, hash, body FROM path ORDER BY depth";
 
 /// How often a save retries when its conversation is deleted between a lost check-and-set and
 /// the read of the current copy.
@@ -189,6 +282,57 @@ fn summary(r: &tokio_postgres::Row) -> Result<ConversationSummary, HistoryError>
 }
 
 impl PostgresStore {
+    /// A branch switch, or a delete of `node` with its descendants (`delete`), in one
+    /// transaction holding the conversation's row ([`tree`] says where the leaf goes).
+    async fn branch_op(
+        &self,
+        principal: &Principal,
+        id: &str,
+        node: u64,
+        delete: bool,
+    ) -> Result<Option<BranchOutcome>, HistoryError> {
+        validate_id(id)?;
+        no_nul(&[("principal", principal.id())])?;
+        let mut client = self.client().await?;
+        let Some(locked) = self.lock_shape(&mut client, principal.id(), id).await? else {
+            return Ok(None);
+        };
+        if !locked.shape.contains(node) {
+            locked.tx.rollback().await.map_err(pg)?;
+            return Ok(Some(BranchOutcome::NoSuchNode));
+        }
+        if !delete {
+            let leaf = Some(locked.shape.newest_leaf(node));
+            return self
+                .finish_branch(locked, principal.id(), id, leaf)
+                .await
+                .map(Some);
+        }
+        let leaf = locked.shape.leaf_after_delete(node, locked.leaf);
+        let gone = locked
+            .shape
+            .subtree(node)
+            .into_iter()
+            .map(seq_of)
+            .collect::<Result<Vec<i32>, _>>()?;
+        let statement = locked
+            .tx
+            .prepare_cached(
+                "DELETE FROM messages
+                 WHERE principal = $1 AND conversation_id = $2 AND seq = ANY($3)",
+            )
+            .await
+            .map_err(pg)?;
+        locked
+            .tx
+            .execute(&statement, &[&principal.id(), &id, &gone])
+            .await
+            .map_err(pg)?;
+        self.finish_branch(locked, principal.id(), id, leaf)
+            .await
+            .map(Some)
+    }
+
     /// Connects to `url` (`postgres://user:password@host:port/db`, or the key-value form),
     /// with a pool set up by `options`, and creates or migrates the schema.
     ///
@@ -279,7 +423,7 @@ impl PostgresStore {
     /// The whole conversation in one statement (one snapshot), or `None`.
     async fn load(
         &self,
-        client: &tokio_postgres::Client,
+        client: &deadpool_postgres::ClientWrapper,
         principal: &str,
         id: &str,
     ) -> Result<Option<StoredConversation>, HistoryError> {
@@ -287,46 +431,89 @@ impl PostgresStore {
         Ok(whole.map(|(c, _)| c))
     }
 
-    /// The conversation with its last `n` messages only and how many come before them, in one
-    /// statement (one snapshot), or `None`. The count comes from the primary key's index.
+    /// The conversation with the last `n` messages of its active path only and how many come
+    /// before them, in one statement (one snapshot), or `None`. Its `branches` are those of
+    /// the messages it holds, by position among them.
     async fn load_tail(
         &self,
-        client: &tokio_postgres::Client,
+        client: &deadpool_postgres::ClientWrapper,
         principal: &str,
         id: &str,
         n: usize,
     ) -> Result<Option<(StoredConversation, u64)>, HistoryError> {
         let n = i32::try_from(n).unwrap_or(i32::MAX);
-        let row = client
-            .query_opt(
-                &format!(
-                    "SELECT {SUMMARY_COLUMNS}, allowed_tools,
-                        ARRAY(SELECT m.body FROM messages m
-                              WHERE m.principal = c.principal AND m.conversation_id = c.id
-                                AND m.seq >= t.first
-                              ORDER BY m.seq),
-                        t.first
-                     FROM conversations c,
-                          LATERAL (SELECT greatest(0, coalesce(max(seq) + 1, 0) - $3) AS first
-                                   FROM messages WHERE principal = $1 AND conversation_id = $2) t
-                     WHERE c.principal = $1 AND c.id = $2"
-                ),
-                &[&principal, &id, &n],
-            )
+        let stmt = client.prepare_cached(LOAD_TAIL).await.map_err(pg)?;
+        let Some(row) = client
+            .query_opt(&stmt, &[&principal, &id, &n])
             .await
-            .map_err(pg)?;
-        let Some(row) = row else {
+            .map_err(pg)?
+        else {
             return Ok(None);
         };
         let s = summary(&row)?;
         let allowed: String = row.try_get(9).map_err(pg)?;
-        let bodies: Vec<String> = row.try_get(10).map_err(pg)?;
-        let before: i32 = row.try_get(11).map_err(pg)?;
+        let count: i32 = row.try_get(10).map_err(pg)?;
+        let tail: Vec<i32> = row.try_get(11).map_err(pg)?;
+        let bodies: Vec<String> = row.try_get(12).map_err(pg)?;
+        let versions: Vec<i32> = row.try_get(13).map_err(pg)?;
+        let parents: Vec<Option<i32>> = row.try_get(14).map_err(pg)?;
         self.counters
             .bodies_read
             .fetch_add(bodies.len() as u64, Ordering::SeqCst);
-        let c = stored_conversation(s, &bodies, &allowed)?;
+        let before = count.saturating_sub(i32::try_from(tail.len()).unwrap_or(i32::MAX));
+        if before < 0 || tail.len() != bodies.len() {
+            return Err(broken(id));
+        }
+        let shape = Shape::new(
+            versions
+                .iter()
+                .zip(&parents)
+                .map(|(seq, parent)| (node(*seq), parent.map(node))),
+        );
+        let tail: Vec<u64> = tail.into_iter().map(node).collect();
+        let mut c = stored_conversation(s, &bodies, &allowed)?;
+        c.branches = shape.branches(&tail);
         Ok(Some((c, u64::try_from(before).unwrap_or(0))))
+    }
+
+    /// The active path ending at `leaf` (none: empty), root first, read in `tx`: each node's
+    /// number and message id, the hash of those from position `split` on and the body of those
+    /// before it. Counts what it reads.
+    async fn read_path(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        principal: &str,
+        id: &str,
+        leaf: Option<i32>,
+        split: i32,
+    ) -> Result<Vec<PathNode>, HistoryError> {
+        let Some(leaf) = leaf else {
+            return Ok(Vec::new());
+        };
+        let stmt = tx.prepare_cached(READ_PATH).await.map_err(pg)?;
+        let rows = tx
+            .query(&stmt, &[&principal, &id, &leaf, &split])
+            .await
+            .map_err(pg)?;
+        let mut path = Vec::with_capacity(rows.len());
+        for (i, row) in rows.iter().enumerate() {
+            let depth: i32 = row.try_get(1).map_err(pg)?;
+            if usize::try_from(depth).ok() != Some(i) {
+                return Err(broken(id));
+            }
+            path.push(PathNode {
+                seq: row.try_get(0).map_err(pg)?,
+                message_id: row.try_get(2).map_err(pg)?,
+                hash: row.try_get(3).map_err(pg)?,
+                body: row.try_get(4).map_err(pg)?,
+            });
+        }
+        let split = usize::try_from(split).unwrap_or(0).min(path.len());
+        let c = &self.counters;
+        c.bodies_read.fetch_add(split as u64, Ordering::SeqCst);
+        c.hashes_read
+            .fetch_add((path.len() - split) as u64, Ordering::SeqCst);
+        Ok(path)
     }
 
     /// One attempt at a save: `None` when the conversation vanished between a lost
@@ -340,6 +527,9 @@ impl PostgresStore {
         let now = now_ms();
         let created_at = if c.created_at > 0 { c.created_at } else { now };
         let base = i64::try_from(c.revision).unwrap_or(i64::MAX);
+        // What a created conversation holds: the sent messages as one branch from node 0.
+        let sent = i32::try_from(encoded.rows.len()).map_err(storage)?;
+        let fresh_leaf = (sent > 0).then(|| sent - 1);
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(pg)?;
         let upsert = tx.prepare_cached(UPSERT).await.map_err(pg)?;
@@ -358,6 +548,8 @@ impl PostgresStore {
                     &encoded.allowed,
                     &encoded.totals,
                     &base,
+                    &fresh_leaf,
+                    &sent,
                 ],
             )
             .await
@@ -368,47 +560,44 @@ impl PostgresStore {
             return Ok(current.map(|cur| SaveOutcome::Conflict(Box::new(cur))));
         };
         let revision: i64 = won.try_get(0).map_err(pg)?;
-        // Revision 1 is a fresh row (an update makes base + 1 >= 2): nothing is stored yet.
-        let (keep, deleted) = if revision == 1 {
-            (0, 0)
-        } else {
-            let hashes = tx
+        let leaf: Option<i32> = won.try_get(1).map_err(pg)?;
+        let next: i32 = won.try_get(2).map_err(pg)?;
+        // Revision 1 is a fresh row (an update makes base + 1 >= 2): nothing is stored yet, and
+        // the row already holds the leaf and the next number of what is inserted.
+        if revision == 1 {
+            let root = Place {
+                parent: None,
+                depth: 0,
+                seq: 0,
+            };
+            let written = insert_nodes(&tx, principal, &c.id, encoded, 0, root).await?;
+            return self.commit(tx, written, revision).await.map(Some);
+        }
+        let stored = self.read_path(&tx, principal, &c.id, leaf, 0).await?;
+        let plan = plan_against(&stored, None, encoded);
+        let applied = apply(&tx, principal, &c.id, encoded, &plan, 0, next).await?;
+        if (applied.leaf, applied.next) != (leaf, next) {
+            let stmt = tx
                 .prepare_cached(
-                    "SELECT hash FROM messages WHERE principal = $1 AND conversation_id = $2
-                     ORDER BY seq",
+                    "UPDATE conversations SET leaf = $3, next_seq = $4
+                     WHERE principal = $1 AND id = $2",
                 )
                 .await
                 .map_err(pg)?;
-            let stored = tx.query(&hashes, &[&principal, &c.id]).await.map_err(pg)?;
-            self.counters
-                .hashes_read
-                .fetch_add(stored.len() as u64, Ordering::SeqCst);
-            let mut keep = 0;
-            for (row, hash) in stored.iter().zip(&encoded.hashes) {
-                let got: &[u8] = row.try_get(0).map_err(pg)?;
-                if got != hash.as_slice() {
-                    break;
-                }
-                keep += 1;
-            }
-            let deleted = match keep < stored.len() {
-                true => delete_rows(&tx, principal, &c.id, keep).await?,
-                false => 0,
-            };
-            (keep, deleted)
-        };
-        let inserted = insert_rows(&tx, principal, &c.id, keep, keep, encoded).await?;
-        self.commit(tx, deleted + inserted, revision)
-            .await
-            .map(Some)
+            tx.execute(&stmt, &[&principal, &c.id, &applied.leaf, &applied.next])
+                .await
+                .map_err(pg)?;
+        }
+        self.commit(tx, applied.written, revision).await.map(Some)
     }
 }
 
 impl PostgresStore {
-    /// A save that keeps the first `kept` stored messages ([`StoredConversation::kept`]) and
-    /// replaces the rest with the body's: the row is locked with `FOR UPDATE`, its revision and
-    /// message count checked, and only the rows after `kept` deleted and the new ones inserted.
-    /// No hash or body is read when it keeps them all (the totals grow by the new messages').
+    /// A save that keeps the first `kept` messages of the stored path
+    /// ([`StoredConversation::kept`]) and sends what follows them: the row is locked with
+    /// `FOR UPDATE`, its revision and path length checked, and the sent messages planned
+    /// against the stored path after the kept ones. No hash or body is read when it keeps the
+    /// whole path (the new nodes go below the leaf, and the totals grow by theirs).
     /// `None`: the conversation is absent and `kept` is `0`, which a whole save does.
     async fn try_save_kept(
         &self,
@@ -421,10 +610,11 @@ impl PostgresStore {
         let tx = client.transaction().await.map_err(pg)?;
         let lock = tx
             .prepare_cached(
-                "SELECT revision, totals,
-                        (SELECT max(seq) FROM messages
-                         WHERE principal = $1 AND conversation_id = $2)
-                 FROM conversations WHERE principal = $1 AND id = $2 FOR UPDATE",
+                "SELECT c.revision, c.totals, c.leaf, c.next_seq,
+                        (SELECT m.depth + 1 FROM messages m
+                         WHERE m.principal = c.principal AND m.conversation_id = c.id
+                           AND m.seq = c.leaf)
+                 FROM conversations c WHERE c.principal = $1 AND c.id = $2 FOR UPDATE",
             )
             .await
             .map_err(pg)?;
@@ -441,8 +631,10 @@ impl PostgresStore {
         };
         let stored: i64 = row.try_get(0).map_err(pg)?;
         let totals: String = row.try_get(1).map_err(pg)?;
-        let last_seq: Option<i32> = row.try_get(2).map_err(pg)?;
-        let count = last_seq.map_or(0, |s| i64::from(s) + 1) as u64;
+        let leaf: Option<i32> = row.try_get(2).map_err(pg)?;
+        let next: i32 = row.try_get(3).map_err(pg)?;
+        let count: Option<i32> = row.try_get(4).map_err(pg)?;
+        let count = count.map_or(0, |n| u64::try_from(n).unwrap_or(0));
         if c.revision == 0 || c.revision != revision_of(stored) || kept > count {
             tx.rollback().await.map_err(pg)?;
             let current = self.load(&client, principal, &c.id).await?;
@@ -450,39 +642,31 @@ impl PostgresStore {
                 current.unwrap_or_else(|| gone(&c.id)),
             ))));
         }
-        let from = i32::try_from(kept).map_err(storage)?;
-        let before = if kept == count {
-            serde_json::from_str::<ConversationTotals>(&totals).map_err(storage)?
+        let from = usize::try_from(kept).map_err(storage)?;
+        let (before, plan) = if kept == count {
+            let before = serde_json::from_str::<ConversationTotals>(&totals).map_err(storage)?;
+            let plan = plan_against(&[], leaf.map(node), encoded);
+            (before, plan)
         } else {
-            let bodies = tx
-                .prepare_cached(
-                    "SELECT body FROM messages
-                     WHERE principal = $1 AND conversation_id = $2 AND seq < $3 ORDER BY seq",
-                )
-                .await
-                .map_err(pg)?;
-            let rows = tx
-                .query(&bodies, &[&principal, &c.id, &from])
-                .await
-                .map_err(pg)?;
-            self.counters
-                .bodies_read
-                .fetch_add(rows.len() as u64, Ordering::SeqCst);
-            let bodies = rows
-                .iter()
-                .map(|r| r.try_get::<_, String>(0).map_err(pg))
-                .collect::<Result<Vec<_>, _>>()?;
-            ConversationTotals::of(&decode_rows(bodies.iter().map(String::as_str))?)
+            let split = i32::try_from(kept).map_err(storage)?;
+            let path = self.read_path(&tx, principal, &c.id, leaf, split).await?;
+            if path.len() as u64 != count {
+                return Err(broken(&c.id));
+            }
+            let bodies = path[..from].iter().filter_map(|n| n.body.as_deref());
+            let before = ConversationTotals::of(&decode_rows(bodies)?);
+            let parent = from.checked_sub(1).map(|i| node(path[i].seq));
+            (before, plan_against(&path[from..], parent, encoded))
         };
+        let applied = apply(&tx, principal, &c.id, encoded, &plan, from, next).await?;
         let totals = before.then(ConversationTotals::of(&c.messages));
         let totals = serde_json::to_string(&totals).map_err(storage)?;
-        let deleted = delete_rows(&tx, principal, &c.id, kept as usize).await?;
-        let inserted = insert_rows(&tx, principal, &c.id, kept as usize, 0, encoded).await?;
         let update = tx
             .prepare_cached(
                 "UPDATE conversations
                  SET title = $3, persona_id = $4, model = $5, params = $6, updated_at = $7,
-                     revision = revision + 1, allowed_tools = $8, totals = $9
+                     revision = revision + 1, allowed_tools = $8, totals = $9, leaf = $10,
+                     next_seq = $11
                  WHERE principal = $1 AND id = $2 RETURNING revision",
             )
             .await
@@ -500,15 +684,15 @@ impl PostgresStore {
                     &now_ms(),
                     &encoded.allowed,
                     &totals,
+                    &applied.leaf,
+                    &applied.next,
                 ],
             )
             .await
             .map_err(pg)?
             .try_get(0)
             .map_err(pg)?;
-        self.commit(tx, deleted + inserted, revision)
-            .await
-            .map(Some)
+        self.commit(tx, applied.written, revision).await.map(Some)
     }
 
     /// Commits a save that changed `rows` message rows and left `revision`.
@@ -524,62 +708,299 @@ impl PostgresStore {
             revision: revision_of(revision),
         })
     }
+
+    /// Locks the conversation's row and loads its shape for a branch switch or delete: the
+    /// transaction, the stored leaf and totals and the shape, or `None` when the conversation
+    /// is absent (the transaction rolled back).
+    async fn lock_shape<'a>(
+        &self,
+        client: &'a mut deadpool_postgres::Object,
+        principal: &str,
+        id: &str,
+    ) -> Result<Option<Locked<'a>>, HistoryError> {
+        let tx = client.transaction().await.map_err(pg)?;
+        let lock = tx
+            .prepare_cached(
+                "SELECT leaf, totals FROM conversations
+                 WHERE principal = $1 AND id = $2 FOR UPDATE",
+            )
+            .await
+            .map_err(pg)?;
+        let Some(row) = tx.query_opt(&lock, &[&principal, &id]).await.map_err(pg)? else {
+            tx.rollback().await.map_err(pg)?;
+            return Ok(None);
+        };
+        let leaf: Option<i32> = row.try_get(0).map_err(pg)?;
+        let totals: String = row.try_get(1).map_err(pg)?;
+        let nodes = tx
+            .prepare_cached(
+                "SELECT seq, parent FROM messages WHERE principal = $1 AND conversation_id = $2",
+            )
+            .await
+            .map_err(pg)?;
+        let rows = tx.query(&nodes, &[&principal, &id]).await.map_err(pg)?;
+        let nodes = rows
+            .iter()
+            .map(|r| {
+                let seq: i32 = r.try_get(0).map_err(pg)?;
+                let parent: Option<i32> = r.try_get(1).map_err(pg)?;
+                Ok((node(seq), parent.map(node)))
+            })
+            .collect::<Result<Vec<_>, HistoryError>>()?;
+        Ok(Some(Locked {
+            tx,
+            leaf: leaf.map(node),
+            totals,
+            shape: Shape::new(nodes),
+        }))
+    }
+
+    /// Ends a branch switch or delete: sets the leaf to `leaf`, the totals to the new path's
+    /// (the stored ones when the leaf stays), bumps the revision and `updated_at`, commits;
+    /// the new revision.
+    async fn finish_branch(
+        &self,
+        locked: Locked<'_>,
+        principal: &str,
+        id: &str,
+        leaf: Option<u64>,
+    ) -> Result<BranchOutcome, HistoryError> {
+        let Locked {
+            tx, leaf: before, ..
+        } = &locked;
+        let seq = leaf.map(seq_of).transpose()?;
+        let totals = if leaf == *before {
+            locked.totals.clone()
+        } else {
+            let path = self.read_path(tx, principal, id, seq, i32::MAX).await?;
+            let bodies = path.iter().filter_map(|n| n.body.as_deref());
+            serde_json::to_string(&ConversationTotals::of(&decode_rows(bodies)?))
+                .map_err(storage)?
+        };
+        let update = tx
+            .prepare_cached(
+                "UPDATE conversations
+                 SET leaf = $3, totals = $4, updated_at = $5, revision = revision + 1
+                 WHERE principal = $1 AND id = $2 RETURNING revision",
+            )
+            .await
+            .map_err(pg)?;
+        let revision: i64 = tx
+            .query_one(&update, &[&principal, &id, &seq, &totals, &now_ms()])
+            .await
+            .map_err(pg)?
+            .try_get(0)
+            .map_err(pg)?;
+        locked.tx.commit().await.map_err(pg)?;
+        Ok(BranchOutcome::Done {
+            revision: revision_of(revision),
+        })
+    }
 }
 
-/// Deletes the message rows from `seq` on; the number deleted.
-async fn delete_rows(
+/// A conversation locked for a branch switch or delete ([`PostgresStore::lock_shape`]).
+struct Locked<'a> {
+    tx: deadpool_postgres::Transaction<'a>,
+    leaf: Option<u64>,
+    /// The stored totals, as JSON.
+    totals: String,
+    shape: Shape,
+}
+
+/// A node of the active path as a save reads it ([`PostgresStore::read_path`]).
+struct PathNode {
+    seq: i32,
+    /// The message id as JSON ([`message_id`]).
+    message_id: Option<String>,
+    hash: Option<Vec<u8>>,
+    body: Option<String>,
+}
+
+/// A node number as the wire has it (a stored `seq` is never negative).
+fn node(seq: i32) -> u64 {
+    u64::try_from(seq).unwrap_or(0)
+}
+
+/// A node number as a stored `seq`.
+fn seq_of(node: u64) -> Result<i32, HistoryError> {
+    i32::try_from(node).map_err(storage)
+}
+
+/// The error of a stored path that does not reach its root (never written).
+fn broken(id: &str) -> HistoryError {
+    HistoryError::Storage(format!("the stored path of conversation {id:?} is broken"))
+}
+
+/// A message id as the store keeps it (`messages.message_id`): JSON, so a NUL is escaped as
+/// `\u0000`, which `text` could not hold; the tree migration reads it out of stored bodies
+/// with `(body::json -> 'id')::text`, which gives the same text.
+pub(super) fn message_id(id: Option<&str>) -> Result<Option<String>, HistoryError> {
+    id.map(serde_json::to_string).transpose().map_err(storage)
+}
+
+/// The [`tree::plan`] of sending `encoded` for the positions of `stored` (the stored path from
+/// the first position not kept), whose node before is `parent`: a message is the same body
+/// when its hash is.
+fn plan_against(stored: &[PathNode], parent: Option<u64>, encoded: &Encoded) -> tree::Plan {
+    let nodes: Vec<(u64, Option<&str>)> = stored
+        .iter()
+        .map(|n| (node(n.seq), n.message_id.as_deref()))
+        .collect();
+    let ids: Vec<Option<&str>> = encoded.ids.iter().map(Option::as_deref).collect();
+    tree::plan(&nodes, parent, &ids, |i| {
+        stored[i].hash.as_deref() == encoded.hashes.get(i).map(Vec::as_slice)
+    })
+}
+
+/// What [`apply`] did.
+struct Applied {
+    /// Message rows updated plus inserted.
+    written: u64,
+    /// The leaf after it.
+    leaf: Option<i32>,
+    /// The number the next new node gets after it.
+    next: i32,
+}
+
+/// Carries out `plan` for `encoded`'s rows, sent for the path positions from `from` on:
+/// updates the planned rows in place and inserts the new ones numbered from `next`.
+async fn apply(
     tx: &deadpool_postgres::Transaction<'_>,
     principal: &str,
     id: &str,
-    seq: usize,
+    encoded: &Encoded,
+    plan: &tree::Plan,
+    from: usize,
+    next: i32,
+) -> Result<Applied, HistoryError> {
+    let updated = update_nodes(tx, principal, id, encoded, &plan.updates).await?;
+    let parent = plan.parent.map(seq_of).transpose()?;
+    let place = Place {
+        parent,
+        depth: i32::try_from(from + plan.new_from).map_err(storage)?,
+        seq: next,
+    };
+    let inserted = insert_nodes(tx, principal, id, encoded, plan.new_from, place).await?;
+    let added = i32::try_from(encoded.rows.len() - plan.new_from).map_err(storage)?;
+    let next_after = next.checked_add(added).ok_or_else(|| {
+        HistoryError::Storage(format!("conversation {id:?} ran out of node numbers"))
+    })?;
+    Ok(Applied {
+        written: updated + inserted,
+        leaf: if added > 0 {
+            Some(next_after - 1)
+        } else {
+            parent
+        },
+        next: next_after,
+    })
+}
+
+/// Updates in place the stored nodes of `updates` (sent row index, node) with the sent rows;
+/// the number updated.
+async fn update_nodes(
+    tx: &deadpool_postgres::Transaction<'_>,
+    principal: &str,
+    id: &str,
+    encoded: &Encoded,
+    updates: &[(usize, u64)],
 ) -> Result<u64, HistoryError> {
-    let delete = tx
+    if updates.is_empty() {
+        return Ok(0);
+    }
+    let update = tx
         .prepare_cached(
-            "DELETE FROM messages WHERE principal = $1 AND conversation_id = $2 AND seq >= $3",
+            "UPDATE messages m SET hash = t.hash, body = t.body, search_text = t.search_text
+             FROM UNNEST($3::int4[], $4::bytea[], $5::text[], $6::text[])
+                 AS t(seq, hash, body, search_text)
+             WHERE m.principal = $1 AND m.conversation_id = $2 AND m.seq = t.seq",
         )
         .await
         .map_err(pg)?;
-    let from = i32::try_from(seq).map_err(storage)?;
-    tx.execute(&delete, &[&principal, &id, &from])
+    let seqs = updates
+        .iter()
+        .map(|(_, n)| seq_of(*n))
+        .collect::<Result<Vec<i32>, _>>()?;
+    let hashes: Vec<&[u8]> = updates
+        .iter()
+        .map(|(i, _)| encoded.hashes[*i].as_slice())
+        .collect();
+    let bodies: Vec<&str> = updates
+        .iter()
+        .map(|(i, _)| encoded.rows[*i].body.as_str())
+        .collect();
+    let texts: Vec<Option<String>> = updates
+        .iter()
+        .map(|(i, _)| encoded.rows[*i].text.as_deref().map(search_text))
+        .collect();
+    tx.execute(&update, &[&principal, &id, &seqs, &hashes, &bodies, &texts])
         .await
         .map_err(pg)
 }
 
-/// Inserts `encoded`'s rows from index `from` on, numbered from `seq`; the number inserted.
-async fn insert_rows(
+/// Where new nodes go: the first is a child of `parent` at `depth`, numbered `seq`, and each
+/// next one a child of the one before it.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    parent: Option<i32>,
+    depth: i32,
+    seq: i32,
+}
+
+/// Inserts `encoded`'s rows from index `from` on as new nodes at `place`; the number inserted.
+async fn insert_nodes(
     tx: &deadpool_postgres::Transaction<'_>,
     principal: &str,
     id: &str,
-    seq: usize,
-    from: usize,
     encoded: &Encoded,
+    from: usize,
+    place: Place,
 ) -> Result<u64, HistoryError> {
+    let Place { parent, depth, seq } = place;
     let rows = &encoded.rows[from..];
     if rows.is_empty() {
         return Ok(0);
     }
     let insert = tx
         .prepare_cached(
-            "INSERT INTO messages (principal, conversation_id, seq, hash, body, search_text)
-             SELECT $1, $2, t.seq, t.hash, t.body, t.search_text
-             FROM UNNEST($3::int4[], $4::bytea[], $5::text[], $6::text[])
-                 AS t(seq, hash, body, search_text)",
+            "INSERT INTO messages
+                (principal, conversation_id, seq, parent, depth, message_id, hash, body,
+                 search_text)
+             SELECT $1, $2, t.seq, t.parent, t.depth, t.message_id, t.hash, t.body,
+                 t.search_text
+             FROM UNNEST($3::int4[], $4::int4[], $5::int4[], $6::text[], $7::bytea[],
+                         $8::text[], $9::text[])
+                 AS t(seq, parent, depth, message_id, hash, body, search_text)",
         )
         .await
         .map_err(pg)?;
-    let seqs = (seq..seq + rows.len())
-        .map(i32::try_from)
-        .collect::<Result<Vec<i32>, _>>()
-        .map_err(storage)?;
+    let n = i32::try_from(rows.len()).map_err(storage)?;
+    let numbered = |start: i32| (0..n).map(move |k| start.checked_add(k));
+    let seqs = numbered(seq).collect::<Option<Vec<i32>>>().ok_or_else(|| {
+        HistoryError::Storage(format!("conversation {id:?} ran out of node numbers"))
+    })?;
+    let parents: Vec<Option<i32>> = std::iter::once(parent)
+        .chain(seqs.iter().map(|s| Some(*s)))
+        .take(rows.len())
+        .collect();
+    let depths = numbered(depth)
+        .collect::<Option<Vec<i32>>>()
+        .ok_or_else(|| HistoryError::Storage(format!("conversation {id:?} is too long")))?;
+    let ids: Vec<Option<&str>> = encoded.ids[from..].iter().map(Option::as_deref).collect();
     let hashes: Vec<&[u8]> = encoded.hashes[from..].iter().map(Vec::as_slice).collect();
     let bodies: Vec<&str> = rows.iter().map(|r| r.body.as_str()).collect();
     let texts: Vec<Option<String>> = rows
         .iter()
         .map(|r| r.text.as_deref().map(search_text))
         .collect();
-    tx.execute(&insert, &[&principal, &id, &seqs, &hashes, &bodies, &texts])
-        .await
-        .map_err(pg)
+    tx.execute(
+        &insert,
+        &[
+            &principal, &id, &seqs, &parents, &depths, &ids, &hashes, &bodies, &texts,
+        ],
+    )
+    .await
+    .map_err(pg)
 }
 
 /// A message's searchable text as PostgreSQL keeps it: `text` cannot hold NUL, which is no
@@ -592,6 +1013,8 @@ pub(super) fn search_text(text: &str) -> String {
 struct Encoded {
     rows: Vec<MessageRow>,
     hashes: Vec<Vec<u8>>,
+    /// Each row's message id as the store keeps it ([`message_id`]).
+    ids: Vec<Option<String>>,
     params: String,
     allowed: String,
     totals: String,
@@ -604,9 +1027,14 @@ impl Encoded {
             .iter()
             .map(|r| Sha256::digest(r.body.as_bytes()).to_vec())
             .collect();
+        let ids = rows
+            .iter()
+            .map(|r| message_id(r.id.as_deref()))
+            .collect::<Result<_, _>>()?;
         Ok(Self {
             rows,
             hashes,
+            ids,
             params: serde_json::to_string(&c.params).map_err(storage)?,
             allowed: serde_json::to_string(&c.allowed_tools).map_err(storage)?,
             totals: serde_json::to_string(&ConversationTotals::of(&c.messages)).map_err(storage)?,
@@ -741,6 +1169,24 @@ impl HistoryStore for PostgresStore {
             .transpose()
     }
 
+    async fn switch_branch(
+        &self,
+        principal: &Principal,
+        id: &str,
+        node: u64,
+    ) -> Result<Option<BranchOutcome>, HistoryError> {
+        self.branch_op(principal, id, node, false).await
+    }
+
+    async fn delete_branch(
+        &self,
+        principal: &Principal,
+        id: &str,
+        node: u64,
+    ) -> Result<Option<BranchOutcome>, HistoryError> {
+        self.branch_op(principal, id, node, true).await
+    }
+
     async fn delete(&self, principal: &Principal, id: &str) -> Result<bool, HistoryError> {
         validate_id(id)?;
         no_nul(&[("principal", principal.id())])?;
@@ -765,7 +1211,8 @@ impl HistoryStore for PostgresStore {
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
-                "SELECT m.conversation_id, m.seq, m.body, m.search_text, c.title, c.updated_at
+                "SELECT m.conversation_id, m.seq, m.depth, m.message_id, m.search_text, c.title,
+                        c.updated_at
                  FROM messages m
                  JOIN conversations c ON c.principal = m.principal AND c.id = m.conversation_id
                  WHERE m.principal = $1 AND m.search @@ to_tsquery('simple', $2)
@@ -781,17 +1228,22 @@ impl HistoryStore for PostgresStore {
         for row in rows {
             let conversation_id: String = row.try_get(0).map_err(pg)?;
             let seq: i32 = row.try_get(1).map_err(pg)?;
-            let body: String = row.try_get(2).map_err(pg)?;
-            let text: Option<String> = row.try_get(3).map_err(pg)?;
-            let title: String = row.try_get(4).map_err(pg)?;
-            let updated_at: i64 = row.try_get(5).map_err(pg)?;
-            let message_id = decode_message(&body)?.id;
-            if let Some(hit) = query.hit_in_text(
+            let depth: i32 = row.try_get(2).map_err(pg)?;
+            let message_id: Option<String> = row.try_get(3).map_err(pg)?;
+            let text: Option<String> = row.try_get(4).map_err(pg)?;
+            let title: String = row.try_get(5).map_err(pg)?;
+            let updated_at: i64 = row.try_get(6).map_err(pg)?;
+            let message_id = message_id
+                .map(|id| serde_json::from_str::<String>(&id))
+                .transpose()
+                .map_err(storage)?;
+            if let Some(mut hit) = query.hit_in_text(
                 (&conversation_id, &title, updated_at),
-                u64::try_from(seq).unwrap_or(0),
+                u64::try_from(depth).unwrap_or(0),
                 message_id,
                 text.as_deref().unwrap_or(""),
             ) {
+                hit.node = Some(node(seq));
                 hits.push(hit);
                 if hits.len() == query.limit() {
                     break;

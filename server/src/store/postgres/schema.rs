@@ -10,6 +10,13 @@
 //! SHA-256 of its body (`hash`), which the save compares instead of the body, and JSON stays
 //! `text` (not `jsonb`), so bodies come back byte-exact (key order kept) and a `\u0000` inside
 //! a JSON string is stored as written.
+//!
+//! Migration 4 makes conversations trees (the store's module docs say how they are kept): it
+//! keeps every stored row and its `seq`, which becomes its node number, and makes each row the
+//! child of the row before it, so a conversation stored before opens as one branch whose leaf
+//! is its last message. Rows whose data a migration's SQL cannot compute are filled in by Rust
+//! in the same transaction (`backfill_search`, `backfill_message_ids`). Tests bring a schema to
+//! an earlier version with [`migrate_to`], to check the migrations from it.
 
 use tokio_postgres::Client;
 
@@ -117,10 +124,45 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE messages ADD COLUMN search tsvector
         GENERATED ALWAYS AS (to_tsvector('simple', coalesce(search_text, ''))) STORED;
     CREATE INDEX messages_search ON messages USING GIN (search);",
+    // 4: conversations as trees (`store::tree`). `seq` becomes the node number (kept: the
+    // stored rows keep theirs); each row gets its parent's number (NULL for a first message),
+    // its depth (its position on any path through it) and its message id as JSON, which a
+    // save compares without reading a body; the conversation gets its active leaf and the
+    // number its next node takes. The previous release kept seqs contiguous from 0 (a save
+    // deleted from the first change and numbered from there), so a stored conversation
+    // becomes one branch: each row's parent is the row before it in seq order, which the
+    // window also gets right for a gap nobody wrote. A body holding `\u0000` is one
+    // PostgreSQL's JSON functions refuse to read: its id is filled in by
+    // `backfill_message_ids`, in the migration's transaction.
+    "ALTER TABLE messages
+        ADD COLUMN parent INTEGER,
+        ADD COLUMN depth INTEGER,
+        ADD COLUMN message_id TEXT;
+    UPDATE messages m SET parent = o.parent, depth = o.depth
+    FROM (SELECT principal, conversation_id, seq,
+                 lag(seq) OVER w AS parent, (row_number() OVER w - 1)::integer AS depth
+          FROM messages
+          WINDOW w AS (PARTITION BY principal, conversation_id ORDER BY seq)) o
+    WHERE m.principal = o.principal AND m.conversation_id = o.conversation_id
+      AND m.seq = o.seq;
+    UPDATE messages SET message_id = (body::json -> 'id')::text
+    WHERE strpos(body, '\\u0000') = 0;
+    ALTER TABLE messages ALTER COLUMN depth SET NOT NULL;
+    CREATE INDEX messages_by_parent ON messages (principal, conversation_id, parent, seq);
+    ALTER TABLE conversations
+        ADD COLUMN leaf INTEGER,
+        ADD COLUMN next_seq INTEGER NOT NULL DEFAULT 0;
+    UPDATE conversations c SET leaf = t.last, next_seq = t.last + 1
+    FROM (SELECT principal, conversation_id, max(seq) AS last
+          FROM messages GROUP BY principal, conversation_id) t
+    WHERE c.principal = t.principal AND c.id = t.conversation_id;",
 ];
 
 /// The migration that added full-text search.
 const SEARCH_MIGRATION: usize = 3;
+
+/// The migration that made conversations trees.
+const TREE_MIGRATION: usize = 4;
 
 /// The schema version this build writes.
 pub(crate) const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
@@ -132,6 +174,17 @@ pub(crate) async fn migrate(
     client: &mut Client,
     schema: Option<&str>,
 ) -> Result<usize, HistoryError> {
+    migrate_to(client, schema, MIGRATIONS.len()).await
+}
+
+/// [`migrate`] up to version `target` only: what an earlier release left (for tests of the
+/// migrations from it).
+pub(crate) async fn migrate_to(
+    client: &mut Client,
+    schema: Option<&str>,
+    target: usize,
+) -> Result<usize, HistoryError> {
+    let target = target.min(MIGRATIONS.len());
     let tx = client.transaction().await.map_err(pg)?;
     // The lock's key: the schema's name (the current one when none is set), hashed by the
     // server into the bigint the lock wants.
@@ -181,7 +234,7 @@ pub(crate) async fn migrate(
         )));
     }
     let from = usize::try_from(version).unwrap_or(0);
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(from) {
+    for (i, sql) in MIGRATIONS.iter().enumerate().take(target).skip(from) {
         tx.batch_execute(sql).await.map_err(pg)?;
         let v = i32::try_from(i + 1).unwrap_or(i32::MAX);
         tx.execute(
@@ -191,28 +244,55 @@ pub(crate) async fn migrate(
         .await
         .map_err(pg)?;
     }
-    if from > 0 && from < SEARCH_MIGRATION {
+    if from > 0 && from < SEARCH_MIGRATION && target >= SEARCH_MIGRATION {
         backfill_search(&tx).await?;
     }
+    if from > 0 && from < TREE_MIGRATION && target >= TREE_MIGRATION {
+        backfill_message_ids(&tx).await?;
+    }
     tx.commit().await.map_err(pg)?;
-    Ok(MIGRATIONS.len().saturating_sub(from))
+    Ok(target.saturating_sub(from))
+}
+
+/// Fills in the message id of the rows the tree migration's SQL could not read (a body
+/// holding `\u0000`, which PostgreSQL's JSON functions refuse), in the migration's
+/// transaction.
+async fn backfill_message_ids(tx: &tokio_postgres::Transaction<'_>) -> Result<(), HistoryError> {
+    backfill(tx, "WHERE strpos(body, '\\u0000') > 0", "message_id", |m| {
+        super::message_id(m.id.as_deref())
+    })
+    .await
 }
 
 /// Fills in the searchable text of every message stored before search was (in the
 /// migration's transaction).
 async fn backfill_search(tx: &tokio_postgres::Transaction<'_>) -> Result<(), HistoryError> {
+    backfill(tx, "", "search_text", |m| {
+        Ok(crate::store::search::searchable_text(m).map(|t| super::search_text(&t)))
+    })
+    .await
+}
+
+/// Sets `column` of the message rows `filter` selects to what `value` makes of each message
+/// (left alone where it makes nothing).
+async fn backfill(
+    tx: &tokio_postgres::Transaction<'_>,
+    filter: &str,
+    column: &str,
+    value: impl Fn(&lmchatkit_protocol::Message) -> Result<Option<String>, HistoryError>,
+) -> Result<(), HistoryError> {
     let rows = tx
         .query(
-            "SELECT principal, conversation_id, seq, body FROM messages",
+            &format!("SELECT principal, conversation_id, seq, body FROM messages {filter}"),
             &[],
         )
         .await
         .map_err(pg)?;
     let update = tx
-        .prepare(
-            "UPDATE messages SET search_text = $4
-             WHERE principal = $1 AND conversation_id = $2 AND seq = $3",
-        )
+        .prepare(&format!(
+            "UPDATE messages SET {column} = $4
+             WHERE principal = $1 AND conversation_id = $2 AND seq = $3"
+        ))
         .await
         .map_err(pg)?;
     for row in rows {
@@ -223,9 +303,8 @@ async fn backfill_search(tx: &tokio_postgres::Transaction<'_>) -> Result<(), His
             row.try_get(3).map_err(pg)?,
         );
         let message = crate::store::rows::decode_message(&body)?;
-        if let Some(text) = crate::store::search::searchable_text(&message) {
-            let text = super::search_text(&text);
-            tx.execute(&update, &[&principal, &id, &seq, &text])
+        if let Some(v) = value(&message)? {
+            tx.execute(&update, &[&principal, &id, &seq, &v])
                 .await
                 .map_err(pg)?;
         }

@@ -1,7 +1,11 @@
 //! Unit tests of the PostgreSQL store: what needs no server (`Debug`, URL and schema checks,
-//! the HTTP class of a NUL), and the approvals conformance suite (crate-private) against the
-//! machine's PostgreSQL in a fresh schema.
+//! the HTTP class of a NUL), and against the machine's PostgreSQL in a fresh schema the
+//! approvals conformance suite (crate-private) and the migration of conversations the previous
+//! release stored (it needs the schema at an earlier version, `schema::migrate_to`).
 
+use lmchatkit_protocol::Message;
+
+use super::schema::MIGRATIONS;
 use super::test_support::TestSchema;
 use super::*;
 use crate::api::ApiError;
@@ -82,4 +86,176 @@ async fn search_figures_on_ten_thousand_conversations_in_postgres() {
         db.execute("ANALYZE").await.unwrap();
     })
     .await;
+}
+
+/// The rows of the previous release (schema version 3): `messages` held one list per
+/// conversation, numbered from 0, with no parent, depth, message id or leaf.
+async fn store_as_the_previous_release(
+    client: &tokio_postgres::Client,
+    principal: &str,
+    id: &str,
+    messages: &[(i32, Message)],
+) {
+    let plain: Vec<Message> = messages.iter().map(|(_, m)| m.clone()).collect();
+    let totals = serde_json::to_string(&ConversationTotals::of(&plain)).unwrap();
+    client
+        .execute(
+            "INSERT INTO conversations
+                (principal, id, title, persona_id, model, params, created_at, updated_at,
+                 revision, allowed_tools, totals)
+             VALUES ($1, $2, 'old', 'default', 'demo', '{}', 1000, 2000, 7, '[]', $3)",
+            &[&principal, &id, &totals],
+        )
+        .await
+        .unwrap();
+    for (seq, m) in messages {
+        let body = serde_json::to_string(m).unwrap();
+        let hash = Sha256::digest(body.as_bytes()).to_vec();
+        let text = crate::store::search::searchable_text(m).map(|t| search_text(&t));
+        client
+            .execute(
+                "INSERT INTO messages (principal, conversation_id, seq, hash, body, search_text)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[&principal, &id, seq, &hash, &body, &text],
+            )
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn conversations_stored_by_the_previous_release_open_as_one_branch() {
+    let Some(db) = TestSchema::new().await else {
+        return;
+    };
+    // The previous release's schema: every migration before the tree one.
+    let Prepared { config, .. } = prepare(&db.store_url(), &db.options()).unwrap();
+    let (mut client, conn) = config.connect(tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    let applied = schema::migrate_to(&mut client, Some(db.schema()), 3)
+        .await
+        .unwrap();
+    assert_eq!(applied, 3);
+    let me = Principal::new("old-user");
+    let mut reply = Message::assistant("a tree is a graph").with_id("a1");
+    reply.usage = Some(lmchatkit_protocol::Usage {
+        prompt_tokens: Some(10),
+        completion_tokens: Some(4),
+        ..Default::default()
+    });
+    reply.cost_usd = Some(0.5);
+    let old = vec![
+        Message::user("what is a tree?").with_id("u1"),
+        reply,
+        // A NUL in the body: PostgreSQL's JSON functions refuse it, the migration reads the id
+        // in Rust.
+        Message::user("and a \0 forest?").with_id("u\0 2"),
+        Message::assistant("many trees").with_id("a2"),
+    ];
+    let numbered: Vec<(i32, Message)> = (0..).zip(old.iter().cloned()).collect();
+    store_as_the_previous_release(&client, me.id(), "old", &numbered).await;
+    store_as_the_previous_release(&client, me.id(), "empty", &[]).await;
+    // A gap the previous release never left (it numbered from 0 without one) still reads in
+    // order.
+    let gap = [
+        (0, Message::user("first").with_id("g1")),
+        (5, Message::assistant("second").with_id("g2")),
+    ];
+    store_as_the_previous_release(&client, me.id(), "gap", &gap).await;
+    drop(client);
+
+    // This release migrates at connect; the conversation reads as it was stored, one branch.
+    let store = db.connect().await.unwrap();
+    let versions = db
+        .execute("SELECT version FROM lmchatkit_migrations ORDER BY version")
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(_)))
+        .count();
+    assert_eq!(versions, MIGRATIONS.len());
+    let got = store.get(&me, "old").await.unwrap().unwrap();
+    assert_eq!(got.messages, old);
+    assert!(got.branches.is_empty(), "{:?}", got.branches);
+    assert_eq!((got.revision, got.title.as_str()), (7, "old"));
+    assert_eq!(got.totals, ConversationTotals::of(&old));
+    let (tail, before) = store.get_tail(&me, "old", 1).await.unwrap().unwrap();
+    assert_eq!((tail.messages.as_slice(), before), (&old[3..], 3));
+    let query = crate::store::SearchQuery::parse("forest", None).unwrap();
+    let hits = store.search(&me, &query).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!((hits[0].index, hits[0].node), (2, Some(2)));
+    assert_eq!(hits[0].message_id.as_deref(), Some("u\0 2"));
+    let gap_got = store.get(&me, "gap").await.unwrap().unwrap();
+    let gap_messages: Vec<Message> = gap.iter().map(|(_, m)| m.clone()).collect();
+    assert_eq!(gap_got.messages, gap_messages);
+
+    // A regenerated reply: the stored messages are recognised as they are (their ids read
+    // out of the stored bodies match), so the save writes one row, a second version of the
+    // last reply, numbered after the stored ones.
+    let mut regenerated = old.clone();
+    regenerated[3] = Message::assistant("a wood").with_id("a2b");
+    let written = store.counters().rows_written;
+    let saved = store
+        .save(
+            &me,
+            StoredConversation {
+                id: "old".into(),
+                revision: 7,
+                messages: regenerated.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(saved, SaveOutcome::Saved { revision: 8 });
+    assert_eq!(store.counters().rows_written - written, 1);
+    let got = store.get(&me, "old").await.unwrap().unwrap();
+    assert_eq!(got.messages, regenerated);
+    assert_eq!(got.branches.len(), 1);
+    let b = &got.branches[0];
+    assert_eq!(
+        (b.index, b.versions.as_slice(), b.current),
+        (3, &[3, 4][..], 1)
+    );
+    // The message with a NUL in its id updated in place (an edit that keeps what follows).
+    let mut edited = regenerated.clone();
+    edited[2].content = "and a \0 grove?".into();
+    store
+        .save(
+            &me,
+            StoredConversation {
+                id: "old".into(),
+                revision: 8,
+                messages: edited.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let got = store.get(&me, "old").await.unwrap().unwrap();
+    assert_eq!((got.messages, got.branches.len()), (edited, 1));
+    // The first version is still there.
+    store.switch_branch(&me, "old", 3).await.unwrap();
+    let got = store.get(&me, "old").await.unwrap().unwrap();
+    assert_eq!(got.messages[3], old[3]);
+
+    // An empty conversation has no leaf; its first message is its first node.
+    let empty = store.get(&me, "empty").await.unwrap().unwrap();
+    assert!(empty.messages.is_empty());
+    let first = vec![Message::user("hello").with_id("e1")];
+    store
+        .save(
+            &me,
+            StoredConversation {
+                id: "empty".into(),
+                revision: 7,
+                messages: first.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let got = store.get(&me, "empty").await.unwrap().unwrap();
+    assert_eq!((got.messages, got.branches.len()), (first, 0));
 }

@@ -17,12 +17,12 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use lmchatkit_protocol::{Message, StoredConversation};
+use lmchatkit_protocol::StoredConversation;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
 use super::queries::{Attempt, Counters, Db, Stored, save_in};
-use super::written::Written;
+use super::written::{Node, Written};
 use crate::store::rows::storage;
 use crate::store::{HistoryError, SaveOutcome};
 
@@ -117,7 +117,7 @@ fn writer(
 }
 
 /// One answer per save, in order, and what `written` held of the conversations saved.
-type Answers = (Vec<Result<SaveOutcome, HistoryError>>, Vec<Vec<Message>>);
+type Answers = (Vec<Result<SaveOutcome, HistoryError>>, Vec<Vec<Node>>);
 
 /// Runs `work` in one transaction, each save in a savepoint.
 fn save_group(

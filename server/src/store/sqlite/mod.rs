@@ -46,7 +46,7 @@ use self::queries::{
 };
 use self::written::Written;
 use super::rows::{now_ms, storage};
-use super::{HistoryError, HistoryStore, SaveOutcome, validate_id};
+use super::{BranchOutcome, HistoryError, HistoryStore, SaveOutcome, validate_id};
 use crate::host::Principal;
 
 /// Keeps conversations in one SQLite file (or in memory), scoped by principal.
@@ -196,7 +196,35 @@ impl SqliteStore {
         .map_err(storage)?
     }
 
-    /// Message rows inserted plus deleted by saves since open.
+    /// A branch switch or delete ([`queries::branch_op`]) in one transaction; what the cache
+    /// held of the conversation is forgotten (the generation changed).
+    async fn branch_op(
+        &self,
+        principal: &Principal,
+        id: &str,
+        node: u64,
+        delete: bool,
+    ) -> Result<Option<BranchOutcome>, HistoryError> {
+        validate_id(id)?;
+        let (principal, id) = (principal.id().to_owned(), id.to_owned());
+        let written = self.written.clone();
+        self.run(move |conn, _| {
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .db()?;
+            let out = queries::branch_op(&tx, &principal, &id, node, delete)?;
+            tx.commit().db()?;
+            let forgotten = written
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .forget(&principal, &id);
+            drop(forgotten);
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Message rows inserted, updated or deleted by saves since open.
     #[cfg(test)]
     pub(crate) fn rows_written(&self) -> u64 {
         self.counters.written.load(Ordering::SeqCst)
@@ -318,6 +346,24 @@ impl HistoryStore for SqliteStore {
             Ok(revision.map(|r| r as u64))
         })
         .await
+    }
+
+    async fn switch_branch(
+        &self,
+        principal: &Principal,
+        id: &str,
+        node: u64,
+    ) -> Result<Option<BranchOutcome>, HistoryError> {
+        self.branch_op(principal, id, node, false).await
+    }
+
+    async fn delete_branch(
+        &self,
+        principal: &Principal,
+        id: &str,
+        node: u64,
+    ) -> Result<Option<BranchOutcome>, HistoryError> {
+        self.branch_op(principal, id, node, true).await
     }
 
     async fn delete(&self, principal: &Principal, id: &str) -> Result<bool, HistoryError> {

@@ -4,16 +4,16 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lmchatkit_protocol::{
-    ConversationSummary, ConversationTotals, Message, Params, Role, StoredConversation,
+    ConversationSummary, ConversationTotals, Params, Role, StoredConversation,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::written::{Written, common_prefix};
+use super::written::{Node, Written};
 use crate::store::HistoryError;
 use crate::store::rows::{
-    MessageRow, decode_rows, encode_indexed, gone, now_ms, row_matches, storage,
-    stored_conversation,
+    MessageRow, decode_rows, encode_indexed, gone, now_ms, storage, stored_conversation,
 };
+use crate::store::tree::{self, Shape};
 
 /// `rusqlite` errors as [`HistoryError::Storage`].
 pub(super) trait Db<T> {
@@ -60,141 +60,247 @@ pub(super) fn with_params(
     Ok(s)
 }
 
-/// The whole conversation, or `None`.
+/// The whole conversation (its active path), or `None`.
 pub(super) fn load(
     conn: &Connection,
     principal: &str,
     id: &str,
 ) -> Result<Option<StoredConversation>, HistoryError> {
-    load_from(conn, principal, id, 0)
+    Ok(load_path(conn, principal, id, None)?.map(|(c, _)| c))
 }
 
-/// The conversation with its last `n` messages only, and how many come before them; `None`
-/// when absent. The count comes from the primary key's index (`max(seq)`); only the last `n`
-/// bodies are read.
+/// The conversation with the last `n` messages of its path only, and how many come before
+/// them; `None` when absent. The path comes from the tree's index; only the last `n` bodies
+/// are read.
 pub(super) fn load_tail(
     conn: &Connection,
     principal: &str,
     id: &str,
     n: usize,
 ) -> Result<Option<(StoredConversation, u64)>, HistoryError> {
-    let last: Option<i64> = conn
-        .prepare_cached(
-            "SELECT max(seq) FROM messages WHERE principal = ?1 AND conversation_id = ?2",
-        )
-        .db()?
-        .query_row(params![principal, id], |r| r.get(0))
-        .db()?;
-    let count = last.map_or(0, |s| s + 1);
-    let from = (count - i64::try_from(n).unwrap_or(i64::MAX)).max(0);
-    Ok(load_from(conn, principal, id, from)?.map(|c| (c, from as u64)))
+    load_path(conn, principal, id, Some(n))
 }
 
-/// The conversation with its messages from `seq` on, or `None`.
-fn load_from(
+/// The conversation with its path's messages (the last `tail` only, when given) and how many
+/// come before them, or `None`.
+fn load_path(
+    conn: &Connection,
+    principal: &str,
+    id: &str,
+    tail: Option<usize>,
+) -> Result<Option<(StoredConversation, u64)>, HistoryError> {
+    let row = conn
+        .prepare_cached(&format!(
+            "SELECT {SUMMARY_COLUMNS}, allowed_tools, leaf FROM conversations
+             WHERE principal = ?1 AND id = ?2"
+        ))
+        .db()?
+        .query_row(params![principal, id], |r| {
+            Ok((
+                summary_from_row(r)?,
+                r.get::<_, String>(9)?,
+                r.get::<_, Option<i64>>(10)?,
+            ))
+        })
+        .optional()
+        .db()?;
+    let Some((row, allowed, leaf)) = row else {
+        return Ok(None);
+    };
+    let s = with_params(row)?;
+    let shape = shape(conn, principal, id)?;
+    let path = shape.path(leaf.map(|l| l as u64));
+    let from = tail.map_or(0, |n| path.len().saturating_sub(n));
+    let bodies = path[from..]
+        .iter()
+        .map(|&node| Ok(message_row(conn, principal, id, node as i64)?.1))
+        .collect::<Result<Vec<_>, HistoryError>>()?;
+    let mut c = stored_conversation(s, &bodies, &allowed)?;
+    c.branches = shape
+        .branches(&path)
+        .into_iter()
+        .filter(|b| b.index >= from as u64)
+        .map(|mut b| {
+            b.index -= from as u64;
+            b
+        })
+        .collect();
+    Ok(Some((c, from as u64)))
+}
+
+/// The shape of the conversation's tree, from the tree's index (no body read).
+fn shape(conn: &Connection, principal: &str, id: &str) -> Result<Shape, HistoryError> {
+    let nodes = conn
+        .prepare_cached(
+            "SELECT seq, parent FROM messages INDEXED BY messages_tree
+             WHERE principal = ?1 AND conversation_id = ?2",
+        )
+        .db()?
+        .query_map(params![principal, id], |r| {
+            Ok((
+                r.get::<_, i64>(0)? as u64,
+                r.get::<_, Option<i64>>(1)?.map(|p| p as u64),
+            ))
+        })
+        .db()?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .db()?;
+    Ok(Shape::new(nodes))
+}
+
+/// The id and body of message `seq`.
+fn message_row(
     conn: &Connection,
     principal: &str,
     id: &str,
     seq: i64,
-) -> Result<Option<StoredConversation>, HistoryError> {
-    let row = conn
-        .prepare_cached(&format!(
-            "SELECT {SUMMARY_COLUMNS} FROM conversations WHERE principal = ?1 AND id = ?2"
-        ))
-        .db()?
-        .query_row(params![principal, id], summary_from_row)
-        .optional()
-        .db()?;
-    let Some(row) = row else {
-        return Ok(None);
-    };
-    let s = with_params(row)?;
-    let allowed: String = conn
-        .prepare_cached("SELECT allowed_tools FROM conversations WHERE principal = ?1 AND id = ?2")
-        .db()?
-        .query_row(params![principal, id], |r| r.get(0))
-        .db()?;
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT body FROM messages WHERE principal = ?1 AND conversation_id = ?2 AND seq >= ?3
-             ORDER BY seq",
-        )
-        .db()?;
-    let bodies = stmt
-        .query_map(params![principal, id, seq], |r| r.get::<_, String>(0))
-        .db()?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .db()?;
-    stored_conversation(s, &bodies, &allowed).map(Some)
+) -> Result<(Option<String>, String), HistoryError> {
+    conn.prepare_cached(
+        "SELECT message_id, body FROM messages
+         WHERE principal = ?1 AND conversation_id = ?2 AND seq = ?3",
+    )
+    .db()?
+    .query_row(params![principal, id, seq], |r| Ok((r.get(0)?, r.get(1)?)))
+    .db()
 }
 
-/// Length of the common prefix of the stored rows and `incoming`, reading only as far as needed
-/// (each row read is counted in `read`).
-fn stored_prefix(
+/// A stored message of the path: its node, id and body.
+type PathRow = (i64, Option<String>, String);
+
+/// The active path's messages, each with its node, id and body (each row read is counted in
+/// `read`).
+fn stored_path(
     conn: &Connection,
     principal: &str,
     id: &str,
-    incoming: &[MessageRow],
+    leaf: Option<i64>,
     read: &AtomicU64,
-) -> Result<usize, HistoryError> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT message_id, body FROM messages
-             WHERE principal = ?1 AND conversation_id = ?2 ORDER BY seq",
-        )
-        .db()?;
-    let mut rows = stmt.query(params![principal, id]).db()?;
-    let mut keep = 0;
-    while keep < incoming.len() {
-        let Some(r) = rows.next().db()? else { break };
-        read.fetch_add(1, Ordering::Relaxed);
-        let id = r.get_ref(0).db()?.as_str_or_null().map_err(storage)?;
-        let body = r.get_ref(1).db()?.as_str().map_err(storage)?;
-        if !row_matches(id, body, &incoming[keep]) {
-            break;
-        }
-        keep += 1;
-    }
-    Ok(keep)
+) -> Result<Vec<PathRow>, HistoryError> {
+    shape(conn, principal, id)?
+        .path(leaf.map(|l| l as u64))
+        .into_iter()
+        .map(|node| {
+            read.fetch_add(1, Ordering::Relaxed);
+            let (message_id, body) = message_row(conn, principal, id, node as i64)?;
+            Ok((node as i64, message_id, body))
+        })
+        .collect()
 }
 
-/// Inserts `rows` with `seq` numbers from `first_seq`; the number inserted. Rows with
-/// searchable text are indexed ([`index_text`]).
+/// The number of messages on the path ending at `leaf` (its depth plus one, from the tree's
+/// index).
+fn path_len(
+    conn: &Connection,
+    principal: &str,
+    id: &str,
+    leaf: Option<i64>,
+) -> Result<u64, HistoryError> {
+    let Some(leaf) = leaf else { return Ok(0) };
+    let depth: i64 = conn
+        .prepare_cached(
+            "SELECT depth FROM messages INDEXED BY messages_tree
+             WHERE principal = ?1 AND conversation_id = ?2 AND seq = ?3",
+        )
+        .db()?
+        .query_row(params![principal, id, leaf], |r| r.get(0))
+        .db()?;
+    Ok(depth as u64 + 1)
+}
+
+/// The conversation's `search_key`, when any row to write has searchable text.
+fn search_key_for(
+    conn: &Connection,
+    principal: &str,
+    id: &str,
+    rows: &[&MessageRow],
+) -> Result<Option<i64>, HistoryError> {
+    if !rows.iter().any(|r| r.text.is_some()) {
+        return Ok(None);
+    }
+    Ok(conn
+        .prepare_cached("SELECT search_key FROM conversations WHERE principal = ?1 AND id = ?2")
+        .db()?
+        .query_row(params![principal, id], |r| r.get(0))
+        .optional()
+        .db()?
+        .flatten())
+}
+
+/// Replaces message `seq`'s id and body (an update in place: [`tree::plan`]), moving its
+/// text in the full-text index.
+fn update_message(
+    conn: &Connection,
+    principal: &str,
+    id: &str,
+    key: Option<i64>,
+    seq: i64,
+    row: &MessageRow,
+) -> Result<(), HistoryError> {
+    let old: Option<i64> = conn
+        .prepare_cached(
+            "SELECT search_id FROM messages
+             WHERE principal = ?1 AND conversation_id = ?2 AND seq = ?3",
+        )
+        .db()?
+        .query_row(params![principal, id, seq], |r| r.get(0))
+        .db()?;
+    if let Some(old) = old {
+        conn.prepare_cached("DELETE FROM message_index WHERE rowid = ?1")
+            .db()?
+            .execute(params![old])
+            .db()?;
+    }
+    let search_id = match (&row.text, key) {
+        (Some(text), Some(key)) => index_text(conn, key, seq, text)?,
+        _ => None,
+    };
+    conn.prepare_cached(
+        "UPDATE messages SET message_id = ?4, body = ?5, search_id = ?6
+         WHERE principal = ?1 AND conversation_id = ?2 AND seq = ?3",
+    )
+    .db()?
+    .execute(params![principal, id, seq, row.id, row.body, search_id])
+    .db()?;
+    Ok(())
+}
+
+/// Inserts `rows` as a chain of new messages below `parent`, numbered from `first`, the first
+/// at position `depth`; their numbers (`seq`). Rows with searchable text are indexed
+/// ([`index_text`]).
 fn insert_rows(
     conn: &Connection,
     principal: &str,
     id: &str,
-    first_seq: usize,
+    (mut parent, first, depth): (Option<i64>, i64, usize),
     rows: &[MessageRow],
-) -> Result<u64, HistoryError> {
-    let key: Option<i64> = if rows.iter().any(|r| r.text.is_some()) {
-        conn.prepare_cached("SELECT search_key FROM conversations WHERE principal = ?1 AND id = ?2")
-            .db()?
-            .query_row(params![principal, id], |r| r.get(0))
-            .optional()
-            .db()?
-            .flatten()
-    } else {
-        None
-    };
+) -> Result<Vec<i64>, HistoryError> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let key = search_key_for(conn, principal, id, &rows.iter().collect::<Vec<_>>())?;
     let mut stmt = conn
         .prepare_cached(
-            "INSERT INTO messages (principal, conversation_id, seq, message_id, body, search_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO messages
+             (principal, conversation_id, seq, message_id, body, search_id, parent, depth)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )
         .db()?;
-    let mut n = 0;
+    let mut seqs = Vec::with_capacity(rows.len());
     for (i, row) in rows.iter().enumerate() {
-        let seq = (first_seq + i) as i64;
+        let seq = first + i as i64;
         let search_id = match (&row.text, key) {
             (Some(text), Some(key)) => index_text(conn, key, seq, text)?,
             _ => None,
         };
-        n += stmt
-            .execute(params![principal, id, seq, row.id, row.body, search_id])
-            .db()? as u64;
+        let at = (depth + i) as i64;
+        stmt.execute(params![
+            principal, id, seq, row.id, row.body, search_id, parent, at
+        ])
+        .db()?;
+        parent = Some(seq);
+        seqs.push(seq);
     }
-    Ok(n)
+    Ok(seqs)
 }
 
 /// Bits of a full-text index rowid that hold the message's `seq`; the conversation's
@@ -330,14 +436,18 @@ fn hits_in(
     seqs.sort_unstable();
     let mut stmt = conn
         .prepare_cached(
-            "SELECT message_id, body FROM messages
+            "SELECT message_id, body, depth FROM messages
              WHERE principal = ?1 AND conversation_id = ?2 AND seq = ?3",
         )
         .db()?;
     for seq in seqs {
-        let Some((message_id, body)) = stmt
+        let Some((message_id, body, depth)) = stmt
             .query_row(params![principal, id, seq], |r| {
-                Ok((r.get::<_, Option<String>>(0)?, r.get::<_, String>(1)?))
+                Ok((
+                    r.get::<_, Option<String>>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
             })
             .optional()
             .db()?
@@ -348,9 +458,10 @@ fn hits_in(
         let Some(text) = crate::store::search::searchable_text(&message) else {
             continue;
         };
-        if let Some(hit) =
-            query.hit_in_text((id, title, *updated_at), seq as u64, message_id, &text)
+        if let Some(mut hit) =
+            query.hit_in_text((id, title, *updated_at), depth as u64, message_id, &text)
         {
+            hit.node = Some(seq as u64);
             hits.push(hit);
             if hits.len() == query.limit() {
                 return Ok(true);
@@ -388,21 +499,21 @@ pub(super) enum Attempt {
 /// The messages a save left stored, for the cache of what was written.
 pub(super) enum Stored {
     /// All of them.
-    All(Vec<Message>),
+    All(Vec<Node>),
     /// The first `kept` of those the cache held (`cached`: whether it held the generation the
     /// save replaced), then `added`.
     Kept {
         kept: usize,
-        added: Vec<Message>,
+        added: Vec<Node>,
         cached: bool,
     },
 }
 
 /// One save on `conn`, inside a transaction (or savepoint) the caller holds: revision check,
-/// prefix write, row update with the totals of the saved messages and a fresh generation. The
-/// common prefix comes from `written` when it holds the stored generation (nothing read, only
-/// the new messages serialised), else from comparing the serialised messages with the stored
-/// rows.
+/// the tree's write ([`tree::plan`]: updates in place, new messages as new nodes, never a
+/// delete), row update with the leaf, the totals of the saved path and a fresh generation. The
+/// stored path comes from `written` when it holds the stored generation (nothing read, only
+/// the messages written are serialised), else from the rows.
 pub(super) fn save_in(
     conn: &Connection,
     read: &AtomicU64,
@@ -416,30 +527,35 @@ pub(super) fn save_in(
     let now = now_ms();
     let params_json = serde_json::to_string(&c.params).map_err(storage)?;
     let allowed_json = serde_json::to_string(&c.allowed_tools).map_err(storage)?;
-    let totals_json =
-        serde_json::to_string(&ConversationTotals::of(&c.messages)).map_err(storage)?;
     // System messages are never stored.
     let mut messages = std::mem::take(&mut c.messages);
     messages.retain(|m| m.role != Role::System);
+    let totals_json = serde_json::to_string(&ConversationTotals::of(&messages)).map_err(storage)?;
+    let json = [params_json, allowed_json, totals_json];
     let generation: i64 = rand::random();
-    let current: Option<(i64, i64)> = conn
+    let current: Option<(i64, i64, Option<i64>, i64)> = conn
         .prepare_cached(
-            "SELECT revision, generation FROM conversations WHERE principal = ?1 AND id = ?2",
+            "SELECT revision, generation, leaf, next_seq FROM conversations
+             WHERE principal = ?1 AND id = ?2",
         )
         .db()?
-        .query_row(params![principal, c.id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row(params![principal, c.id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
         .optional()
         .db()?;
-    let (revision, changed) = match current {
+    let (revision, seqs, changed) = match current {
         None => {
             // Absent: create (also for a base > 0, e.g. deleted elsewhere — nothing is lost).
             let created_at = if c.created_at > 0 { c.created_at } else { now };
+            let [params_json, allowed_json, totals_json] = &json;
             conn.prepare_cached(
                 "INSERT INTO conversations
                  (principal, id, title, persona_id, model, params, created_at, updated_at, revision,
-                  allowed_tools, totals, generation, search_key)
+                  allowed_tools, totals, generation, search_key, leaf, next_seq)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9, ?10, ?11,
-                         (SELECT coalesce(max(search_key), 0) + 1 FROM conversations))",
+                         (SELECT coalesce(max(search_key), 0) + 1 FROM conversations),
+                         nullif(?12, 0) - 1, ?12)",
             )
             .db()?
             .execute(params![
@@ -453,57 +569,122 @@ pub(super) fn save_in(
                 now,
                 allowed_json,
                 totals_json,
-                generation
+                generation,
+                // The next number; the leaf is the one before (none without messages): the
+                // messages are numbered from 0.
+                messages.len() as i64
             ])
             .db()?;
             let rows = encode_indexed(&messages)?;
-            (1, insert_rows(conn, principal, &c.id, 0, &rows)?)
+            let seqs = insert_rows(conn, principal, &c.id, (None, 0, 0), &rows)?;
+            let n = seqs.len() as u64;
+            (1, seqs, n)
         }
-        Some((stored, _)) if c.revision == 0 || c.revision != stored as u64 => {
+        Some((stored, ..)) if c.revision == 0 || c.revision != stored as u64 => {
             let current = load(conn, principal, &c.id)?
                 .ok_or_else(|| HistoryError::Storage("conversation vanished".into()))?;
             return Ok(Attempt::Conflict(Box::new(current)));
         }
-        Some((stored, stored_generation)) => {
-            let (keep, rows) = match written.get(principal, &c.id, stored_generation) {
+        Some((stored, stored_generation, leaf, next)) => {
+            let ids: Vec<Option<&str>> = messages.iter().map(|m| m.id.as_deref()).collect();
+            let (plan, path, mut rows) = match written.get(principal, &c.id, stored_generation) {
                 Some(before) => {
-                    let keep = common_prefix(before, &messages);
-                    (keep, encode_indexed(&messages[keep..])?)
+                    let nodes: Vec<(u64, Option<&str>)> = before
+                        .iter()
+                        .map(|(n, m)| (*n as u64, m.id.as_deref()))
+                        .collect();
+                    let plan = tree::plan(&nodes, None, &ids, |i| before[i].1 == messages[i]);
+                    let path: Vec<i64> = before.iter().map(|(n, _)| *n).collect();
+                    (plan, path, None)
                 }
                 None => {
-                    let mut rows = encode_indexed(&messages)?;
-                    let keep = stored_prefix(conn, principal, &c.id, &rows, read)?;
-                    rows.drain(..keep);
-                    (keep, rows)
+                    let rows = encode_indexed(&messages)?;
+                    let stored_rows = stored_path(conn, principal, &c.id, leaf, read)?;
+                    let nodes: Vec<(u64, Option<&str>)> = stored_rows
+                        .iter()
+                        .map(|(n, id, _)| (*n as u64, id.as_deref()))
+                        .collect();
+                    let plan = tree::plan(&nodes, None, &ids, |i| stored_rows[i].2 == rows[i].body);
+                    let path = stored_rows.iter().map(|(n, ..)| *n).collect();
+                    (plan, path, Some(rows))
                 }
             };
-            let deleted = conn
-                .prepare_cached(
-                    "DELETE FROM messages WHERE principal = ?1 AND conversation_id = ?2 AND seq >= ?3",
-                )
-                .db()?
-                .execute(params![principal, c.id, keep as i64])
-                .db()? as u64;
-            let inserted = insert_rows(conn, principal, &c.id, keep, &rows)?;
+            // Serialised only now when the cache spared it: the messages written.
+            let first_written = plan
+                .updates
+                .first()
+                .map_or(plan.new_from, |(i, _)| *i)
+                .min(plan.new_from);
+            let rows = match rows.take() {
+                Some(rows) => rows,
+                None => {
+                    let mut rows = vec![MessageRow::default(); first_written];
+                    rows.extend(encode_indexed(&messages[first_written..])?);
+                    rows
+                }
+            };
+            let at = (0, next);
+            let (seqs, leaf, next) = write_plan(conn, principal, &c.id, &plan, &path, at, &rows)?;
             let revision = stored + 1;
-            let json = [params_json, allowed_json, totals_json];
-            update_row(conn, principal, &c, &json, now, revision, generation)?;
-            (revision as u64, deleted + inserted)
+            update_row(
+                conn,
+                principal,
+                &c,
+                &json,
+                now,
+                (revision, generation, leaf, next),
+            )?;
+            let changed = (plan.updates.len() + rows.len() - plan.new_from) as u64;
+            (revision as u64, seqs, changed)
         }
     };
     Ok(Attempt::Saved {
         revision,
         generation,
-        messages: Stored::All(messages),
+        messages: Stored::All(seqs.into_iter().zip(messages).collect()),
         changed,
     })
 }
 
-/// A save that keeps the first `kept` stored messages ([`StoredConversation::kept`]) and
-/// replaces the rest with `c.messages`: it reads no message row when it keeps them all (the
-/// totals grow by what the new messages add) and serialises only the new messages, so saving
-/// one more turn costs the same at 100 messages as at 5,000. Keeping fewer reads the kept rows
-/// once for their totals.
+/// Carries out `plan` for `rows` (the messages sent for positions `from` on; `path` the
+/// stored path's nodes from `from` on): updates in place, inserts the new ones. The nodes of
+/// the sent messages, in order, and the new leaf.
+fn write_plan(
+    conn: &Connection,
+    principal: &str,
+    id: &str,
+    plan: &tree::Plan,
+    path: &[i64],
+    (from, next): (usize, i64),
+    rows: &[MessageRow],
+) -> Result<(Vec<i64>, Option<i64>, i64), HistoryError> {
+    if !plan.updates.is_empty() {
+        let updated: Vec<&MessageRow> = plan.updates.iter().map(|(i, _)| &rows[*i]).collect();
+        let key = search_key_for(conn, principal, id, &updated)?;
+        for (i, node) in &plan.updates {
+            update_message(conn, principal, id, key, *node as i64, &rows[*i])?;
+        }
+    }
+    let parent = plan.parent.map(|p| p as i64);
+    let added = insert_rows(
+        conn,
+        principal,
+        id,
+        (parent, next, from + plan.new_from),
+        &rows[plan.new_from..],
+    )?;
+    let leaf = added.last().copied().or(parent);
+    let next = next + added.len() as i64;
+    let mut seqs = path[..plan.new_from].to_vec();
+    seqs.extend(added);
+    Ok((seqs, leaf, next))
+}
+
+/// A save that keeps the first `kept` messages of the stored path
+/// ([`StoredConversation::kept`]) and sends what follows them: when it keeps the whole path
+/// (one more turn) it reads no message and serialises only the new ones, so it costs the same
+/// at 100 messages as at 5,000. Keeping fewer reads the path once (the kept messages for their
+/// totals, the rest to compare).
 fn save_kept_in(
     conn: &Connection,
     read: &AtomicU64,
@@ -512,26 +693,25 @@ fn save_kept_in(
     mut c: StoredConversation,
     kept: u64,
 ) -> Result<Attempt, HistoryError> {
-    let current: Option<(i64, i64, String, Option<i64>)> = conn
+    let current: Option<(i64, i64, String, Option<i64>, i64)> = conn
         .prepare_cached(
-            "SELECT revision, generation, totals,
-                    (SELECT max(seq) FROM messages WHERE principal = ?1 AND conversation_id = ?2)
+            "SELECT revision, generation, totals, leaf, next_seq
              FROM conversations WHERE principal = ?1 AND id = ?2",
         )
         .db()?
         .query_row(params![principal, c.id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })
         .optional()
         .db()?;
-    let Some((stored, stored_generation, totals, last_seq)) = current else {
+    let Some((stored, stored_generation, totals, leaf, next)) = current else {
         // Gone: keeping none is a whole save that creates it; keeping some cannot be done.
         return match kept {
             0 => save_in(conn, read, written, principal, c),
             _ => Ok(Attempt::Conflict(Box::new(gone(&c.id)))),
         };
     };
-    let count = last_seq.map_or(0, |s| s + 1) as u64;
+    let count = path_len(conn, principal, &c.id, leaf)?;
     if c.revision == 0 || c.revision != stored as u64 || kept > count {
         let current = load(conn, principal, &c.id)?
             .ok_or_else(|| HistoryError::Storage("conversation vanished".into()))?;
@@ -539,80 +719,75 @@ fn save_kept_in(
     }
     let mut added = std::mem::take(&mut c.messages);
     added.retain(|m| m.role != Role::System);
-    let before = if kept == count {
-        serde_json::from_str::<ConversationTotals>(&totals).map_err(storage)?
+    let rows = encode_indexed(&added)?;
+    let (before, stored_rows, parent) = if kept == count {
+        let before = serde_json::from_str::<ConversationTotals>(&totals).map_err(storage)?;
+        (before, Vec::new(), leaf)
     } else {
-        ConversationTotals::of(&stored_rows_before(conn, principal, &c.id, kept, read)?)
+        let all = stored_path(conn, principal, &c.id, leaf, read)?;
+        let kept_messages = decode_rows(all[..kept as usize].iter().map(|(_, _, b)| b.as_str()))?;
+        let parent = (kept as usize).checked_sub(1).map(|i| all[i].0);
+        let mut all = all;
+        let rest = all.split_off(kept as usize);
+        (ConversationTotals::of(&kept_messages), rest, parent)
     };
+    let nodes: Vec<(u64, Option<&str>)> = stored_rows
+        .iter()
+        .map(|(n, id, _)| (*n as u64, id.as_deref()))
+        .collect();
+    let ids: Vec<Option<&str>> = rows.iter().map(|r| r.id.as_deref()).collect();
+    let plan = tree::plan(&nodes, parent.map(|p| p as u64), &ids, |i| {
+        stored_rows[i].2 == rows[i].body
+    });
+    let path: Vec<i64> = stored_rows.iter().map(|(n, ..)| *n).collect();
     let json = [
         serde_json::to_string(&c.params).map_err(storage)?,
         serde_json::to_string(&c.allowed_tools).map_err(storage)?,
         serde_json::to_string(&before.then(ConversationTotals::of(&added))).map_err(storage)?,
     ];
     let generation: i64 = rand::random();
-    let deleted = conn
-        .prepare_cached(
-            "DELETE FROM messages WHERE principal = ?1 AND conversation_id = ?2 AND seq >= ?3",
-        )
-        .db()?
-        .execute(params![principal, c.id, kept as i64])
-        .db()? as u64;
-    let rows = encode_indexed(&added)?;
-    let inserted = insert_rows(conn, principal, &c.id, kept as usize, &rows)?;
+    let at = (kept as usize, next);
+    let (seqs, leaf, next) = write_plan(conn, principal, &c.id, &plan, &path, at, &rows)?;
+    let changed = (plan.updates.len() + rows.len() - plan.new_from) as u64;
     let revision = stored + 1;
-    update_row(conn, principal, &c, &json, now_ms(), revision, generation)?;
+    update_row(
+        conn,
+        principal,
+        &c,
+        &json,
+        now_ms(),
+        (revision, generation, leaf, next),
+    )?;
     let cached = written.get(principal, &c.id, stored_generation).is_some();
     Ok(Attempt::Saved {
         revision: revision as u64,
         generation,
         messages: Stored::Kept {
             kept: kept as usize,
-            added,
+            added: seqs.into_iter().zip(added).collect(),
             cached,
         },
-        changed: deleted + inserted,
+        changed,
     })
 }
 
-/// The first `n` stored messages (each row read is counted in `read`).
-fn stored_rows_before(
-    conn: &Connection,
-    principal: &str,
-    id: &str,
-    n: u64,
-    read: &AtomicU64,
-) -> Result<Vec<Message>, HistoryError> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT body FROM messages
-             WHERE principal = ?1 AND conversation_id = ?2 AND seq < ?3 ORDER BY seq",
-        )
-        .db()?;
-    let bodies = stmt
-        .query_map(params![principal, id, n as i64], |r| r.get::<_, String>(0))
-        .db()?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .db()?;
-    read.fetch_add(bodies.len() as u64, Ordering::Relaxed);
-    decode_rows(bodies.iter().map(String::as_str))
-}
-
 /// Writes a saved conversation's row: its settings from `c`, `json` (its params, allowed tools
-/// and totals as JSON), the time, the new revision and the generation of its messages.
+/// and totals as JSON), the time, and the new revision, the generation of its messages, its
+/// leaf and the number of the next new message.
 fn update_row(
     conn: &Connection,
     principal: &str,
     c: &StoredConversation,
     json: &[String; 3],
     now: i64,
-    revision: i64,
-    generation: i64,
+    (revision, generation, leaf, next): (i64, i64, Option<i64>, i64),
 ) -> Result<(), HistoryError> {
     let [params_json, allowed_json, totals_json] = json;
     conn.prepare_cached(
         "UPDATE conversations
          SET title = ?3, persona_id = ?4, model = ?5, params = ?6, updated_at = ?7,
-             revision = ?8, allowed_tools = ?9, totals = ?10, generation = ?11
+             revision = ?8, allowed_tools = ?9, totals = ?10, generation = ?11, leaf = ?12,
+             next_seq = ?13
          WHERE principal = ?1 AND id = ?2",
     )
     .db()?
@@ -627,8 +802,77 @@ fn update_row(
         revision,
         allowed_json,
         totals_json,
-        generation
+        generation,
+        leaf,
+        next
     ])
     .db()?;
     Ok(())
+}
+
+/// Makes the branch through `node` the active one, or deletes `node` with its descendants
+/// (`delete`), in the caller's transaction: the leaf moves as [`tree`] says, the totals are
+/// the new path's, the revision and the generation change. `None` when the conversation is
+/// absent.
+pub(super) fn branch_op(
+    conn: &Connection,
+    principal: &str,
+    id: &str,
+    node: u64,
+    delete: bool,
+) -> Result<Option<crate::store::BranchOutcome>, HistoryError> {
+    use crate::store::BranchOutcome;
+    let leaf: Option<Option<i64>> = conn
+        .prepare_cached("SELECT leaf FROM conversations WHERE principal = ?1 AND id = ?2")
+        .db()?
+        .query_row(params![principal, id], |r| r.get(0))
+        .optional()
+        .db()?;
+    let Some(leaf) = leaf else { return Ok(None) };
+    let shape = shape(conn, principal, id)?;
+    if !shape.contains(node) {
+        return Ok(Some(BranchOutcome::NoSuchNode));
+    }
+    let leaf = if delete {
+        let mut stmt = conn
+            .prepare_cached(
+                "DELETE FROM messages WHERE principal = ?1 AND conversation_id = ?2 AND seq = ?3",
+            )
+            .db()?;
+        for gone in shape.subtree(node) {
+            stmt.execute(params![principal, id, gone as i64]).db()?;
+        }
+        shape.leaf_after_delete(node, leaf.map(|l| l as u64))
+    } else {
+        Some(shape.newest_leaf(node))
+    };
+    let bodies = shape
+        .path(leaf)
+        .into_iter()
+        .map(|n| Ok(message_row(conn, principal, id, n as i64)?.1))
+        .collect::<Result<Vec<_>, HistoryError>>()?;
+    let totals = ConversationTotals::of(&decode_rows(bodies.iter().map(String::as_str))?);
+    let revision: i64 = conn
+        .prepare_cached(
+            "UPDATE conversations
+             SET leaf = ?3, totals = ?4, revision = revision + 1, updated_at = ?5, generation = ?6
+             WHERE principal = ?1 AND id = ?2
+             RETURNING revision",
+        )
+        .db()?
+        .query_row(
+            params![
+                principal,
+                id,
+                leaf.map(|l| l as i64),
+                serde_json::to_string(&totals).map_err(storage)?,
+                now_ms(),
+                rand::random::<i64>()
+            ],
+            |r| r.get(0),
+        )
+        .db()?;
+    Ok(Some(BranchOutcome::Done {
+        revision: revision as u64,
+    }))
 }

@@ -120,6 +120,23 @@ pub(super) const MIGRATIONS: &[&str] = &[
     BEGIN
         DELETE FROM message_index WHERE rowid = old.search_id;
     END;",
+    // 10: conversations as trees (`store::tree`): `seq` numbers a message (its node), `parent`
+    // is its parent's `seq` (NULL for a first message), `depth` its position on any path
+    // through it; `conversations.leaf` ends the active path and `next_seq` is the number the
+    // next new message gets (never one a deleted branch had). Rows stored before were one path
+    // in `seq` order from 0, so each hangs from the one before and the last is the leaf. The
+    // index holds the tree's shape, so reading it never touches a message's body.
+    "ALTER TABLE messages ADD COLUMN parent INTEGER;
+    ALTER TABLE messages ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+    UPDATE messages SET parent = nullif(seq, 0) - 1, depth = seq;
+    ALTER TABLE conversations ADD COLUMN leaf INTEGER;
+    UPDATE conversations SET leaf = (
+        SELECT max(seq) FROM messages m
+        WHERE m.principal = conversations.principal AND m.conversation_id = conversations.id
+    );
+    ALTER TABLE conversations ADD COLUMN next_seq INTEGER NOT NULL DEFAULT 0;
+    UPDATE conversations SET next_seq = coalesce(leaf + 1, 0);
+    CREATE INDEX messages_tree ON messages (principal, conversation_id, seq, parent, depth);",
 ];
 
 /// The migration that made the full-text index as it is now.

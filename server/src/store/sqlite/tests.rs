@@ -208,10 +208,15 @@ async fn append_changes_one_message_row() {
     let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
     assert_eq!(changes() - before, 1, "conversation update only");
 
+    // Changed under its id with the rest unchanged: updated in place.
     msgs[1] = tool("2", "edited");
     let before = changes();
     let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
-    assert_eq!(changes() - before, 5, "update + 2 deletes + 2 inserts");
+    assert_eq!(
+        changes() - before,
+        2,
+        "conversation update + 1 message update"
+    );
 
     // The search index holds one row per user or assistant message, kept by every save.
     let indexed = || {
@@ -226,9 +231,22 @@ async fn append_changes_one_message_row() {
     msgs.extend([user("4", "d"), user("5", "e")]);
     let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
     assert_eq!(indexed(), 2);
+    // A message off the path stays searchable; deleting its branch takes its row.
     msgs.truncate(4);
     saved(&store, &p, conv("c", rev, msgs.clone())).await;
-    assert_eq!(indexed(), 1, "a dropped message takes its row");
+    assert_eq!(indexed(), 2, "a message off the path keeps its row");
+    let node: i64 = store.with_conn(|c| {
+        c.query_row("SELECT seq FROM messages WHERE message_id = '5'", [], |r| {
+            r.get(0)
+        })
+        .unwrap()
+    });
+    let deleted = store.delete_branch(&p, "c", node as u64).await.unwrap();
+    assert!(matches!(
+        deleted,
+        Some(crate::store::BranchOutcome::Done { .. })
+    ));
+    assert_eq!(indexed(), 1, "a deleted message takes its row");
     assert!(store.delete(&p, "c").await.unwrap());
     assert_eq!(indexed(), 0, "a deleted conversation takes its rows");
 }
@@ -248,7 +266,7 @@ async fn saving_one_more_turn_reads_no_stored_row_and_serialises_only_the_turn()
     assert_eq!(store.rows_read() - read, 0, "no stored row read");
     assert_eq!(store.rows_written() - written, 1, "one row written");
 
-    // An edit in the middle rewrites from there on, still without reading.
+    // An update in the middle writes that row, still without reading.
     msgs[998] = user("998", "edited");
     let read = store.rows_read();
     let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
@@ -295,20 +313,21 @@ async fn a_kept_save_reads_no_row_and_leaves_what_it_wrote_known_for_the_next_wh
         0,
         "the cache knew the kept save's rows"
     );
-    assert_eq!(store.rows_written() - written, 2, "one row replaced");
+    assert_eq!(
+        store.rows_written() - written,
+        1,
+        "one row updated in place"
+    );
 
-    // Keeping fewer than stored replaces the rest and reads only the kept rows' bodies.
+    // Keeping fewer than stored with another message after them: a new version; the path is
+    // read once (the kept rows for their totals, the rest to compare).
     let read = store.rows_read();
     let regen = StoredConversation {
         kept: Some(501),
         ..conv("c", rev, vec![user("501b", "another answer")])
     };
     let rev = saved(&store, &p, regen).await;
-    assert_eq!(
-        store.rows_read() - read,
-        501,
-        "the kept rows, for their totals"
-    );
+    assert_eq!(store.rows_read() - read, 502, "the path");
     msgs[501] = user("501b", "another answer");
     assert_eq!(store.get(&p, "c").await.unwrap().unwrap().messages, msgs);
 
@@ -681,4 +700,54 @@ async fn search_figures_on_ten_thousand_conversations() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path().join("h.db")).unwrap();
     crate::store::search_figures::run(&store, "SQLite", async || {}).await;
+}
+
+/// A history file the previous release (0.1.0, schema 9) wrote through its app's API
+/// (`tests/fixtures/history-0.1.0.db`: one conversation of five messages, saved whole, then
+/// one more with a kept save) opens as one branch, keeps its search index, and branches from
+/// then on.
+#[tokio::test]
+async fn a_file_written_by_the_previous_release_opens_as_one_branch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/history-0.1.0.db"
+    );
+    std::fs::copy(fixture, &path).unwrap();
+    let store = SqliteStore::open(&path).unwrap();
+    let me = Principal::anonymous();
+    let got = store.get(&me, "c-prev").await.unwrap().unwrap();
+    let ids = |c: &StoredConversation| -> Vec<String> {
+        c.messages.iter().filter_map(|m| m.id.clone()).collect()
+    };
+    assert_eq!(ids(&got), ["u1", "a1", "u2", "a2", "u3"]);
+    assert!(got.branches.is_empty());
+    assert_eq!(got.revision, 2);
+    assert_eq!(got.totals.total_input_tokens, 32);
+    let (tail, before) = store.get_tail(&me, "c-prev", 2).await.unwrap().unwrap();
+    assert_eq!((before, ids(&tail)), (3, vec!["a2".into(), "u3".into()]));
+
+    let query = crate::store::SearchQuery::parse("herons", None).unwrap();
+    let hits = store.search(&me, &query).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!((hits[0].index, hits[0].node), (2, Some(2)));
+
+    // A regenerated second reply is a new version; the stored one keeps what followed it.
+    let mut c = got.clone();
+    c.messages.truncate(3);
+    c.messages
+        .push(Message::assistant("Frogs, mostly.").with_id("a2b"));
+    let rev = saved(&store, &me, c).await;
+    let got = store.get(&me, "c-prev").await.unwrap().unwrap();
+    assert_eq!(ids(&got), ["u1", "a1", "u2", "a2b"]);
+    assert_eq!(got.branches.len(), 1);
+    assert_eq!(got.branches[0].versions, [3, 5]);
+    let switched = store.switch_branch(&me, "c-prev", 3).await.unwrap();
+    assert_eq!(
+        switched,
+        Some(crate::store::BranchOutcome::Done { revision: rev + 1 })
+    );
+    let got = store.get(&me, "c-prev").await.unwrap().unwrap();
+    assert_eq!(ids(&got), ["u1", "a1", "u2", "a2", "u3"]);
 }
