@@ -130,6 +130,12 @@ impl Api {
             .await
     }
 
+    /// `GET {prefix}/api/conversations/{id}?tree=1`: with every branch (`tree`).
+    pub async fn conversation_tree(&self, id: &str) -> Result<StoredConversation, ApiError> {
+        self.get_json(&format!("conversations/{}?tree=1", encode(id)))
+            .await
+    }
+
     /// `GET {prefix}/api/conversations/{id}`, with the run writing it now when the service names
     /// one (`lmchatkit-run-id`).
     pub async fn conversation_with_run(

@@ -388,9 +388,21 @@ pub async fn import(store: Store, json: &str) -> Result<usize, String> {
         .or_else(|_| serde_json::from_str::<StoredConversation>(json).map(|c| vec![c]))
         .map_err(|e| format!("not a conversation export: {e}"))?;
     let n = list.len();
+    let server = store.history_mode() == Some(HistoryMode::Server);
     for mut c in list {
         c.id = new_id("c-");
         c.revision = 0;
+        c.kept = None;
+        // Every branch, as exported: the service stores the tree as it was.
+        if server && c.tree.is_some() {
+            if let Err(e) = store.api().save(&c).await {
+                return Err(format!(
+                    "a conversation with its branches was refused ({e})"
+                ));
+            }
+            continue;
+        }
+        c.tree = None;
         save(store, Chat::from_stored(c)).await;
     }
     refresh_list(store).await;

@@ -1,5 +1,7 @@
 //! Export of the open conversation (JSON or Markdown, downloaded as a file) and import of
-//! exported conversations (a JSON array or one object, each saved under a fresh id).
+//! exported conversations (a JSON array or one object, each saved under a fresh id). With
+//! server-side history the JSON keeps every branch (`tree`) and an import restores them; the
+//! Markdown is the branch shown.
 //!
 //! **The code is a wasm chunk of its own** (`transfer`: the JSON and Markdown writers, the
 //! download, reading and parsing the imported file), fetched at the first click on Export or
@@ -13,7 +15,7 @@ use std::pin::Pin;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lmchatkit_protocol::{Role, StoredConversation};
+use lmchatkit_protocol::{HistoryMode, Role, StoredConversation};
 use wasm_bindgen::JsCast;
 
 use crate::history;
@@ -109,13 +111,28 @@ fn export_now(store: Store, format: Format) {
     let Some(chat) = store.chat.get_untracked() else {
         return;
     };
-    let c = chat.to_stored();
+    let mut c = chat.to_stored();
     match format {
         Format::Markdown => download(&format!("{}.md", c.id), "text/markdown", &to_markdown(&c)),
-        Format::Json => match serde_json::to_string_pretty(&c) {
-            Ok(json) => download(&format!("{}.json", c.id), "application/json", &json),
-            Err(e) => store.notice.set(Some(format!("Export failed: {e}"))),
-        },
+        // With server-side history, every branch goes too (`tree`, which Import restores);
+        // a conversation not stored yet is exported as this tab has it.
+        Format::Json if store.history_mode() == Some(HistoryMode::Server) => {
+            spawn_local(async move {
+                if let Ok(stored) = store.api().conversation_tree(&c.id).await {
+                    c.tree = stored.tree;
+                }
+                write_json(store, &c);
+            });
+        }
+        Format::Json => write_json(store, &c),
+    }
+}
+
+/// Downloads `c` as pretty JSON.
+fn write_json(store: Store, c: &StoredConversation) {
+    match serde_json::to_string_pretty(c) {
+        Ok(json) => download(&format!("{}.json", c.id), "application/json", &json),
+        Err(e) => store.notice.set(Some(format!("Export failed: {e}"))),
     }
 }
 

@@ -129,6 +129,9 @@ impl State {
             approvals.own_tools = Some(Arc::new(um.clone()));
         }
         let approvals = Arc::new(approvals);
+        let history = parts.history;
+        #[cfg(shared_engine)]
+        let on_reaped = history.clone().map(mark_lost_replies);
         Self {
             approvals,
             views,
@@ -138,12 +141,12 @@ impl State {
             host,
             personas,
             commands,
-            history: parts.history,
+            history,
             events,
             mcp_status: parts.mcp_status,
             turn_cache: TurnCache::default(),
             #[cfg(shared_engine)]
-            runs: Runs::new(shared),
+            runs: Runs::new(shared, on_reaped),
             #[cfg(not(shared_engine))]
             runs: Runs::default(),
             approval_key: parts
@@ -228,4 +231,26 @@ impl State {
 fn change_notifier(events: Option<EventBroadcaster>, kind: ServerEventType) -> Option<OnChange> {
     let events = events?;
     Some(Arc::new(move || events.broadcast(ServerEvent::new(kind))))
+}
+
+/// What a run found running without its instance does to its saved reply: marked failed, in
+/// the background (the read that found it goes on).
+#[cfg(shared_engine)]
+fn mark_lost_replies(store: Arc<dyn HistoryStore>) -> crate::live::runs::OnReaped {
+    Arc::new(move |r: crate::live::runs::Reaped| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let principal = crate::host::Principal::new(r.owner.as_str());
+            let saved = crate::live::runs::saver::mark_lost(
+                store.as_ref(),
+                &principal,
+                &r.thread,
+                &r.message_id,
+            )
+            .await;
+            if let Err(e) = saved {
+                tracing::warn!(thread = %r.thread, error = %e, "marking a lost run's reply failed");
+            }
+        });
+    })
 }

@@ -80,6 +80,11 @@ pub struct StoredConversation {
     /// patch; omitted when empty (and absent in older copies).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_tools: Vec<String>,
+    /// Every stored message with its parent: in a GET with `?tree=1` (an export that keeps
+    /// every branch); in a PUT that creates the conversation (revision `0`), the tree to store
+    /// instead of `messages` (an import). Omitted otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<ConversationTree>,
     /// In a GET, the messages of the path that have other versions (an edited user message,
     /// a regenerated reply), in path order; omitted when none. Ignored in a PUT.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -109,10 +114,33 @@ pub struct Branch {
     pub current: u64,
 }
 
+/// Every stored message of a conversation, with its parent ([`StoredConversation::tree`]).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ConversationTree {
+    /// The messages, each after its parent (in the order they were stored).
+    pub nodes: Vec<TreeNode>,
+    /// The node that ends the active path; `None` when it is empty.
+    #[serde(default)]
+    pub leaf: Option<u64>,
+}
+
+/// One stored message of a [`ConversationTree`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TreeNode {
+    /// Its number in the conversation ([`Branch::versions`] names versions by it).
+    pub node: u64,
+    /// Its parent's number; `None` for a first message.
+    #[serde(default)]
+    pub parent: Option<u64>,
+    /// The message.
+    pub message: Message,
+}
+
 /// `POST {prefix}/api/conversations/{id}/branch`: make the branch through `node` (any stored
 /// message of the conversation, on the path or not: a [`Branch`] version, a [`SearchHit`]'s
 /// node) the active one. Its newest descendant becomes the active leaf: at each step down,
-/// the child stored last. Answered with the new revision; another tab hears of it as of a save.
+/// the child stored last; a node already on the active path keeps the path. Answered with the
+/// new revision; another tab hears of it as of a save.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct BranchSwitch {
     /// The stored message whose branch becomes active.

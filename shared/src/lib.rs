@@ -39,8 +39,8 @@ pub use chat::{
 };
 pub use history::{
     Branch, BranchSwitch, ConflictResponse, ConversationPatch, ConversationSummary,
-    ConversationTotals, SaveResponse, SearchHit, SearchResponse, ServerEvent, ServerEventType,
-    StoredConversation,
+    ConversationTotals, ConversationTree, SaveResponse, SearchHit, SearchResponse, ServerEvent,
+    ServerEventType, StoredConversation, TreeNode,
 };
 pub use mcp::{
     Prompt, PromptArgument, PromptMessage, PromptResult, Resource, ResourceResult, Tool, ToolFile,

@@ -113,12 +113,12 @@ pub fn Sidebar() -> impl IntoView {
                     <h3 class="lmck-search-head">"Messages"</h3>
                     <ul class="lmck-search-list">
                         {move || hits.get().into_iter().map(|hit| {
-                            let (id, message) = (hit.conversation_id.clone(), hit.message_id.clone());
+                            let (id, message, node) = (hit.conversation_id.clone(), hit.message_id.clone(), hit.node);
                             let parts = snippet_parts(&hit.snippet, &hit.matches);
                             view! {
                                 <li>
                                     <button class="lmck-search-hit" data-id=hit.conversation_id.clone()
-                                        on:click=move |_| spawn_local(open_hit(store, id.clone(), message.clone()))>
+                                        on:click=move |_| spawn_local(open_hit(store, id.clone(), message.clone(), node))>
                                         <span class="lmck-search-title">{hit.title.clone()}</span>
                                         <span class="lmck-search-snippet">
                                             {parts.into_iter().map(|(text, matched)| if matched {
@@ -187,14 +187,27 @@ pub(crate) fn snippet_parts(snippet: &str, matches: &[[u32; 2]]) -> Vec<(String,
 }
 
 /// Opens a hit's conversation and outlines its message, scrolled into view.
-async fn open_hit(store: crate::state::Store, id: String, message: Option<String>) {
+async fn open_hit(
+    store: crate::state::Store,
+    id: String,
+    message: Option<String>,
+    node: Option<u64>,
+) {
     store.sidebar_open.set(false);
+    // A hit on another branch: that branch becomes the one shown (a node already on the
+    // shown branch keeps it). Should the switch fail, the conversation opens as it is.
+    if let Some(node) = node {
+        let _ = store.api().switch_branch(&id, node).await;
+    }
     crate::conversation::open(store, id).await;
     let Some(message) = message else {
         return;
     };
-    // The transcript renders after the open: look for the message for a second.
+    // The transcript renders after the open: look for the message for a second, from the
+    // next task on (the transcript shown before may hold an element with the same key: a
+    // version of the same message, when the hit was on another branch).
     for _ in 0..20 {
+        crate::timer::sleep(50).await;
         if let Some(el) = message_element(&message) {
             let _ = el.class_list().add_1("lmck-search-target");
             let options = web_sys::ScrollIntoViewOptions::new();
@@ -202,7 +215,6 @@ async fn open_hit(store: crate::state::Store, id: String, message: Option<String
             el.scroll_into_view_with_scroll_into_view_options(&options);
             return;
         }
-        crate::timer::sleep(50).await;
     }
 }
 

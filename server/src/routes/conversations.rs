@@ -4,7 +4,9 @@
 //! `conversation_*` events for the caller's other tabs. Branches (`store::tree`):
 //! `POST …/{id}/branch` makes another version's branch the active one and
 //! `DELETE …/{id}/messages/{node}` deletes a version with all that follows it; both answer the
-//! new revision and tell the other tabs as a save does (they read the conversation again). A conversation a run is writing is
+//! new revision and tell the other tabs as a save does (they read the conversation again).
+//! `GET …/{id}?tree=1` adds every branch (`tree`, for an export) and a `PUT` of a new
+//! conversation with a `tree` stores every branch (an import, `store::restore`). A conversation a run is writing is
 //! answered with the `lmchatkit-run-id` header naming the run, so a tab that opens it (after a
 //! reload, say) follows the reply with `GET /api/runs/{id}/stream`.
 
@@ -61,7 +63,21 @@ fn form_value(raw: &str) -> Result<String, ApiError> {
 pub(crate) async fn get(state: &State, req: Req, raw: &str) -> Result<Response, ApiError> {
     let id = crate::store::decode_id(raw)?;
     let principal = req.cx.principal();
-    match state.history_store()?.get(&principal, &id).await? {
+    let store = state.history_store()?;
+    // `?tree=1`: every branch too (an export that keeps them).
+    let with_tree = req
+        .parts
+        .uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p == "tree=1"));
+    let found = match store.get(&principal, &id).await? {
+        Some(mut c) if with_tree => {
+            c.tree = store.get_tree(&principal, &id).await?;
+            Some(c)
+        }
+        found => found,
+    };
+    match found {
         Some(c) => {
             let mut res = json(StatusCode::OK, &c);
             if let Some(run) = state.runs.active(&principal, &id).await
@@ -80,7 +96,18 @@ pub(crate) async fn put(state: &State, mut req: Req, raw: &str) -> Result<Respon
     let store = state.history_store()?;
     let mut conv: StoredConversation = req.json().await?;
     conv.id = id.clone();
-    match store.save(&req.cx.principal(), conv).await? {
+    let saved = match conv.tree {
+        Some(_) if conv.revision != 0 => {
+            return Err(ApiError::BadRequest(
+                "a tree is imported as a new conversation: revision 0".into(),
+            ));
+        }
+        Some(_) => {
+            crate::store::restore::restore(store.as_ref(), &req.cx.principal(), conv).await?
+        }
+        None => store.save(&req.cx.principal(), conv).await?,
+    };
+    match saved {
         SaveOutcome::Saved { revision } => {
             state.notify_conversation(
                 &req.cx.principal(),

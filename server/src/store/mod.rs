@@ -36,13 +36,17 @@
 //! - Only conversation ids are checked with [`validate_id`]; message ids are opaque data.
 
 use async_trait::async_trait;
-use lmchatkit_protocol::{ConversationPatch, ConversationSummary, SearchHit, StoredConversation};
+use lmchatkit_protocol::{
+    ConversationPatch, ConversationSummary, ConversationTree, SearchHit, StoredConversation,
+    TreeNode,
+};
 
 use crate::host::Principal;
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod conformance;
 pub mod memory;
+pub(crate) mod restore;
 mod rows;
 pub(crate) use rows::now_ms;
 pub mod search;
@@ -179,6 +183,30 @@ pub trait HistoryStore: Send + Sync + 'static {
 
     /// Deletes; `false` when absent.
     async fn delete(&self, principal: &Principal, id: &str) -> Result<bool, HistoryError>;
+
+    /// Every stored message of the conversation with its parent, and the active leaf (what an
+    /// export that keeps every branch reads); `None` when absent. The default is the active
+    /// path as one branch (a store without branches); the stores here give the whole tree.
+    async fn get_tree(
+        &self,
+        principal: &Principal,
+        id: &str,
+    ) -> Result<Option<ConversationTree>, HistoryError> {
+        Ok(self.get(principal, id).await?.map(|c| {
+            let nodes: Vec<TreeNode> = c
+                .messages
+                .into_iter()
+                .enumerate()
+                .map(|(i, message)| TreeNode {
+                    node: i as u64,
+                    parent: (i as u64).checked_sub(1),
+                    message,
+                })
+                .collect();
+            let leaf = nodes.last().map(|n| n.node);
+            ConversationTree { nodes, leaf }
+        }))
+    }
 
     /// Makes the branch through `node` the active one ([`tree`] says how the leaf is chosen)
     /// and bumps the revision; `None` when the conversation is absent.

@@ -27,6 +27,7 @@ pub(crate) fn stored_conversation(
         allowed_tools: serde_json::from_str(allowed_tools).map_err(storage)?,
         totals: s.totals,
         kept: None,
+        tree: None,
         branches: Vec::new(),
     })
 }

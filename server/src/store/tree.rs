@@ -11,8 +11,8 @@
 //!   first message it does not keep (`plan`). A message equal to the stored one (same id,
 //!   same JSON) is that node. A message with the stored one's id but another body *updates*
 //!   it in place when the stored one is the path's last, or when the save goes on with the
-//!   stored next message unchanged: a reply saved again as it grows, an approval recorded on
-//!   an earlier call. Otherwise it is an *edit*: from there every sent message is a new node,
+//!   stored next message (its id; without ids, its body): a reply saved again as it grows, an
+//!   approval recorded on an earlier call, the steps of a reply marked interrupted. Otherwise it is an *edit*: from there every sent message is a new node,
 //!   the first a child of the last node kept, so it is a new version beside the stored one,
 //!   which keeps everything that followed it. A save writes what it adds or changes and
 //!   nothing of any other branch.
@@ -20,7 +20,8 @@
 //!   branch beside which the next message starts.
 //! - **Switching** to a node makes its branch the active one: the leaf becomes its newest
 //!   descendant, at each step down the child stored last (after regenerate, then back, that is
-//!   the version the user left).
+//!   the version the user left). A node already on the active path keeps the path (a search
+//!   hit there opens what is shown).
 //! - **Deleting** a node deletes its descendants; when the leaf was among them, the active
 //!   branch becomes the newest remaining sibling's, or else ends at the parent.
 //! - **Totals** are the active path's (what the context holds, what the replies shown cost);
@@ -50,6 +51,16 @@ impl Shape {
             kids.sort_unstable();
         }
         shape
+    }
+
+    /// The children of `node` (of none: the first messages), oldest first.
+    pub(crate) fn children_of(&self, node: Option<u64>) -> &[u64] {
+        self.children.get(&node).map_or(&[], Vec::as_slice)
+    }
+
+    /// True when `node` has no children.
+    pub(crate) fn is_leaf(&self, node: u64) -> bool {
+        self.children_of(Some(node)).is_empty()
     }
 
     /// True when `node` is stored.
@@ -121,6 +132,15 @@ impl Shape {
         at
     }
 
+    /// The leaf once the branch through `node` is the active one, the leaf being `leaf` before
+    /// (see the module docs).
+    pub(crate) fn switch_leaf(&self, node: u64, leaf: Option<u64>) -> u64 {
+        match leaf {
+            Some(l) if self.path(Some(l)).contains(&node) => l,
+            _ => self.newest_leaf(node),
+        }
+    }
+
     /// `node` and every descendant of it.
     pub(crate) fn subtree(&self, node: u64) -> Vec<u64> {
         let mut out = vec![node];
@@ -184,9 +204,12 @@ pub(crate) fn plan(
         if !same_body(i) {
             // Without an id, another body is another message.
             let is_last = i + 1 == stored.len();
+            // Goes on with the stored next message: the same id (changed too, it is then an
+            // update of its own), or without ids the same body.
             let goes_on = matches!(
                 (stored.get(i + 1), sent.get(i + 1)),
-                (Some(&(_, next)), Some(&sent_next)) if next == sent_next && same_body(i + 1)
+                (Some(&(_, next)), Some(&sent_next))
+                    if next == sent_next && (next.is_some() || same_body(i + 1))
             );
             if id.is_none() || !(is_last || goes_on) {
                 break;
@@ -264,6 +287,14 @@ mod tests {
     }
 
     #[test]
+    fn switching_to_a_node_on_the_path_keeps_the_path() {
+        let s = shape();
+        assert_eq!(s.switch_leaf(1, Some(2)), 2, "1 is on the path to 2");
+        assert_eq!(s.switch_leaf(4, Some(2)), 5);
+        assert_eq!(s.switch_leaf(0, None), 3);
+    }
+
+    #[test]
     fn deleting_the_active_branch_moves_to_the_newest_sibling_or_the_parent() {
         let s = shape();
         assert_eq!(s.subtree(1), vec![1, 2, 4, 5]);
@@ -296,6 +327,10 @@ mod tests {
             (p.updates, p.new_from, p.parent),
             (vec![(1, 2)], 2, Some(2))
         );
+        // Both changed under their ids (the steps of one reply marked): both in place.
+        let p = run(&stored, &[(Some("u"), false), (Some("a"), false)]);
+        assert_eq!(p.updates, vec![(0, 1), (1, 2)]);
+        assert_eq!((p.new_from, p.parent), (2, Some(2)));
         // An earlier one changed with the rest unchanged (an approval recorded): in place.
         let p = run(&stored, &[(Some("u"), false), (Some("a"), true)]);
         assert_eq!(

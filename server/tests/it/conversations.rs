@@ -491,3 +491,66 @@ async fn versions_are_listed_switched_and_deleted_over_http() {
         "{seen}"
     );
 }
+
+/// An export with `?tree=1` holds every branch; a PUT of it as a new conversation stores the
+/// same versions with the same active path; a tree that is not one, or sent to an existing
+/// conversation, is a 400 and stores nothing.
+#[tokio::test]
+async fn a_tree_exported_with_every_branch_imports_as_the_same_versions() {
+    let s = svc();
+    let u = |id: &str, text: &str| json!({"id": id, "role": "user", "content": text});
+    let a = |id: &str| json!({"id": id, "role": "assistant", "content": format!("reply {id}")});
+    let url = "/chat/api/conversations/c-x";
+    send(&s, put(url, &conv(0, json!([u("u1", "one"), a("a1")])))).await;
+    send(&s, put(url, &conv(1, json!([u("u1", "one"), a("a2")])))).await;
+    send(&s, put(url, &conv(2, json!([u("u1", "two")])))).await;
+    send(&s, put(url, &conv(3, json!([u("u1", "two"), a("a3")])))).await;
+    let original = send(&s, get(url)).await.json();
+    assert!(original.get("tree").is_none(), "only when asked");
+    let exported = send(&s, get("/chat/api/conversations/c-x?tree=1"))
+        .await
+        .json();
+    assert_eq!(exported["tree"]["nodes"].as_array().map(Vec::len), Some(5));
+
+    let mut import = exported.clone();
+    import["revision"] = json!(0);
+    let r = send(&s, put("/chat/api/conversations/c-y", &import)).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let copy = send(&s, get("/chat/api/conversations/c-y")).await.json();
+    assert_eq!(copy["messages"], original["messages"]);
+    assert_eq!(copy["branches"], original["branches"], "the same versions");
+    // The other version of the first message, with its own versions of the reply.
+    let other = copy["branches"][0]["versions"][0].clone();
+    send(
+        &s,
+        post(
+            "/chat/api/conversations/c-y/branch",
+            &json!({"node": other}),
+        ),
+    )
+    .await;
+    let copy = send(&s, get("/chat/api/conversations/c-y")).await.json();
+    assert_eq!(copy["messages"][0]["content"], "one");
+    assert_eq!(copy["messages"][1]["id"], "a2");
+    assert_eq!(
+        copy["branches"][1]["versions"].as_array().map(Vec::len),
+        Some(2)
+    );
+
+    // Refused: a tree into an existing conversation, a child before its parent.
+    let r = send(&s, put("/chat/api/conversations/c-y", &exported)).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    let mut broken = import.clone();
+    broken["tree"]["nodes"].as_array_mut().unwrap().reverse();
+    let r = send(&s, put("/chat/api/conversations/c-z", &broken)).await;
+    assert_eq!(
+        (r.status.as_u16(), r.error().contains("invalid tree")),
+        (400, true),
+        "{}",
+        r.text()
+    );
+    assert_eq!(
+        send(&s, get("/chat/api/conversations/c-z")).await.status,
+        404
+    );
+}

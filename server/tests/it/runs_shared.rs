@@ -379,10 +379,39 @@ async fn a_run_whose_instance_vanished_is_marked_failed_by_b_with_its_partial_re
 
     let stop = send(&b, post(&format!("/chat/api/runs/{run}/stop"), &json!({}))).await;
     assert_eq!(stop.json()["status"], "failed");
-    // The conversation is free again, and its partial reply is kept.
-    let conv = send(&b, get("/chat/api/conversations/t1")).await;
+    // The conversation is free again, and its partial reply is kept, marked as cut off (B
+    // marks it in the background once it found the run lost).
+    let mut conv = send(&b, get("/chat/api/conversations/t1")).await;
+    for _ in 0..100 {
+        if conv.json()["messages"][1]["failed"].is_string() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        conv = send(&b, get("/chat/api/conversations/t1")).await;
+    }
     assert!(conv.headers.get(RUN_ID_HEADER).is_none());
     assert_eq!(conv.json()["messages"][1]["content"], "Hello");
+    assert!(
+        conv.json()["messages"][1]["failed"].is_string(),
+        "the saved reply says its run failed: {}",
+        conv.text()
+    );
+    assert!(conv.json().get("branches").is_none(), "marked in place");
+    // An AI SDK reader sees its text part closed and the metadata saying why.
+    let thread = send(&b, get("/chat/api/aisdk/threads/t1")).await.json();
+    let reply = &thread["messages"][1];
+    assert!(reply["metadata"]["failed"].is_string(), "{thread}");
+    let text = reply["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["type"] == "text")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (text["text"].as_str(), text["state"].as_str()),
+        (Some("Hello"), Some("done"))
+    );
     let none = send(&b, get("/chat/api/aisdk/chat/t1/stream")).await;
     assert_eq!(none.status, 204);
     drop(feed);

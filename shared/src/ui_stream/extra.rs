@@ -47,6 +47,55 @@ impl AiSdkExtra {
     }
 }
 
+/// Marks the reply whose id is `id` among `messages` (the message with that id and the
+/// continuations that name it) as cut off by a failure of its run, when no one else could:
+/// its instance went away mid-reply. The parts the run left streaming are done, the AI SDK
+/// metadata says `failed: why` (as [`super::UiMessageMetadata::failed`]) and so does the
+/// reply's last assistant message ([`Message::failed`]). Whether there was such a reply.
+///
+/// ```
+/// use lmchatkit_protocol::Message;
+/// use lmchatkit_protocol::ui_stream::mark_failed;
+///
+/// let mut messages = vec![Message::user("hi").with_id("u1"), Message::assistant("Hel").with_id("r1")];
+/// assert!(mark_failed(&mut messages, "r1", "its instance went away"));
+/// assert_eq!(messages[1].failed.as_deref(), Some("its instance went away"));
+/// assert!(!mark_failed(&mut messages, "r9", "no such reply"));
+/// ```
+pub fn mark_failed(messages: &mut [Message], id: &str, why: &str) -> bool {
+    let mut last = None;
+    for (i, m) in messages.iter_mut().enumerate() {
+        let extra = AiSdkExtra::of_message(m);
+        let first = m.id.as_deref() == Some(id);
+        if !first && extra.as_ref().and_then(|e| e.of.as_deref()) != Some(id) {
+            continue;
+        }
+        if m.role == crate::Role::Assistant {
+            last = Some(i);
+        }
+        let Some(mut extra) = extra else { continue };
+        for part in &mut extra.parts {
+            if let AiSdkPart::Text { state, .. } | AiSdkPart::Reasoning { state, .. } = part
+                && *state == Some(UiTextState::Streaming)
+            {
+                *state = Some(UiTextState::Done);
+            }
+        }
+        if first {
+            let mut meta = match extra.metadata.take() {
+                Some(Value::Object(map)) => map,
+                _ => Map::new(),
+            };
+            meta.insert("failed".into(), Value::String(why.to_owned()));
+            extra.metadata = Some(Value::Object(meta));
+        }
+        m.aisdk = Some(extra.into_value());
+    }
+    let Some(i) = last else { return false };
+    messages[i].failed = Some(why.to_owned());
+    true
+}
+
 /// One part in an [`AiSdkExtra`] layout.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

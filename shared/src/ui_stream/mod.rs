@@ -27,7 +27,7 @@ pub use chunk::{
     UiChunk, UiDataChunk, UiFinishReason, sse_frame, v6_frames, v6_may_read, wants_v7,
 };
 pub use convert::{denied_text, to_messages, to_ui_messages};
-pub use extra::{AiSdkExtra, AiSdkPart, AiSdkTool, OutputForm};
+pub use extra::{AiSdkExtra, AiSdkPart, AiSdkTool, OutputForm, mark_failed};
 pub use message::{
     UiApproval, UiDataPart, UiMessage, UiPart, UiRole, UiTextState, UiToolPart, UiToolState,
 };

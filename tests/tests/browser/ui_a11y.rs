@@ -1,9 +1,9 @@
 //! Accessibility as a test: axe-core (npm, pinned; WCAG 2.0 and 2.1, levels A and AA) run in
 //! the page over the start screen, a reply holding code, a table, a task list and math, the
-//! search results, an approval card, a tool card, a streaming reply with a queued message, in
-//! the light and the dark theme, and at a phone's width with the drawer closed and open: no
-//! violation. A failure lists each element with what axe says to fix. (Diagrams and the branch
-//! switcher join when they exist.)
+//! branch switcher of a regenerated reply, the search results, an approval card, a tool card, a
+//! streaming reply with a queued message, in the light and the dark theme, and at a phone's
+//! width with the drawer closed and open: no violation. A failure lists each element with what
+//! axe says to fix. (Diagrams join when they exist.)
 //!
 //! Skipped (with a message) only when Chromium is absent and `LMCHATKIT_EXPECT_BROWSER` is unset.
 
@@ -64,6 +64,20 @@ async fn every_screen_meets_wcag_2_1_aa_in_both_themes_and_on_a_phone() {
             b,
             &mut found,
             &format!("a reply with code, a table and math (dark: {dark})"),
+        )
+        .await;
+    }
+    // The branch switcher: the reply regenerated, so it has two versions.
+    b.click(".lmck-regenerate").await;
+    b.wait_text(".lmck-assistant .lmck-version-at", "2 / 2")
+        .await;
+    idle(b).await;
+    for dark in [true, false] {
+        theme(b, dark).await;
+        check(
+            b,
+            &mut found,
+            &format!("the branch switcher (dark: {dark})"),
         )
         .await;
     }

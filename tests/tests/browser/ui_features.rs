@@ -217,6 +217,26 @@ async fn edits_and_regenerated_replies_are_versions_to_step_between_and_other_ta
     b.wait_text(".lmck-user .lmck-version-at", "2 / 2").await;
     b.wait_text(".lmck-assistant .lmck-version-at", "2 / 2")
         .await;
+
+    // Search finds the first question on the other branch; its hit opens that branch.
+    b.fill(".lmck-search", "mirror-back first").await;
+    b.wait_js(
+        "a hit on the other branch",
+        "return [...document.querySelectorAll('.lmck-search-snippet')].some((s) => s.textContent === 'mirror-back first');",
+    )
+    .await;
+    b.js("[...document.querySelectorAll('.lmck-search-hit')] \
+          .find((h) => h.querySelector('.lmck-search-snippet').textContent === 'mirror-back first') \
+          .click(); return true;")
+        .await;
+    b.wait_text(".lmck-user .lmck-user-text", "mirror-back first")
+        .await;
+    b.wait_text(".lmck-user .lmck-version-at", "1 / 2").await;
+    b.wait_js(
+        "the message found is outlined",
+        "return !!document.querySelector('.lmck-user.lmck-search-target');",
+    )
+    .await;
 }
 
 #[tokio::test]

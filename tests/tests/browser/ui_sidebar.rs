@@ -311,6 +311,10 @@ async fn export_json_and_markdown_then_import_round_trips() {
     start_chat(b).await;
     talk(b, "export this please").await;
     wait_saved(&env, 2).await;
+    // A second version of the reply: the JSON export keeps both.
+    b.click(".lmck-regenerate").await;
+    b.wait_text(".lmck-assistant .lmck-version-at", "2 / 2")
+        .await;
     let id = list(&env).await[0]["id"].as_str().unwrap().to_owned();
     b.js(CAPTURE_DOWNLOADS).await;
     b.click(".lmck-sidebar-foot .lmck-btn:nth-child(1)").await;
@@ -321,6 +325,11 @@ async fn export_json_and_markdown_then_import_round_trips() {
     assert_eq!(exported["id"], id.as_str());
     let msgs = exported["messages"].as_array().unwrap();
     assert_eq!(msgs.len(), 2, "{exported}");
+    assert_eq!(
+        exported["tree"]["nodes"].as_array().map(Vec::len),
+        Some(3),
+        "both replies: {exported}"
+    );
     assert_eq!(msgs[0]["content"], "export this please");
     assert_eq!(msgs[1]["content"], "Hello from the mock model.");
     b.click(".lmck-sidebar-foot .lmck-btn:nth-child(2)").await;
@@ -355,6 +364,11 @@ async fn export_json_and_markdown_then_import_round_trips() {
     )
     .await;
     assert_eq!(conv["title"], exported["title"]);
+    assert_eq!(
+        conv["branches"][0]["versions"].as_array().map(Vec::len),
+        Some(2),
+        "the versions came along: {conv}"
+    );
     let texts = |c: &Value| -> Vec<(String, String)> {
         c["messages"]
             .as_array()

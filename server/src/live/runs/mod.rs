@@ -83,6 +83,8 @@ mod redis;
 pub(crate) mod saver;
 #[cfg(shared_engine)]
 mod shared;
+#[cfg(shared_engine)]
+pub(crate) use shared::{OnReaped, Reaped};
 
 /// The registry of runs, with the backend it was built with. Cheap to clone; clones share it.
 #[derive(Clone, Default)]
@@ -103,9 +105,13 @@ pub(crate) enum Run {
 }
 
 impl Runs {
-    /// Runs shared through `engine` (in-process when `None`).
+    /// Runs shared through `engine` (in-process when `None`); a run found running without its
+    /// instance is marked failed, and `on_reaped` told of it.
     #[cfg(shared_engine)]
-    pub(crate) fn new(engine: Option<crate::live::SharedEngine>) -> Self {
+    pub(crate) fn new(
+        engine: Option<crate::live::SharedEngine>,
+        on_reaped: Option<shared::OnReaped>,
+    ) -> Self {
         use crate::live::SharedEngine;
         let local = local::Runs::default();
         let log = engine.map(|e| -> Arc<dyn shared::RunLog> {
@@ -117,7 +123,7 @@ impl Runs {
             }
         });
         Self {
-            shared: log.map(|l| shared::Shared::new(l, local.clone())),
+            shared: log.map(|l| shared::Shared::new(l, local.clone(), on_reaped)),
             local,
         }
     }

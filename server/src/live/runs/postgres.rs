@@ -235,7 +235,7 @@ impl RunLog for PostgresRuns {
         let e = |e| self.pg.error(e);
         let row = client
             .query_opt(
-                "SELECT owner, message_id, resume_base FROM engine_runs
+                "SELECT owner, message_id, resume_base, thread FROM engine_runs
                  WHERE id = $1 AND expires_at > clock_timestamp()",
                 &[&id],
             )
@@ -245,6 +245,7 @@ impl RunLog for PostgresRuns {
         let base: Option<String> = row.try_get(2).map_err(e)?;
         Ok(Some(Meta {
             owner: row.try_get(0).map_err(e)?,
+            thread: row.try_get(3).map_err(e)?,
             message_id: row.try_get(1).map_err(e)?,
             resume_base: base.and_then(|b| serde_json::from_str(&b).ok()),
         }))

@@ -235,6 +235,7 @@ impl RunLog for RedisRuns {
         };
         Ok(Some(Meta {
             owner: owner.clone(),
+            thread: meta.get("thread").filter(|t| !t.is_empty()).cloned(),
             message_id: meta.get("message").cloned().unwrap_or_default(),
             resume_base: meta
                 .get("base")

@@ -201,6 +201,35 @@ async fn save_on_tail(
     }
 }
 
+/// What the saved reply of a run whose instance went away says it failed with.
+#[cfg(shared_engine)]
+pub(crate) const LOST: &str = "the instance running this reply went away";
+
+/// Marks the saved reply `message_id` of `principal`'s conversation `thread` as cut off
+/// ([`lmchatkit_protocol::ui_stream::mark_failed`]): its run was found running without its
+/// instance, so nobody else will. Whether it was saved (a conversation or reply that is gone,
+/// or one that kept changing, is left alone).
+#[cfg(shared_engine)]
+pub(crate) async fn mark_lost(
+    store: &dyn HistoryStore,
+    principal: &Principal,
+    thread: &str,
+    message_id: &str,
+) -> Result<bool, crate::store::HistoryError> {
+    for _ in 0..3 {
+        let Some(mut c) = store.get(principal, thread).await? else {
+            return Ok(false);
+        };
+        if !lmchatkit_protocol::ui_stream::mark_failed(&mut c.messages, message_id, LOST) {
+            return Ok(false);
+        }
+        if let SaveOutcome::Saved { .. } = store.save(principal, c).await? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Tells the principal's tabs that the conversation was saved at `revision`.
 fn announce(t: &Target, revision: u64) {
     if let Some(events) = &t.events {

@@ -86,6 +86,8 @@ pub(crate) struct NewRun<'a> {
 /// What the engine holds of a run besides its log and status.
 pub(crate) struct Meta {
     pub(crate) owner: String,
+    /// The conversation it writes, if any.
+    pub(crate) thread: Option<String>,
     pub(crate) message_id: String,
     pub(crate) resume_base: Option<serde_json::Value>,
 }
@@ -143,8 +145,20 @@ pub(crate) struct Shared {
     inner: Arc<Inner>,
 }
 
+/// A run found running without its instance and marked failed: whose, which conversation
+/// and which reply, for the saved reply to say so too (its instance cannot).
+pub(crate) struct Reaped {
+    pub(crate) owner: String,
+    pub(crate) thread: String,
+    pub(crate) message_id: String,
+}
+
+/// Told of every run this instance marks failed for its lost instance.
+pub(crate) type OnReaped = Arc<dyn Fn(Reaped) + Send + Sync>;
+
 struct Inner {
     log: Arc<dyn RunLog>,
+    on_reaped: Option<OnReaped>,
     /// This instance's runs.
     local: local::Runs,
     /// Set once the stop listener is subscribed.
@@ -152,10 +166,15 @@ struct Inner {
 }
 
 impl Shared {
-    pub(crate) fn new(log: Arc<dyn RunLog>, local: local::Runs) -> Self {
+    pub(crate) fn new(
+        log: Arc<dyn RunLog>,
+        local: local::Runs,
+        on_reaped: Option<OnReaped>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 log,
+                on_reaped,
                 local,
                 listening: OnceCell::new(),
             }),
@@ -245,7 +264,9 @@ impl Shared {
                 let mirror = Mirror::start(log.clone(), writer.run().clone());
                 return Ok((writer, mirror));
             };
-            if local::is_run_id(&running) && reap_if_lost(log.as_ref(), &running).await? {
+            let on_reaped = self.inner.on_reaped.as_ref();
+            if local::is_run_id(&running) && reap_if_lost(log.as_ref(), &running, on_reaped).await?
+            {
                 continue;
             }
             if running.is_empty() {
@@ -277,6 +298,7 @@ impl Shared {
         }
         let run = SharedRun {
             log: self.inner.log.clone(),
+            on_reaped: self.inner.on_reaped.clone(),
             id: id.to_owned(),
             message_id: meta.message_id,
             resume_base: meta.resume_base,
@@ -305,12 +327,26 @@ impl Shared {
     }
 }
 
-/// Marks run `id` failed when it is running without a lease (its instance is gone); whether
-/// it did.
-async fn reap_if_lost(log: &dyn RunLog, id: &str) -> Result<bool, EngineError> {
+/// Marks run `id` failed when it is running without a lease (its instance is gone), and tells
+/// `on_reaped` of a run that wrote a conversation; whether it did.
+async fn reap_if_lost(
+    log: &dyn RunLog,
+    id: &str,
+    on_reaped: Option<&OnReaped>,
+) -> Result<bool, EngineError> {
     let reaped = log.end(id, RunStatus::Failed, true).await?;
     if reaped {
         tracing::warn!(run = %id, "the instance running this run is gone; marked failed");
+        if let Some(tell) = on_reaped
+            && let Some(meta) = log.load(id).await?
+            && let Some(thread) = meta.thread
+        {
+            tell(Reaped {
+                owner: meta.owner,
+                thread,
+                message_id: meta.message_id,
+            });
+        }
     }
     Ok(reaped)
 }
@@ -318,6 +354,7 @@ async fn reap_if_lost(log: &dyn RunLog, id: &str) -> Result<bool, EngineError> {
 /// A run as the engine holds it.
 pub(crate) struct SharedRun {
     log: Arc<dyn RunLog>,
+    on_reaped: Option<OnReaped>,
     id: String,
     message_id: String,
     resume_base: Option<serde_json::Value>,
@@ -352,7 +389,7 @@ impl SharedRun {
         };
         if status == RunStatus::Running
             && !lease
-            && reap_if_lost(self.log.as_ref(), &self.id).await?
+            && reap_if_lost(self.log.as_ref(), &self.id, self.on_reaped.as_ref()).await?
         {
             return Ok(Some(RunStatus::Failed));
         }

@@ -102,6 +102,9 @@ pub(super) async fn branching(
     // ... and to the first reply; then back to the edit, which ends at u2.
     switch(store, alice, id, replies[0]).await;
     assert_eq!(ids(&get(store, alice, id).await), ["u1", "a1"]);
+    // A node on the path keeps the path (not its newest descendant, a2).
+    switch(store, alice, id, firsts[0]).await;
+    assert_eq!(ids(&get(store, alice, id).await), ["u1", "a1"]);
     rev = switch(store, alice, id, firsts[1]).await;
     assert_eq!(ids(&get(store, alice, id).await), ["u1", "a3", "u2"]);
 
@@ -127,6 +130,35 @@ pub(super) async fn branching(
     let copy = conflict(store, alice, conv(id, from, vec![u1b.clone(), a3.clone()])).await;
     assert_eq!((copy.revision, ids(&copy)), (rev, vec!["u1", "a3", "u2"]));
     assert_eq!(copy.messages[2], u2x, "the winner's edit");
+
+    // The whole tree: every stored message, each after its parent, the leaf ending the path.
+    let tree = store
+        .get_tree(alice, id)
+        .await
+        .expect("tree")
+        .expect("present");
+    let tree_ids: Vec<&str> = tree
+        .nodes
+        .iter()
+        .map(|n| n.message.id.as_deref().unwrap_or("-"))
+        .collect();
+    assert_eq!(tree_ids, ["u1", "a1", "a2", "u1", "a3", "u2"]);
+    for (i, n) in tree.nodes.iter().enumerate() {
+        let parent_at = n
+            .parent
+            .map(|p| tree.nodes.iter().position(|m| m.node == p));
+        assert!(
+            parent_at.is_none_or(|at| at.is_some_and(|at| at < i)),
+            "{tree:?}"
+        );
+    }
+    let leaf = tree
+        .nodes
+        .iter()
+        .find(|n| Some(n.node) == tree.leaf)
+        .expect("leaf");
+    assert_eq!(leaf.message, u2x);
+    assert!(store.get_tree(bob, id).await.expect("tree").is_none());
 
     // Search finds every branch; a hit names its node, and switching there opens it.
     let query = SearchQuery::parse("forest", None).expect("query");

@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use lmchatkit_protocol::{
-    ConversationPatch, ConversationSummary, ConversationTotals, SearchHit, StoredConversation,
+    ConversationPatch, ConversationSummary, ConversationTotals, ConversationTree, SearchHit,
+    StoredConversation, TreeNode,
 };
 
 use super::rows::{MessageRow, decode_rows, encode_messages, gone, now_ms};
@@ -100,6 +101,7 @@ impl Entry {
             allowed_tools: self.allowed_tools.clone(),
             totals: s.totals,
             kept: None,
+            tree: None,
             branches,
         })
     }
@@ -198,7 +200,7 @@ impl MemoryStore {
                 entry.nodes.remove(&gone);
             }
         } else {
-            entry.leaf = Some(shape.newest_leaf(node));
+            entry.leaf = Some(shape.switch_leaf(node, entry.leaf));
         }
         let revision = entry.touch()?;
         Ok(Some(BranchOutcome::Done { revision }))
@@ -367,6 +369,31 @@ impl HistoryStore for MemoryStore {
             }
         }
         Ok(hits)
+    }
+
+    async fn get_tree(
+        &self,
+        principal: &Principal,
+        id: &str,
+    ) -> Result<Option<ConversationTree>, HistoryError> {
+        validate_id(id)?;
+        let entry = self.lock().get(&key(principal, id)).cloned();
+        let Some(entry) = entry else { return Ok(None) };
+        let nodes = entry
+            .nodes
+            .iter()
+            .map(|(node, (parent, row))| {
+                Ok(TreeNode {
+                    node: *node,
+                    parent: *parent,
+                    message: super::rows::decode_message(&row.body)?,
+                })
+            })
+            .collect::<Result<Vec<_>, HistoryError>>()?;
+        Ok(Some(ConversationTree {
+            nodes,
+            leaf: entry.leaf,
+        }))
     }
 
     async fn switch_branch(

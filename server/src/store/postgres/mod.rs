@@ -302,7 +302,7 @@ impl PostgresStore {
             return Ok(Some(BranchOutcome::NoSuchNode));
         }
         if !delete {
-            let leaf = Some(locked.shape.newest_leaf(node));
+            let leaf = Some(locked.shape.switch_leaf(node, locked.leaf));
             return self
                 .finish_branch(locked, principal.id(), id, leaf)
                 .await
@@ -1167,6 +1167,57 @@ impl HistoryStore for PostgresStore {
             .map_err(pg)?;
         row.map(|r| r.try_get::<_, i64>(0).map(revision_of).map_err(pg))
             .transpose()
+    }
+
+    async fn get_tree(
+        &self,
+        principal: &Principal,
+        id: &str,
+    ) -> Result<Option<lmchatkit_protocol::ConversationTree>, HistoryError> {
+        validate_id(id)?;
+        no_nul(&[("principal", principal.id())])?;
+        let client = self.client().await?;
+        let leaf = client
+            .prepare_cached("SELECT leaf FROM conversations WHERE principal = $1 AND id = $2")
+            .await
+            .map_err(pg)?;
+        let Some(row) = client
+            .query_opt(&leaf, &[&principal.id(), &id])
+            .await
+            .map_err(pg)?
+        else {
+            return Ok(None);
+        };
+        let leaf: Option<i32> = row.try_get(0).map_err(pg)?;
+        let nodes = client
+            .prepare_cached(
+                "SELECT seq, parent, body FROM messages
+                 WHERE principal = $1 AND conversation_id = $2 ORDER BY seq",
+            )
+            .await
+            .map_err(pg)?;
+        let nodes = client
+            .query(&nodes, &[&principal.id(), &id])
+            .await
+            .map_err(pg)?
+            .iter()
+            .map(|r| {
+                let seq: i32 = r.try_get(0).map_err(pg)?;
+                let parent: Option<i32> = r.try_get(1).map_err(pg)?;
+                let body: String = r.try_get(2).map_err(pg)?;
+                Ok(lmchatkit_protocol::TreeNode {
+                    node: node(seq),
+                    parent: parent.map(node),
+                    message: decode_rows([body.as_str()])?
+                        .pop()
+                        .ok_or_else(|| HistoryError::Storage("a system message stored".into()))?,
+                })
+            })
+            .collect::<Result<Vec<_>, HistoryError>>()?;
+        Ok(Some(lmchatkit_protocol::ConversationTree {
+            nodes,
+            leaf: leaf.map(node),
+        }))
     }
 
     async fn switch_branch(

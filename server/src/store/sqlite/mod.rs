@@ -348,6 +348,17 @@ impl HistoryStore for SqliteStore {
         .await
     }
 
+    async fn get_tree(
+        &self,
+        principal: &Principal,
+        id: &str,
+    ) -> Result<Option<lmchatkit_protocol::ConversationTree>, HistoryError> {
+        validate_id(id)?;
+        let (principal, id) = (principal.id().to_owned(), id.to_owned());
+        self.run(move |conn, _| queries::load_tree(conn, &principal, &id))
+            .await
+    }
+
     async fn switch_branch(
         &self,
         principal: &Principal,

@@ -128,6 +128,61 @@ fn load_path(
     Ok(Some((c, from as u64)))
 }
 
+/// The conversation's active leaf; `None` when the conversation is absent.
+fn stored_leaf(
+    conn: &Connection,
+    principal: &str,
+    id: &str,
+) -> Result<Option<Option<i64>>, HistoryError> {
+    conn.prepare_cached("SELECT leaf FROM conversations WHERE principal = ?1 AND id = ?2")
+        .db()?
+        .query_row(params![principal, id], |r| r.get(0))
+        .optional()
+        .db()
+}
+
+/// Every stored message of the conversation with its parent, and its leaf; `None` when
+/// absent.
+pub(super) fn load_tree(
+    conn: &Connection,
+    principal: &str,
+    id: &str,
+) -> Result<Option<lmchatkit_protocol::ConversationTree>, HistoryError> {
+    let Some(leaf) = stored_leaf(conn, principal, id)? else {
+        return Ok(None);
+    };
+    let rows = conn
+        .prepare_cached(
+            "SELECT seq, parent, body FROM messages
+             WHERE principal = ?1 AND conversation_id = ?2 ORDER BY seq",
+        )
+        .db()?
+        .query_map(params![principal, id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, Option<i64>>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })
+        .db()?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .db()?;
+    let nodes = rows
+        .into_iter()
+        .map(|(seq, parent, body)| {
+            Ok(lmchatkit_protocol::TreeNode {
+                node: seq as u64,
+                parent: parent.map(|p| p as u64),
+                message: crate::store::rows::decode_message(&body)?,
+            })
+        })
+        .collect::<Result<Vec<_>, HistoryError>>()?;
+    Ok(Some(lmchatkit_protocol::ConversationTree {
+        nodes,
+        leaf: leaf.map(|l| l as u64),
+    }))
+}
+
 /// The shape of the conversation's tree, from the tree's index (no body read).
 fn shape(conn: &Connection, principal: &str, id: &str) -> Result<Shape, HistoryError> {
     let nodes = conn
@@ -822,13 +877,9 @@ pub(super) fn branch_op(
     delete: bool,
 ) -> Result<Option<crate::store::BranchOutcome>, HistoryError> {
     use crate::store::BranchOutcome;
-    let leaf: Option<Option<i64>> = conn
-        .prepare_cached("SELECT leaf FROM conversations WHERE principal = ?1 AND id = ?2")
-        .db()?
-        .query_row(params![principal, id], |r| r.get(0))
-        .optional()
-        .db()?;
-    let Some(leaf) = leaf else { return Ok(None) };
+    let Some(leaf) = stored_leaf(conn, principal, id)? else {
+        return Ok(None);
+    };
     let shape = shape(conn, principal, id)?;
     if !shape.contains(node) {
         return Ok(Some(BranchOutcome::NoSuchNode));
@@ -844,7 +895,7 @@ pub(super) fn branch_op(
         }
         shape.leaf_after_delete(node, leaf.map(|l| l as u64))
     } else {
-        Some(shape.newest_leaf(node))
+        Some(shape.switch_leaf(node, leaf.map(|l| l as u64)))
     };
     let bodies = shape
         .path(leaf)
