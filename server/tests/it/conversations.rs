@@ -431,6 +431,19 @@ async fn versions_are_listed_switched_and_deleted_over_http() {
     );
     req.extensions_mut().insert(Principal::new("bob"));
     assert_eq!(send(&s, req).await.status, 404);
+    let mut req = Request::delete(format!("/chat/api/conversations/c-b/messages/{first}"))
+        .body(Full::default())
+        .unwrap();
+    req.extensions_mut().insert(Principal::new("bob"));
+    assert_eq!(send(&s, req).await.status, 404);
+    // An App view's request (a sandboxed frame: origin `null`) is refused before the store.
+    let mut req = post(
+        "/chat/api/conversations/c-b/branch",
+        &json!({"node": first}),
+    );
+    req.headers_mut()
+        .insert("origin", http::HeaderValue::from_static("null"));
+    assert_eq!(send(&s, req).await.status, 403);
     let r = send(
         &s,
         post("/chat/api/conversations/c-b/branch", &json!({"node": "x"})),

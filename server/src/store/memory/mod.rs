@@ -106,11 +106,15 @@ impl Entry {
         })
     }
 
-    /// Recomputes the totals of the active path, bumps the revision and the time.
+    /// The totals of the messages of `path`.
+    fn totals_of(&self, path: &[u64]) -> Result<ConversationTotals, HistoryError> {
+        let messages = decode_rows(self.rows(path).map(|r| r.body.as_str()))?;
+        Ok(ConversationTotals::of(&messages))
+    }
+
+    /// Recomputes the totals of the active path (it moved), bumps the revision and the time.
     fn touch(&mut self) -> Result<u64, HistoryError> {
-        let path = self.path();
-        let messages = decode_rows(self.rows(&path).map(|r| r.body.as_str()))?;
-        self.summary.totals = ConversationTotals::of(&messages);
+        self.summary.totals = self.totals_of(&self.path())?;
         self.summary.revision += 1;
         self.summary.updated_at = now_ms();
         Ok(self.summary.revision)
@@ -263,12 +267,14 @@ impl HistoryStore for MemoryStore {
     ) -> Result<SaveOutcome, HistoryError> {
         validate_id(&conversation.id)?;
         let mut rows = encode_messages(&conversation.messages)?;
+        // The totals of the messages sent: the whole path's, or a kept save's tail's.
+        let sent = ConversationTotals::of(&conversation.messages);
         let now = now_ms();
         let base = conversation.revision;
         let kept = conversation.kept;
         let mut map = self.lock();
         let k = key(principal, &conversation.id);
-        let summary = |created_at, revision| ConversationSummary {
+        let summary = |created_at, revision, totals| ConversationSummary {
             id: conversation.id.clone(),
             title: conversation.title.clone(),
             persona_id: conversation.persona_id.clone(),
@@ -277,7 +283,7 @@ impl HistoryStore for MemoryStore {
             created_at,
             updated_at: now,
             revision,
-            totals: ConversationTotals::default(),
+            totals,
         };
         let Some(entry) = map.get_mut(&k) else {
             if kept.is_some_and(|n| n > 0) {
@@ -291,9 +297,8 @@ impl HistoryStore for MemoryStore {
             };
             self.rows_written
                 .fetch_add(rows.len() as u64, Ordering::SeqCst);
-            let mut entry = Entry::new(summary(created_at, 0), conversation.allowed_tools);
+            let mut entry = Entry::new(summary(created_at, 1, sent), conversation.allowed_tools);
             entry.leaf = entry.append(None, rows);
-            entry.touch()?;
             map.insert(k, entry);
             return Ok(SaveOutcome::Saved { revision: 1 });
         };
@@ -307,6 +312,11 @@ impl HistoryStore for MemoryStore {
             return Ok(SaveOutcome::Conflict(Box::new(current.to_conversation(0)?)));
         }
         let from = kept.map_or(0, |n| n as usize);
+        let totals = match kept {
+            None => sent,
+            Some(_) if from == path.len() => entry.summary.totals.then(sent),
+            Some(_) => entry.totals_of(&path[..from])?.then(sent),
+        };
         let plan = {
             let stored: Vec<(u64, Option<&str>)> = path[from..]
                 .iter()
@@ -326,10 +336,9 @@ impl HistoryStore for MemoryStore {
             }
         }
         entry.leaf = entry.append(plan.parent, added);
-        let revision = entry.summary.revision;
-        entry.summary = summary(entry.summary.created_at, revision);
+        let revision = entry.summary.revision + 1;
+        entry.summary = summary(entry.summary.created_at, revision, totals);
         entry.allowed_tools = conversation.allowed_tools;
-        let revision = entry.touch()?;
         self.rows_written
             .fetch_add(written as u64, Ordering::SeqCst);
         Ok(SaveOutcome::Saved { revision })
