@@ -27,6 +27,11 @@
 # `globalThis.__lmchatkit.hljs` (never the global `hljs`, so a host page's own copy is untouched),
 # written as server/assets/lmchatkit-highlight-<sha256 prefix>.js. server/build.rs finds it and
 # the stable loader tells the UI its URL. Its size is budgeted separately (<= 60 KB gzipped).
+#
+# And the diagram renderer, which the UI's sandboxed diagram frame ({prefix}/diagram) loads when a
+# ```mermaid block appears: npm mermaid's one-file build as lmchatkit-mermaid-<hash>.js, with the
+# compressed copies ./scripts/setup.sh made once, and the frame's own script (frontend/diagram.js)
+# as lmchatkit-diagram-<hash>.js.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # npm binaryen@132 first: trunk must never pick up Debian's wasm-opt 108 (it corrupts the wasm).
@@ -45,6 +50,12 @@ for tool in wasm-bindgen wasm-split-cli .tools/node_modules/.bin/wasm-opt zopfli
     exit 1
   fi
 done
+MERMAID=$(sed -n 's/^MERMAID_VER=//p' scripts/setup.sh)
+MERMAID_DIR=.tools/mermaid-$MERMAID
+if [ ! -f "$MERMAID_DIR/mermaid.min.js.br" ]; then
+  echo "build-ui: mermaid $MERMAID missing; run ./scripts/setup.sh first" >&2
+  exit 1
+fi
 if [ ! -f "$HLJS/es/core.min.js" ]; then
   echo "build-ui: highlight.js missing; run ./scripts/setup.sh first" >&2
   exit 1
@@ -66,7 +77,8 @@ target_dir=$(cargo metadata --format-version 1 --no-deps | node -e \
 # the library and relink every test binary, and repack the crates.
 stamp_file="$target_dir/lmchatkit-ui.stamp"
 stamp=$(cat "$target_dir/wasm32-unknown-unknown/wasm-release/lmchatkit-web.wasm" frontend/style.css \
-  scripts/build-ui.sh scripts/ui-names.js scripts/setup.sh "$HLJS/package.json" | sha256sum | cut -c1-64)
+  scripts/build-ui.sh scripts/ui-names.js scripts/setup.sh "$HLJS/package.json" frontend/diagram.js \
+  | sha256sum | cut -c1-64)
 if [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$stamp" ] \
   && ls server/assets/lmchatkit-web-*_bg.wasm >/dev/null 2>&1; then
   echo "build-ui: server/assets/ is up to date (built from the same wasm, stylesheet and scripts)"
@@ -131,6 +143,16 @@ if [ "$hl_gz" -gt "$HLJS_BUDGET" ]; then
   echo "build-ui: the highlighter is over its budget" >&2
   exit 1
 fi
+# The diagram renderer and the frame's script. Mermaid's name is its file's hash, so the browser's
+# cached copy (5.8 MB, 1.3 MB as brotli) survives every UI release that keeps its version.
+mm_hash=$(sha256sum "$MERMAID_DIR/mermaid.min.js" | cut -c1-16)
+for ext in "" .gz .br; do
+  cp "$MERMAID_DIR/mermaid.min.js$ext" "server/assets/lmchatkit-mermaid-$mm_hash.js$ext"
+  chmod 644 "server/assets/lmchatkit-mermaid-$mm_hash.js$ext"
+done
+dg_hash=$(sha256sum frontend/diagram.js | cut -c1-16)
+cp frontend/diagram.js "server/assets/lmchatkit-diagram-$dg_hash.js"
+chmod 644 "server/assets/lmchatkit-diagram-$dg_hash.js"
 # Precompressed copies of the text and wasm files: `<file>.gz` by zopfli (15 iterations: the
 # gzip format every client reads, 5% smaller than zlib's level 9 on the main wasm, 386.0 ->
 # 366.7 KB, for ~4 s of build time; more iterations gained 1 byte) and `<file>.br` by node's
@@ -139,7 +161,7 @@ fi
 # layer and no CPU is spent per request. Each is checked to decompress to its file; one that is
 # not smaller is not written.
 find server/assets -type f \( -name '*.js' -o -name '*.css' -o -name '*.wasm' -o -name '*.svg' \) \
-  ! -path '*/.*' -print0 | xargs -0 node -e '
+  ! -path '*/.*' ! -name 'lmchatkit-mermaid-*' -print0 | xargs -0 node -e '
   const fs = require("fs"), zlib = require("zlib"), { execFileSync } = require("child_process");
   for (const file of process.argv.slice(1)) {
     const body = fs.readFileSync(file);

@@ -11,11 +11,22 @@
 # built lmchatkit instead of building one; TRUNK_ARGS adds `trunk serve` arguments (--release
 # works, but its wasm-release build and ./scripts/build-ui.sh's, made with other flags, then
 # rebuild each other's).
+#
+# trunk's cargo builds in a target folder of its own (target/trunk-dev-build, or below
+# CARGO_TARGET_DIR): `--build-only` builds the UI the way `trunk serve` does, then exits, and
+# ./scripts/test.sh runs it in the background while it builds the rest, so the test of this
+# script (app/tests/it/dev_flow.rs) finds the UI built. In the workspace's own target folder that
+# build would hold cargo's lock on it and stop the foreground builds until it ended.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --dev >/dev/null
 # npm binaryen first: trunk must never pick up Debian's wasm-opt (see build-ui.sh).
 export PATH="$PWD/.tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+trunk_target="${CARGO_TARGET_DIR:-$PWD/target}/trunk-dev-build"
+if [ "${1:-}" = --build-only ]; then
+  CARGO_TARGET_DIR="$trunk_target" trunk build --dist target/trunk-dev
+  exit 0
+fi
 app_port=${LMCHATKIT_DEV_APP_PORT:-8080}
 ui_port=${LMCHATKIT_DEV_UI_PORT:-8081}
 app=${LMCHATKIT_BIN:-}
@@ -27,5 +38,5 @@ fi
 app_pid=$!
 trap 'kill "$app_pid" 2>/dev/null || true' EXIT INT TERM
 # shellcheck disable=SC2086 # TRUNK_ARGS is a list of arguments
-trunk serve --port "$ui_port" --dist target/trunk-dev \
+CARGO_TARGET_DIR="$trunk_target" trunk serve --port "$ui_port" --dist target/trunk-dev \
   --proxy-backend "http://127.0.0.1:$app_port/chat/api" ${TRUNK_ARGS:-}

@@ -8,6 +8,9 @@
 #   - npm @modelcontextprotocol/server-basic-vanillajs@2.0.3  (an MCP Apps example, stdio)
 #   - npm @modelcontextprotocol/sdk@1.32.2  (its example Streamable HTTP server with the demo
 #     OAuth authorization server, `simpleStreamableHttp.js --oauth`: tests/user_mcp_oauth.rs)
+#   .tools/py/: a Python virtual environment with tests/python/requirements.txt (the `mcp`
+#     package, 2.3.0, and its dependencies, every version pinned), for tests/python/sse_server.py,
+#     a server on the older HTTP+SSE transport only
 #   .tools/aisdk/: tests/aisdk/package.json (ai@6.0.0, ai@6.0.326 and ai@7.0.185 side by side, npm aliases)
 #   .tools/a11y/: npm axe-core@4.14.1, which the browser tests run in the page (WCAG 2.1 A/AA)
 #   ~/.cargo/bin/mdbook: mdbook 0.5.4 from crates.io (search only: no server, no watcher), which
@@ -86,6 +89,21 @@ else
   [ -f "$DIR/package.json" ] || echo '{"name":"lmchatkit-test-a11y","private":true}' >"$DIR/package.json"
   echo "setup-test: installing $AXE into $DIR"
   npm install --prefix "$DIR" --no-audit --no-fund --save-exact "$AXE"
+fi
+
+# The Python MCP server's packages: re-installed only when tests/python/requirements.txt
+# changed since the last install (the copy in .tools/py is written after pip succeeded).
+PY=.tools/py
+if cmp -s tests/python/requirements.txt "$PY/requirements.txt" && [ -x "$PY/bin/python" ]; then
+  echo "setup-test: Python mcp present in $PY (tests/python/requirements.txt)"
+else
+  echo "setup-test: installing tests/python/requirements.txt into $PY"
+  start=$(date +%s)
+  rm -rf "$PY"
+  python3 -m venv "$PY"
+  "$PY/bin/pip" install --quiet --disable-pip-version-check --no-input -r tests/python/requirements.txt
+  cp tests/python/requirements.txt "$PY/requirements.txt"
+  echo "setup-test: installed in $(( $(date +%s) - start )) s"
 fi
 
 # The AI SDK client: re-installed only when tests/aisdk/package.json changed since the last

@@ -13,6 +13,10 @@
 #   - wasm-opt from npm binaryen@132.0.0 into .tools/ (never Debian's binaryen 108: it corrupts the wasm)
 #   - the code highlighter: npm @highlightjs/cdn-assets@11.11.1 into .tools/ (scripts/build-ui.sh
 #     turns its core + a few languages into the UI's lazily loaded highlighter asset)
+#   - the diagram renderer: npm mermaid@12.4.0's one-file build (dist/mermaid.min.js, checked
+#     against its SHA-256) into .tools/mermaid-<version>/, with its gzip and brotli copies made
+#     once here (scripts/build-ui.sh copies the three into the bundle; compressing 5.8 MB again
+#     on every UI build would cost it ~40 s)
 #   - zopfli (Debian's package, Google's reference implementation): scripts/build-ui.sh writes
 #     the bundle's precompressed `.gz` copies with it (the same gzip format, ~5% smaller than
 #     zlib's level 9)
@@ -36,6 +40,8 @@ for arg in "$@"; do
 done
 BINARYEN_VER=132.0.0
 HLJS_VER=11.11.1
+MERMAID_VER=12.4.0
+MERMAID_SHA256=c0891e4c0413d0710ad193b431d8cbbe9d031636e51c467d11daa4721ba22094
 WB_VER=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
 if [ -z "$WB_VER" ]; then
   echo "setup: cannot find the wasm-bindgen version in Cargo.lock" >&2
@@ -142,7 +148,47 @@ else
   did+=("binaryen $BINARYEN_VER, highlight.js $HLJS_VER")
 fi
 
-# 5. zopfli, for the bundle's `.gz` files.
+# 5. Mermaid, for the UI's diagrams (loaded only when a diagram appears). Only the package's
+#    self-contained one-file build is kept: `npm pack` fetches the tarball (28 MB) without its
+#    dependencies, which that file already holds. Its compressed copies are made here, once per
+#    version: gzip level 9 and brotli quality 11 (window 2^24), each checked to decompress to it.
+MERMAID_DIR=.tools/mermaid-$MERMAID_VER
+if [ -f "$MERMAID_DIR/mermaid.min.js.br" ] && [ -f "$MERMAID_DIR/mermaid.min.js.gz" ] \
+  && [ "$(sha256sum "$MERMAID_DIR/mermaid.min.js" 2>/dev/null | cut -c1-64)" = "$MERMAID_SHA256" ]; then
+  step "mermaid $MERMAID_VER present in $MERMAID_DIR/"
+else
+  step "fetching npm mermaid@$MERMAID_VER (its one-file build) into $MERMAID_DIR/"
+  rm -rf "$MERMAID_DIR" && mkdir -p "$MERMAID_DIR/pack"
+  npm pack --silent --pack-destination "$MERMAID_DIR/pack" "mermaid@$MERMAID_VER" >/dev/null
+  tar -xzf "$MERMAID_DIR/pack/mermaid-$MERMAID_VER.tgz" -C "$MERMAID_DIR/pack" \
+    package/dist/mermaid.min.js package/LICENSE
+  got=$(sha256sum "$MERMAID_DIR/pack/package/dist/mermaid.min.js" | cut -c1-64)
+  if [ "$got" != "$MERMAID_SHA256" ]; then
+    echo "setup: mermaid.min.js has SHA-256 $got, expected $MERMAID_SHA256" >&2
+    exit 1
+  fi
+  mv "$MERMAID_DIR/pack/package/dist/mermaid.min.js" "$MERMAID_DIR/pack/package/LICENSE" "$MERMAID_DIR/"
+  rm -rf "$MERMAID_DIR/pack"
+  node -e '
+    const fs = require("fs"), zlib = require("zlib"), file = process.argv[1];
+    const body = fs.readFileSync(file);
+    const gz = zlib.gzipSync(body, { level: 9 });
+    const br = zlib.brotliCompressSync(body, { params: {
+      [zlib.constants.BROTLI_PARAM_QUALITY]: 11,
+      [zlib.constants.BROTLI_PARAM_LGWIN]: 24,
+      [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+      [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT,
+    } });
+    if (!zlib.gunzipSync(gz).equals(body) || !zlib.brotliDecompressSync(br).equals(body)) {
+      console.error("setup: mermaid compression round trip failed"); process.exit(1);
+    }
+    fs.writeFileSync(file + ".gz", gz);
+    fs.writeFileSync(file + ".br", br);
+  ' "$MERMAID_DIR/mermaid.min.js"
+  did+=("mermaid $MERMAID_VER")
+fi
+
+# 6. zopfli, for the bundle's `.gz` files.
 if command -v zopfli >/dev/null; then
   step "zopfli present"
 else
@@ -159,4 +205,4 @@ else
 fi
 trunk_note=""
 [ "$DEV" = 1 ] && trunk_note="$(trunk --version), "
-echo "setup ok: ${trunk_note}wasm-split-cli $SPLIT_VER, $(wasm-bindgen --version), $(.tools/node_modules/.bin/wasm-opt --version), highlight.js $(npm_version @highlightjs/cdn-assets), zopfli"
+echo "setup ok: ${trunk_note}wasm-split-cli $SPLIT_VER, $(wasm-bindgen --version), $(.tools/node_modules/.bin/wasm-opt --version), highlight.js $(npm_version @highlightjs/cdn-assets), mermaid $MERMAID_VER, zopfli"

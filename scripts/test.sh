@@ -20,18 +20,27 @@ echo "== setup (at ${SECONDS} s)"
 export LMCHATKIT_EXPECT_MCP=1
 ./scripts/setup-browser.sh
 export LMCHATKIT_EXPECT_BROWSER=1
-# trunk (which the test of ./scripts/dev.sh, app/tests/it/dev_flow.rs, runs) and then mdbook
-# (for the book) build in the background, niced: on a fresh machine they take the cores the
-# steps below leave idle (links, the wasm's LTO, wasm-opt, rustdoc, tests that wait). The tests
-# wait for trunk only (its marker file); the book, built after the tests, for mdbook.
+# trunk (which the test of ./scripts/dev.sh, app/tests/it/dev_flow.rs, runs), then the UI's
+# debug build that test serves (`./scripts/dev.sh --build-only`, in trunk's own target folder),
+# then mdbook (for the book) build in the background, niced: on a fresh machine they take the
+# cores the steps below leave idle (links, the wasm's LTO, wasm-opt, zopfli, rustdoc). The tests
+# wait for trunk only (its marker file), and from then on what still runs in the background runs
+# at normal priority (a niced build would starve beside the tests, and the dev-flow test would
+# wait for it); the book, built after the tests, waits for mdbook.
 tools_log="${CARGO_TARGET_DIR:-target}/setup-background.log"
 trunk_ready="${CARGO_TARGET_DIR:-target}/setup-background.trunk-ready"
 mkdir -p "$(dirname "$tools_log")"
 rm -f "$trunk_ready"
-nice -n 19 bash -c "./scripts/setup.sh --trunk && touch '$trunk_ready' && ./scripts/setup-test.sh --mdbook" \
-  >"$tools_log" 2>&1 &
+nice -n 19 bash -c "./scripts/setup.sh --trunk && touch '$trunk_ready' && ./scripts/dev.sh --build-only \
+  && ./scripts/setup-test.sh --mdbook" >"$tools_log" 2>&1 &
 tools_pid=$!
 trap 'kill "$tools_pid" 2>/dev/null || true' EXIT
+# A process and all its descendants back to normal priority.
+unnice() {
+  local child
+  for child in $(pgrep -P "$1" || true); do unnice "$child"; done
+  renice -n 0 -p "$1" >/dev/null 2>&1 || true
+}
 echo "== UI and packages (at ${SECONDS} s)"
 # The release UI, and the crates packaged with it (target/package/*.crate): the consumer test
 # (tests/tests/packaged.rs) builds a fresh crate and the app from those files alone.
@@ -39,8 +48,8 @@ echo "== UI and packages (at ${SECONDS} s)"
 export LMCHATKIT_EXPECT_PACKAGES=1
 
 echo "== fmt (at ${SECONDS} s)";     cargo fmt --all -- --check
-# Clippy over every target (`--test browser`: the browser tests are not in `--all-targets`,
-# tests/Cargo.toml says why). In CI, which builds once in a fresh clone, the lints run while
+# Clippy over every target (`--test browser --test packaged`: those two are not in
+# `--all-targets`, tests/Cargo.toml says why). In CI, which builds once in a fresh clone, the lints run while
 # the tests' build compiles the workspace (below): clippy-driver is then the workspace's
 # compiler, as `cargo clippy` makes it for `cargo check`, with the same `-D warnings`
 # (CLIPPY_ARGS is how cargo-clippy hands it over), so the dependencies are compiled once
@@ -53,7 +62,7 @@ if [ -n "${CI:-}" ]; then
 else
   clippy_in_build=0
   echo "== clippy (at ${SECONDS} s)"
-  cargo clippy --workspace --all-targets --test browser -j"$JOBS" -- -D warnings
+  cargo clippy --workspace --all-targets --test browser --test packaged -j"$JOBS" -- -D warnings
 fi
 echo "== clippy (no default features) (at ${SECONDS} s)"
 cargo clippy -p lmchatkit --no-default-features --lib -j"$JOBS" -- -D warnings
@@ -80,7 +89,7 @@ if [ "$clippy_in_build" = 1 ]; then
   export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 fi
 cargo test --workspace --no-run -j"$JOBS"
-cargo test --workspace --no-run --test browser -j"$JOBS"
+cargo test --workspace --no-run --test browser --test packaged -j"$JOBS"
 echo "== trunk (at ${SECONDS} s)"
 while [ ! -e "$trunk_ready" ]; do
   if ! kill -0 "$tools_pid" 2>/dev/null; then
@@ -90,14 +99,22 @@ while [ ! -e "$trunk_ready" ]; do
   fi
   sleep 1
 done
+unnice "$tools_pid"
 echo "== tests run (at ${SECONDS} s)"
-# The browser tests (tests/tests/browser/) beside all the others: they mostly wait (WebDriver
-# round trips, the page's work), so the two runs share the cores well; the few tests that time
-# a latency take turns with them (tests/src/quiet.rs). The same `--workspace`, so both use the
-# build above. Their output follows the others'.
+# Three runs side by side, each `--workspace` so all use the build above:
+# - the browser tests (tests/tests/browser/): they mostly wait (WebDriver round trips, the
+#   page's work);
+# - the packaged crates' consumer (tests/tests/packaged.rs): its cargo builds fill the cores the
+#   waiting tests leave idle (it ran after the others until now, 200 s on a fresh machine);
+# - all the others.
+# The few tests that time a latency take turns with the first two (tests/src/quiet.rs). The
+# outputs of the two in the background follow the others'.
 browser_log="${CARGO_TARGET_DIR:-target}/browser-tests.log"
 cargo test --workspace --no-fail-fast --test browser -j"$JOBS" >"$browser_log" 2>&1 &
 browser_pid=$!
+packaged_log="${CARGO_TARGET_DIR:-target}/packaged-tests.log"
+cargo test --workspace --no-fail-fast --test packaged -j"$JOBS" >"$packaged_log" 2>&1 &
+packaged_pid=$!
 others=0
 # --no-fail-fast: every failing binary shows in one run.
 cargo test --workspace --no-fail-fast -j"$JOBS" || others=$?
@@ -105,8 +122,13 @@ browser=0
 wait "$browser_pid" || browser=$?
 echo "== browser tests (ended at ${SECONDS} s)"
 cat "$browser_log"
-if [ "$others" != 0 ] || [ "$browser" != 0 ]; then
-  echo "tests failed (the others: exit $others; the browser tests: exit $browser)" >&2
+packaged=0
+wait "$packaged_pid" || packaged=$?
+echo "== packaged crates' tests (ended at ${SECONDS} s)"
+cat "$packaged_log"
+if [ "$others" != 0 ] || [ "$browser" != 0 ] || [ "$packaged" != 0 ]; then
+  echo "tests failed (the others: exit $others; the browser tests: exit $browser;" \
+    "the packaged crates: exit $packaged)" >&2
   exit 1
 fi
 echo "== mdbook (at ${SECONDS} s)"

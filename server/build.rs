@@ -6,7 +6,10 @@
 //!   starts the wasm; otherwise it only writes a "the UI bundle is not built" message into the page.
 //!   When `scripts/build-ui.sh` added the code highlighter (`lmchatkit-highlight-<hash>.js`), the
 //!   loader also puts its absolute URL into `globalThis.__lmchatkit.highlighter`; the UI loads it
-//!   on the first fenced code block (`frontend/src/markdown/hljs.rs`).
+//!   on the first fenced code block (`frontend/src/markdown/hljs.rs`). Mermaid
+//!   (`lmchatkit-mermaid-<hash>.js`) and the diagram frame's script (`lmchatkit-diagram-<hash>.js`)
+//!   are named in the table for the diagram frame's page (`{prefix}/diagram`); the loader does
+//!   not name them.
 //! - `bundle_table.rs`: the table of embedded files (`include_bytes!` with absolute paths), each with
 //!   its content type, a strong ETag (`"` + first 16 hex digits of its SHA-256 + `"`) and whether its
 //!   name is content-hashed (then it is served `immutable`), plus which file is the JS entry,
@@ -108,7 +111,20 @@ fn main() {
         .iter()
         .filter(top_level)
         .map(|f| f.rel.clone())
-        .find(|rel| is_highlighter(rel));
+        .find(|rel| is_hashed_script(rel, "lmchatkit-highlight-"));
+    // The diagram frame's two scripts: Mermaid and the frame's own (`{prefix}/diagram` names
+    // them; the UI loads neither).
+    let diagram_scripts = |prefix: &str| {
+        files
+            .iter()
+            .filter(top_level)
+            .map(|f| f.rel.clone())
+            .find(|rel| is_hashed_script(rel, prefix))
+    };
+    let (mermaid, diagram_script) = (
+        diagram_scripts("lmchatkit-mermaid-"),
+        diagram_scripts("lmchatkit-diagram-"),
+    );
     if entry.is_none() && !files.is_empty() {
         println!(
             "cargo:warning=server/assets/ holds files but no wasm-bindgen entry (x.js + x_bg.wasm); \
@@ -172,6 +188,23 @@ fn main() {
             (Some(_), Some(h)) => format!("Some({h:?})"),
             _ => "None".to_owned(),
         }
+    );
+    let (mermaid, diagram_script) = match (&entry, mermaid, diagram_script) {
+        (Some(_), Some(m), Some(d)) => (format!("Some({m:?})"), format!("Some({d:?})")),
+        _ => ("None".to_owned(), "None".to_owned()),
+    };
+    let _ = writeln!(
+        table,
+        "/// Mermaid (`lmchatkit-mermaid-<hash>.js`), which the diagram frame loads, if built."
+    );
+    let _ = writeln!(table, "pub(super) const MERMAID: Option<&str> = {mermaid};");
+    let _ = writeln!(
+        table,
+        "/// The diagram frame's script (`lmchatkit-diagram-<hash>.js`), if built."
+    );
+    let _ = writeln!(
+        table,
+        "pub(super) const DIAGRAM_SCRIPT: Option<&str> = {diagram_script};"
     );
     let _ = writeln!(table, "/// The stable loader (`{LOADER}`).");
     let _ = writeln!(table, "pub(super) const LOADER: Asset = Asset {{");
@@ -306,9 +339,11 @@ fn is_hashed(rel: &str) -> bool {
     })
 }
 
-/// `lmchatkit-highlight-<hex hash>.js`, the highlighter `scripts/build-ui.sh` writes.
-fn is_highlighter(rel: &str) -> bool {
-    rel.strip_prefix("lmchatkit-highlight-")
+/// `<prefix><hex hash>.js`: the highlighter (`lmchatkit-highlight-`), Mermaid
+/// (`lmchatkit-mermaid-`) and the diagram frame's script (`lmchatkit-diagram-`), which
+/// `scripts/build-ui.sh` writes.
+fn is_hashed_script(rel: &str, prefix: &str) -> bool {
+    rel.strip_prefix(prefix)
         .and_then(|r| r.strip_suffix(".js"))
         .is_some_and(|h| h.len() >= 8 && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }

@@ -396,6 +396,28 @@ pub(crate) async fn read_json<T: DeserializeOwned>(
         .map_err(|e| ApiError::BadRequest(format!("invalid request body: {e}")))
 }
 
+/// An HTML page served into a frame (an MCP App view, the diagram frame): its own
+/// `Content-Security-Policy`, no MIME sniffing, no referrer, `cache` as its `Cache-Control`.
+pub(crate) fn framed_page(html: String, csp: HeaderValue, cache: &'static str) -> Response {
+    let mut res = http::Response::new(full(html));
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(header::CONTENT_SECURITY_POLICY, csp);
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    res
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,11 @@
 //!   elements: the mount `<div data-lmchatkit data-prefix="…">` and the loader `<script>`.
 //! - The code highlighter (`lmchatkit-highlight-<hash>.js`, added by `scripts/build-ui.sh`) is
 //!   one more hashed file; the loader publishes its URL for the UI, which loads it lazily.
+//! - **Diagrams.** Mermaid (`lmchatkit-mermaid-<hash>.js`, npm `mermaid`'s one-file build) and
+//!   the diagram frame's script (`lmchatkit-diagram-<hash>.js`) are served by
+//!   [`diagram_script`] below `{prefix}/diagram/`, for the sandboxed frame [`diagram_page`] that
+//!   the UI makes for each ```mermaid block; the chat's page never runs them (see
+//!   `frontend/src/components/diagrams.rs`).
 //! - **Wasm chunks.** The UI's wasm is split at its split points (the dialogs and MCP App views
 //!   a first paint does not need): `lmchatkit-split-<hash>.js`, which the glue imports, fetches
 //!   `split_<part>-<hash>.wasm` (and any `chunk_<n>-<hash>.wasm` it shares) the first time the
@@ -95,6 +100,52 @@ pub(crate) fn asset(path: &str) -> Option<Asset> {
         .binary_search_by(|(p, _)| (*p).cmp(path))
         .ok()
         .map(|i| table::FILES[i].1)
+}
+
+/// The policy of the diagram frame's page (an HTTP header; the page's own, not the chat's):
+/// sandboxed (an opaque origin: no cookies, storage or script access to the chat, no popups, no
+/// navigation of the chat), no network at all (`default-src 'none'`: a diagram can fetch nothing,
+/// so it can leak nothing), scripts only the two files the page names, and the inline styles
+/// Mermaid's SVG carries, which stay inside the frame. Framed only by the chat's own pages.
+pub(crate) const DIAGRAM_CSP: &str = "sandbox allow-scripts; default-src 'none'; \
+     script-src 'self'; style-src 'unsafe-inline'; img-src data:; font-src data:; \
+     base-uri 'none'; form-action 'none'; frame-ancestors 'self'";
+
+/// The page of the diagram frame, served at `{prefix}/diagram`: Mermaid and the frame's script
+/// (`frontend/diagram.js`), which draws the diagram its URL's fragment holds and tells the chat
+/// its height (or the parser's message). `None` when the bundle has no diagram renderer.
+/// `prefix` is HTML-escaped.
+pub(crate) fn diagram_page(prefix: &str) -> Option<String> {
+    let (mermaid, script) = (table::MERMAID?, table::DIAGRAM_SCRIPT?);
+    let prefix = escape_html(prefix.trim_end_matches('/'));
+    Some(format!(
+        "<!doctype html>\n\
+         <html lang=\"en\">\n\
+         <head>\n\
+         <meta charset=\"utf-8\">\n\
+         <meta name=\"referrer\" content=\"no-referrer\">\n\
+         <title>Diagram</title>\n\
+         <style>html,body{{margin:0;padding:0;background:transparent;overflow:hidden}}\
+         #diagram{{padding:4px 0;text-align:center}}\
+         #diagram svg{{max-width:100%;height:auto}}</style>\n\
+         </head>\n\
+         <body>\n\
+         <div id=\"diagram\"></div>\n\
+         <script src=\"{prefix}/diagram/{mermaid}\"></script>\n\
+         <script src=\"{prefix}/diagram/{script}\"></script>\n\
+         </body>\n\
+         </html>\n"
+    ))
+}
+
+/// One of the diagram frame's two scripts, by name (`{prefix}/diagram/{name}`); any other name is
+/// `None`.
+pub(crate) fn diagram_script(name: &str) -> Option<Asset> {
+    [table::MERMAID, table::DIAGRAM_SCRIPT]
+        .into_iter()
+        .flatten()
+        .find(|n| *n == name)
+        .and_then(asset)
 }
 
 /// Whether a UI bundle (the JS entry and its wasm) is embedded. When not, the loader only shows
@@ -194,9 +245,42 @@ mod tests {
                     "scripts/build-ui.sh adds the code highlighter to a built bundle"
                 ),
             }
+            match (table::MERMAID, table::DIAGRAM_SCRIPT) {
+                (Some(m), Some(d)) => {
+                    assert!(
+                        !text.contains(m) && !text.contains(d),
+                        "lazy: the loader names neither"
+                    );
+                    let mermaid = diagram_script(m).expect("mermaid embedded");
+                    assert!(mermaid.immutable && mermaid.br.is_some() && mermaid.gzip.is_some());
+                    let body = std::str::from_utf8(mermaid.body).unwrap();
+                    assert!(
+                        body.contains("globalThis[\"mermaid\"]"),
+                        "publishes mermaid"
+                    );
+                    let frame = diagram_script(d).expect("frame script embedded");
+                    assert!(
+                        std::str::from_utf8(frame.body)
+                            .unwrap()
+                            .contains("lmchatkit: \"diagram\"")
+                    );
+                    let page = diagram_page("/chat/").unwrap();
+                    assert!(page.contains(&format!("<script src=\"/chat/diagram/{m}\"></script>")));
+                    assert!(page.contains(&format!("<script src=\"/chat/diagram/{d}\"></script>")));
+                    // Only those two: not the UI's glue, not the loader, not a path outside.
+                    assert!(diagram_script(table::JS_ENTRY.unwrap()).is_none());
+                    assert!(diagram_script(LOADER_PATH).is_none());
+                    assert!(diagram_script(&format!("../{m}")).is_none());
+                }
+                _ => assert!(
+                    std::env::var_os("LMCHATKIT_EXPECT_BUNDLE").is_none(),
+                    "scripts/build-ui.sh adds the diagram renderer to a built bundle"
+                ),
+            }
         } else {
             assert!(table::JS_ENTRY.is_none() && table::WASM.is_none());
             assert!(table::HIGHLIGHTER.is_none());
+            assert!(diagram_page("").is_none());
             assert!(text.contains(
                 "The lmchatkit UI bundle is not built. Run ./scripts/setup.sh && \
                  ./scripts/build-ui.sh, then rebuild the server."

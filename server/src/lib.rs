@@ -76,6 +76,8 @@ pub mod config;
 #[cfg(feature = "serve")]
 pub mod connection;
 pub mod error;
+#[cfg(any(feature = "openai", feature = "mcp"))]
+pub(crate) mod event_stream;
 pub mod host;
 pub mod limits;
 pub mod live;

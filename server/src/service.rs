@@ -145,7 +145,7 @@ impl ChatService {
             !sandbox_only || r.guard == Guard::Open
         });
         let result = match lookup {
-            Lookup::Found(route, param) if route.guard == Guard::Open => {
+            Lookup::Found(route, param) if route.guard != Guard::Principal => {
                 dispatch(state, route.endpoint, param, req).await
             }
             _ if sandbox_only => Err(lookup_error(lookup)),
@@ -215,6 +215,8 @@ async fn dispatch(
         Endpoint::AppViewCreate => app_view::create(state, req).boxed().await,
         Endpoint::AppViewPage => app_view::page(state, req, param).boxed().await,
         Endpoint::AppSandbox => app_view::sandbox(state, req).boxed().await,
+        Endpoint::DiagramPage => assets::diagram_page(state),
+        Endpoint::DiagramScript => assets::diagram_script(&req, param),
         Endpoint::Events => events::subscribe(state, req).boxed().await,
         Endpoint::Conversations => conversations::list(state, req).boxed().await,
         Endpoint::Search => conversations::search(state, req).boxed().await,

@@ -6,9 +6,11 @@
 //! node and npm each fail loudly when called, and without the rustup proxies (cargo and rustc
 //! come from the toolchain's own folder), so the packages prove they need none of them.
 //!
-//! A binary of its own: it runs cargo, which must not share the machine with the other tests'
-//! timing. `scripts/test.sh` packages first and sets `LMCHATKIT_EXPECT_PACKAGES`, so missing
-//! packages fail there; elsewhere the tests say why they skip.
+//! A binary of its own, outside `cargo test`'s default set (`--test packaged`): it runs cargo,
+//! so `scripts/test.sh` runs it beside the other tests, and each cargo run holds
+//! `lmchatkit_tests::quiet::shared` so no timed test measures during a build. `scripts/test.sh`
+//! packages first and sets `LMCHATKIT_EXPECT_PACKAGES`, so missing packages fail there;
+//! elsewhere the tests say why they skip.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -77,6 +79,9 @@ fn unpacked() -> Option<(PathBuf, Vec<(String, PathBuf)>)> {
         return None;
     }
     let _one = CARGO.lock().unwrap_or_else(|e| e.into_inner());
+    // A build takes both cores: no timed test measures meanwhile (this binary runs beside the
+    // others, scripts/test.sh).
+    let _noisy = lmchatkit_tests::quiet::shared();
     let root = consumer_root();
     let packages = root.join("packages");
     std::fs::create_dir_all(&packages).unwrap();

@@ -5,8 +5,11 @@
 //!
 //! Runs `trunk serve` as developers do, a debug build: `--release` would build the
 //! `wasm-release` profile that `./scripts/build-ui.sh` also builds, with other flags (no split),
-//! and each would rebuild the other's wasm (145 s a time here). Skipped when trunk is missing
-//! unless `LMCHATKIT_EXPECT_BUNDLE` says the toolchain is there.
+//! and each would rebuild the other's wasm (145 s a time here). `scripts/test.sh` makes that
+//! debug build in the background while it builds the rest (`./scripts/dev.sh --build-only`,
+//! into the script's own target folder), so here `trunk serve` finds it built; without that,
+//! it builds it (about 200 s on a fresh machine). Skipped when trunk is missing unless
+//! `LMCHATKIT_EXPECT_BUNDLE` says the toolchain is there.
 
 use std::net::TcpListener;
 use std::process::{Command, Stdio};

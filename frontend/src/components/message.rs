@@ -236,6 +236,26 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
     };
     let regen_chat = chat.clone();
     let versions_chat = chat.clone();
+    // Diagrams are drawn once the reply has finished (`diagrams` says why), and again in a new
+    // theme; after the HTML is in the page (a frame later).
+    let md = NodeRef::<leptos::html::Div>::new();
+    {
+        let (html, streaming) = (html.clone(), streaming.clone());
+        let prefix = store.api.with_value(|a| a.prefix().to_owned());
+        Effect::new(move |_| {
+            let has = html.with(|h| h.contains("lmck-diagram"));
+            let (streaming, theme) = (streaming.get(), store.theme.get());
+            if !has || streaming {
+                return;
+            }
+            let prefix = prefix.clone();
+            request_animation_frame(move || {
+                if let Some(el) = md.get_untracked() {
+                    crate::components::diagrams::mount(&el, &prefix, theme);
+                }
+            });
+        });
+    }
     view! {
         <div class="lmck-msg lmck-assistant" class:lmck-streaming=move || s1.get() data-key=ui.key.clone()
             aria-busy=move || s2.get().to_string()>
@@ -246,7 +266,7 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
                 </details>
             </Show>
             {move || calls.get().into_iter().map(|c| view! { <ToolCard call=c owner=owner.clone() chat=cards_chat.clone() /> }).collect_view()}
-            <div class="lmck-md" inner_html=move || html.get()></div>
+            <div class="lmck-md" node_ref=md inner_html=move || html.get()></div>
             {
                 let streaming = streaming.clone();
                 move || (streaming.get() && !has_text.get() && thinking.with(String::is_empty)).then(|| view! {

@@ -5,6 +5,7 @@ pub mod attachments;
 pub mod code_hooks;
 pub mod combo;
 pub mod composer;
+pub mod diagrams;
 pub mod menus;
 pub mod message;
 pub mod model_fields;

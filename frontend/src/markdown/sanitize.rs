@@ -5,7 +5,7 @@
 //! emitted (as markup built here) when their URL passes [`link_url`] / [`image_url`], otherwise
 //! their content is shown as plain text; an image is an `<img>` only for a `data:` URL, a remote
 //! one is a placeholder link naming its host ([`image_host`]); code blocks get the `lmck-code`
-//! markup and a copy button; tables get a scroll wrapper and their cells' alignment as a class.
+//! markup and a copy button (a closed ```mermaid block the diagram markup, [`DIAGRAM_OPEN`]); tables get a scroll wrapper and their cells' alignment as a class.
 //! `Tag::Link`, `Tag::Image` and `Tag::TableCell` never reach the writer (it would write
 //! `style=""` for an aligned cell), and neither does an `Html`/`InlineHtml` event from the parser.
 
@@ -27,6 +27,18 @@ pub(crate) type FenceQueue = Rc<RefCell<VecDeque<bool>>>;
 /// class and copies the text of the `<code>` next to it).
 pub(crate) const CODE_OPEN: &str = "<div class=\"lmck-codeblock\"><button class=\"lmck-copy\" \
      type=\"button\" aria-label=\"Copy code\">Copy</button><pre><code class=\"lmck-code";
+
+/// The fence language drawn as a diagram.
+pub(crate) const DIAGRAM_LANGUAGE: &str = "mermaid";
+
+/// Opening markup of a closed ```mermaid block: a code block (its copy button, its code, closed by
+/// [`CODE_CLOSE`]) marked `lmck-diagram`, with the button that switches between the diagram and
+/// its source. The code stays: it is what shows until the diagram is drawn, when it cannot be,
+/// and when the user asks for the source.
+pub(crate) const DIAGRAM_OPEN: &str = "<div class=\"lmck-codeblock lmck-diagram\"><button \
+     class=\"lmck-copy\" type=\"button\" aria-label=\"Copy code\">Copy</button><button \
+     class=\"lmck-diagram-toggle\" type=\"button\" aria-pressed=\"false\">Source</button><pre>\
+     <code class=\"lmck-code language-mermaid\" data-lang=\"mermaid\">";
 
 /// Closing markup of a code block.
 pub(crate) const CODE_CLOSE: &str = "</code></pre></div>\n";
@@ -88,6 +100,16 @@ impl<'a, I: Iterator<Item = Event<'a>>> Sanitize<'a, I> {
         if lang.is_empty() {
             self.in_code = true;
             return Event::Html(open.into());
+        }
+        if lang == DIAGRAM_LANGUAGE {
+            // A diagram: code until its fence closes, then the diagram block, whose code the UI
+            // draws in a sandboxed frame (`components/diagrams.rs`). Never highlighted.
+            self.in_code = true;
+            return Event::Html(if closed {
+                DIAGRAM_OPEN.into()
+            } else {
+                open.into()
+            });
         }
         highlight::want();
         if !closed || !highlight::is_ready() {

@@ -49,6 +49,7 @@ pub(super) fn assert_safe(html: &str) {
         "class",
         "type",
         "aria-label",
+        "aria-pressed",
         "data-lang",
         "disabled",
         "checked",
@@ -262,6 +263,34 @@ fn gfm_tables_strikethrough_task_lists() {
          <li><input disabled=\"\" type=\"checkbox\" checked=\"\" aria-label=\"Done\"/>\nalso</li>\n</ul>\n"
     );
     assert_safe(&html);
+}
+
+#[test]
+fn a_closed_mermaid_block_is_a_diagram_block_that_keeps_its_escaped_code() {
+    let html = render("```mermaid\nflowchart LR\n  A[\"<b>x</b>\"] --> B\n```\n");
+    assert_eq!(
+        html,
+        "<div class=\"lmck-codeblock lmck-diagram\"><button class=\"lmck-copy\" type=\"button\" \
+         aria-label=\"Copy code\">Copy</button><button class=\"lmck-diagram-toggle\" type=\"button\" \
+         aria-pressed=\"false\">Source</button><pre><code class=\"lmck-code language-mermaid\" \
+         data-lang=\"mermaid\">flowchart LR\n  A[\"&lt;b&gt;x&lt;/b&gt;\"] --&gt; B\n</code></pre></div>\n"
+    );
+    assert_safe(&html);
+    // The info string's other words and its case do not matter.
+    assert!(render("```Mermaid title\ngraph TD\n```").contains("lmck-diagram\""));
+}
+
+#[test]
+fn an_open_mermaid_fence_is_plain_code_until_it_closes() {
+    let open = render("```mermaid\nflowchart LR\n  A --> B\n");
+    assert!(!open.contains("lmck-diagram"), "{open}");
+    assert!(open.contains("language-mermaid"), "{open}");
+    // A diagram never asks for the code highlighter (its state is per thread: this test's).
+    render("```mermaid\ngraph TD\n```\n\n```mermaid\ngraph TD\n");
+    assert!(!highlight::is_requested());
+    // Another language is never a diagram, and asks for it.
+    assert!(!render("```js\nx\n```").contains("lmck-diagram"));
+    assert!(highlight::is_requested());
 }
 
 #[test]

@@ -24,6 +24,8 @@ pub(super) const CORPUS: &[&str] = &[
     // Block quotes: lazy continuation, nested, lists inside, ended.
     "> quoted\nlazy\n> > nested\n> - in quote\n>\n> para\n\nout\n\n>quote\n\n> second quote\n",
     // Fences: closed, tildes, longer closer, unclosed at the end.
+    // A diagram: code while its fence is open, the diagram block once it closes.
+    "Here:\n\n```mermaid\nflowchart LR\n  A[Start] --> B{Ok?}\n  B -- yes --> C\n```\n\nAnd:\n\n```mermaid\ngraph TD\n",
     "```rust\nfn main() {}\n```\ntext\n~~~\n```\n~~~~\n\n````md\n```\ninner\n```\n````\n\n   ```\n   indented fence\n   ```\n\n\
      ```python\ndef f():\n    return 1\n",
     // Headings: ATX, setext (= and -), not-headings, heading interrupting a paragraph.

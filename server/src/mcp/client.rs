@@ -222,7 +222,10 @@ impl Server {
                     // Over a pipe, a failed send never reached the server, so it is safe to
                     // retry; an HTTP POST may have been processed before it failed.
                     let not_sent = matches!(e, ServiceError::TransportSend(_))
-                        && !matches!(self.cfg.transport, McpTransport::Http { .. });
+                        && !matches!(
+                            self.cfg.transport,
+                            McpTransport::Http { .. } | McpTransport::Sse { .. }
+                        );
                     let err = self.map_err(e);
                     if c.is_dead() || not_sent {
                         self.forget(&c, &err.to_string()).await;

@@ -26,6 +26,7 @@ pub type InProcessConnector = Arc<dyn Fn() -> tokio::io::DuplexStream + Send + S
 
 /// How the hub reaches one MCP server.
 #[derive(Clone)]
+#[non_exhaustive]
 pub enum McpTransport {
     /// A child process speaking MCP on stdin/stdout (killed when the hub is dropped).
     ///
@@ -60,6 +61,17 @@ pub enum McpTransport {
         /// A bearer token, sent as `Authorization: Bearer …`.
         bearer: Option<String>,
     },
+    /// The older HTTP+SSE transport (MCP 2024-11-05), for servers that speak only it: `url` is
+    /// the event stream (e.g. `http://127.0.0.1:8000/sse`); the server names where messages
+    /// go, which must be on the same origin (`mcp::sse_transport` in the source says why).
+    Sse {
+        /// The event stream's URL.
+        url: String,
+        /// Extra headers sent with the stream's request and every message.
+        headers: BTreeMap<String, String>,
+        /// A bearer token, sent as `Authorization: Bearer …`.
+        bearer: Option<String>,
+    },
     /// An in-process server over a byte pipe (tests, embedded servers).
     InProcess(InProcessConnector),
 }
@@ -90,8 +102,17 @@ impl std::fmt::Debug for McpTransport {
                 url,
                 headers,
                 bearer,
+            }
+            | Self::Sse {
+                url,
+                headers,
+                bearer,
             } => f
-                .debug_struct("Http")
+                .debug_struct(if matches!(self, Self::Sse { .. }) {
+                    "Sse"
+                } else {
+                    "Http"
+                })
                 .field("url", &redact_url(url))
                 .field("headers", &redacted_values(headers))
                 .field("bearer", &bearer.as_ref().map(|_| Redacted))
@@ -177,6 +198,19 @@ impl McpServerConfig {
         }
     }
 
+    /// A server on the older HTTP+SSE transport, its event stream at `url`.
+    pub fn sse(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            transport: McpTransport::Sse {
+                url: url.into(),
+                headers: BTreeMap::new(),
+                bearer: None,
+            },
+            namespaced: true,
+        }
+    }
+
     /// An in-process server reached through `connect` (called on every (re)connect).
     pub fn in_process(
         name: impl Into<String>,
@@ -214,17 +248,21 @@ impl McpServerConfig {
         self
     }
 
-    /// Adds a header to every request of an HTTP server (ignored for other transports).
+    /// Adds a header to every request of an HTTP or SSE server (ignored for other transports).
     pub fn with_header(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        if let McpTransport::Http { headers, .. } = &mut self.transport {
+        if let McpTransport::Http { headers, .. } | McpTransport::Sse { headers, .. } =
+            &mut self.transport
+        {
             headers.insert(key.into(), value.into());
         }
         self
     }
 
-    /// Sets the bearer token of an HTTP server (ignored for other transports).
+    /// Sets the bearer token of an HTTP or SSE server (ignored for other transports).
     pub fn with_bearer(mut self, token: impl Into<String>) -> Self {
-        if let McpTransport::Http { bearer, .. } = &mut self.transport {
+        if let McpTransport::Http { bearer, .. } | McpTransport::Sse { bearer, .. } =
+            &mut self.transport
+        {
             *bearer = Some(token.into());
         }
         self
@@ -292,6 +330,8 @@ struct FileServer {
     inherit_env: Vec<String>,
     cwd: Option<PathBuf>,
     url: Option<String>,
+    /// `"sse"` for the older HTTP+SSE transport; Streamable HTTP otherwise.
+    transport: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
     bearer: Option<String>,
@@ -322,8 +362,14 @@ fn yes() -> bool {
 ///     url = "https://mcp.example.com/mcp"
 ///     bearer = "${DOC_MCP_TOKEN}"
 ///     namespaced = false
+///
+///     [[mcp.servers]]
+///     name = "older"
+///     url = "http://127.0.0.1:8000/sse"
+///     transport = "sse"
 /// "#).unwrap();
-/// assert_eq!(file.servers.len(), 2);
+/// assert_eq!(file.servers.len(), 3);
+/// assert!(matches!(&file.servers[2].transport, McpTransport::Sse { .. }));
 /// assert!(matches!(&file.servers[1].transport, McpTransport::Http { bearer: Some(t), .. } if t == "s3cret"));
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -409,13 +455,35 @@ fn convert(f: FileServer) -> Result<McpServerConfig, McpConfigError> {
                 None => None,
             },
         },
-        (None, Some(url)) => McpTransport::Http {
-            url: expand_env(url)?,
-            headers: map(&f.headers)?,
-            bearer: f.bearer.as_deref().map(expand_env).transpose()?,
-        },
+        (None, Some(url)) => {
+            let (url, headers) = (expand_env(url)?, map(&f.headers)?);
+            let bearer = f.bearer.as_deref().map(expand_env).transpose()?;
+            match f.transport.as_deref() {
+                None | Some("streamable-http" | "http") => McpTransport::Http {
+                    url,
+                    headers,
+                    bearer,
+                },
+                Some("sse") => McpTransport::Sse {
+                    url,
+                    headers,
+                    bearer,
+                },
+                Some(other) => {
+                    return Err(bad(&format!(
+                        "unknown transport {other:?}: \"sse\" (the older HTTP+SSE transport) or \
+                         \"streamable-http\" (the default for a `url`)"
+                    )));
+                }
+            }
+        }
         _ => return Err(bad("set exactly one of `command` (stdio) or `url` (HTTP)")),
     };
+    if f.transport.is_some() && f.command.is_some() {
+        return Err(bad(
+            "`transport` is for a `url`; a `command` is always stdio",
+        ));
+    }
     Ok(McpServerConfig {
         name: f.name,
         transport,

@@ -378,14 +378,7 @@ async fn open(cfg: &McpServerConfig, shared: Arc<Shared>) -> Result<Client, Stri
                 headers,
                 bearer,
             } => {
-                let mut hs = std::collections::HashMap::new();
-                for (k, v) in headers {
-                    let k = http::HeaderName::try_from(k.as_str())
-                        .map_err(|e| format!("header {k:?}: {e}"))?;
-                    let v = http::HeaderValue::try_from(v.as_str())
-                        .map_err(|e| format!("header {k:?}: {e}"))?;
-                    hs.insert(k, v);
-                }
+                let hs: std::collections::HashMap<_, _> = header_pairs(headers)?.collect();
                 let mut c = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(hs)
                     .reinit_on_expired_session(true);
@@ -396,6 +389,31 @@ async fn open(cfg: &McpServerConfig, shared: Arc<Shared>) -> Result<Client, Stri
                     super::http_client::SessionAwareClient::default(),
                     c,
                 );
+                let svc = handler
+                    .serve_with_lifecycle(t, lifecycle)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok((svc, None))
+            }
+            McpTransport::Sse {
+                url,
+                headers,
+                bearer,
+            } => {
+                let mut hs: http::HeaderMap = header_pairs(headers)?.collect();
+                if let Some(token) = bearer {
+                    let mut v = http::HeaderValue::try_from(format!("Bearer {token}"))
+                        .map_err(|_| "the bearer token is not a valid header value".to_owned())?;
+                    v.set_sensitive(true);
+                    hs.insert(http::header::AUTHORIZATION, v);
+                }
+                let client = crate::tls::client_builder()
+                    .redirect(crate::secrets::same_origin_redirects())
+                    .build()
+                    .map_err(|e| e.to_string())?;
+                let t = super::sse_transport::connect(client, url, hs)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 let svc = handler
                     .serve_with_lifecycle(t, lifecycle)
                     .await
@@ -422,6 +440,23 @@ async fn open(cfg: &McpServerConfig, shared: Arc<Shared>) -> Result<Client, Stri
         "MCP server connected"
     );
     Ok(Client { svc, pid, listen })
+}
+
+/// The configured headers as HTTP names and values; an invalid one is an error naming it.
+fn header_pairs(
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<impl Iterator<Item = (http::HeaderName, http::HeaderValue)>, String> {
+    let pairs = headers
+        .iter()
+        .map(|(k, v)| {
+            let name =
+                http::HeaderName::try_from(k.as_str()).map_err(|e| format!("header {k:?}: {e}"))?;
+            let value = http::HeaderValue::try_from(v.as_str())
+                .map_err(|e| format!("header {k:?}: {e}"))?;
+            Ok((name, value))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(pairs.into_iter())
 }
 
 /// On a 2026-07-28 connection, unsolicited `list_changed` notifications arrive only on a

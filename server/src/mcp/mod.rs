@@ -40,6 +40,7 @@ mod outbound;
 mod problems;
 mod prompts_resources;
 mod skills;
+pub(crate) mod sse_transport;
 mod ui_meta;
 
 pub use config::{

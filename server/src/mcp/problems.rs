@@ -65,13 +65,19 @@ pub(crate) fn fix(transport: &McpTransport, error: &str) -> String {
                 )
             }
         }
-        McpTransport::Http { url, .. } => {
+        McpTransport::Http { url, .. } | McpTransport::Sse { url, .. } => {
+            let sse = matches!(transport, McpTransport::Sse { .. });
             let shown = redact_url(url);
             let origin = crate::secrets::origin(url);
             if has(&["401", "403", "unauthorized", "forbidden"]) {
                 format!(
                     "{shown} refused the credentials: check the server's `headers` (or its \
                      bearer token), or sign in again for an OAuth server"
+                )
+            } else if has(&["404", "not found"]) && sse {
+                format!(
+                    "{shown} answered 404: check `url`'s path (HTTP+SSE servers usually serve \
+                     their event stream at `/sse`)"
                 )
             } else if has(&["404", "not found"]) {
                 format!(
@@ -94,6 +100,11 @@ pub(crate) fn fix(transport: &McpTransport, error: &str) -> String {
                 )
             } else if e.starts_with("header ") {
                 "a header in `headers` is not a valid HTTP header name or value".to_owned()
+            } else if sse {
+                format!(
+                    "check that {shown} is the event stream of an HTTP+SSE MCP server (`url` with \
+                     `transport = \"sse\"`): {e}"
+                )
             } else {
                 format!("check that {shown} is a Streamable HTTP MCP endpoint (`url`)")
             }

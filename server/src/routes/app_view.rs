@@ -192,23 +192,7 @@ fn is_origin(o: &str) -> bool {
 fn html_response(html: String, csp: &str) -> Result<Response, ApiError> {
     let csp = HeaderValue::from_str(csp)
         .map_err(|_| ApiError::Internal("the view's CSP is not a valid header".into()))?;
-    let mut res = http::Response::new(api::full(html));
-    let h = res.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    h.insert(header::CONTENT_SECURITY_POLICY, csp);
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    Ok(res)
+    Ok(api::framed_page(html, csp, "no-store"))
 }
 
 #[cfg(test)]

@@ -62,6 +62,8 @@ pub(crate) enum Endpoint {
     AppViewCreate,
     AppViewPage,
     AppSandbox,
+    DiagramPage,
+    DiagramScript,
     Events,
     Conversations,
     Search,
@@ -109,6 +111,10 @@ pub(crate) enum Guard {
     Principal,
     /// None: the sandbox page, served on the sandbox origin.
     Open,
+    /// None, on the chat's own host names only: the diagram frame's page and scripts, requested
+    /// from a sandboxed frame's opaque origin (which carries no session cookie) and the same for
+    /// everyone (`routes/assets.rs`).
+    Public,
 }
 
 /// One route.
@@ -141,8 +147,13 @@ const fn open(mut r: Route) -> Route {
     r
 }
 
+const fn public(mut r: Route) -> Route {
+    r.guard = Guard::Public;
+    r
+}
+
 /// Every route of the service, relative to the mount point (`""` is the page).
-pub(crate) static ROUTES: [Route; 45] = {
+pub(crate) static ROUTES: [Route; 47] = {
     use Endpoint as E;
     use Method as M;
     [
@@ -170,6 +181,8 @@ pub(crate) static ROUTES: [Route; 45] = {
             open(route(M::GET, "/apps/sandbox", E::AppSandbox)),
             When::Sandbox,
         ),
+        public(route(M::GET, "/diagram", E::DiagramPage)),
+        public(route(M::GET, "/diagram/{file}", E::DiagramScript)),
         when(route(M::GET, "/api/events", E::Events), When::Events),
         route(M::GET, "/api/conversations", E::Conversations),
         route(M::GET, "/api/search", E::Search),

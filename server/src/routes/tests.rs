@@ -175,7 +175,7 @@ async fn the_sandbox_only_service_answers_the_sandbox_page_alone() {
         match r.guard {
             Guard::Open => assert!(!router_404(status, &body), "{path}: {status}"),
             Guard::Principal if r.path == "/apps/sandbox" => {}
-            Guard::Principal => assert!(
+            Guard::Principal | Guard::Public => assert!(
                 router_404(status, &body),
                 "{} {path}: {status} {body}",
                 r.method
@@ -267,4 +267,75 @@ async fn every_guarded_route_needs_a_principal_when_one_is_required() {
             r.method
         );
     }
+}
+
+#[tokio::test]
+async fn the_diagram_frame_needs_no_principal_and_runs_sandboxed_without_network() {
+    let svc = ChatService::new(
+        Config::builder(Quiet)
+            .require_principal(true)
+            .build()
+            .expect("valid config"),
+    );
+    let get = |path: String| {
+        let svc = svc.clone();
+        async move { send(&svc, &Method::GET, &path, false).await }
+    };
+    let (status, headers, body) = get("/chat/diagram".into()).await;
+    if crate::bundle::diagram_page("").is_none() {
+        assert!(
+            std::env::var_os("LMCHATKIT_EXPECT_BUNDLE").is_none(),
+            "a built bundle has the diagram renderer"
+        );
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        assert!(body.contains("no diagram renderer"), "{body}");
+        return;
+    }
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let csp = headers
+        .get(header::CONTENT_SECURITY_POLICY)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    assert_eq!(csp, crate::bundle::DIAGRAM_CSP);
+    for directive in [
+        "sandbox allow-scripts;",
+        "default-src 'none';",
+        "script-src 'self';",
+        "frame-ancestors 'self'",
+    ] {
+        assert!(csp.contains(directive), "{directive} in {csp}");
+    }
+    for loosening in [
+        "allow-same-origin",
+        "allow-popups",
+        "allow-top",
+        "connect-src",
+        "*",
+    ] {
+        assert!(!csp.contains(loosening), "{loosening} in {csp}");
+    }
+    // Its two scripts answer without a principal too, cached for good.
+    let scripts: Vec<String> = body
+        .split("<script src=\"/chat/diagram/")
+        .skip(1)
+        .filter_map(|s| s.split('"').next().map(str::to_owned))
+        .collect();
+    assert_eq!(scripts.len(), 2, "{body}");
+    for script in &scripts {
+        let (status, headers, _) = get(format!("/chat/diagram/{script}")).await;
+        assert_eq!(status, StatusCode::OK, "{script}");
+        assert_eq!(
+            headers
+                .get(header::CACHE_CONTROL)
+                .and_then(|v| v.to_str().ok()),
+            Some("public, max-age=31536000, immutable")
+        );
+    }
+    // Nothing else of the bundle through that path, and the chat's own files stay guarded.
+    for other in ["lmchatkit.js", "..%2Flmchatkit.js", "x"] {
+        let (status, _, body) = get(format!("/chat/diagram/{other}")).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{other}: {body}");
+    }
+    let (status, _, _) = get(format!("/chat/assets/{}", scripts[0])).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
 }

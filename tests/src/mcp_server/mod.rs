@@ -365,6 +365,6 @@ impl ServerHandler for TestServer {
 
 mod run;
 pub use run::{
-    HttpTestServer, SeenHeaders, duplex_connector, free_port, npm_bin, npm_file, serve_hanging,
-    serve_http, serve_stdio,
+    HttpTestServer, SeenHeaders, duplex_connector, free_port, npm_bin, npm_file, python_bin,
+    serve_hanging, serve_http, serve_stdio,
 };

@@ -151,6 +151,17 @@ pub fn npm_file(path: &str) -> Option<std::path::PathBuf> {
     crate::installed::installed(&file).then_some(file)
 }
 
+/// The Python of `.tools/py/` (or `$LMCHATKIT_PY_TOOLS`), where `scripts/setup-test.sh`
+/// installs the `mcp` package of `tests/python/requirements.txt`, or `None` with a note like
+/// [`npm_bin`].
+pub fn python_bin() -> Option<std::path::PathBuf> {
+    let root = std::env::var_os("LMCHATKIT_PY_TOOLS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.tools/py"));
+    let file = root.join("bin/python");
+    crate::installed::installed(&file).then_some(file)
+}
+
 /// A TCP port that was free a moment ago on 127.0.0.1.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

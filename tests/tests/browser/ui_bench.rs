@@ -70,6 +70,11 @@ async fn ui_benchmark() {
             println!(
                 "bundle: {name}: {raw} bytes, {size} gzipped, {br} brotli (code highlighter, lazy; target <= 60 KB gz)"
             );
+        } else if name.starts_with("lmchatkit-mermaid-") || name.starts_with("lmchatkit-diagram-") {
+            // The diagram frame's scripts, loaded by the frame when a diagram appears.
+            println!(
+                "bundle: {name}: {raw} bytes, {size} gzipped, {br} brotli (diagram frame, lazy)"
+            );
         } else if name.starts_with("split_") || name.starts_with("chunk_") {
             // A wasm chunk (frontend/src/lazy.rs), loaded when its part of the UI is first shown.
             println!("bundle: {name}: {raw} bytes, {size} gzipped, {br} brotli (lazy part)");

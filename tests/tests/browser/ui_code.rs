@@ -381,3 +381,134 @@ async fn math_renders_as_mathml_from_a_converter_fetched_at_the_first_formula_un
     assert_eq!(widths, json!([true, true]), "page fits, formula scrolls");
     assert_eq!(b.js(MATH_FETCHES).await, json!(1), "still fetched once");
 }
+
+/// Loads of the diagram frame (`{prefix}/diagram`) the page made (resource timing).
+const DIAGRAM_LOADS: &str = "return performance.getEntriesByType('resource').filter((e) => /\\/chat\\/diagram(#|$)/.test(e.name)).length;";
+
+/// What the diagram frame of the `i`th diagram block of the last reply holds (entered and left).
+async fn in_diagram_frame(b: &Browser, i: usize) -> Value {
+    let frame = b
+        .wait_for(&format!(
+            ".lmck-assistant:last-of-type .lmck-diagram:nth-of-type({}) > iframe",
+            i + 1
+        ))
+        .await;
+    frame.enter_frame().await.unwrap();
+    let seen = b
+        .js("const svg = document.querySelector('#diagram svg'); \
+             const rect = svg && svg.querySelector('.node rect, .node polygon, .node path'); \
+             let parentReadable = true; try { void window.parent.document.title; } catch (e) { parentReadable = false; } \
+             let cookies = true; try { void document.cookie; } catch (e) { cookies = false; } \
+             return { \
+               origin: self.origin, parentReadable, cookies, \
+               theme: document.documentElement.className, \
+               nodes: svg ? svg.querySelectorAll('.node').length : 0, \
+               labels: ['Start here', 'Is it ok?', 'Ship it', 'yes'].filter((t) => svg && svg.textContent.includes(t)).length, \
+               styled: rect ? getComputedStyle(rect).fill !== 'rgb(0, 0, 0)' : false, \
+             };")
+        .await;
+    b.client.enter_parent_frame().await.unwrap();
+    seen
+}
+
+#[tokio::test]
+async fn a_mermaid_block_is_drawn_in_a_sandboxed_frame_made_only_when_one_appears() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup().await else { return };
+    let b = &env.browser;
+    b.watch_csp_violations().await;
+    start_chat(b).await;
+    talk(b, "```js\nlet a = 1;\n```").await;
+    assert_eq!(
+        b.js(DIAGRAM_LOADS).await,
+        json!(0),
+        "no frame before a diagram"
+    );
+    b.send_text(
+        "mirror-back\nA flow:\n\n```mermaid\nflowchart LR\n  A[Start here] --> B{Is it ok?}\n  B -- yes --> C[Ship it]\n```\n\n\
+         Broken:\n\n```mermaid\nflowchart LR\n  A --> ((( nope\n```\n",
+    )
+    .await;
+    b.wait_for(".lmck-assistant .lmck-diagram.lmck-diagram-ready")
+        .await;
+    b.wait_for(".lmck-assistant .lmck-diagram.lmck-diagram-failed")
+        .await;
+    idle(b).await;
+    let seen = b
+        .js("const md = [...document.querySelectorAll('.lmck-assistant .lmck-md')].pop(); \
+             const [ok, bad] = md.querySelectorAll('.lmck-diagram'); \
+             const frame = ok.querySelector('iframe'); \
+             const shown = (el) => !!el && getComputedStyle(el).display !== 'none' && getComputedStyle(el).visibility !== 'hidden'; \
+             return { \
+               blocks: md.querySelectorAll('.lmck-diagram').length, \
+               sandbox: frame.getAttribute('sandbox'), \
+               tall: +frame.getAttribute('height') > 60, \
+               frameShown: shown(frame), codeShown: shown(ok.querySelector('pre')), \
+               toggle: shown(ok.querySelector('.lmck-diagram-toggle')), \
+               badFrames: bad.querySelectorAll('iframe').length, \
+               badCode: shown(bad.querySelector('pre')) && bad.querySelector('pre code').textContent.includes('((( nope'), \
+               badToggle: shown(bad.querySelector('.lmck-diagram-toggle')), \
+               message: bad.querySelector('.lmck-diagram-error').textContent, \
+               styled: md.querySelectorAll('[style]').length, \
+             };")
+        .await;
+    let message = seen["message"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        message.starts_with("The diagram could not be drawn: ") && message.len() > 40,
+        "the parser's message: {message}"
+    );
+    let mut seen = seen;
+    seen["message"] = json!("…");
+    assert_eq!(
+        seen,
+        json!({
+            "blocks": 2, "sandbox": "allow-scripts", "tall": true,
+            "frameShown": true, "codeShown": false, "toggle": true,
+            "badFrames": 0, "badCode": true, "badToggle": false, "message": "…", "styled": 0,
+        }),
+        "the diagram drawn in its frame, the broken one left as code with the parser's message"
+    );
+    let loads = b.js(DIAGRAM_LOADS).await.as_u64().unwrap_or(0);
+    assert!((1..=2).contains(&loads), "one frame per diagram: {loads}");
+    let inside = in_diagram_frame(b, 0).await;
+    assert_eq!(
+        inside,
+        json!({
+            "origin": "null", "parentReadable": false, "cookies": false, "theme": "light",
+            "nodes": 3, "labels": 4, "styled": true,
+        }),
+        "drawn by Mermaid in an opaque origin that cannot reach the chat"
+    );
+    assert_eq!(b.csp_violations().await, Vec::<String>::new());
+    b.screenshot("29-diagram").await;
+
+    // "Source" shows the code again, and hides it again.
+    let toggled = "const ok = document.querySelector('.lmck-assistant .lmck-diagram.lmck-diagram-ready'); \
+                   const t = ok.querySelector('.lmck-diagram-toggle'); \
+                   return [t.getAttribute('aria-pressed'), getComputedStyle(ok.querySelector('pre')).display !== 'none', \
+                           getComputedStyle(ok.querySelector('iframe')).display !== 'none'];";
+    b.click(".lmck-assistant .lmck-diagram-ready .lmck-diagram-toggle")
+        .await;
+    assert_eq!(b.js(toggled).await, json!(["true", true, false]));
+    b.click(".lmck-assistant .lmck-diagram-ready .lmck-diagram-toggle")
+        .await;
+    assert_eq!(b.js(toggled).await, json!(["false", false, true]));
+    assert_eq!(b.axe_violations().await, Vec::<String>::new());
+
+    // A new theme draws the diagram again in it.
+    b.click(".lmck-theme").await; // system (light here) → light
+    b.click(".lmck-theme").await; // → dark
+    b.wait_for(".lmck-assistant .lmck-diagram.lmck-diagram-ready[data-theme=dark]")
+        .await;
+    assert_eq!(in_diagram_frame(b, 0).await["theme"], json!("dark"));
+
+    // At a phone's width the diagram fits its reply.
+    b.client.set_window_size(360, 740).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let fits = b
+        .js("const f = document.querySelector('.lmck-assistant .lmck-diagram-ready iframe'); \
+             return [document.documentElement.scrollWidth <= window.innerWidth, f.getBoundingClientRect().width <= window.innerWidth];")
+        .await;
+    assert_eq!(fits, json!([true, true]));
+    assert_eq!(b.csp_violations().await, Vec::<String>::new());
+}

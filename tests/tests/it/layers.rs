@@ -34,7 +34,7 @@ const SERVER: Crate = Crate {
     layers: &[
         (
             "wire types and contracts",
-            &["error", "host", "secrets", "tls"],
+            &["error", "event_stream", "host", "secrets", "tls"],
         ),
         (
             "stores, live state (runs, events, view tokens) and its engines, access, upstream backends, MCP",

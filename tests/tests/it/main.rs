@@ -18,6 +18,7 @@ mod layers;
 mod mcp_e2e;
 mod mcp_everything;
 mod mcp_hub;
+mod mcp_sse;
 mod mcp_transports;
 mod providers;
 mod tls;

@@ -1,7 +1,7 @@
 //! The stream translator: Anthropic Messages SSE events in, [`Event`]s out.
 //!
 //! SSE framing (CRLF, chunk boundaries mid-line or mid-UTF-8, the size cap) is the shared SSE
-//! parser's job (`openai::sse_parse`); this module is a pure state machine over the events'
+//! parser's job (`crate::event_stream`); this module is a pure state machine over the events'
 //! JSON. The event kind is the JSON's `type`, falling back to the SSE `event:` name.
 //!
 //! When a reply counts as finished follows the OpenAI translator's rule: the stop reason

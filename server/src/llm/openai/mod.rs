@@ -51,7 +51,6 @@ pub(in crate::llm) mod listing;
 mod plain_chunk;
 mod request;
 /// The upstream's SSE split into events, shared with the Anthropic backend.
-pub(in crate::llm) mod sse_parse;
 /// The stream translator; its SSE driver is shared with the Anthropic backend.
 pub(in crate::llm) mod translate;
 /// The HTTP plumbing, shared with the Anthropic backend.

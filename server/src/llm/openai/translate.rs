@@ -1,7 +1,7 @@
 //! The stream translator: OpenAI-compatible chat-completion SSE chunks in, [`Event`]s out.
 //!
 //! SSE framing (CRLF, `:` keep-alives, `event:`/`id:` lines, chunk boundaries mid-line or
-//! mid-UTF-8, the size cap) is [`super::sse_parse`]'s job; this module reads the JSON chunks.
+//! mid-UTF-8, the size cap) is [`crate::event_stream`]'s job; this module reads the JSON chunks.
 //! `<think>` tags inside `content` are left alone: the UI splits them out.
 //!
 //! When a reply counts as finished — decided here, for every OpenAI-compatible upstream:
@@ -33,8 +33,8 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::plain_chunk::{self, PlainChoice};
-use super::sse_parse::SseParser;
 use super::transport::{LogSpan, MAX_SSE_EVENT};
+use crate::event_stream::SseParser;
 
 /// Translates an OpenAI-compatible chat-completions SSE body into chat [`Event`]s.
 ///

@@ -1,5 +1,6 @@
-//! The upstream's server-sent events, split into events: a pure state machine (bytes in, events
-//! out, no I/O), shared by the OpenAI and Anthropic translators.
+//! Server-sent events (`text/event-stream`) split into events: a pure state machine (bytes in,
+//! events out, no I/O), shared by the upstream translators (OpenAI, Anthropic) and the MCP
+//! HTTP+SSE transport (`mcp::sse_transport`).
 //!
 //! Decisions:
 //! - **The WHATWG rules** (`text/event-stream` parsing): lines end in CRLF, LF or CR (a CR at
@@ -22,14 +23,14 @@ use std::fmt;
 
 /// An event read off the stream: its type (`message` when it named none) and its data.
 #[derive(Debug, PartialEq, Eq)]
-pub(in crate::llm) struct SseEvent<'a> {
-    pub(in crate::llm) event: &'a str,
-    pub(in crate::llm) data: &'a str,
+pub(crate) struct SseEvent<'a> {
+    pub(crate) event: &'a str,
+    pub(crate) data: &'a str,
 }
 
 /// Why the stream cannot be read on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::llm) enum SseError {
+pub(crate) enum SseError {
     /// An event passed the cap (the cap).
     TooLarge(usize),
     /// An event's name or data was not UTF-8.
@@ -39,8 +40,8 @@ pub(in crate::llm) enum SseError {
 impl fmt::Display for SseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::TooLarge(cap) => write!(f, "upstream sent an event larger than {cap} bytes"),
-            Self::Utf8 => f.write_str("upstream sent invalid UTF-8"),
+            Self::TooLarge(cap) => write!(f, "the stream sent an event larger than {cap} bytes"),
+            Self::Utf8 => f.write_str("the stream sent invalid UTF-8"),
         }
     }
 }
@@ -48,7 +49,7 @@ impl fmt::Display for SseError {
 /// Splits a byte stream into SSE events: [`SseParser::push`] the bytes as they come, then take
 /// [`SseParser::next_event`] until it returns `None`.
 #[derive(Debug)]
-pub(in crate::llm) struct SseParser {
+pub(crate) struct SseParser {
     /// Bytes received and not yet read as lines, from `pos` on.
     buf: Vec<u8>,
     pos: usize,
@@ -71,7 +72,7 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl SseParser {
     /// A parser refusing events larger than `max_event` bytes.
-    pub(in crate::llm) fn new(max_event: usize) -> Self {
+    pub(crate) fn new(max_event: usize) -> Self {
         Self {
             buf: Vec::new(),
             pos: 0,
@@ -87,7 +88,7 @@ impl SseParser {
     }
 
     /// Adds bytes received.
-    pub(in crate::llm) fn push(&mut self, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         if self.pos == self.buf.len() {
             self.buf.clear();
             self.pos = 0;
@@ -99,7 +100,7 @@ impl SseParser {
     }
 
     /// The next whole event, `None` until more bytes come; after an error, the error again.
-    pub(in crate::llm) fn next_event(&mut self) -> Option<Result<SseEvent<'_>, SseError>> {
+    pub(crate) fn next_event(&mut self) -> Option<Result<SseEvent<'_>, SseError>> {
         if let Some(e) = self.failed {
             return Some(Err(e));
         }
@@ -334,6 +335,6 @@ mod tests {
         p.push(b"data: \xff\n\ndata: fine\n\n");
         assert_eq!(p.next_event(), Some(Err(SseError::Utf8)));
         assert_eq!(p.next_event(), Some(Err(SseError::Utf8)));
-        assert_eq!(SseError::Utf8.to_string(), "upstream sent invalid UTF-8");
+        assert_eq!(SseError::Utf8.to_string(), "the stream sent invalid UTF-8");
     }
 }
