@@ -24,7 +24,9 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/.tools/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 trunk_target="${CARGO_TARGET_DIR:-$PWD/target}/trunk-dev-build"
 if [ "${1:-}" = --build-only ]; then
-  CARGO_TARGET_DIR="$trunk_target" trunk build --dist target/trunk-dev
+  # Its own dist folder: trunk stages its output in the dist folder, and a `trunk serve`
+  # started meanwhile (the dev-flow test's) would remove the stage under it.
+  CARGO_TARGET_DIR="$trunk_target" trunk build --dist target/trunk-dev-prebuild
   exit 0
 fi
 app_port=${LMCHATKIT_DEV_APP_PORT:-8080}

@@ -137,7 +137,7 @@ else
   # Built for a fast install, as scripts/setup.sh builds its tools (it says why).
   tools_target="${CARGO_TARGET_DIR:-$PWD/target}/tools-build-mdbook"
   CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-    CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=false \
+    CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_DEBUG=false \
     CARGO_PROFILE_RELEASE_INCREMENTAL=false CARGO_TARGET_DIR="$tools_target" \
     cargo install mdbook --version "$MDBOOK_VER" --locked --no-default-features \
     --features search -j"${JOBS:-2}"
