@@ -47,11 +47,15 @@ installed_version() { # name -> version installed in $DIR, or empty (the first "
   sed -n 's/^ *"version": "\(.*\)",\{0,1\}$/\1/p' "$DIR/node_modules/$1/package.json" 2>/dev/null | head -n1 || true
 }
 
+# apt runs one at a time: scripts/test.sh runs the setup scripts side by side.
+apt_install() {
+  flock "${TMPDIR:-/tmp}/lmchatkit-apt.lock" sh -c \
+    'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"' apt "$@"
+}
 ensure_npm() {
   if ! command -v npm >/dev/null; then
     echo "setup-test: npm not found; installing Debian's nodejs + npm"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
+    apt_install nodejs npm
   fi
 }
 

@@ -50,6 +50,11 @@ fi
 
 did=()
 step() { echo "setup: $*"; }
+# apt runs one at a time: scripts/test.sh runs the setup scripts side by side.
+apt_install() {
+  flock "${TMPDIR:-/tmp}/lmchatkit-apt.lock" sh -c \
+    'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"' apt "$@"
+}
 
 # `cargo install` of the tools, built for a fast install rather than a fast tool: their work
 # here takes seconds (one wasm, one book), while their own release profiles take minutes to
@@ -138,8 +143,7 @@ if [ "$(npm_version binaryen)" = "$BINARYEN_VER" ] && [ -x .tools/node_modules/.
 else
   if ! command -v npm >/dev/null; then
     step "npm not found; installing Debian's nodejs + npm"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
+    apt_install nodejs npm
   fi
   step "installing npm binaryen@$BINARYEN_VER and @highlightjs/cdn-assets@$HLJS_VER into .tools/"
   mkdir -p .tools
@@ -193,8 +197,7 @@ if command -v zopfli >/dev/null; then
   step "zopfli present"
 else
   step "installing Debian's zopfli (apt)"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends zopfli
+  apt_install --no-install-recommends zopfli
   did+=("zopfli")
 fi
 

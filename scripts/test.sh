@@ -18,30 +18,58 @@ if [ -n "${CI:-}" ]; then
 fi
 
 echo "== setup (at ${SECONDS} s)"
-./scripts/setup.sh
-# One command a line: under `set -e` a failure on the left of `&&` would not stop the run.
-./scripts/setup-test.sh --no-mdbook
-export LMCHATKIT_EXPECT_MCP=1
-./scripts/setup-browser.sh
-export LMCHATKIT_EXPECT_BROWSER=1
+logs="${CARGO_TARGET_DIR:-target}"
+mkdir -p "$logs"
+setup_done="$logs/setup-background.setup-done"
+rm -f "$setup_done"
 # trunk (which the test of ./scripts/dev.sh, app/tests/it/dev_flow.rs, runs), then the UI's
 # debug build that test serves (`./scripts/dev.sh --build-only`, in trunk's own target folder),
 # then mdbook (for the book) build in the background, niced: on a fresh machine they take the
-# cores the steps below leave idle (links, the wasm's LTO, wasm-opt, zopfli, rustdoc). The tests
+# cores the steps below leave idle (downloads, links, the wasm's LTO, wasm-opt, zopfli,
+# rustdoc). The tests
 # wait for trunk only (its marker file), and from then on what still runs in the background runs
 # at normal priority (a niced build would starve beside the tests, and the dev-flow test would
 # wait for it); the book, built after the tests, waits for mdbook.
-tools_log="${CARGO_TARGET_DIR:-target}/setup-background.log"
-trunk_ready="${CARGO_TARGET_DIR:-target}/setup-background.trunk-ready"
-mkdir -p "$(dirname "$tools_log")"
+tools_log="$logs/setup-background.log"
+trunk_ready="$logs/setup-background.trunk-ready"
 rm -f "$trunk_ready"
-# The UI's dev build only saves the dev-flow test time: when it fails, that test builds it
-# itself, and says why if it cannot.
+# trunk's install starts at once, beside setup.sh's (their cargo waits its turn for the package
+# cache only); the dev build waits for the foreground setup, whose tools it uses. The UI's dev
+# build only saves the dev-flow test time: when it fails, that test builds it itself, and says
+# why if it cannot.
 nice -n 19 bash -c "./scripts/setup.sh --trunk && touch '$trunk_ready' \
+  && while [ ! -e '$setup_done' ]; do sleep 1; done \
   && { ./scripts/dev.sh --build-only || echo 'setup: the dev build failed; the dev-flow test builds its own'; } \
   && ./scripts/setup-test.sh --mdbook" >"$tools_log" 2>&1 &
 tools_pid=$!
-trap 'kill "$tools_pid" 2>/dev/null || true' EXIT
+# The test tools (npm, PyPI) and Chromium (apt) download while setup.sh compiles the UI's tools
+# (apt calls take turns, by a lock in the scripts); their output follows setup.sh's.
+./scripts/setup-test.sh --no-mdbook >"$logs/setup-test.log" 2>&1 &
+setup_test_pid=$!
+./scripts/setup-browser.sh >"$logs/setup-browser.log" 2>&1 &
+setup_browser_pid=$!
+# On the way out, whatever still runs in the background goes too, with its children (cargo,
+# trunk).
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" || true); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+trap 'for p in "$tools_pid" "$setup_test_pid" "$setup_browser_pid"; do kill_tree "$p"; done' EXIT
+./scripts/setup.sh
+for step in test browser; do
+  pid_var="setup_${step}_pid"
+  status=0
+  wait "${!pid_var}" || status=$?
+  cat "$logs/setup-$step.log"
+  if [ "$status" != 0 ]; then
+    echo "setup-$step.sh failed (exit $status)" >&2
+    exit 1
+  fi
+done
+export LMCHATKIT_EXPECT_MCP=1
+export LMCHATKIT_EXPECT_BROWSER=1
+touch "$setup_done"
 # A process and all its descendants back to normal priority.
 unnice() {
   local child
