@@ -48,14 +48,16 @@ tools_pid=$!
 setup_test_pid=$!
 ./scripts/setup-browser.sh >"$logs/setup-browser.log" 2>&1 &
 setup_browser_pid=$!
+# `each_in_tree f pid`: f on a process's descendants, then on it.
+each_in_tree() {
+  local child
+  for child in $(pgrep -P "$2" || true); do each_in_tree "$1" "$child"; done
+  "$1" "$2"
+}
 # On the way out, whatever still runs in the background goes too, with its children (cargo,
 # trunk).
-kill_tree() {
-  local child
-  for child in $(pgrep -P "$1" || true); do kill_tree "$child"; done
-  kill "$1" 2>/dev/null || true
-}
-trap 'for p in "$tools_pid" "$setup_test_pid" "$setup_browser_pid"; do kill_tree "$p"; done' EXIT
+stop() { kill "$1" 2>/dev/null || true; }
+trap 'for p in "$tools_pid" "$setup_test_pid" "$setup_browser_pid"; do each_in_tree stop "$p"; done' EXIT
 ./scripts/setup.sh
 for step in test browser; do
   pid_var="setup_${step}_pid"
@@ -70,12 +72,8 @@ done
 export LMCHATKIT_EXPECT_MCP=1
 export LMCHATKIT_EXPECT_BROWSER=1
 touch "$setup_done"
-# A process and all its descendants back to normal priority.
-unnice() {
-  local child
-  for child in $(pgrep -P "$1" || true); do unnice "$child"; done
-  renice -n 0 -p "$1" >/dev/null 2>&1 || true
-}
+# Back to normal priority.
+unnice() { renice -n 0 -p "$1" >/dev/null 2>&1 || true; }
 echo "== UI and packages (at ${SECONDS} s)"
 # The release UI, and the crates packaged with it (target/package/*.crate): the consumer test
 # (tests/tests/packaged.rs) builds a fresh crate and the app from those files alone.
@@ -134,7 +132,7 @@ while [ ! -e "$trunk_ready" ]; do
   fi
   sleep 1
 done
-unnice "$tools_pid"
+each_in_tree unnice "$tools_pid"
 echo "== tests run (at ${SECONDS} s)"
 # Three runs side by side, each `--workspace` so all use the build above:
 # - the browser tests (tests/tests/browser/): they mostly wait (WebDriver round trips, the

@@ -243,9 +243,13 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
         let (html, streaming) = (html.clone(), streaming.clone());
         let prefix = store.api.with_value(|a| a.prefix().to_owned());
         Effect::new(move |_| {
-            let has = html.with(|h| h.contains("lmck-diagram"));
-            let (streaming, theme) = (streaming.get(), store.theme.get());
-            if !has || streaming {
+            // While the reply streams, only `streaming` is tracked: the HTML is not scanned on
+            // every delta.
+            if streaming.get() {
+                return;
+            }
+            let theme = store.theme.get();
+            if !html.with(|h| h.contains("lmck-diagram")) {
                 return;
             }
             let prefix = prefix.clone();
