@@ -124,20 +124,26 @@ impl Api {
         self.get_json(&format!("search?q={}", encode(q))).await
     }
 
-    /// `GET {prefix}/api/conversations/{id}`.
+    /// `GET {prefix}/api/conversations/{id}`, decoded by [`crate::stored`] (the transcript's
+    /// chunk).
     pub async fn conversation(&self, id: &str) -> Result<StoredConversation, ApiError> {
-        self.get_json(&format!("conversations/{}", encode(id)))
-            .await
+        let text = self
+            .get_text(&format!("conversations/{}", encode(id)))
+            .await?;
+        crate::stored::conversation(&text).await
     }
 
-    /// `GET {prefix}/api/conversations/{id}?tree=1`: with every branch (`tree`).
+    /// `GET {prefix}/api/conversations/{id}?tree=1`: with every branch (`tree`). Decoded by
+    /// [`crate::stored`].
     pub async fn conversation_tree(&self, id: &str) -> Result<StoredConversation, ApiError> {
-        self.get_json(&format!("conversations/{}?tree=1", encode(id)))
-            .await
+        let text = self
+            .get_text(&format!("conversations/{}?tree=1", encode(id)))
+            .await?;
+        crate::stored::conversation(&text).await
     }
 
     /// `GET {prefix}/api/conversations/{id}`, with the run writing it now when the service names
-    /// one (`lmchatkit-run-id`).
+    /// one (`lmchatkit-run-id`). Decoded by [`crate::stored`].
     pub async fn conversation_with_run(
         &self,
         id: &str,
@@ -149,16 +155,17 @@ impl Api {
             .await
             .map_err(|e| ApiError::Network(e.to_string()))?;
         let run = res.headers().get(RUN_ID_HEADER).filter(|r| !r.is_empty());
-        let conv = from_json(&ok_body(read_text(res).await?)?)?;
+        let conv = crate::stored::conversation(&ok_body(read_text(res).await?)?).await?;
         Ok((conv, run))
     }
 
-    /// `PUT {prefix}/api/conversations/{id}` with the base revision in `conv.revision`.
+    /// `PUT {prefix}/api/conversations/{id}` with the base revision in `conv.revision`. The
+    /// stored copy of a `409` is decoded by [`crate::stored`].
     pub async fn save(&self, conv: &StoredConversation) -> Result<SaveOutcome, ApiError> {
         let url = self.url(&format!("conversations/{}", encode(&conv.id)));
         let reply = fetch_text(Request::put(&url), Some(to_json(conv)?)).await?;
         if reply.status == 409 {
-            let c: ConflictResponse = from_json(&reply.text)?;
+            let c = crate::stored::conflict(&reply.text).await?;
             return Ok(SaveOutcome::Conflict(Box::new(c)));
         }
         let r: SaveResponse = from_json(&ok_body(reply)?)?;
@@ -287,8 +294,13 @@ impl Api {
     }
 
     pub(crate) async fn get_json<T: DeserializeOwned>(&self, route: &str) -> Result<T, ApiError> {
+        from_json(&self.get_text(route).await?)
+    }
+
+    /// The body of a successful `GET` of `route` (JSON, not decoded).
+    async fn get_text(&self, route: &str) -> Result<String, ApiError> {
         let builder = Request::get(&self.url(route)).header("Accept", "application/json");
-        from_json(&ok_body(fetch_text(builder, None).await?)?)
+        ok_body(fetch_text(builder, None).await?)
     }
 
     pub(crate) async fn send_json<T: DeserializeOwned>(

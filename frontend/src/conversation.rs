@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use lmchatkit_protocol::HistoryMode;
 
 use crate::api::ApiError;
-use crate::history::{Fetched, browser_all, remember_current, reread_open};
+use crate::history::{Fetched, browser_find, remember_current, reread_open};
 use crate::state::{Chat, Store};
 
 /// Opens a stored conversation.
@@ -24,34 +24,31 @@ pub async fn open(store: Store, id: String) {
         std::future::ready(()),
     )
     .await;
-    show(store, id, fetched);
+    show(store, id, fetched).await;
 }
 
-/// Shows conversation `id` as [`open`] fetched it (`None`: from this tab's storage), or says
-/// why it could not.
-pub fn show(store: Store, id: String, fetched: Option<Fetched>) {
-    let mut run = None;
-    let conv = match fetched {
-        Some(fetched) => match fetched {
-            Ok((c, r)) => {
-                run = r;
-                Some(c)
+/// Shows conversation `id` as [`open`] fetched it (`None`: from this tab's storage, read once
+/// the decoder of [`crate::stored`] is here), or says why it could not.
+pub async fn show(store: Store, id: String, fetched: Option<Fetched>) {
+    let fetched = match fetched {
+        Some(fetched) => fetched.map(|(c, r)| (Some(c), r)),
+        None => browser_find(&id).await.map(|c| (c, None)),
+    };
+    let (conv, run) = match fetched {
+        Ok(fetched) => fetched,
+        Err(e) => {
+            if e != ApiError::Aborted {
+                store
+                    .notice
+                    .set(Some(format!("Could not open the conversation ({e}).")));
             }
-            Err(e) => {
-                if e != ApiError::Aborted {
-                    store
-                        .notice
-                        .set(Some(format!("Could not open the conversation ({e}).")));
-                }
-                // Forget the chat for reload only when the service says it is gone: after a
-                // network error, or a load cut short by a reload, it is still there to restore.
-                if e.is_not_found() {
-                    remember_current(None);
-                }
-                return;
+            // Forget the chat for reload only when the service says it is gone: after a
+            // network error, or a load cut short by a reload, it is still there to restore.
+            if e.is_not_found() {
+                remember_current(None);
             }
-        },
-        None => browser_all().into_iter().find(|c| c.id == id),
+            return;
+        }
     };
     let Some(conv) = conv else {
         remember_current(None);

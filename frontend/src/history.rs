@@ -11,12 +11,29 @@
 //! and this tab only appended since, the appended messages are re-applied on top of the stored
 //! copy and saved again; otherwise this tab's copy is saved as a new conversation titled
 //! "… (conflict copy)", so neither side is lost.
+//!
+//! **The save's code is part of the transcript's wasm chunk** ([`crate::lazy`]), not of the
+//! first load: a chat has something to save only once it shows messages, which is the
+//! transcript's part, so the chunk is here (or on its way: it is fetched at the composer's
+//! first keystroke) whenever a save starts. [`save`] waits for it; what moved with it (the
+//! save loop, the `PUT` and its 409 merge, `Message`'s and `StoredConversation`'s
+//! `Serialize`) took the main module from 235,860 to 227,318 B as brotli (749 to 724 KB raw,
+//! after `wasm-opt`). The turn's own chunk is not needed: a message sent while that one
+//! cannot be loaded is still saved. A save whose code cannot be loaded says so and tries
+//! again until it is (see [`save`]).
+//!
+//! The sidebar's list in browser mode reads the summaries only, and a save or delete edits
+//! the stored list as JSON values, so neither decodes messages (see [`crate::stored`]).
+
+use std::future::Future;
+use std::pin::Pin;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use lmchatkit_protocol::{HistoryMode, Message, StoredConversation};
+use lmchatkit_protocol::{ConversationSummary, HistoryMode, Message, StoredConversation};
 
 use crate::api::{ApiError, SaveOutcome};
+use crate::lazy::Loader;
 use crate::state::{Chat, Store, UiMessage, new_id};
 use crate::storage::{session_get, session_set};
 
@@ -61,37 +78,65 @@ pub async fn prefetch_remembered(store: Store) -> Option<(String, Fetched)> {
     Some((id, fetched))
 }
 
-pub(crate) fn browser_all() -> Vec<StoredConversation> {
+/// Conversation `id` of this tab's sessionStorage (browser mode), decoded by
+/// [`crate::stored`]; `Ok(None)` when it is not there (or the storage does not parse).
+pub async fn browser_find(id: &str) -> Result<Option<StoredConversation>, ApiError> {
+    let Some(text) = session_get(SESSION_KEY) else {
+        return Ok(None);
+    };
+    match crate::stored::all(&text).await {
+        Ok(all) => Ok(all.into_iter().find(|c| c.id == id)),
+        Err(ApiError::Decode(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The list entries of this tab's sessionStorage: each stored conversation read as its
+/// summary (the same fields, the messages skipped), so the list needs no message decoder.
+fn browser_summaries() -> Vec<ConversationSummary> {
     session_get(SESSION_KEY)
         .and_then(|s| serde_json::from_str(&s).ok())
         .unwrap_or_default()
 }
 
-fn browser_write(all: &[StoredConversation]) {
+/// The stored conversations of this tab's sessionStorage as JSON values: a save or delete
+/// edits the list without decoding the messages.
+fn browser_values() -> Vec<serde_json::Value> {
+    session_get(SESSION_KEY)
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_default()
+}
+
+fn browser_write(all: &[serde_json::Value]) {
     if let Ok(s) = serde_json::to_string(all) {
         session_set(SESSION_KEY, Some(&s));
     }
+}
+
+/// Whether stored value `v` is conversation `id`.
+fn is_conversation(v: &serde_json::Value, id: &str) -> bool {
+    v.get("id").and_then(serde_json::Value::as_str) == Some(id)
 }
 
 /// Refreshes the sidebar list.
 pub async fn refresh_list(store: Store) {
     match store.history_mode() {
         Some(HistoryMode::Server) => match store.api().conversations().await {
-            Ok(mut list) => {
-                list.sort_by_key(|c| std::cmp::Reverse(c.updated_at));
-                store.conversations.set(list);
-            }
+            Ok(list) => show_list(store, list),
             Err(e) => store
                 .notice
                 .set(Some(format!("Could not load the conversations ({e})."))),
         },
-        Some(HistoryMode::Browser) => {
-            let mut list: Vec<_> = browser_all().iter().map(|c| c.summary()).collect();
-            list.sort_by_key(|c| std::cmp::Reverse(c.updated_at));
-            store.conversations.set(list);
-        }
+        Some(HistoryMode::Browser) => show_list(store, browser_summaries()),
         None => {}
     }
+}
+
+/// Shows `list` in the sidebar, the latest first (one sort for both modes: each `sort_by_key`
+/// is a copy of the sort in the wasm).
+fn show_list(store: Store, mut list: Vec<ConversationSummary>) {
+    list.sort_by_key(|c| std::cmp::Reverse(c.updated_at));
+    store.conversations.set(list);
 }
 
 /// Saves the open chat (in the background).
@@ -100,7 +145,40 @@ pub fn persist(store: Store, chat: &Chat) {
     spawn_local(async move { save(store, chat).await });
 }
 
-/// Saves `chat` now (or marks it dirty when a save is in flight).
+/// A save the chunk hands back.
+type Saving = Pin<Box<dyn Future<Output = ()>>>;
+
+/// The code that saves (in the transcript's chunk when split).
+#[derive(Clone, Copy)]
+pub(crate) struct Saver {
+    save: fn(Store, Chat) -> Saving,
+}
+
+crate::lazy::code_point! {
+    /// The save's entry in the transcript's chunk.
+    transcript: fn load_saver() -> Saver {
+        Saver {
+            save: |store, chat| Box::pin(save_now(store, chat)),
+        }
+    }
+}
+
+thread_local! {
+    static SAVER: Loader<Saver> = const { Loader::new() };
+}
+
+/// Waits until the code that saves is here (loading it unless a load is under way), or could
+/// not be loaded. A turn waits for it before its request goes ([`crate::turn::run`]): at a
+/// tab's first send the user's message is then saved before the turn's request, as when the
+/// save's code was in the main module (a reply's own save on the service, made first, would
+/// turn the tab's first save into a 409).
+pub async fn save_code_ready() {
+    Loader::ready(&SAVER, load_saver).await;
+}
+
+/// Saves `chat` now (or marks it dirty when a save is in flight), once the code that saves is
+/// here (see the module docs). While it cannot be loaded the notice bar says so and the save
+/// tries again, every 1, 2, 4 … 15 s, until the code arrives: the messages stay in the tab.
 pub async fn save(store: Store, chat: Chat) {
     if chat
         .messages
@@ -108,11 +186,34 @@ pub async fn save(store: Store, chat: Chat) {
     {
         return; // nothing to keep yet
     }
+    let mut delay = 1_000u32;
+    loop {
+        if let Some(code) = Loader::ready(&SAVER, load_saver).await.value() {
+            return (code.save)(store, chat).await;
+        }
+        store.notice.set(Some(
+            "Could not save the conversation (the code that saves conversations could not be \
+             loaded, see the browser console); trying again."
+                .to_owned(),
+        ));
+        crate::timer::sleep(delay).await;
+        delay = (delay * 2).min(15_000);
+    }
+}
+
+/// [`save`] (in the chunk).
+async fn save_now(store: Store, chat: Chat) {
     if store.history_mode() == Some(HistoryMode::Browser) {
         let c = chat.to_stored();
-        let mut all = browser_all();
-        all.retain(|x| x.id != c.id);
-        all.push(c);
+        let Some(value) = serde_json::to_string(&c)
+            .ok()
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+        else {
+            return;
+        };
+        let mut all = browser_values();
+        all.retain(|x| !is_conversation(x, &c.id));
+        all.push(value);
         browser_write(&all);
         refresh_list(store).await;
         return;
@@ -368,8 +469,8 @@ pub async fn delete(store: Store, id: String) {
             return;
         }
     } else {
-        let mut all = browser_all();
-        all.retain(|c| c.id != id);
+        let mut all = browser_values();
+        all.retain(|c| !is_conversation(c, &id));
         browser_write(&all);
     }
     if store

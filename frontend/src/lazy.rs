@@ -16,6 +16,16 @@
 //!   ([`crate::transfer`], at the first click on either). A reloaded conversation
 //!   with an App view in it shows its text once the transcript has arrived and the view when its
 //!   chunk has.
+//! - **Also in the transcript's chunk** (code points, not views), since only a chat on screen
+//!   needs them: reading a whole stored conversation ([`crate::stored`]: `StoredConversation`'s
+//!   and `Message`'s `Deserialize`) and saving one ([`crate::history::save`]: the save loop,
+//!   the `PUT` and its 409 merge, the `Serialize` side; a turn waits for it so that the
+//!   user's message is saved before the turn's request goes). Measured on the main module
+//!   after `wasm-opt` and brotli: 249,277 B before, 235,860 B without the decoder, 227,318 B
+//!   without the save too (801 → 724 KB raw). The first load's bundle files (main wasm, its
+//!   glue, the split loader, the CSS) went from 265,938 to 244,055 B as brotli (318,027 to
+//!   290,148 B gzip); with the page and the stable loader (2,173 B) 246.2 KB, under the
+//!   250 KB budget.
 //! - **Without `lmchatkit_split`** (`trunk serve`, native unit tests) a split point is a
 //!   plain function behind the same `async` signature, so the dev loop and the tests run the
 //!   same components.

@@ -9,7 +9,8 @@
 //!   `/api/config`), [`sync`] follows `/api/events` for cross-tab sync, [`follow`] re-attaches
 //!   to a reply still running on the server (after a reload, or in a second tab).
 //! - **Components** are in [`components`], one per file. The dialogs, MCP App views, the
-//!   Markdown parser, the turn's code and the transcript, which a new chat's first paint does not
+//!   Markdown parser, the turn's code and the transcript (with reading and saving whole
+//!   conversations, [`stored`] and [`history::save`]), which a new chat's first paint does not
 //!   need, are separate wasm chunks, fetched when first needed ([`lazy`]).
 //! - **Scoped, themable styles.** Every class name starts with `lmck-`; colours are CSS custom
 //!   properties on `.lmck-app` (see `style.css`), light/dark following `prefers-color-scheme`
@@ -39,6 +40,7 @@ pub mod spend;
 pub mod sse;
 pub mod state;
 pub mod storage;
+pub mod stored;
 pub mod sync;
 pub mod think;
 pub mod timer;
@@ -241,7 +243,7 @@ pub fn App(
                     (Some(id), Some((fetched_id, fetched)))
                         if cfg.history == HistoryMode::Server && fetched_id == id =>
                     {
-                        conversation::show(store, id, Some(fetched))
+                        conversation::show(store, id, Some(fetched)).await
                     }
                     (Some(id), _) => conversation::open(store, id).await,
                     (None, _) => {}

@@ -232,6 +232,8 @@ pub const NOT_LOADED: &str =
 /// stops. When the turn's code cannot be loaded, the reply is an error with Retry.
 pub async fn run(store: Store, chat: Chat) {
     store.busy.set(true);
+    // The save of what was just sent goes first (see `history::save_code_ready`).
+    history::save_code_ready().await;
     match code().await {
         Some(code) => (code.run)(store, chat).await,
         None => {
