@@ -237,6 +237,7 @@ async fn run_rows(store: &dyn HistoryStore, rows: Rows<'_>) {
     branches::branching(store, &alice, &bob, rows).await;
     ordering(store).await;
     search::searching(store).await;
+    search::searching_many(store).await;
 }
 
 async fn invalid_ids(store: &dyn HistoryStore) {

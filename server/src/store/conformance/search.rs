@@ -171,3 +171,136 @@ pub(super) async fn searching(store: &dyn HistoryStore) {
     assert!(search(store, &carol, "python").await.is_empty());
     assert_eq!(search(store, &dave, "python").await.len(), 1);
 }
+
+/// What a scan of every conversation finds, newest first (the list's order), every stored
+/// message in node order: the hits every store's search must equal, however it finds them.
+async fn scanned(store: &dyn HistoryStore, p: &Principal, query: &SearchQuery) -> Vec<SearchHit> {
+    let mut hits = Vec::new();
+    for summary in store.list(p).await.expect("list") {
+        let tree = store
+            .get_tree(p, &summary.id)
+            .await
+            .expect("tree")
+            .expect("listed");
+        let mut depth = std::collections::HashMap::new();
+        let mut nodes: Vec<_> = tree.nodes.iter().collect();
+        nodes.sort_by_key(|n| n.node);
+        for n in &tree.nodes {
+            let d = n.parent.map_or(0, |parent| depth[&parent] + 1);
+            depth.insert(n.node, d);
+        }
+        for n in nodes {
+            let c = (
+                summary.id.as_str(),
+                summary.title.as_str(),
+                summary.updated_at,
+            );
+            if let Some(mut hit) = query.hit(c, depth[&n.node], &n.message) {
+                hit.node = Some(n.node);
+                hits.push(hit);
+                if hits.len() == query.limit() {
+                    return hits;
+                }
+            }
+        }
+    }
+    hits
+}
+
+/// Queries dense and rare, alone and together, over more messages than a search reads before
+/// it asks the engine's index ([`crate::store::search::NewestFirst`]), find what a scan of
+/// everything finds, in its order, whichever way the store finds them.
+pub(super) async fn searching_many(store: &dyn HistoryStore) {
+    let erin = Principal::new("search-erin");
+    let frank = Principal::new("search-frank");
+    // 120 conversations of 12 messages: "alpha" in every message, "often" in one in three,
+    // "needle" in one in 97, "early" only in the oldest, "pre<n>" words for prefixes; every
+    // tenth conversation has a
+    // second version of its last reply, which holds "branchword".
+    let mut n = 0;
+    for c in 0..120 {
+        let id = format!("m{c:03}");
+        let mut messages = Vec::new();
+        for i in 0..12 {
+            n += 1;
+            let mut text = format!("alpha pre{} text{c}x{i}", n % 40);
+            if n % 3 == 0 {
+                text.push_str(" often");
+            }
+            if n % 97 == 0 {
+                text.push_str(" the needle");
+            }
+            if c < 30 && i % 2 == 0 {
+                text.push_str(" early");
+            }
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            messages.push(msg(role, &format!("{id}-{i}"), &text));
+        }
+        messages
+            .push(Message::tool("call", "srv__x", "needle in a tool").with_id(format!("{id}-t")));
+        let rev = saved(store, &erin, conv(&id, 0, messages.clone())).await;
+        if c % 10 == 0 {
+            messages.pop();
+            messages.pop();
+            messages.push(msg(
+                "assistant",
+                &format!("{id}-b"),
+                "branchword alpha needle",
+            ));
+            saved(store, &erin, conv(&id, rev, messages)).await;
+        }
+    }
+    saved(
+        store,
+        &frank,
+        conv(
+            "f1",
+            0,
+            vec![msg("user", "f", "alpha needle often branchword")],
+        ),
+    )
+    .await;
+    for (q, limit) in [
+        ("alpha", None),
+        ("alpha", Some(100)),
+        ("needle", None),
+        ("needle", Some(100)),
+        ("alpha needle", Some(100)),
+        ("often needle", None),
+        ("often alpha", Some(100)),
+        ("pre1", None),
+        ("pre13 often", Some(100)),
+        ("branchword", None),
+        ("early", None),
+        ("early alpha", Some(50)),
+        ("text77x3", None),
+        ("nothing", None),
+    ] {
+        let query = SearchQuery::parse(q, limit).expect("a valid query");
+        let got = store.search(&erin, &query).await.expect("search");
+        let want = scanned(store, &erin, &query).await;
+        let nodes = |hits: &[SearchHit]| -> Vec<_> {
+            hits.iter()
+                .map(|h| (h.conversation_id.clone(), h.node, h.index))
+                .collect()
+        };
+        assert_eq!(nodes(&got), nodes(&want), "{q:?} (limit {limit:?})");
+        assert_eq!(keys(&got), keys(&want), "{q:?}");
+        assert!(
+            got.iter().all(|h| !h.conversation_id.starts_with('f')),
+            "another principal's"
+        );
+    }
+    // The dense query fills its page; the rare ones find every match.
+    let all = |q: &str| SearchQuery::parse(q, Some(100)).expect("valid");
+    assert_eq!(
+        store
+            .search(&erin, &all("alpha"))
+            .await
+            .expect("search")
+            .len(),
+        100
+    );
+    let needles = store.search(&erin, &all("needle")).await.expect("search");
+    assert!(needles.len() > 12, "{}", needles.len());
+}

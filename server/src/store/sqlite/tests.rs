@@ -72,6 +72,14 @@ async fn pragmas_and_schema_version() {
         assert_eq!(q("foreign_keys"), "Integer(1)");
         assert_eq!(q("user_version"), format!("Integer({SCHEMA_VERSION})"));
         assert!(q("busy_timeout") != "Integer(0)");
+        let automerge: i64 = c
+            .query_row(
+                "SELECT v FROM message_index_config WHERE k = 'automerge'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(automerge, 16, "the full-text index merges 16 segments at a time");
         let index: i64 = c
             .query_row(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'conversations_by_updated'",
