@@ -130,7 +130,7 @@ impl Api {
         let text = self
             .get_text(&format!("conversations/{}", encode(id)))
             .await?;
-        crate::stored::conversation(&text).await
+        Ok(crate::stored::conversation(&text).await?)
     }
 
     /// `GET {prefix}/api/conversations/{id}?tree=1`: with every branch (`tree`). Decoded by
@@ -139,7 +139,7 @@ impl Api {
         let text = self
             .get_text(&format!("conversations/{}?tree=1", encode(id)))
             .await?;
-        crate::stored::conversation(&text).await
+        Ok(crate::stored::conversation(&text).await?)
     }
 
     /// `GET {prefix}/api/conversations/{id}`, with the run writing it now when the service names
@@ -493,6 +493,19 @@ pub enum ApiError {
     Decode(String),
     /// The request was aborted (Stop, or leaving the chat); not an error to show.
     Aborted,
+}
+
+impl From<crate::stored::Unreadable> for ApiError {
+    /// A stored conversation that could not be read: its decoder not loaded reads as a network
+    /// error would, JSON that does not parse as a decode error.
+    fn from(e: crate::stored::Unreadable) -> Self {
+        match e {
+            crate::stored::Unreadable::NotLoaded => {
+                Self::Network(crate::stored::NOT_LOADED.to_owned())
+            }
+            crate::stored::Unreadable::Decode(message) => Self::Decode(message),
+        }
+    }
 }
 
 impl ApiError {

@@ -86,8 +86,8 @@ pub async fn browser_find(id: &str) -> Result<Option<StoredConversation>, ApiErr
     };
     match crate::stored::all(&text).await {
         Ok(all) => Ok(all.into_iter().find(|c| c.id == id)),
-        Err(ApiError::Decode(_)) => Ok(None),
-        Err(e) => Err(e),
+        Err(crate::stored::Unreadable::Decode(_)) => Ok(None),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -25,12 +25,21 @@
 use lmchatkit_protocol::{ConflictResponse, StoredConversation};
 use serde::de::DeserializeOwned;
 
-use crate::api::ApiError;
 use crate::lazy::Loader;
 
 /// Why a read failed when the decoder could not be loaded.
 pub const NOT_LOADED: &str =
     "the code that reads conversations could not be loaded (see the browser console)";
+
+/// Why a stored conversation could not be read. (This module sits below [`crate::api`],
+/// which turns it into an `ApiError`: the API reads through it.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreadable {
+    /// The decoder's chunk could not be loaded ([`NOT_LOADED`]).
+    NotLoaded,
+    /// The JSON is not a stored conversation: the parser's message.
+    Decode(String),
+}
 
 /// The decoders (in the transcript's chunk when split).
 #[derive(Clone, Copy)]
@@ -61,24 +70,24 @@ thread_local! {
 }
 
 /// The decoders, loaded unless they are here.
-async fn decoders() -> Result<Decoders, ApiError> {
+async fn decoders() -> Result<Decoders, Unreadable> {
     Loader::ready(&CODE, load_decoders)
         .await
         .value()
-        .ok_or_else(|| ApiError::Network(NOT_LOADED.to_owned()))
+        .ok_or(Unreadable::NotLoaded)
 }
 
 /// A stored conversation, from the service's JSON.
-pub async fn conversation(text: &str) -> Result<StoredConversation, ApiError> {
-    (decoders().await?.conversation)(text).map_err(ApiError::Decode)
+pub async fn conversation(text: &str) -> Result<StoredConversation, Unreadable> {
+    (decoders().await?.conversation)(text).map_err(Unreadable::Decode)
 }
 
 /// The body of a `409` answer to a save (the stored copy), from the service's JSON.
-pub async fn conflict(text: &str) -> Result<ConflictResponse, ApiError> {
-    (decoders().await?.conflict)(text).map_err(ApiError::Decode)
+pub async fn conflict(text: &str) -> Result<ConflictResponse, Unreadable> {
+    (decoders().await?.conflict)(text).map_err(Unreadable::Decode)
 }
 
 /// Every conversation of this tab's sessionStorage (browser mode), from its JSON.
-pub async fn all(text: &str) -> Result<Vec<StoredConversation>, ApiError> {
-    (decoders().await?.all)(text).map_err(ApiError::Decode)
+pub async fn all(text: &str) -> Result<Vec<StoredConversation>, Unreadable> {
+    (decoders().await?.all)(text).map_err(Unreadable::Decode)
 }

@@ -104,6 +104,7 @@ const FRONTEND: Crate = Crate {
             "server calls, values, renderers",
             &[
                 "api",
+                "stored",
                 "sse",
                 "lazy",
                 "params",

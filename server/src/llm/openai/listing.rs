@@ -31,6 +31,8 @@ use crate::secrets::origin;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(in crate::llm) enum Api {
     OpenAi,
+    /// Only with the `anthropic` feature (and in this module's tests).
+    #[cfg(any(feature = "anthropic", test))]
     Anthropic,
 }
 
@@ -78,6 +80,7 @@ pub(in crate::llm) fn problem(api: Api, shown: &str, fault: &Fault, what: &str) 
         .trim_end_matches("/models");
     let example = match api {
         Api::OpenAi => "http://localhost:11434/v1",
+        #[cfg(any(feature = "anthropic", test))]
         Api::Anthropic => "https://api.anthropic.com/v1",
     };
     let fix = match fault {
