@@ -100,6 +100,9 @@ fi
 echo "== clippy (no default features) (at ${SECONDS} s)"
 cargo clippy -p lmchatkit --no-default-features --lib -j"$JOBS" -- -D warnings
 cargo clippy -p lmchatkit --no-default-features --features test-support --lib -j"$JOBS" -- -D warnings
+# An OpenAI-compatible upstream alone (no Anthropic backend): a variant only `anthropic` builds
+# went unused here unnoticed.
+cargo clippy -p lmchatkit --no-default-features --features openai --lib -j"$JOBS" -- -D warnings
 echo "== docs (at ${SECONDS} s)"
 # As docs.rs builds them (server/Cargo.toml's package.metadata.docs.rs: every feature, `--cfg
 # docsrs`, which turns on `doc(cfg)` feature badges; docs.rs runs a nightly rustdoc, and
