@@ -48,6 +48,17 @@ tools_pid=$!
 setup_test_pid=$!
 ./scripts/setup-browser.sh >"$logs/setup-browser.log" 2>&1 &
 setup_browser_pid=$!
+# `finish_job pid log what`: waits for a background job, shows its log, and ends the run
+# saying "<what> failed" when the job did.
+finish_job() {
+  local status=0
+  wait "$1" || status=$?
+  cat "$2"
+  if [ "$status" != 0 ]; then
+    echo "$3 failed (exit $status)" >&2
+    exit 1
+  fi
+}
 # `each_in_tree f pid`: f on a process's descendants, then on it.
 each_in_tree() {
   local child
@@ -59,16 +70,8 @@ each_in_tree() {
 stop() { kill "$1" 2>/dev/null || true; }
 trap 'for p in "$tools_pid" "$setup_test_pid" "$setup_browser_pid"; do each_in_tree stop "$p"; done' EXIT
 ./scripts/setup.sh
-for step in test browser; do
-  pid_var="setup_${step}_pid"
-  status=0
-  wait "${!pid_var}" || status=$?
-  cat "$logs/setup-$step.log"
-  if [ "$status" != 0 ]; then
-    echo "setup-$step.sh failed (exit $status)" >&2
-    exit 1
-  fi
-done
+finish_job "$setup_test_pid" "$logs/setup-test.log" "setup-test.sh"
+finish_job "$setup_browser_pid" "$logs/setup-browser.log" "setup-browser.sh"
 export LMCHATKIT_EXPECT_MCP=1
 export LMCHATKIT_EXPECT_BROWSER=1
 touch "$setup_done"
@@ -168,12 +171,6 @@ if [ "$others" != 0 ] || [ "$browser" != 0 ] || [ "$packaged" != 0 ]; then
   exit 1
 fi
 echo "== mdbook (at ${SECONDS} s)"
-tools=0
-wait "$tools_pid" || tools=$?
-cat "$tools_log"
-if [ "$tools" != 0 ]; then
-  echo "setup: installing mdbook failed (exit $tools)" >&2
-  exit 1
-fi
+finish_job "$tools_pid" "$tools_log" "setup: installing mdbook"
 echo "== book (at ${SECONDS} s)"; mdbook build docs
 echo "== all tests passed (at ${SECONDS} s)"

@@ -205,10 +205,7 @@ pub async fn save(store: Store, chat: Chat) {
 async fn save_now(store: Store, chat: Chat) {
     if store.history_mode() == Some(HistoryMode::Browser) {
         let c = chat.to_stored();
-        let Some(value) = serde_json::to_string(&c)
-            .ok()
-            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
-        else {
+        let Ok(value) = serde_json::to_value(&c) else {
             return;
         };
         let mut all = browser_values();

@@ -157,11 +157,26 @@ impl SearchQuery {
         message_id: Option<String>,
         text: &str,
     ) -> Option<SearchHit> {
-        if !self.matches(text) {
-            return None;
-        }
+        self.matches(text).then(|| {
+            self.hit_unchecked(
+                (conversation_id, title, updated_at),
+                index,
+                message_id,
+                text,
+            )
+        })
+    }
+
+    /// [`hit_in_text`](Self::hit_in_text) for a `text` known to match.
+    fn hit_unchecked(
+        &self,
+        (conversation_id, title, updated_at): (&str, &str, i64),
+        index: u64,
+        message_id: Option<String>,
+        text: &str,
+    ) -> SearchHit {
         let (snippet, matches) = self.snippet(text);
-        Some(SearchHit {
+        SearchHit {
             conversation_id: conversation_id.to_owned(),
             message_id,
             index,
@@ -170,7 +185,7 @@ impl SearchQuery {
             snippet,
             matches,
             updated_at,
-        })
+        }
     }
 
     /// The snippet of `text` around its first match and the matched ranges in it.
@@ -315,12 +330,10 @@ impl<'q> NewestFirst<'q> {
         for (i, n) in self.holding.iter_mut().enumerate() {
             *n += usize::from(found & (1 << i) != 0);
         }
-        if found == self.query.all_terms()
-            && self.hits.len() < self.query.limit
-            && let Some(mut hit) = self
+        if found == self.query.all_terms() && self.hits.len() < self.query.limit {
+            let mut hit = self
                 .query
-                .hit_in_text(conversation, index, message_id, text)
-        {
+                .hit_unchecked(conversation, index, message_id, text);
             hit.node = Some(node);
             self.hits.push(hit);
         }
