@@ -15,9 +15,24 @@ use crate::host::Principal;
 use crate::store::HistoryStore;
 use crate::store::conformance::{conv, saved};
 
-/// Prints the figures of `store` (named `name` in the output); `loaded` runs once the
-/// conversations are stored (PostgreSQL's `ANALYZE`, as autovacuum would run it).
-pub(crate) async fn run(store: &dyn HistoryStore, name: &str, loaded: impl AsyncFnOnce()) {
+/// The mean cost of a save (ms) with the index and without, of a 50-message conversation and
+/// of a turn.
+pub(crate) struct SaveFigures {
+    pub(crate) fifty: (f64, f64),
+    pub(crate) turn: (f64, f64),
+}
+
+/// Prints the figures of `store` (named `name` in the output) and answers the save figures;
+/// `loaded` runs once the conversations are stored (PostgreSQL's `ANALYZE`, as autovacuum would
+/// run it), `settle` before each timed save (SQLite's writer ends what it was doing when idle:
+/// saves in a chat come seconds apart, and a timed save should not wait for work the one
+/// before it left).
+pub(crate) async fn run(
+    store: &dyn HistoryStore,
+    name: &str,
+    loaded: impl AsyncFnOnce(),
+    settle: impl AsyncFn(),
+) -> SaveFigures {
     let p = Principal::new("bench");
     // A small linear congruential generator: the same text every run.
     let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
@@ -109,6 +124,7 @@ pub(crate) async fn run(store: &dyn HistoryStore, name: &str, loaded: impl Async
     for c in 0..SAVES {
         for tool in [true, false] {
             let conv = conversation(format!("s{}{c}", if tool { "t" } else { "x" }), tool);
+            settle().await;
             let t = Instant::now();
             saved(store, &p, conv).await;
             let ms = t.elapsed().as_secs_f64() * 1000.0;
@@ -121,6 +137,7 @@ pub(crate) async fn run(store: &dyn HistoryStore, name: &str, loaded: impl Async
         without / SAVES as f64,
         with / without
     );
+    let fifty = (with / SAVES as f64, without / SAVES as f64);
     // A turn: two messages added to a stored conversation of 50 (the save a chat makes most),
     // onto the conversations saved above, again taking turns.
     let (mut with, mut without) = (0.0, 0.0);
@@ -138,6 +155,7 @@ pub(crate) async fn run(store: &dyn HistoryStore, name: &str, loaded: impl Async
                 };
                 stored.messages.push(m.with_id(format!("x{i}")));
             }
+            settle().await;
             let t = Instant::now();
             saved(store, &p, stored).await;
             let ms = t.elapsed().as_secs_f64() * 1000.0;
@@ -150,4 +168,8 @@ pub(crate) async fn run(store: &dyn HistoryStore, name: &str, loaded: impl Async
         without / SAVES as f64,
         with / without
     );
+    SaveFigures {
+        fifty,
+        turn: (with / SAVES as f64, without / SAVES as f64),
+    }
 }

@@ -82,9 +82,14 @@ async fn search_figures_on_ten_thousand_conversations_in_postgres() {
         return;
     };
     let store = db.connect().await.unwrap();
-    crate::store::search_figures::run(&store, "PostgreSQL", async || {
-        db.execute("ANALYZE").await.unwrap();
-    })
+    crate::store::search_figures::run(
+        &store,
+        "PostgreSQL",
+        async || {
+            db.execute("ANALYZE").await.unwrap();
+        },
+        async || {},
+    )
     .await;
 }
 

@@ -40,7 +40,7 @@ use async_trait::async_trait;
 use lmchatkit_protocol::{ConversationPatch, ConversationSummary, StoredConversation};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use self::group::Group;
+use self::group::{FlushLimits, Group};
 use self::queries::{
     Counters, Db, SUMMARY_COLUMNS, load, load_tail, summary_from_row, with_params,
 };
@@ -92,6 +92,9 @@ pub struct SqliteStore {
     written: Arc<Mutex<Written>>,
     /// The writer thread saves go through (see `group`).
     group: Group,
+    /// When the writer fills the full-text index (see `group`); tests change them.
+    #[cfg_attr(not(test), allow(dead_code))]
+    limits: Arc<FlushLimits>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -167,7 +170,13 @@ impl SqliteStore {
         let conn = Arc::new(Mutex::new(conn));
         let counters = Arc::<Counters>::default();
         let written = Arc::<Mutex<Written>>::default();
-        let group = Group::start(conn.clone(), counters.clone(), written.clone())?;
+        let limits = Arc::<FlushLimits>::default();
+        let group = Group::start(
+            conn.clone(),
+            counters.clone(),
+            written.clone(),
+            limits.clone(),
+        )?;
         Ok(Self {
             conn,
             path,
@@ -175,6 +184,7 @@ impl SqliteStore {
             counters,
             written,
             group,
+            limits,
         })
     }
 
@@ -234,6 +244,30 @@ impl SqliteStore {
     #[cfg(test)]
     pub(crate) fn rows_read(&self) -> u64 {
         self.counters.read.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the writer has ended what it was doing (a save group, or one batch of rows
+    /// moved into the full-text index while it was idle).
+    #[cfg(test)]
+    pub(crate) async fn settle(&self) {
+        self.group.settle().await;
+    }
+
+    /// Rows the writer has moved into the full-text index since open, and the time that took.
+    #[cfg(test)]
+    pub(crate) fn index_flushed(&self) -> (u64, std::time::Duration) {
+        (
+            self.counters.flushed.load(Ordering::SeqCst),
+            std::time::Duration::from_nanos(self.counters.flush_nanos.load(Ordering::SeqCst)),
+        )
+    }
+
+    /// Sets how many rows must wait before an idle writer moves them into the full-text index,
+    /// and past how many a save group moves them before its commit.
+    #[cfg(test)]
+    pub(crate) fn set_flush_limits(&self, at: usize, forced: usize) {
+        self.limits.at.store(at, Ordering::SeqCst);
+        self.limits.forced.store(forced, Ordering::SeqCst);
     }
 
     /// Runs `f` on the connection synchronously (test inspection only).

@@ -300,13 +300,10 @@ fn update_message(
         .query_row(params![principal, id, seq], |r| r.get(0))
         .db()?;
     if let Some(old) = old {
-        conn.prepare_cached("DELETE FROM message_index WHERE rowid = ?1")
-            .db()?
-            .execute(params![old])
-            .db()?;
+        unindex(conn, old)?;
     }
     let search_id = match (&row.text, key) {
-        (Some(text), Some(key)) => index_text(conn, key, seq, text)?,
+        (Some(_), Some(key)) => queue_for_index(conn, key, seq)?,
         _ => None,
     };
     conn.prepare_cached(
@@ -320,8 +317,8 @@ fn update_message(
 }
 
 /// Inserts `rows` as a chain of new messages below `parent`, numbered from `first`, the first
-/// at position `depth`; their numbers (`seq`). Rows with searchable text are indexed
-/// ([`index_text`]).
+/// at position `depth`; their numbers (`seq`). Rows with searchable text are queued for the
+/// full-text index ([`queue_for_index`]).
 fn insert_rows(
     conn: &Connection,
     principal: &str,
@@ -344,7 +341,7 @@ fn insert_rows(
     for (i, row) in rows.iter().enumerate() {
         let seq = first + i as i64;
         let search_id = match (&row.text, key) {
-            (Some(text), Some(key)) => index_text(conn, key, seq, text)?,
+            (Some(_), Some(key)) => queue_for_index(conn, key, seq)?,
             _ => None,
         };
         let at = (depth + i) as i64;
@@ -374,8 +371,113 @@ pub(super) fn search_rowid(key: i64, seq: i64) -> Option<i64> {
     }
 }
 
-/// Adds a message's searchable text to the full-text index; its rowid there ([`search_rowid`]),
-/// `None` when it cannot have one.
+/// Queues message `seq` of the conversation whose `search_key` is `key` for the full-text
+/// index (`message_index_pending`, which search reads as well, moved into the index by
+/// [`flush_index`], which reads the text from the message); its rowid there
+/// ([`search_rowid`]), `None` when it cannot have one.
+fn queue_for_index(conn: &Connection, key: i64, seq: i64) -> Result<Option<i64>, HistoryError> {
+    let Some(rowid) = search_rowid(key, seq) else {
+        return Ok(None);
+    };
+    conn.prepare_cached("INSERT INTO message_index_pending (id) VALUES (?1)")
+        .db()?
+        .execute(params![rowid])
+        .db()?;
+    Ok(Some(rowid))
+}
+
+/// The queued rows (lowest rowids first, at most `most`, of principal `?3` when not null) with
+/// their messages' bodies: from the queue's rowid to the conversation (its `search_key`), then
+/// the message by its key.
+const QUEUED: &str = "SELECT p.id, m.body FROM message_index_pending p
+     CROSS JOIN conversations c ON c.search_key = p.id >> ?1
+     CROSS JOIN messages m ON m.principal = c.principal AND m.conversation_id = c.id
+         AND m.seq = p.id & ?2
+     WHERE ?3 IS NULL OR c.principal = ?3
+     ORDER BY p.id LIMIT ?4";
+
+/// Calls `each` with the rowid and searchable text of up to `most` queued rows (of `principal`
+/// only, when given); the last rowid read.
+fn queued(
+    conn: &Connection,
+    principal: Option<&str>,
+    most: usize,
+    mut each: impl FnMut(i64, &str) -> Result<(), HistoryError>,
+) -> Result<Option<i64>, HistoryError> {
+    let mut stmt = conn.prepare_cached(QUEUED).db()?;
+    let mut rows = stmt
+        .query(params![
+            SEQ_BITS,
+            (1_i64 << SEQ_BITS) - 1,
+            principal,
+            i64::try_from(most).unwrap_or(i64::MAX)
+        ])
+        .db()?;
+    let mut last = None;
+    while let Some(r) = rows.next().db()? {
+        let rowid: i64 = r.get(0).db()?;
+        last = Some(rowid);
+        let body: String = r.get(1).db()?;
+        let message = crate::store::rows::decode_message(&body)?;
+        if let Some(text) = crate::store::search::searchable_text(&message) {
+            each(rowid, &text)?;
+        }
+    }
+    Ok(last)
+}
+
+/// Takes the text of full-text rowid `rowid` out of whichever table holds it (as the delete
+/// trigger of `messages` does).
+fn unindex(conn: &Connection, rowid: i64) -> Result<(), HistoryError> {
+    let queued = conn
+        .prepare_cached("DELETE FROM message_index_pending WHERE id = ?1")
+        .db()?
+        .execute(params![rowid])
+        .db()?;
+    if queued == 0 {
+        conn.prepare_cached("DELETE FROM message_index WHERE rowid = ?1")
+            .db()?
+            .execute(params![rowid])
+            .db()?;
+    }
+    Ok(())
+}
+
+/// How many rows wait for the full-text index.
+pub(super) fn pending_count(conn: &Connection) -> Result<usize, HistoryError> {
+    let n: i64 = conn
+        .prepare_cached("SELECT count(*) FROM message_index_pending")
+        .db()?
+        .query_row([], |r| r.get(0))
+        .db()?;
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
+/// Moves up to `most` waiting rows (lowest rowids first) into the full-text index, inside the
+/// caller's transaction, reading each one's text from its message; how many it moved. One
+/// FTS5 transaction of hundreds of rows costs about a tenth per row of what a save's two rows
+/// cost it (schema migration 12).
+pub(super) fn flush_index(conn: &Connection, most: usize) -> Result<usize, HistoryError> {
+    let mut insert = conn
+        .prepare_cached("INSERT INTO message_index (rowid, text) VALUES (?1, ?2)")
+        .db()?;
+    let mut moved = 0;
+    let last = queued(conn, None, most, |rowid, text| {
+        insert.execute(params![rowid, text]).db()?;
+        moved += 1;
+        Ok(())
+    })?;
+    if let Some(last) = last {
+        conn.prepare_cached("DELETE FROM message_index_pending WHERE id <= ?1")
+            .db()?
+            .execute(params![last])
+            .db()?;
+    }
+    Ok(moved)
+}
+
+/// Adds a message's searchable text to the full-text index itself (a migration's backfill, in
+/// one transaction); its rowid there ([`search_rowid`]), `None` when it cannot have one.
 pub(super) fn index_text(
     conn: &Connection,
     key: i64,
@@ -405,7 +507,9 @@ const LOOKUP_CONVERSATIONS: usize = 256;
 ///    and answers rowids only (no stored row is read for a match): each says which
 ///    conversation (`search_key`) and which message (`seq`) matched. The index is one for all
 ///    principals: another principal's matches are read as rowids and dropped, as their
-///    conversations are never the caller's. Then the conversations the first stage did not
+///    conversations are never the caller's. The caller's rows still waiting for the index
+///    (`message_index_pending`, at most a few hundred: see `group`) are checked in Rust and
+///    join the matches. Then the conversations the first stage did not
 ///    read are taken newest first, and the matched messages of each are read and checked
 ///    ([`SearchQuery::hit_in_text`], which also checks the common terms and makes the snippet)
 ///    until `limit` hits.
@@ -467,6 +571,17 @@ pub(super) fn search(
     let expression = crate::store::SearchQuery::fts5(&first.selective());
     let mut hits = first.into_hits();
     let mut matched: std::collections::HashMap<i64, Vec<i64>> = Default::default();
+    // The caller's rows still waiting for the index (a few hundred at most): checked here.
+    queued(&tx, Some(principal), usize::MAX, |rowid, text| {
+        let key = rowid >> SEQ_BITS;
+        if !scanned_keys.contains(&key) && query.matches(text) {
+            matched
+                .entry(key)
+                .or_default()
+                .push(rowid & ((1 << SEQ_BITS) - 1));
+        }
+        Ok(())
+    })?;
     {
         let mut stmt = tx
             .prepare_cached("SELECT rowid FROM message_index WHERE message_index MATCH ?1")
@@ -591,6 +706,9 @@ pub(super) struct Counters {
     pub read: AtomicU64,
     /// Transactions the writer committed (each holding one or more saves).
     pub groups: AtomicU64,
+    /// Rows the writer moved into the full-text index, and the time it took (ns).
+    pub flushed: AtomicU64,
+    pub flush_nanos: AtomicU64,
 }
 
 /// What one save did inside its group's transaction.

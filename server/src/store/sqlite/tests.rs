@@ -229,9 +229,12 @@ async fn append_changes_one_message_row() {
     // The search index holds one row per user or assistant message, kept by every save.
     let indexed = || {
         store.with_conn(|c| {
-            c.query_row("SELECT count(*) FROM message_index", [], |r| {
-                r.get::<_, i64>(0)
-            })
+            c.query_row(
+                "SELECT (SELECT count(*) FROM message_index)
+                      + (SELECT count(*) FROM message_index_pending)",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
             .unwrap()
         })
     };
@@ -548,6 +551,121 @@ async fn a_file_from_before_totals_is_backfilled_on_open() {
     assert_eq!(store.list(&alice).await.unwrap()[0].totals, got.totals);
 }
 
+/// A save queues its messages' text for the full-text index. Search finds a message while it
+/// waits and once it is moved in (past the first stage's reach in both cases); an edit and a
+/// deleted conversation take the text out of whichever table holds it; an idle writer moves
+/// waiting rows in once enough wait, and a save group does before its commit past the forced
+/// limit.
+#[tokio::test]
+async fn search_finds_messages_waiting_for_the_index_and_moved_into_it() {
+    let store = SqliteStore::in_memory().unwrap();
+    // Nothing moves in by itself until the end of the test.
+    store.set_flush_limits(usize::MAX, usize::MAX);
+    let p = Principal::new("alice");
+    let find = |q: &str| {
+        let query = crate::store::SearchQuery::parse(q, None).unwrap();
+        let (store, p) = (&store, &p);
+        async move {
+            let hits = store.search(p, &query).await.unwrap();
+            hits.into_iter()
+                .map(|h| (h.conversation_id, h.message_id.unwrap_or_default()))
+                .collect::<Vec<_>>()
+        }
+    };
+    let counts = || {
+        store.with_conn(|c| {
+            let n = |table: &str| {
+                c.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .unwrap()
+            };
+            (n("message_index"), n("message_index_pending"))
+        })
+    };
+    // Newer conversations of 420 messages in all, so the first stage (400 messages) never
+    // reaches "c" and only the index or the queue can find it.
+    let mut fillers = 0;
+    let mut bury = async || {
+        for _ in 0..42 {
+            let msgs = (0..10)
+                .map(|i| user(&format!("f{i}"), "filler words"))
+                .collect();
+            saved(&store, &p, conv(&format!("f{fillers}"), 0, msgs)).await;
+            fillers += 1;
+        }
+    };
+    let tool = Message::tool("t1", "srv__t", "walrus in a tool result").with_id("m3");
+    let mut msgs = vec![user("m1", "walrus tusk"), user("m2", "plain words"), tool];
+    let rev = saved(&store, &p, conv("c", 0, msgs.clone())).await;
+    bury().await;
+    assert_eq!(counts(), (0, 422), "every searchable message waits");
+    let want = |m: &str| vec![("c".to_owned(), m.to_owned())];
+    assert_eq!(find("walrus").await, want("m1"), "found while it waits");
+
+    store.with_conn(|c| super::queries::flush_index(c, usize::MAX).unwrap());
+    assert_eq!(counts(), (422, 0), "all moved in");
+    assert_eq!(find("walrus").await, want("m1"), "found in the index");
+
+    // Edited in place while in the index: the old text leaves it.
+    msgs[0] = user("m1", "narwhal tusk");
+    let rev = saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    bury().await;
+    assert_eq!(counts(), (421, 421));
+    assert!(find("walrus").await.is_empty(), "the old text is gone");
+    assert_eq!(find("narwhal").await, want("m1"));
+
+    // Edited again while it waits: the waiting text goes.
+    msgs[0] = user("m1", "beluga tusk");
+    saved(&store, &p, conv("c", rev, msgs.clone())).await;
+    bury().await;
+    assert_eq!(counts(), (421, 841));
+    assert!(find("narwhal").await.is_empty());
+    assert_eq!(find("beluga").await, want("m1"));
+    assert_eq!(find("tusk").await, want("m1"));
+
+    // A deleted conversation takes its rows from both tables.
+    assert!(store.delete(&p, "c").await.unwrap());
+    assert!(store.delete(&p, "f0").await.unwrap());
+    assert_eq!(
+        counts(),
+        (410, 840),
+        "c's two rows and f0's ten in the index"
+    );
+    assert!(find("tusk").await.is_empty());
+
+    // Past the forced limit, the save's own group moves what waits before its commit.
+    store.set_flush_limits(usize::MAX, 850);
+    saved(&store, &p, conv("g", 0, vec![user("g1", "gannet")])).await;
+    assert_eq!(counts(), (410, 841), "below the limit it waits");
+    let msgs = (0..9).map(|i| user(&format!("h{i}"), "heron")).collect();
+    saved(&store, &p, conv("h", 0, msgs)).await;
+    assert_eq!(counts(), (1260, 0), "moved in by the save's group");
+    assert_eq!(
+        find("gannet").await,
+        vec![("g".to_owned(), "g1".to_owned())]
+    );
+
+    // An idle writer moves what waits once enough does, a batch at a time.
+    store.set_flush_limits(100, usize::MAX);
+    bury().await;
+    for _ in 0..500 {
+        if counts().1 < 100 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let (moved_in, waiting) = counts();
+    assert!(waiting < 100, "{waiting} rows still wait");
+    assert_eq!(moved_in + waiting, 1260 + 420);
+    let writer_moved = i64::try_from(store.index_flushed().0).unwrap();
+    assert_eq!(
+        writer_moved,
+        850 + moved_in - 1260,
+        "the group's and the idle writer's"
+    );
+}
+
 #[tokio::test]
 async fn a_file_from_before_search_is_indexed_on_open_and_edits_keep_the_index() {
     // Version 7 had no search; version 8, the previous release, had the first index.
@@ -707,7 +825,31 @@ async fn corrupt_row_is_a_storage_error_not_a_panic() {
 async fn search_figures_on_ten_thousand_conversations() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path().join("h.db")).unwrap();
-    crate::store::search_figures::run(&store, "SQLite", async || {}).await;
+    let saves = crate::store::search_figures::run(
+        &store,
+        "SQLite",
+        async || {},
+        async || store.settle().await,
+    )
+    .await;
+    // What the writer did while idle, charged to the saves that queued it: each indexed
+    // message's share of the time spent moving rows into the index.
+    let (rows, took) = store.index_flushed();
+    let per_row = took.as_secs_f64() * 1000.0 / rows.max(1) as f64;
+    println!(
+        "search figures (SQLite): the writer moved {rows} rows into the index while idle, {:.1} µs each",
+        per_row * 1000.0
+    );
+    for (kind, (with, without), indexed) in [
+        ("a 50-message save", saves.fifty, 50.0),
+        ("a turn's save", saves.turn, 2.0),
+    ] {
+        let all = with + indexed * per_row;
+        println!(
+            "search figures (SQLite):   {kind} with that share: {all:.3} ms against {without:.3} ms ({:.2}x)",
+            all / without
+        );
+    }
 }
 
 /// A history file the previous release (0.1.0, schema 9) wrote through its app's API
