@@ -108,3 +108,78 @@ pub fn redis_prefix() -> Option<Prefix> {
         prefix: format!("lmck-test-{}:", random_suffix()),
     })
 }
+
+/// A TCP gate on loopback in front of a server (PostgreSQL in the tests): closed, it cuts every
+/// connection through it and drops new ones as they come, which is what clients see of a
+/// restart; opened again, connections pass as before.
+pub struct Gate {
+    /// Where clients connect.
+    pub addr: std::net::SocketAddr,
+    open: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    conns: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Gate {
+    /// An open gate on a free port in front of `target` (`host:port`).
+    pub async fn start(target: &str) -> Self {
+        use std::sync::atomic::AtomicBool;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the gate");
+        let addr = listener.local_addr().expect("the gate's address");
+        let open = std::sync::Arc::new(AtomicBool::new(true));
+        let conns: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>> =
+            std::sync::Arc::default();
+        let (is_open, held, target) = (open.clone(), conns.clone(), target.to_owned());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut client, _)) = listener.accept().await else {
+                    continue;
+                };
+                if !is_open.load(Ordering::SeqCst) {
+                    continue; // dropped: the client sees its connection closed
+                }
+                let target = target.clone();
+                let pipe = tokio::spawn(async move {
+                    let Ok(mut upstream) = tokio::net::TcpStream::connect(target).await else {
+                        return;
+                    };
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                });
+                held.lock().unwrap().push(pipe.abort_handle());
+            }
+        });
+        Self {
+            addr,
+            open,
+            conns,
+            task,
+        }
+    }
+
+    /// `url` with the address `127.0.0.1:5432` replaced by the gate's.
+    pub fn url(&self, url: &str) -> String {
+        url.replace("127.0.0.1:5432", &self.addr.to_string())
+    }
+
+    /// Cuts every connection open now and drops new ones until [`Gate::open`].
+    pub fn close(&self) {
+        self.open.store(false, Ordering::SeqCst);
+        for c in std::mem::take(&mut *self.conns.lock().unwrap()) {
+            c.abort();
+        }
+    }
+
+    /// Lets connections through again.
+    pub fn open(&self) {
+        self.open.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.close();
+    }
+}

@@ -40,7 +40,7 @@ use tokio_postgres::{AsyncMessage, NoTls};
 
 use super::EngineError;
 use crate::store::postgres::connect::{
-    Prepared, Target, build_pool, chain, is_pool_timeout, prepare, scrub,
+    Prepared, Target, build_pool, chain, is_pool_unavailable, is_unreachable, prepare, scrub,
 };
 use crate::store::postgres::schema;
 use crate::store::{HistoryError, PostgresOptions};
@@ -186,7 +186,7 @@ impl Postgres {
                 &format!("PostgreSQL connection: {}", chain(&e)),
                 &self.inner.secrets,
             );
-            if is_pool_timeout(&e) {
+            if is_pool_unavailable(&e) {
                 EngineError::Busy(text)
             } else {
                 EngineError::Postgres(text)
@@ -195,11 +195,14 @@ impl Postgres {
     }
 
     /// `e` as an engine error, without the password.
+    /// PostgreSQL unreachable (a restart, a cut connection) is [`EngineError::Busy`]: a 503.
     pub(crate) fn error(&self, e: tokio_postgres::Error) -> EngineError {
-        EngineError::Postgres(scrub(
-            &format!("PostgreSQL: {}", chain(&e)),
-            &self.inner.secrets,
-        ))
+        let text = scrub(&format!("PostgreSQL: {}", chain(&e)), &self.inner.secrets);
+        if is_unreachable(&e) {
+            EngineError::Busy(text)
+        } else {
+            EngineError::Postgres(text)
+        }
     }
 
     /// The name of `channel` (for `pg_notify`).

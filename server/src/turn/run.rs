@@ -147,8 +147,15 @@ pub(crate) async fn start<E: Encoder>(
             encoder.stop(&writer);
         }
         save(&encoder);
+        // A store that is away (restarting) holds the save, not the reply's end.
         let revision = match &saver {
-            Some(saver) => saver.flush().await,
+            Some(saver) => match tokio::time::timeout(SAVE_WAIT, saver.flush()).await {
+                Ok(revision) => revision,
+                Err(_) => {
+                    tracing::warn!(run = %writer.id(), "the reply's save waits for the history store; the run ends first");
+                    None
+                }
+            },
             None => None,
         };
         encoder.end(revision, &writer);
@@ -157,6 +164,10 @@ pub(crate) async fn start<E: Encoder>(
     runs::launch(&run, task.instrument(tracing::Span::current())).await;
     Ok(run)
 }
+
+/// How long a run's end waits for its reply's save (the saver goes on trying after it, while
+/// the history store is away).
+const SAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The error that ends a run's log when the instance running it is lost.
 pub(crate) const LOST: &str = "the server running this reply stopped; the reply so far is saved";

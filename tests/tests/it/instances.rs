@@ -8,7 +8,11 @@
 //!   event lost or duplicated;
 //! - a stop sent to B stops A's upstream request within 100 ms (measured by the mock upstream);
 //! - a view URL issued by A loads from B, once;
-//! - `kill -9` of A mid-run leaves the partial reply saved and the run marked failed.
+//! - `kill -9` of A mid-run leaves the partial reply saved and the run marked failed;
+//! - Redis stopped mid-reply and started again empty (a `redis-server` of the test's own)
+//!   costs the reply nothing, answers 503 with `Retry-After` while it is away, and needs no
+//!   restart of either instance; PostgreSQL (history and engine) cut off mid-reply and let
+//!   through again likewise.
 //!
 //! Needs the built binary (`cargo test --workspace` builds it), PostgreSQL and Redis; skipped
 //! with a note where they are missing, failed under `CI`.
@@ -62,8 +66,13 @@ enum Engine {
 /// What two instances share: the database schema, the Redis prefix (with Redis), the mock
 /// upstream, and the config file naming the key file they sign with.
 struct Cluster {
-    schema: Schema,
+    /// Dropped with the cluster (and the schema with it).
+    _schema: Schema,
     prefix: Option<Prefix>,
+    /// The Redis the instances use (with Redis).
+    redis: String,
+    /// The database URL the instances are given (the schema's, unless a test routes it).
+    db: String,
     mock: MockUpstream,
     shared: tempfile::TempDir,
 }
@@ -71,6 +80,11 @@ struct Cluster {
 impl Cluster {
     /// `None` (with a note) where the binary, PostgreSQL or Redis is missing outside CI.
     async fn new(engine: Engine) -> Option<Self> {
+        Self::with_redis(engine, engines::REDIS).await
+    }
+
+    /// As [`Cluster::new`], with the Redis at `redis`.
+    async fn with_redis(engine: Engine, redis: &str) -> Option<Self> {
         if !binary().exists() {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -91,8 +105,10 @@ impl Cluster {
         let config = format!("[user_mcp]\nkey_file = {:?}\n", key.display().to_string());
         std::fs::write(shared.path().join("lmchatkit.toml"), config).unwrap();
         Some(Self {
-            schema,
+            db: schema.url(),
+            _schema: schema,
             prefix,
+            redis: redis.to_owned(),
             mock,
             shared,
         })
@@ -103,11 +119,11 @@ impl Cluster {
         let data = tempfile::tempdir().unwrap();
         let mut cmd = app_binary::command();
         let config = self.shared.path().join("lmchatkit.toml");
-        cmd.args(["--listen", "127.0.0.1:0", "--db", &self.schema.url()])
+        cmd.args(["--listen", "127.0.0.1:0", "--db", &self.db])
             .arg("--config")
             .arg(config);
         match &self.prefix {
-            Some(p) => cmd.args(["--redis", engines::REDIS, "--redis-prefix", &p.prefix]),
+            Some(p) => cmd.args(["--redis", &self.redis, "--redis-prefix", &p.prefix]),
             None => cmd.args(["--engine", "postgres"]),
         };
         cmd.env("OPENAI_BASE_URL", self.mock.base_url())
@@ -262,6 +278,17 @@ async fn stop(http: &reqwest::Client, at: &Instance, run: &str) -> (u16, Value) 
         .await
         .unwrap();
     (res.status().as_u16(), res.json().await.unwrap())
+}
+
+/// Follows run `run` through `at` from its first event (`GET /api/runs/{run}/stream`).
+async fn follow(at: &Instance, run: &str) -> SseReader {
+    let res = client()
+        .get(at.at(&format!("/api/runs/{run}/stream")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    SseReader::new(res)
 }
 
 /// The text of the `delta` events among `events`.
@@ -462,13 +489,7 @@ async fn killing_a_mid_run_leaves_the_partial_reply_saved_and_the_run_failed(eng
     drop(on_a);
 
     // B finds the run's owner gone and ends it as failed: its followers end too.
-    let res = client()
-        .get(b.at(&format!("/api/runs/{run}/stream")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    let replay = SseReader::new(res).rest().await;
+    let replay = follow(&b, &run).await.rest().await;
     let last: Value = serde_json::from_str(&replay.last().expect("events").data).unwrap();
     assert_eq!(last["type"], "error", "the run ends failed: {last}");
     let (_, info) = stop(&client(), &b, &run).await;
@@ -490,5 +511,217 @@ async fn killing_a_mid_run_leaves_the_partial_reply_saved_and_the_run_failed(eng
         "at most a little of the reply is lost: saved {} of {} bytes",
         saved.len(),
         streamed.len()
+    );
+}
+
+/// A `redis-server` of the test's own on a free loopback port, keeping nothing on disk (as the
+/// machine's does), to stop and start again.
+struct OwnRedis {
+    port: u16,
+    child: Option<std::process::Child>,
+}
+
+impl OwnRedis {
+    /// `None` (a skip, printed) where `redis-server` is missing outside CI.
+    fn start() -> Option<Self> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap();
+        let mut redis = Self { port, child: None };
+        if let Err(e) = redis.spawn() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI needs redis-server: {e}"
+            );
+            eprintln!("SKIPPED: cannot start redis-server: {e}");
+            return None;
+        }
+        Some(redis)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn spawn(&mut self) -> std::io::Result<()> {
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()?;
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not open its port"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// Stops it (SIGKILL: what it held is gone).
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Redis stopped mid-reply and started again empty: see [`engine_away_mid_reply`].
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_restarted_mid_reply_loses_nothing_and_needs_no_restart() {
+    let Some(mut redis) = OwnRedis::start() else {
+        return;
+    };
+    let Some(cluster) = Cluster::with_redis(Engine::Redis, &redis.url()).await else {
+        return;
+    };
+    engine_away_mid_reply(
+        &cluster,
+        &mut |up| {
+            if up {
+                redis.spawn().unwrap()
+            } else {
+                redis.stop()
+            }
+        },
+        &[],
+    )
+    .await;
+}
+
+/// PostgreSQL, the history store and the engine both, cut off mid-reply (every connection cut,
+/// new ones dropped, as in a restart) and let through again: see [`engine_away_mid_reply`];
+/// reading the conversation list answers 503 too while it is away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_cut_off_mid_reply_loses_nothing_and_needs_no_restart() {
+    let Some(mut cluster) = Cluster::new(Engine::Postgres).await else {
+        return;
+    };
+    let gate = engines::Gate::start("127.0.0.1:5432").await;
+    cluster.db = gate.url(&cluster.db);
+    engine_away_mid_reply(
+        &cluster,
+        &mut |up| if up { gate.open() } else { gate.close() },
+        &["/api/conversations"],
+    )
+    .await;
+}
+
+/// The engine goes away mid-reply and comes back (`engine(false)`, `engine(true)`): A's reply goes on for its
+/// own client to its end and is saved whole; B's follower ends without an end that did not
+/// come; while the engine is away a new turn, a follow and each of `also_busy` answer 503 with
+/// `Retry-After`; once it is back, B follows the run from the start with every frame once, and
+/// both instances run new turns and stops without a restart.
+async fn engine_away_mid_reply(
+    cluster: &Cluster,
+    engine: &mut dyn FnMut(bool),
+    also_busy: &[&str],
+) {
+    let (a, b) = (cluster.instance(), cluster.instance());
+    // 200 deltas, one every 40 ms.
+    save_question(&a, "outage", "unhurried please").await;
+    save_question(&b, "during", "hello").await;
+    let (run, mut on_a) = start_turn(&a, "outage", "unhurried please").await;
+    let mut seen = Vec::new();
+    while seen.len() < 20 {
+        seen.push(on_a.next().await.expect("A's stream ended early"));
+    }
+    let res = client()
+        .get(b.at(&format!("/api/runs/{run}/stream")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let following = tokio::spawn(SseReader::new(res).rest());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    engine(false);
+    let before = seen.len();
+    while seen.len() < before + 25 {
+        seen.push(
+            on_a.next()
+                .await
+                .expect("A's reply goes on while the engine is away"),
+        );
+    }
+    let on_b = tokio::time::timeout(Duration::from_secs(20), following)
+        .await
+        .expect("B's follower ends while the engine is away")
+        .unwrap();
+    let kind = |e: &Sse| {
+        serde_json::from_str::<Value>(&e.data).unwrap()["type"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        on_b.iter().all(|e| kind(e) != "done"),
+        "B did not see an end that did not come"
+    );
+    let turn = client()
+        .post(b.at("/api/chat"))
+        .json(
+            &json!({"model": "mock-small", "conversation_id": "during", "reply_id": "r1",
+            "messages": [{"id": "u1", "role": "user", "content": "hello"}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let mut busy = vec![("a new turn", turn)];
+    let follow_route = format!("/api/runs/{run}/stream");
+    for route in std::iter::once(follow_route.as_str()).chain(also_busy.iter().copied()) {
+        busy.push((route, client().get(b.at(route)).send().await.unwrap()));
+    }
+    for (what, res) in busy {
+        assert_eq!(res.status(), 503, "{what}");
+        assert!(res.headers().contains_key("retry-after"), "{what}: {res:?}");
+    }
+
+    engine(true);
+    seen.extend(on_a.rest().await);
+    let kinds: Vec<String> = seen.iter().map(kind).collect();
+    assert!(
+        kinds.iter().any(|k| k == "done") && !kinds.iter().any(|k| k == "error"),
+        "A's reply ran to its end: {kinds:?}"
+    );
+    let streamed = text_of(&seen);
+    assert_eq!(streamed.split_whitespace().count(), 200, "{streamed}");
+    let reply = stored_reply(&b, "outage")
+        .await
+        .expect("the reply is saved");
+    assert_eq!(reply["content"], streamed.as_str(), "saved whole");
+    assert!(
+        reply.get("failed").is_none() && reply.get("stopped").is_none(),
+        "{reply}"
+    );
+
+    // The engine has the whole run (a Redis that came back empty was given it again): B
+    // replays it all, each frame once.
+    let replay = follow(&b, &run).await.rest().await;
+    assert_eq!(replay, seen, "B's replay is A's stream");
+
+    // Both instances work on without a restart: a turn on B, and a stop through A of a
+    // reply running on B.
+    let (_, on_b) = start_turn(&b, "during", "hello").await;
+    assert_eq!(text_of(&on_b.rest().await), "Hello from the mock model.");
+    save_question(&b, "late", "slow please").await;
+    let (late, mut on_b) = start_turn(&b, "late", "slow please").await;
+    on_b.next().await.expect("the slow reply starts");
+    let (status, info) = stop(&client(), &a, &late).await;
+    assert_eq!(
+        (status, info["status"].as_str()),
+        (200, Some("stopped")),
+        "{info}"
     );
 }

@@ -198,6 +198,24 @@ impl Run {
         self.resume_base.as_ref()
     }
 
+    /// Every frame from event `after + 1` on, each with its event id (a shared engine that
+    /// lost the run's log is given it again).
+    #[cfg(shared_engine)]
+    pub(crate) fn frames_after(&self, after: u64) -> Vec<(u64, Bytes)> {
+        let log = self.lock();
+        let first = usize::try_from(after).unwrap_or(usize::MAX);
+        let frame = |i: usize| match &log.packed {
+            Some(p) => {
+                let start = i.checked_sub(1).map_or(0, |j| p.ends[j] as usize);
+                p.buf.slice(start..p.ends[i] as usize)
+            }
+            None => log.frames[i].clone(),
+        };
+        (first..log.len())
+            .map(|i| (i as u64 + 1, frame(i)))
+            .collect()
+    }
+
     /// Whether the run has flushed its first output ([`RunWriter::flush_now`]) or ended.
     pub(crate) fn flushed(&self) -> bool {
         let log = self.lock();

@@ -29,8 +29,8 @@ use tokio::sync::broadcast;
 use super::RunStatus;
 use super::local::RETENTION;
 use super::shared::{
-    BATCH, BLOCK, LEASE, LogReader, MAX_AGE, MAX_ENTRIES, Meta, NewRun, Read, RunLog, parse_status,
-    status_str,
+    BATCH, BLOCK, Found, LEASE, LogReader, MAX_AGE, MAX_ENTRIES, Meta, NewRun, Read, RunLog,
+    parse_status, status_str,
 };
 use crate::live::{Channel, EngineError, Postgres};
 
@@ -109,7 +109,7 @@ impl RunLog for PostgresRuns {
         Ok(Some(String::new()))
     }
 
-    async fn append(&self, id: &str, batch: &[(u64, Bytes)]) -> Result<bool, EngineError> {
+    async fn append(&self, id: &str, batch: &[(u64, Bytes)]) -> Result<Found, EngineError> {
         let client = self.pg.client().await?;
         let seqs: Vec<i64> = batch.iter().map(|(s, _)| *s as i64).collect();
         let frames: Vec<&[u8]> = batch.iter().map(|(_, f)| f.as_ref()).collect();
@@ -140,7 +140,12 @@ impl RunLog for PostgresRuns {
                 .await
                 .map_err(|e| self.pg.error(e))?;
         }
-        Ok(row.is_some())
+        // The run's row outlives a restart of PostgreSQL: a missing one is an expired run.
+        Ok(if row.is_some() {
+            Found::Running
+        } else {
+            Found::Ended
+        })
     }
 
     async fn end(&self, id: &str, status: RunStatus, reap: bool) -> Result<bool, EngineError> {
@@ -202,7 +207,7 @@ impl RunLog for PostgresRuns {
         Ok(true)
     }
 
-    async fn refresh(&self, id: &str) -> Result<bool, EngineError> {
+    async fn refresh(&self, id: &str) -> Result<Found, EngineError> {
         let client = self.pg.client().await?;
         let row = client
             .query_opt(
@@ -214,7 +219,11 @@ impl RunLog for PostgresRuns {
             )
             .await
             .map_err(|e| self.pg.error(e))?;
-        Ok(row.is_some_and(|r| r.try_get::<_, bool>(0).unwrap_or(false)))
+        Ok(match row {
+            Some(r) if r.try_get::<_, bool>(0).unwrap_or(false) => Found::StopAsked,
+            Some(_) => Found::Running,
+            None => Found::Ended,
+        })
     }
 
     async fn stop(&self, id: &str) -> Result<(), EngineError> {

@@ -33,8 +33,8 @@ use redis::{AsyncCommands, Script};
 use super::RunStatus;
 use super::local::RETENTION;
 use super::shared::{
-    BATCH, BLOCK, LEASE, LogReader, MAX_AGE, MAX_ENTRIES, Meta, NewRun, Read, RunLog, parse_status,
-    status_str,
+    BATCH, BLOCK, Found, LEASE, LogReader, MAX_AGE, MAX_ENTRIES, Meta, NewRun, Read, RunLog,
+    parse_status, status_str,
 };
 use crate::live::{EngineError, Redis};
 
@@ -54,9 +54,10 @@ return false
 ";
 
 /// `KEYS` meta, log; `ARGV` max entries, max age s, then id and frame pairs. 0 when the run
-/// is no longer running (nothing appended). Ids already in the log are skipped, so a batch
-/// whose answer was lost can be sent again.
+/// is no longer running, -1 when Redis has no record of it (nothing appended either way). Ids
+/// already in the log are skipped, so a batch whose answer was lost can be sent again.
 const APPEND: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
 local seq = 0
 local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
@@ -166,7 +167,7 @@ impl RunLog for RedisRuns {
             .map_err(engine)
     }
 
-    async fn append(&self, id: &str, batch: &[(u64, Bytes)]) -> Result<bool, EngineError> {
+    async fn append(&self, id: &str, batch: &[(u64, Bytes)]) -> Result<Found, EngineError> {
         let keys = Keys::of(&self.redis, id);
         let script = Script::new(APPEND);
         let mut call = script.key(&keys.meta);
@@ -178,7 +179,11 @@ impl RunLog for RedisRuns {
             .invoke_async(&mut self.redis.conn())
             .await
             .map_err(engine)?;
-        Ok(ok == 1)
+        Ok(match ok {
+            1 => Found::Running,
+            -1 => Found::Unknown,
+            _ => Found::Ended,
+        })
     }
 
     async fn end(&self, id: &str, status: RunStatus, reap: bool) -> Result<bool, EngineError> {
@@ -197,9 +202,10 @@ impl RunLog for RedisRuns {
         Ok(ended == 1)
     }
 
-    async fn refresh(&self, id: &str) -> Result<bool, EngineError> {
+    async fn refresh(&self, id: &str) -> Result<Found, EngineError> {
         let keys = Keys::of(&self.redis, id);
-        let (stop,): (Option<String>,) = redis::pipe()
+        let (known, stop): (bool, Option<String>) = redis::pipe()
+            .exists(&keys.meta)
             .pset_ex(&keys.lease, "1", LEASE.as_millis() as u64)
             .ignore()
             .expire(&keys.meta, MAX_AGE.as_secs() as i64)
@@ -208,7 +214,13 @@ impl RunLog for RedisRuns {
             .query_async(&mut self.redis.conn())
             .await
             .map_err(engine)?;
-        Ok(stop.as_deref() == Some("1"))
+        Ok(if !known {
+            Found::Unknown
+        } else if stop.as_deref() == Some("1") {
+            Found::StopAsked
+        } else {
+            Found::Running
+        })
     }
 
     async fn stop(&self, id: &str) -> Result<(), EngineError> {

@@ -25,6 +25,12 @@
 //!   an earlier save of the reply, which always comes after that message) is among the last
 //!   messages unless more than [`TAIL`] came after the request while the reply ran; then, and
 //!   on a conflict, the writer reads the whole conversation as before.
+//! - **A store that is away is waited for**: a save that fails with
+//!   [`HistoryError::Busy`](crate::store::HistoryError::Busy) (the store unreachable, restarted
+//!   or at capacity) is tried again with back-off (250 ms doubling to 5 s) for up to
+//!   [`RECOVER_FOR`], taking the newest snapshot each time, so a reply that ends while
+//!   PostgreSQL restarts is saved when it is back. The run's end waits for that at most
+//!   `SAVE_WAIT` (`turn::run`) before it ends without its `saved` event; the writer goes on.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,7 +40,7 @@ use tokio::sync::watch;
 
 use crate::host::Principal;
 use crate::live::events::EventBroadcaster;
-use crate::store::{HistoryStore, SaveOutcome};
+use crate::store::{HistoryError, HistoryStore, SaveOutcome};
 
 /// Where a conversation is saved, and what a new one starts with.
 #[derive(Clone)]
@@ -84,15 +90,35 @@ impl Saver {
             let mut revision = None;
             // `changed` reports a value sent just before the sender was dropped, then the end.
             while rx.changed().await.is_ok() {
-                let (n, snapshot) = rx.borrow_and_update().clone();
-                if let Some(snapshot) = snapshot {
-                    match save(&target, &mut known, snapshot).await {
+                let (mut n, snapshot) = rx.borrow_and_update().clone();
+                let Some(mut snapshot) = snapshot else {
+                    written_tx.send_replace((n, revision));
+                    continue;
+                };
+                let deadline = tokio::time::Instant::now() + RECOVER_FOR;
+                let mut pause = std::time::Duration::from_millis(250);
+                loop {
+                    match save(&target, &mut known, snapshot.clone()).await {
                         Ok(Some(r)) => revision = Some(r),
                         Ok(None) => {}
+                        Err(e @ HistoryError::Busy(_))
+                            if tokio::time::Instant::now() + pause < deadline =>
+                        {
+                            tracing::warn!(thread = %target.thread, error = %e, "saving the conversation failed; trying again");
+                            tokio::time::sleep(pause).await;
+                            pause = (pause * 2).min(std::time::Duration::from_secs(5));
+                            // A newer snapshot (even one sent as the run ended) replaces it.
+                            let (m, newer) = rx.borrow_and_update().clone();
+                            if let (true, Some(newer)) = (m > n, newer) {
+                                (n, snapshot) = (m, newer);
+                            }
+                            continue;
+                        }
                         Err(e) => {
                             tracing::warn!(thread = %target.thread, error = %e, "saving the conversation failed")
                         }
                     }
+                    break;
                 }
                 written_tx.send_replace((n, revision));
             }
@@ -124,6 +150,9 @@ impl Saver {
         }
     }
 }
+
+/// How long a save is tried again while the store is away.
+const RECOVER_FOR: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// How many of the conversation's last messages a reply's save reads to find its place.
 pub(crate) const TAIL: usize = 64;
@@ -364,6 +393,42 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_store_that_is_away_gets_the_newest_snapshot_once_it_is_back() {
+        let counting = Arc::new(Counting::default());
+        counting.away.store(true, Ordering::SeqCst);
+        let store: Arc<dyn HistoryStore> = counting.clone();
+        let saver = Saver::start(target(store.clone()));
+        saver.save(Snapshot::Whole(vec![Message::user("a")]));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        saver.save(Snapshot::Whole(vec![
+            Message::user("a"),
+            Message::assistant("b"),
+        ]));
+        // The run ends (the saver dropped) while the store is still away.
+        drop(saver);
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        counting.away.store(false, Ordering::SeqCst);
+        assert!(
+            counting
+                .inner
+                .get(&Principal::new("alice"), "t1")
+                .await
+                .unwrap()
+                .is_none(),
+            "nothing could be saved while it was away"
+        );
+        for _ in 0..1000 {
+            if let Some(c) = store.get(&Principal::new("alice"), "t1").await.unwrap()
+                && c.messages.len() == 2
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the newest snapshot was never saved");
+    }
+
+    #[tokio::test]
     async fn the_last_snapshot_is_saved_after_the_saver_is_dropped() {
         let store: Arc<dyn HistoryStore> = Arc::new(MemoryStore::new());
         let saver = Saver::start(target(store.clone()));
@@ -484,11 +549,22 @@ mod tests {
         assert_eq!(ids(&placed), ["u1", "u9", "r1"]);
     }
 
-    /// A memory store that counts whole reads.
+    /// A memory store that counts whole reads, and answers every read and save
+    /// [`HistoryError::Busy`] while `away` is set (a database restarting).
     #[derive(Default)]
     struct Counting {
         inner: MemoryStore,
         gets: AtomicU64,
+        away: std::sync::atomic::AtomicBool,
+    }
+
+    impl Counting {
+        fn here(&self) -> Result<(), HistoryError> {
+            if self.away.load(Ordering::SeqCst) {
+                return Err(HistoryError::Busy("restarting".into()));
+            }
+            Ok(())
+        }
     }
 
     #[async_trait::async_trait]
@@ -504,6 +580,7 @@ mod tests {
             p: &Principal,
             id: &str,
         ) -> Result<Option<StoredConversation>, HistoryError> {
+            self.here()?;
             self.gets.fetch_add(1, Ordering::SeqCst);
             self.inner.get(p, id).await
         }
@@ -513,6 +590,7 @@ mod tests {
             id: &str,
             n: usize,
         ) -> Result<Option<(StoredConversation, u64)>, HistoryError> {
+            self.here()?;
             self.inner.get_tail(p, id, n).await
         }
         async fn save(
@@ -520,6 +598,7 @@ mod tests {
             p: &Principal,
             c: StoredConversation,
         ) -> Result<SaveOutcome, HistoryError> {
+            self.here()?;
             self.inner.save(p, c).await
         }
         async fn patch(

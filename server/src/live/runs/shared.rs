@@ -30,6 +30,24 @@
 //!   each step end and the finish), so a killed instance loses at most about a second of it.
 //!   An instance that only stalled past its lease finds its run taken over at its next append
 //!   and stops it.
+//! - **An engine that goes away mid-run** (restarted, unreachable) costs the running reply
+//!   nothing: its own tabs read the memory log. Frames the engine could not take wait in the
+//!   copy task and go with the next batch or lease refresh (once a second), so a follower
+//!   elsewhere that reconnects after the engine is back misses none. An engine that comes back
+//!   without the run (a Redis restarted without persistence: [`Found::Unknown`]) is given it
+//!   again: the copy task registers the run as at its start (taking its conversation back,
+//!   unless another run took it meanwhile: then it stops, as when taken over) and sends the
+//!   whole log. The run's end is tried again, with back-off, for [`RECOVER_FOR`]. Meanwhile a
+//!   request that needs the engine answers 503 with `Retry-After` ([`EngineError::Busy`]), a
+//!   follower on another instance sees its stream end and, reconnecting, that 503 until the
+//!   engine is back; nothing needs a restart (connections reopen, the stop listener
+//!   resubscribes). Tested with a `redis-server` of the test's own, stopped and started again
+//!   mid-reply, and with PostgreSQL's connections cut mid-reply (`tests/tests/it/instances.rs`).
+//!   Not covered: an engine away for longer than the lease that keeps its data (PostgreSQL, a
+//!   Redis with persistence) holds the run with its lease lapsed, so another instance that
+//!   looks at it in the second after the engine is back, before the running instance has
+//!   refreshed the lease, marks it failed; the running instance then stops it as taken over
+//!   (its reply so far saved), as for an instance that stalled.
 //! - **Retention**: a finished run stays readable for [`local::RETENTION`]; a running run for
 //!   a day (refreshed while it runs), so nothing outlives a lost run for long. A run's log
 //!   keeps about its last [`MAX_ENTRIES`] frames (a longer reply keeps its end).
@@ -69,6 +87,57 @@ pub(crate) const BATCH: usize = 512;
 const APPEND_TRIES: u32 = 4;
 /// How often a stop on another instance looks whether the run has ended.
 const SETTLE_POLL: Duration = Duration::from_millis(20);
+/// How long an ended run keeps trying to record its end in an engine that is away.
+const RECOVER_FOR: Duration = Duration::from_secs(600);
+
+/// What an append or a lease refresh found of the run in the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// Running: the frames were appended, the lease refreshed.
+    Running,
+    /// Running, and a stop was asked (a refresh only).
+    StopAsked,
+    /// No longer running (marked failed elsewhere): nothing was written.
+    Ended,
+    /// The engine has no record of the run: it lost its data (a Redis restarted without
+    /// persistence). Nothing was written.
+    Unknown,
+}
+
+/// A run's record as its start gave it to the engine, kept by its copy task to give it again
+/// to an engine that lost it.
+struct Registration {
+    id: String,
+    owner: String,
+    thread: Option<String>,
+    message_id: String,
+    resume_base: Option<String>,
+    lost: String,
+}
+
+impl Registration {
+    fn of(new: &NewRun<'_>) -> Self {
+        Self {
+            id: new.id.to_owned(),
+            owner: new.owner.to_owned(),
+            thread: new.thread.map(str::to_owned),
+            message_id: new.message_id.to_owned(),
+            resume_base: new.resume_base.clone(),
+            lost: new.lost.clone(),
+        }
+    }
+
+    fn new_run(&self) -> NewRun<'_> {
+        NewRun {
+            id: &self.id,
+            owner: &self.owner,
+            thread: self.thread.as_deref(),
+            message_id: &self.message_id,
+            resume_base: self.resume_base.clone(),
+            lost: self.lost.clone(),
+        }
+    }
+}
 
 /// A run about to start, as the engine records it.
 pub(crate) struct NewRun<'a> {
@@ -111,13 +180,13 @@ pub(crate) trait RunLog: Send + Sync + 'static {
     /// of the run already running there instead (empty when it could not be told).
     async fn start(&self, run: &NewRun<'_>) -> Result<Option<String>, EngineError>;
     /// Appends frames (ids already in the log are skipped, so a batch can be sent again);
-    /// false when the run no longer runs (nothing appended).
-    async fn append(&self, id: &str, batch: &[(u64, Bytes)]) -> Result<bool, EngineError>;
+    /// [`Found::Running`], or what the engine found instead (nothing appended).
+    async fn append(&self, id: &str, batch: &[(u64, Bytes)]) -> Result<Found, EngineError>;
     /// Ends the run with `status` (`reap`: only while it has no lease, with its lost frames
     /// appended first) and frees its conversation; whether it did.
     async fn end(&self, id: &str, status: RunStatus, reap: bool) -> Result<bool, EngineError>;
-    /// Refreshes the lease; whether a stop was asked.
-    async fn refresh(&self, id: &str) -> Result<bool, EngineError>;
+    /// Refreshes the lease; [`Found::StopAsked`] when a stop was asked.
+    async fn refresh(&self, id: &str) -> Result<Found, EngineError>;
     /// Marks a stop and tells every instance, while the run runs.
     async fn stop(&self, id: &str) -> Result<(), EngineError>;
     /// The run's record (`None` when unknown or expired).
@@ -261,7 +330,8 @@ impl Shared {
                         return Err(e);
                     }
                 };
-                let mirror = Mirror::start(log.clone(), writer.run().clone());
+                let mirror =
+                    Mirror::start(log.clone(), writer.run().clone(), Registration::of(&new));
                 return Ok((writer, mirror));
             };
             let on_reaped = self.inner.on_reaped.as_ref();
@@ -484,11 +554,11 @@ pub(crate) struct Mirror {
 }
 
 impl Mirror {
-    fn start(log: Arc<dyn RunLog>, run: Arc<local::Run>) -> Self {
+    fn start(log: Arc<dyn RunLog>, run: Arc<local::Run>, registration: Registration) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let (ended_tx, ended) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
-            copy(log, run, rx).await;
+            copy(log, run, registration, rx).await;
             let _ = ended_tx.send(());
         });
         Self { tx, ended }
@@ -511,25 +581,36 @@ impl Mirror {
 }
 
 /// The copy task of one run.
-async fn copy(log: Arc<dyn RunLog>, run: Arc<local::Run>, mut rx: mpsc::UnboundedReceiver<Copy>) {
+async fn copy(
+    log: Arc<dyn RunLog>,
+    run: Arc<local::Run>,
+    registration: Registration,
+    mut rx: mpsc::UnboundedReceiver<Copy>,
+) {
     let mut lease = tokio::time::interval(LEASE_REFRESH);
     lease.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     lease.tick().await; // the first tick is now: the start set the lease
-    let mut taken_over = false;
+    let mut copier = Copier {
+        log: log.as_ref(),
+        run: &run,
+        registration: &registration,
+        backlog: Vec::new(),
+        reachable: true,
+        taken_over: false,
+    };
     let status = loop {
         tokio::select! {
             biased;
             msg = rx.recv() => {
-                let mut batch = Vec::new();
                 let mut finish = None;
                 match msg {
-                    Some(Copy::Frame(id, f)) => batch.push((id, f)),
+                    Some(Copy::Frame(id, f)) => copier.backlog.push((id, f)),
                     Some(Copy::Finish(s)) => finish = Some(s),
                     None => finish = Some(RunStatus::Failed),
                 }
-                while finish.is_none() && batch.len() < BATCH {
+                while finish.is_none() && copier.backlog.len() < BATCH {
                     match rx.try_recv() {
-                        Ok(Copy::Frame(id, f)) => batch.push((id, f)),
+                        Ok(Copy::Frame(id, f)) => copier.backlog.push((id, f)),
                         Ok(Copy::Finish(s)) => finish = Some(s),
                         Err(mpsc::error::TryRecvError::Empty) => break,
                         Err(mpsc::error::TryRecvError::Disconnected) => {
@@ -537,37 +618,131 @@ async fn copy(log: Arc<dyn RunLog>, run: Arc<local::Run>, mut rx: mpsc::Unbounde
                         }
                     }
                 }
-                if !batch.is_empty() && !taken_over && !append_retrying(log.as_ref(), run.id(), &batch).await {
-                    tracing::warn!(run = %run.id(), "the run was marked failed elsewhere (its lease lapsed); stopping it");
-                    taken_over = true;
-                    run.stop();
+                // While the engine is away, frames wait for the lease tick's attempt.
+                if copier.reachable {
+                    copier.send().await;
                 }
                 if let Some(s) = finish {
                     break s;
                 }
             }
             _ = lease.tick() => {
+                if copier.taken_over {
+                    continue;
+                }
                 match log.refresh(run.id()).await {
-                    Ok(true) => run.stop(),
-                    Ok(false) => {}
+                    Ok(Found::StopAsked) => run.stop(),
+                    Ok(Found::Unknown) => copier.register_again().await,
+                    Ok(Found::Running | Found::Ended) => {}
                     Err(e) => tracing::warn!(run = %run.id(), error = %e, "refreshing the run's lease failed"),
                 }
+                copier.send().await;
             }
         }
     };
-    if !taken_over && let Err(e) = log.end(run.id(), status, false).await {
-        tracing::warn!(run = %run.id(), error = %e, "ending the run in the shared engine failed");
+    // The end, after what is left of the log: tried again with back-off while the engine is
+    // away (the run's own tabs have it all already; this is for followers elsewhere and the
+    // conversation's running-run marker).
+    let deadline = tokio::time::Instant::now() + RECOVER_FOR;
+    let mut pause = Duration::from_millis(250);
+    while !copier.taken_over {
+        copier.send().await;
+        if copier.taken_over {
+            break;
+        }
+        if copier.reachable && copier.backlog.is_empty() {
+            match log.end(run.id(), status, false).await {
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(run = %run.id(), error = %e, "ending the run in the shared engine failed; trying again");
+                }
+            }
+        }
+        if tokio::time::Instant::now() + pause > deadline {
+            tracing::warn!(run = %run.id(), "the shared engine stayed away; the run's end is not recorded there");
+            break;
+        }
+        tokio::time::sleep(pause).await;
+        // Never longer than a lease refresh: once the engine is back, the end should be there
+        // before another instance, finding the lease lapsed, marks the run failed.
+        pause = (pause * 2).min(LEASE_REFRESH);
     }
 }
 
-/// Appends `batch`, trying again a few times when the engine fails (a follower elsewhere
-/// would otherwise miss frames); false when the run no longer runs there.
-async fn append_retrying(log: &dyn RunLog, id: &str, batch: &[(u64, Bytes)]) -> bool {
+/// The copy task's state: the frames the engine has not taken yet.
+struct Copier<'a> {
+    log: &'a dyn RunLog,
+    run: &'a Arc<local::Run>,
+    registration: &'a Registration,
+    /// Frames not yet in the engine, in order.
+    backlog: Vec<(u64, Bytes)>,
+    /// Whether the last attempt reached the engine.
+    reachable: bool,
+    /// The run was marked failed elsewhere, or its conversation taken by another run: it is
+    /// stopped and nothing more is copied.
+    taken_over: bool,
+}
+
+impl Copier<'_> {
+    /// Sends the backlog, a batch at a time; what could not be sent stays for the next try.
+    async fn send(&mut self) {
+        while !self.taken_over && !self.backlog.is_empty() {
+            let n = self.backlog.len().min(BATCH);
+            match append_retrying(self.log, self.run.id(), &self.backlog[..n]).await {
+                Some(Found::Running | Found::StopAsked) => {
+                    self.reachable = true;
+                    self.backlog.drain(..n);
+                }
+                Some(Found::Ended) => {
+                    tracing::warn!(run = %self.run.id(), "the run was marked failed elsewhere (its lease lapsed); stopping it");
+                    self.taken_over = true;
+                    self.run.stop();
+                }
+                Some(Found::Unknown) => {
+                    self.register_again().await;
+                    if !self.reachable {
+                        return;
+                    }
+                }
+                None => {
+                    self.reachable = false;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Gives the run again to an engine that lost it: its record as at its start, then its
+    /// whole log (as the backlog). Another run that took the conversation meanwhile keeps it,
+    /// and this one stops.
+    async fn register_again(&mut self) {
+        match self.log.start(&self.registration.new_run()).await {
+            Ok(Some(other)) if other != self.registration.id => {
+                tracing::warn!(run = %self.run.id(), other = %other, "the shared engine lost this run and another run took its conversation; stopping it");
+                self.taken_over = true;
+                self.run.stop();
+            }
+            Ok(_) => {
+                tracing::warn!(run = %self.run.id(), "the shared engine lost this run (restarted?); registered it again");
+                self.reachable = true;
+                self.backlog = self.run.frames_after(0);
+            }
+            Err(e) => {
+                tracing::warn!(run = %self.run.id(), error = %e, "registering the run again failed");
+                self.reachable = false;
+            }
+        }
+    }
+}
+
+/// Appends `batch`, trying again a few times when the engine fails; `None` when it stayed
+/// unreachable (the caller keeps the batch).
+async fn append_retrying(log: &dyn RunLog, id: &str, batch: &[(u64, Bytes)]) -> Option<Found> {
     for attempt in 1..=APPEND_TRIES {
         match log.append(id, batch).await {
-            Ok(running) => return running,
+            Ok(found) => return Some(found),
             Err(e) if attempt == APPEND_TRIES => {
-                tracing::warn!(error = %e, "copying a run's frames to the shared engine failed; followers on other instances miss them");
+                tracing::warn!(error = %e, "copying a run's frames to the shared engine failed; they wait for it");
             }
             Err(e) => {
                 tracing::debug!(error = %e, attempt, "copying a run's frames to the shared engine failed; trying again");
@@ -575,7 +750,7 @@ async fn append_retrying(log: &dyn RunLog, id: &str, batch: &[(u64, Bytes)]) -> 
             }
         }
     }
-    true
+    None
 }
 
 /// `RunStatus` as the engines store it.

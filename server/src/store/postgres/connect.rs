@@ -75,6 +75,44 @@ pub(crate) fn is_pool_timeout(e: &deadpool_postgres::PoolError) -> bool {
     matches!(e, deadpool_postgres::PoolError::Timeout(_))
 }
 
+/// Whether `e` says PostgreSQL could not be reached or dropped the connection (restarted, shut
+/// down, a network cut) rather than refusing what was asked: nothing more was done, and a retry
+/// may succeed once it is back, so callers answer 503 with `Retry-After` and retry saves.
+pub(crate) fn is_unreachable(e: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    if e.is_closed() {
+        return true;
+    }
+    if let Some(code) = e.code() {
+        return [
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CRASH_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+            SqlState::CONNECTION_FAILURE,
+            SqlState::CONNECTION_EXCEPTION,
+        ]
+        .contains(code);
+    }
+    // A socket error (refused, reset, closed mid-answer) is under the error's sources.
+    let mut source = StdError::source(e);
+    while let Some(s) = source {
+        if s.is::<std::io::Error>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// Whether the pool gave no connection because PostgreSQL is at capacity or unreachable
+/// ([`is_pool_timeout`], [`is_unreachable`]): a 503, not a 500.
+pub(crate) fn is_pool_unavailable(e: &deadpool_postgres::PoolError) -> bool {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => is_unreachable(e),
+        e => is_pool_timeout(e),
+    }
+}
+
 /// `e` and its sources, joined by `: `.
 pub(crate) fn chain(e: &dyn StdError) -> String {
     let mut out = e.to_string();

@@ -100,7 +100,9 @@ pub mod test_support;
 #[cfg(feature = "mcp")]
 mod user_mcp;
 
-use connect::{Prepared, Target, build_pool, chain, is_pool_timeout, prepare, scrub};
+use connect::{
+    Prepared, Target, build_pool, chain, is_pool_unavailable, is_unreachable, prepare, scrub,
+};
 pub use options::{DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, PostgresOptions};
 
 /// Keeps conversations (and approvals, and users' MCP servers) in PostgreSQL, scoped by
@@ -238,8 +240,12 @@ const READ_PATH: &str = "WITH RECURSIVE path AS (
 const SAVE_ATTEMPTS: usize = 3;
 
 /// A `tokio-postgres` error as a [`HistoryError`]: a character PostgreSQL refuses is bad input,
-/// anything else the store failing.
+/// PostgreSQL unreachable (a restart, a cut connection) is [`HistoryError::Busy`], anything
+/// else the store failing.
 pub(super) fn pg(e: tokio_postgres::Error) -> HistoryError {
+    if is_unreachable(&e) {
+        return HistoryError::Busy(format!("PostgreSQL is unreachable: {}", chain(&e)));
+    }
     match e.code() {
         Some(c)
             if *c == SqlState::CHARACTER_NOT_IN_REPERTOIRE
@@ -393,7 +399,7 @@ impl PostgresStore {
                 &format!("PostgreSQL connection: {}", chain(&e)),
                 &self.secrets,
             );
-            if is_pool_timeout(&e) {
+            if is_pool_unavailable(&e) {
                 HistoryError::Busy(text)
             } else {
                 HistoryError::Storage(text)
@@ -405,6 +411,7 @@ impl PostgresStore {
     fn scrubbed(&self, e: HistoryError) -> HistoryError {
         match e {
             HistoryError::Storage(m) => HistoryError::Storage(scrub(&m, &self.secrets)),
+            HistoryError::Busy(m) => HistoryError::Busy(scrub(&m, &self.secrets)),
             HistoryError::InvalidInput(m) => HistoryError::InvalidInput(scrub(&m, &self.secrets)),
             other => other,
         }
