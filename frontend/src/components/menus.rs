@@ -11,7 +11,7 @@ use leptos::prelude::*;
 use crate::commands::{
     SlashItem, SlashKind, at_query, resource_insert, resource_matches, slash_matches,
 };
-use crate::components::icon::McpIcon;
+use crate::components::icon::mcp_icon;
 use crate::state::Store;
 use lmchatkit_protocol::Prompt;
 
@@ -95,7 +95,7 @@ pub fn Menu(
                     // A prompt with an icon (its own or its server's) shows it.
                     let icon = match &item {
                         MenuItem::Slash(SlashItem { kind: SlashKind::Prompt(p), .. }) if p.icon => {
-                            Some(view! { <McpIcon kind="prompt" name=p.name.clone() /> })
+                            mcp_icon("prompt", &p.name)
                         }
                         _ => None,
                     };

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use lmchatkit_protocol::{Approval, ToolCall};
 
 use crate::apps::frame::{ViewCall, app_view, call_tool_result};
-use crate::components::icon::McpIcon;
+use crate::components::icon::mcp_icon;
 use crate::components::servers::stale::{StaleNote, stale_server};
 use crate::lazy::{Shell, lazily};
 use crate::results::{CallKey, ends_answers};
@@ -86,7 +86,7 @@ pub fn ToolCard(call: ToolCall, owner: String, chat: Chat) -> impl IntoView {
     view! {
         <details class="lmck-tool" open=true data-call-id=call.id.clone()>
             <summary>
-                <McpIcon kind="tool" name=call.name.clone() />
+                {mcp_icon("tool", &call.name)}
                 <code class="lmck-tool-name">{call.name.clone()}</code>
                 <span class=move || format!("lmck-badge lmck-badge-{}", status())>{status2}</span>
             </summary>
