@@ -9,9 +9,9 @@
 use std::time::Duration;
 
 use lmchatkit::host::{IconImage, IconOf};
-use lmchatkit::protocol::{Model, Prompt, SetupProblem};
+use lmchatkit::protocol::{Model, Prompt, SetupProblem, Tool, ToolResult};
 use lmchatkit::{
-    CompleteRequest, EventStream, Host, HostError, RequestContext, Scope, async_trait,
+    CompleteRequest, EventStream, Host, HostError, RequestContext, Scope, ToolSource, async_trait,
 };
 use lmchatkit_tests::browser::app::{
     ONE_AT_A_TIME, first_stored, idle, setup, setup_configured, setup_hosted, setup_with,
@@ -495,8 +495,8 @@ const PNG: &[u8] = &[
     0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
 ];
 
-/// The test host's prompts and two more: `sketch`, with an icon, and `plain`, whose icon the
-/// list promises but the host does not have (the image must hide itself).
+/// The test host with icons: its tool `get_weather` has one, and of two more prompts `sketch`
+/// has one and `skim` none, though the list promises it (the image must hide itself).
 struct WithIcons<H>(H);
 
 #[async_trait]
@@ -506,6 +506,20 @@ impl<H: Host> Host for WithIcons<H> {
     }
     fn complete(&self, cx: &RequestContext, req: CompleteRequest) -> EventStream {
         self.0.complete(cx, req)
+    }
+    async fn list_tools(&self, scope: &Scope) -> Result<Vec<Tool>, HostError> {
+        self.0.list_tools(scope).await
+    }
+    async fn call_tool(
+        &self,
+        scope: &Scope,
+        name: &str,
+        arguments: Value,
+    ) -> Result<ToolResult, HostError> {
+        self.0.call_tool(scope, name, arguments).await
+    }
+    async fn tool_source(&self, cx: &RequestContext, name: &str) -> ToolSource {
+        self.0.tool_source(cx, name).await
     }
     async fn list_prompts(&self, scope: &Scope) -> Result<Vec<Prompt>, HostError> {
         let mut prompts = self.0.list_prompts(scope).await?;
@@ -525,7 +539,11 @@ impl<H: Host> Host for WithIcons<H> {
         of: IconOf,
         name: &str,
     ) -> Result<Option<IconImage>, HostError> {
-        Ok((of == IconOf::Prompt && name == "sketch")
+        let has = matches!(
+            (of, name),
+            (IconOf::Prompt, "sketch") | (IconOf::Tool, "get_weather")
+        );
+        Ok(has
             .then(|| IconImage::new("image/png", PNG.to_vec()).ok())
             .flatten())
     }
@@ -565,4 +583,37 @@ async fn the_prompt_menu_shows_icons_from_the_service_and_hides_missing_ones() {
     )
     .await;
     b.screenshot("18-prompt-icons").await;
+}
+
+/// The approval prompt and the tool card show the tool's icon, from the service's own origin.
+#[tokio::test]
+async fn a_tool_card_and_its_approval_show_the_tools_icon() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_hosted(WithIcons, |c| c).await else {
+        return;
+    };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("please use the tool").await;
+    let loaded = |scope: &str| {
+        format!(
+            "const i = document.querySelector('{scope} img[alt=\"tool icon: get_weather\"]'); \
+             return !!i && i.complete && i.naturalWidth === 1 && i.getBoundingClientRect().width === 16;"
+        )
+    };
+    b.wait_js("the icon on the approval", &loaded(".lmck-approval"))
+        .await;
+    b.wait_js("the icon on the tool card", &loaded(".lmck-tool summary"))
+        .await;
+    let src = b
+        .js("return document.querySelector('.lmck-tool summary img.lmck-icon').src;")
+        .await;
+    assert_eq!(
+        src,
+        json!(env.server.url("/chat/api/icons/tool/get_weather"))
+    );
+    b.click(".lmck-allow").await;
+    b.wait_text(".lmck-tool-result", "Oslo: sunny, 21 °C").await;
+    idle(b).await;
+    b.screenshot("19-tool-icon").await;
 }
