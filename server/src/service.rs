@@ -210,6 +210,7 @@ async fn dispatch(
         Endpoint::PromptGet => prompts::get(state, req).boxed().await,
         Endpoint::Resources => resources::list(state, req).boxed().await,
         Endpoint::ResourceRead => resources::read(state, req).boxed().await,
+        Endpoint::Icon => icons::icon(state, req, param).boxed().await,
         Endpoint::Upload => upload::upload(state, req).boxed().await,
         Endpoint::AppProxy => app_proxy::proxy(state, req).boxed().await,
         Endpoint::AppViewCreate => app_view::create(state, req).boxed().await,

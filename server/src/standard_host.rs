@@ -20,7 +20,9 @@ use serde_json::Value;
 use crate::access::Scope;
 #[cfg(feature = "clap-tools")]
 use crate::clap_tools::ClapToolset;
-use crate::host::{CompleteRequest, EventStream, Host, HostError, RequestContext, ToolSource};
+use crate::host::{
+    CompleteRequest, EventStream, Host, HostError, IconImage, IconOf, RequestContext, ToolSource,
+};
 #[cfg(feature = "mcp")]
 use crate::mcp::McpHub;
 
@@ -254,6 +256,19 @@ impl Host for StandardHost {
             return hub.read_resource(scope, uri).await;
         }
         self.llm.read_resource(scope, uri).await
+    }
+
+    async fn icon(
+        &self,
+        scope: &Scope,
+        of: IconOf,
+        name: &str,
+    ) -> Result<Option<IconImage>, HostError> {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub.icon(scope, of, name).await;
+        }
+        self.llm.icon(scope, of, name).await
     }
 
     async fn augment_system_prompt(&self, cx: &RequestContext, current: String) -> String {

@@ -222,6 +222,11 @@ pub struct Prompt {
     /// The arguments it takes; omitted when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arguments: Vec<PromptArgument>,
+    /// It (or its server) has an icon, which the service serves at
+    /// `{prefix}/api/icons/prompt/{name}` (the browser never loads it from elsewhere); omitted
+    /// when `false`.
+    #[serde(default, skip_serializing_if = "crate::is_false")]
+    pub icon: bool,
 }
 
 /// One message of an expanded prompt.

@@ -18,6 +18,7 @@ use lmchatkit_protocol::{Approval, ToolCall};
 use serde_json::Value;
 
 use crate::approvals::allow_always;
+use crate::components::icon::mcp_icon;
 use crate::components::store;
 use crate::state::{Chat, UiMessage};
 use crate::turn::decide;
@@ -51,7 +52,7 @@ pub fn ApprovalCard(call: ToolCall, chat: Chat, ui: UiMessage) -> impl IntoView 
     let (a1, a2, a3) = (act.clone(), act.clone(), act);
     view! {
         <div class="lmck-approval" role="group" aria-label=format!("Approve the tool call {}", call.name)>
-            <p>"Allow " <code>{call.name.clone()}</code> " to run?"</p>
+            <p>"Allow " {mcp_icon("tool", &call.name)}<code>{call.name.clone()}</code> " to run?"</p>
             {argument_rows(&call)}
             <div class="lmck-approval-actions">
                 <button class="lmck-btn lmck-primary lmck-allow" node_ref=allow_ref

@@ -1,5 +1,5 @@
 //! The `/` and `@` autocomplete menus above the composer: built-ins, file commands and MCP
-//! prompts (with argument hints), then resources and templates. Keyboard handling lives in the
+//! prompts (with their icons and argument hints), then resources and templates. Keyboard handling lives in the
 //! composer; this renders the list as a listbox and reports clicks.
 //!
 //! Accessibility: the list is `#`[`MENU_ID`]; option `i` is [`option_id`]`(i)`, which the composer's
@@ -11,6 +11,7 @@ use leptos::prelude::*;
 use crate::commands::{
     SlashItem, SlashKind, at_query, resource_insert, resource_matches, slash_matches,
 };
+use crate::components::icon::mcp_icon;
 use crate::state::Store;
 use lmchatkit_protocol::Prompt;
 
@@ -91,6 +92,13 @@ pub fn Menu(
             <ul class="lmck-menu" role="listbox" aria-label="Suggestions" id=MENU_ID>
                 {move || items.get().into_iter().enumerate().map(|(i, item)| {
                     let it = item.clone();
+                    // A prompt with an icon (its own or its server's) shows it.
+                    let icon = match &item {
+                        MenuItem::Slash(SlashItem { kind: SlashKind::Prompt(p), .. }) if p.icon => {
+                            mcp_icon("prompt", &p.name)
+                        }
+                        _ => None,
+                    };
                     let (title, detail, badge) = match &item {
                         MenuItem::Slash(s) => (
                             format!("/{}", s.name),
@@ -103,6 +111,7 @@ pub fn Menu(
                         <li role="option" class="lmck-menu-item" id=option_id(i) class:lmck-selected=move || selected.get() == i
                             aria-selected=move || (selected.get() == i).to_string()
                             on:mousedown=move |ev| { ev.prevent_default(); on_pick.run(it.clone()); }>
+                            {icon}
                             <span class="lmck-menu-title">{title}</span>
                             <span class="lmck-badge">{badge}</span>
                             <span class="lmck-muted">{detail}</span>

@@ -6,6 +6,7 @@ pub mod code_hooks;
 pub mod combo;
 pub mod composer;
 pub mod diagrams;
+pub mod icon;
 pub mod menus;
 pub mod message;
 pub mod model_fields;

@@ -1,4 +1,4 @@
-//! A tool-call card: name, status badge (running/ok/pending/denied/error), pretty arguments and
+//! A tool-call card: icon and name, status badge (running/ok/pending/denied/error), pretty arguments and
 //! the result (red for errors and denials), flagged when the call was refused because the
 //! user's own tool changed on its server ([`StaleNote`]). The result and the view are those of the tool
 //! messages answering the card's own assistant message (call ids repeat across replies).
@@ -7,6 +7,7 @@ use leptos::prelude::*;
 use lmchatkit_protocol::{Approval, ToolCall};
 
 use crate::apps::frame::{ViewCall, app_view, call_tool_result};
+use crate::components::icon::mcp_icon;
 use crate::components::servers::stale::{StaleNote, stale_server};
 use crate::lazy::{Shell, lazily};
 use crate::results::{CallKey, ends_answers};
@@ -85,6 +86,7 @@ pub fn ToolCard(call: ToolCall, owner: String, chat: Chat) -> impl IntoView {
     view! {
         <details class="lmck-tool" open=true data-call-id=call.id.clone()>
             <summary>
+                {mcp_icon("tool", &call.name)}
                 <code class="lmck-tool-name">{call.name.clone()}</code>
                 <span class=move || format!("lmck-badge lmck-badge-{}", status())>{status2}</span>
             </summary>

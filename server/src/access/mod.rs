@@ -41,7 +41,7 @@ use lmchatkit_protocol::{
 use serde_json::{Value, json};
 
 use crate::error::Failure;
-use crate::host::{Host, HostError, RequestContext, ToolSource};
+use crate::host::{Host, HostError, IconImage, IconOf, RequestContext, ToolSource};
 
 /// The scope of a view mounted by the tool `via`: its server's, or every source for a
 /// single-source host. An unknown `via` is refused.
@@ -256,6 +256,21 @@ pub(crate) async fn list_resources(
 /// Prompts in `scope` (the user's `/` menu, or a view's server).
 pub(crate) async fn list_prompts(host: &dyn Host, scope: &Scope) -> Result<Vec<Prompt>, Failure> {
     Ok(host.list_prompts(scope).await?)
+}
+
+/// The icon of a server, tool or prompt the user sees (`None`: it has none, or the user does
+/// not reach it: the same answer, so an icon reveals nothing a listing would not).
+pub(crate) async fn icon(
+    host: &dyn Host,
+    cx: &RequestContext,
+    of: IconOf,
+    name: &str,
+) -> Result<Option<IconImage>, Failure> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Ok(None);
+    }
+    Ok(host.icon(&Scope::user(cx.clone()), of, name).await?)
 }
 
 /// Expands a prompt the user named.

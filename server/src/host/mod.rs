@@ -2,8 +2,10 @@
 //! stream, and optionally MCP tools, prompts and resources), and the per-request
 //! [`RequestContext`] every method receives.
 
+mod icon;
 mod scope;
 
+pub use icon::{ICON_TYPES, IconImage, IconOf, IconRefused, MAX_ICON_BYTES, icon_type};
 pub use scope::{Role, Scope, Sources};
 
 use std::collections::BTreeMap;
@@ -265,6 +267,20 @@ pub trait Host: Send + Sync + 'static {
     /// turn. With [`Sources::Server`](crate::Sources), read it from that server only.
     async fn read_resource(&self, _scope: &Scope, uri: &str) -> Result<ResourceResult, HostError> {
         Err(HostError::NotFound(format!("unknown resource {uri:?}")))
+    }
+
+    /// The icon of a server, tool or prompt in `scope` (a tool or a prompt by the name it is
+    /// offered under, a server by its name), or `None` when it has none or `scope` does not
+    /// reach it. The service serves it from its own origin
+    /// (`GET {prefix}/api/icons/{kind}/{name}`); the browser never fetches an icon from
+    /// elsewhere (see [`IconImage`]). Hosts that wrap another forward it. Default: none.
+    async fn icon(
+        &self,
+        _scope: &Scope,
+        _of: IconOf,
+        _name: &str,
+    ) -> Result<Option<IconImage>, HostError> {
+        Ok(None)
     }
 
     /// Adds to the system prompt of every turn (e.g. a skill index). Never stored.

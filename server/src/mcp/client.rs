@@ -15,7 +15,8 @@ use tokio::task::AbortHandle;
 
 use super::config::{McpServerConfig, McpTransport};
 use super::conn::{Client, ConnState, ListKind, Shared, StatusCell, backoff, connect};
-use super::listing::{Cache, Refreshes, Slot, Wait};
+use super::listing::{Cache, Claim, Hint, Listings, Refreshes, Wait};
+use crate::host::Principal;
 use crate::live::events::EventBroadcaster;
 use crate::secrets::redact_urls;
 
@@ -54,6 +55,8 @@ pub(crate) struct Server {
     list_timeout: Duration,
     /// Background refreshes still running, aborted when the hub goes away.
     tasks: Mutex<Vec<AbortHandle>>,
+    /// The icons the server gave for itself at its last connect.
+    icons: Mutex<Option<Vec<rmcp::model::Icon>>>,
 }
 
 impl Server {
@@ -76,6 +79,7 @@ impl Server {
             status: Mutex::new(StatusCell::default()),
             list_timeout,
             tasks: Mutex::new(Vec::new()),
+            icons: Mutex::new(None),
         })
     }
 
@@ -132,6 +136,10 @@ impl Server {
                 st.failures = 0;
                 st.retry_at = None;
                 st.last_error = None;
+                *self.icons.lock().unwrap_or_else(|p| p.into_inner()) = c
+                    .svc
+                    .peer_info()
+                    .and_then(|i| i.server_info.as_ref().and_then(|s| s.icons.clone()));
                 self.shared.clear();
                 self.set_status("connected", None);
                 Ok(c)
@@ -171,6 +179,12 @@ impl Server {
         let st = self.conn.lock().await;
         let info = st.client.as_ref()?.svc.peer_info()?;
         Some(info.protocol_version.to_string())
+    }
+
+    /// The icons the server gave for itself at its last connect (never waits, never
+    /// connects for them).
+    pub fn server_icons(&self) -> Option<Vec<rmcp::model::Icon>> {
+        self.icons.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Closes the connection (a child process is stopped).
@@ -240,108 +254,150 @@ impl Server {
         unreachable!("the loop returns on its second attempt")
     }
 
-    /// The tools, from the cache (see [`super::listing`] for how long this waits).
-    pub async fn tools(self: &Arc<Self>, wait: Wait) -> Option<Arc<Vec<rmcp::model::Tool>>> {
-        self.listed(ListKind::Tools, wait, |c| &c.tools).await
+    /// The tools `who` may see, from the cache (see [`super::listing`] for how long this
+    /// waits and whose listing it is).
+    pub async fn tools(
+        self: &Arc<Self>,
+        who: &Principal,
+        wait: Wait,
+    ) -> Option<Arc<Vec<rmcp::model::Tool>>> {
+        self.listed(who, ListKind::Tools, wait, |c| &c.tools).await
     }
 
-    /// The prompts, from the cache.
-    pub async fn prompts(self: &Arc<Self>, wait: Wait) -> Option<Arc<Vec<rmcp::model::Prompt>>> {
-        self.listed(ListKind::Prompts, wait, |c| &c.prompts).await
+    /// The prompts `who` may see, from the cache.
+    pub async fn prompts(
+        self: &Arc<Self>,
+        who: &Principal,
+        wait: Wait,
+    ) -> Option<Arc<Vec<rmcp::model::Prompt>>> {
+        self.listed(who, ListKind::Prompts, wait, |c| &c.prompts)
+            .await
     }
 
-    /// The resources and templates, from the cache.
-    pub async fn resources(self: &Arc<Self>, wait: Wait) -> Option<Arc<ResourceListing>> {
-        self.listed(ListKind::Resources, wait, |c| &c.resources)
+    /// The resources and templates `who` may see, from the cache.
+    pub async fn resources(
+        self: &Arc<Self>,
+        who: &Principal,
+        wait: Wait,
+    ) -> Option<Arc<ResourceListing>> {
+        self.listed(who, ListKind::Resources, wait, |c| &c.resources)
             .await
     }
 
     async fn listed<T>(
         self: &Arc<Self>,
+        who: &Principal,
         kind: ListKind,
         wait: Wait,
-        slot: fn(&Cache) -> &Slot<T>,
+        pick: fn(&Cache) -> &Listings<T>,
     ) -> Option<Arc<T>> {
-        // The common case, a current listing, takes one lock and no subscription.
-        if let Some(current) = slot(&self.cache()).current() {
-            return Some(current);
-        }
-        // Subscribed before looking again, so a refresh ending in between is not missed.
-        let mut ended = self.shared.refreshes.watch(kind);
-        let last = {
-            let cache = self.cache();
-            if let Some(current) = slot(&cache).current() {
-                return Some(current);
-            }
-            slot(&cache).value()
-        };
-        self.spawn_refresh(kind);
-        let limit = match wait {
-            // A slow server that never listed offered nothing to call.
-            Wait::ForCall if last.is_some() || self.shared.refreshes.is_slow() => return last,
-            Wait::ForCall => None,
-            Wait::Briefly(d) if d.is_zero() || self.shared.refreshes.is_slow() => return last,
-            Wait::Briefly(d) => Some(d),
-        };
-        match limit {
-            None => {
-                let _ = ended.changed().await;
-            }
-            Some(d) => {
-                if tokio::time::timeout(d, ended.changed()).await.is_err() {
-                    self.shared.refreshes.mark_slow();
-                    tracing::warn!(
-                        server = %self.name(),
-                        ?kind,
-                        "MCP server did not list within {d:?}; going on without waiting for it \
-                         (the listing goes on in the background)"
-                    );
-                    return last;
+        let started = Instant::now();
+        // Two rounds: a shared refresh may answer `private` (kept for whoever started it), and
+        // then `who` needs a refresh of their own.
+        for round in 0..2 {
+            let (whose, last) = {
+                let cache = self.cache();
+                let listings = pick(&cache);
+                // The common case, a current listing, takes one lock and no subscription.
+                if let Some(current) = listings.current(who) {
+                    return Some(current);
+                }
+                (listings.partition(who), listings.last(who))
+            };
+            // Claimed or joined under the refreshes' lock, so its end is not missed.
+            let mut ended = self.spawn_refresh(kind, whose.as_ref(), Some(who));
+            let limit = match wait {
+                // A slow server that never listed offered nothing to call.
+                Wait::ForCall if last.is_some() || self.shared.refreshes.is_slow() => return last,
+                Wait::ForCall => None,
+                Wait::Briefly(d) if d.is_zero() || self.shared.refreshes.is_slow() => return last,
+                Wait::Briefly(d) => match d.checked_sub(started.elapsed()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ if round > 0 => return last,
+                    _ => Some(Duration::ZERO),
+                },
+            };
+            match limit {
+                None => {
+                    let _ = ended.changed().await;
+                }
+                Some(d) => {
+                    if tokio::time::timeout(d, ended.changed()).await.is_err() {
+                        self.shared.refreshes.mark_slow();
+                        tracing::warn!(
+                            server = %self.name(),
+                            ?kind,
+                            "MCP server did not list within {d:?}; going on without waiting \
+                             for it (the listing goes on in the background)"
+                        );
+                        return last;
+                    }
                 }
             }
+            let cache = self.cache();
+            let listings = pick(&cache);
+            if let Some(value) = listings.last(who) {
+                return Some(value);
+            }
+            // Our own refresh failed, or the shared one answered something public but empty-handed.
+            if whose.is_some() || !listings.is_private() {
+                return None;
+            }
         }
-        slot(&self.cache()).value()
+        None
     }
 
-    /// Starts a background refresh of `kind` unless one is running.
-    pub fn spawn_refresh(self: &Arc<Self>, kind: ListKind) {
-        if !self.shared.refreshes.claim(kind) {
-            return;
-        }
+    /// Starts a background refresh of `kind` for `whose` (`None`: the shared listing) unless
+    /// one is running; `by` is the principal whose request started it (a private answer is
+    /// kept for them). The receiver's `changed()` returns when that refresh has ended.
+    pub fn spawn_refresh(
+        self: &Arc<Self>,
+        kind: ListKind,
+        whose: Option<&Principal>,
+        by: Option<&Principal>,
+    ) -> tokio::sync::watch::Receiver<()> {
+        let rx = match self.shared.refreshes.claim(kind, whose) {
+            Claim::Running(rx) => return rx,
+            Claim::Claimed(rx) => rx,
+        };
         let me = self.clone();
-        let task = tokio::spawn(async move { me.refresh(kind).await });
+        let (whose, by) = (whose.cloned(), by.cloned());
+        let task = tokio::spawn(async move { me.refresh(kind, whose, by).await });
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
         tasks.retain(|t| !t.is_finished());
         tasks.push(task.abort_handle());
+        rx
     }
 
     /// Fetches `kind` now (the caller claimed the refresh), then ends the refresh.
-    async fn refresh(&self, kind: ListKind) {
-        let r = self.fetch(kind).await;
+    async fn refresh(&self, kind: ListKind, whose: Option<Principal>, by: Option<Principal>) {
+        let r = self.fetch(kind, by.as_ref()).await;
         if let Err(e) = &r {
             tracing::warn!(server = %self.name(), ?kind, "listing the MCP server failed: {e}");
         }
-        if self.shared.refreshes.end(kind, r.is_ok()) {
+        if self.shared.refreshes.end(kind, whose.as_ref(), r.is_ok()) {
             self.shared.announce(kind);
         }
     }
 
-    /// Refreshes every listing now and waits for them (for [`McpHub::start`](super::McpHub::start)).
+    /// Refreshes every shared listing now and waits for them (for
+    /// [`McpHub::start`](super::McpHub::start)).
     pub async fn refresh_all(&self) {
         join_all(ListKind::ALL.into_iter().map(|kind| async move {
-            let mut ended = self.shared.refreshes.watch(kind);
-            if self.shared.refreshes.claim(kind) {
-                self.refresh(kind).await;
-            } else {
+            match self.shared.refreshes.claim(kind, None) {
+                Claim::Claimed(_) => self.refresh(kind, None, None).await,
                 // One is running already (a turn started it): wait for that one.
-                let _ = ended.changed().await;
+                Claim::Running(mut ended) => {
+                    let _ = ended.changed().await;
+                }
             }
         }))
         .await;
     }
 
-    /// Lists `kind` from the server and stores it; listed again when a change raced with it.
-    async fn fetch(&self, kind: ListKind) -> Result<(), CallError> {
+    /// Lists `kind` from the server on behalf of `by` and stores it; listed again when a
+    /// change raced with it.
+    async fn fetch(&self, kind: ListKind, by: Option<&Principal>) -> Result<(), CallError> {
         const ATTEMPTS: usize = 3;
         for _ in 0..ATTEMPTS {
             // Connecting (which outdates every listing) comes before the generation is read.
@@ -351,44 +407,60 @@ impl Server {
             let t = self.list_timeout;
             let stored = match kind {
                 ListKind::Tools => {
-                    let tools = if caps.tools.is_some() {
-                        self.run(t, |c| async move { c.svc.list_all_tools().await })
-                            .await?
+                    let (tools, hint) = if caps.tools.is_some() {
+                        let m = self
+                            .run(t, |c| async move {
+                                c.svc.list_all_tools_with_cache_hint().await
+                            })
+                            .await?;
+                        (m.items, Hint::new(m.ttl_ms, m.cache_scope))
                     } else {
-                        Vec::new()
+                        (Vec::new(), Hint::default())
                     };
-                    self.store(generation, |c| &mut c.tools, tools)
+                    self.store(generation, |c| &mut c.tools, by, tools, hint)
                 }
                 ListKind::Prompts => {
-                    let prompts = if caps.prompts.is_some() {
-                        self.run(t, |c| async move { c.svc.list_all_prompts().await })
-                            .await?
+                    let (prompts, hint) = if caps.prompts.is_some() {
+                        let m = self
+                            .run(t, |c| async move {
+                                c.svc.list_all_prompts_with_cache_hint().await
+                            })
+                            .await?;
+                        (m.items, Hint::new(m.ttl_ms, m.cache_scope))
                     } else {
-                        Vec::new()
+                        (Vec::new(), Hint::default())
                     };
-                    self.store(generation, |c| &mut c.prompts, prompts)
+                    self.store(generation, |c| &mut c.prompts, by, prompts, hint)
                 }
                 ListKind::Resources => {
-                    let listing = if caps.resources.is_some() {
+                    let (listing, hint) = if caps.resources.is_some() {
                         let resources = self
-                            .run(t, |c| async move { c.svc.list_all_resources().await })
+                            .run(t, |c| async move {
+                                c.svc.list_all_resources_with_cache_hint().await
+                            })
                             .await?;
                         // Templates are optional even for servers with resources.
                         let templates = self
-                            .run(
-                                t,
-                                |c| async move { c.svc.list_all_resource_templates().await },
-                            )
+                            .run(t, |c| async move {
+                                c.svc.list_all_resource_templates_with_cache_hint().await
+                            })
                             .await
-                            .unwrap_or_default();
-                        ResourceListing {
-                            resources,
-                            templates,
-                        }
+                            .ok();
+                        let hint = Hint::new(resources.ttl_ms, resources.cache_scope).and(
+                            templates
+                                .as_ref()
+                                .map(|m| Hint::new(m.ttl_ms, m.cache_scope))
+                                .unwrap_or_default(),
+                        );
+                        let listing = ResourceListing {
+                            resources: resources.items,
+                            templates: templates.map(|m| m.items).unwrap_or_default(),
+                        };
+                        (listing, hint)
                     } else {
-                        ResourceListing::default()
+                        (ResourceListing::default(), Hint::default())
                     };
-                    self.store(generation, |c| &mut c.resources, listing)
+                    self.store(generation, |c| &mut c.resources, by, listing, hint)
                 }
             };
             if stored {
@@ -404,11 +476,19 @@ impl Server {
         self.shared.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Stores a fetched listing, current when no change came since `generation`.
-    fn store<T>(&self, generation: u64, slot: fn(&mut Cache) -> &mut Slot<T>, value: T) -> bool {
+    /// Stores a listing fetched on behalf of `by`, current when no change came since
+    /// `generation`.
+    fn store<T>(
+        &self,
+        generation: u64,
+        listings: fn(&mut Cache) -> &mut Listings<T>,
+        by: Option<&Principal>,
+        value: T,
+        hint: Hint,
+    ) -> bool {
         let mut cache = self.cache();
         let current = self.shared.generation.load(Ordering::SeqCst) == generation;
-        slot(&mut cache).set(Arc::new(value), current);
+        listings(&mut cache).store(by, value, current, hint);
         current
     }
 

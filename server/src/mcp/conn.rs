@@ -26,7 +26,7 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, ExtensionCapabilities, Implementation, ProtocolVersion,
     ServerNotification, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{ClientCacheConfig, NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
@@ -48,7 +48,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Which listing a `list_changed` notification invalidates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum ListKind {
     Tools = 0,
     Prompts = 1,
@@ -73,18 +73,23 @@ pub(crate) struct Shared {
 impl Shared {
     /// A list changed: mark the cached listing outdated and refresh it in the background;
     /// `/api/events` subscribers hear of it when the refresh has ended.
+    /// A private listing is refreshed by each principal's next use, not here: a refresh
+    /// for nobody would keep nothing of it (see [`super::listing`]).
     pub fn changed(&self, kind: ListKind) {
         self.generation.fetch_add(1, Ordering::SeqCst);
-        self.cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .outdate(kind);
+        let private = {
+            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            cache.outdate(kind);
+            cache.is_private(kind)
+        };
         tracing::debug!(server = %self.name, ?kind, "MCP list changed");
-        self.refreshes.announce_after(kind);
         match self.server.upgrade() {
-            Some(server) => server.spawn_refresh(kind),
-            // The hub is going away: nobody will list again.
-            None => self.announce(kind),
+            Some(server) if !private => {
+                self.refreshes.announce_after(kind);
+                let _ = server.spawn_refresh(kind, None, None);
+            }
+            // Private (each principal lists again on next use), or the hub is going away.
+            _ => self.announce(kind),
         }
     }
 
@@ -432,6 +437,12 @@ async fn open(cfg: &McpServerConfig, shared: Arc<Shared>) -> Result<Client, Stri
     let (svc, pid) = tokio::time::timeout(CONNECT_TIMEOUT, fut)
         .await
         .map_err(|_| format!("no answer within {CONNECT_TIMEOUT:?}"))??;
+    // rmcp's response cache keys private results by connection, and this connection serves
+    // every principal: the hub's own listing cache honours `ttlMs` and `cacheScope` per
+    // principal instead (see `super::listing`), and reads are never cached.
+    svc.peer()
+        .set_response_cache_config(ClientCacheConfig::disabled())
+        .await;
     let listen = start_listen(&svc, shared).await;
     let info = svc.peer_info();
     tracing::info!(

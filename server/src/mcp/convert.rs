@@ -40,8 +40,9 @@ pub(crate) fn tool(t: &rmcp::model::Tool, exposed: &str) -> Tool {
     out
 }
 
-/// An MCP prompt exposed under `exposed`.
-pub(crate) fn prompt(p: &rmcp::model::Prompt, exposed: &str) -> Prompt {
+/// An MCP prompt exposed under `exposed`; `server_icon`: its server has an icon (a prompt
+/// without one of its own shows its server's).
+pub(crate) fn prompt(p: &rmcp::model::Prompt, exposed: &str, server_icon: bool) -> Prompt {
     let v = wire(p);
     let arguments = v
         .get("arguments")
@@ -60,6 +61,7 @@ pub(crate) fn prompt(p: &rmcp::model::Prompt, exposed: &str) -> Prompt {
         name: exposed.to_owned(),
         description: str_of(&v, "description").or_else(|| str_of(&v, "title")),
         arguments,
+        icon: server_icon || super::icons::has_icon(p.icons.as_deref()),
     }
 }
 

@@ -11,9 +11,11 @@ use lmchatkit_protocol::{McpServerStatus, Tool, ToolResult};
 use serde_json::Value;
 
 use super::client::{CallError, Server};
-use super::config::McpServerConfig;
+use super::config::{McpServerConfig, McpTransport};
 use super::convert;
+use super::icons::IconCache;
 use super::listing::Wait;
+use super::outbound::OutboundPolicy;
 use crate::access::Scope;
 use crate::host::{HostError, Principal, ToolSource};
 use crate::live::events::EventBroadcaster;
@@ -35,6 +37,7 @@ struct Knobs {
     separator: String,
     listing_wait: Duration,
     events: Option<EventBroadcaster>,
+    icon_policy: OutboundPolicy,
 }
 
 pub(super) struct Inner {
@@ -43,6 +46,8 @@ pub(super) struct Inner {
     pub(super) result_cap: usize,
     pub(super) separator: String,
     pub(super) listing_wait: Duration,
+    pub(super) icon_policy: OutboundPolicy,
+    pub(super) icons: IconCache,
 }
 
 impl Drop for Inner {
@@ -120,6 +125,7 @@ impl McpHub {
                 separator: DEFAULT_SEPARATOR.into(),
                 listing_wait: DEFAULT_LISTING_WAIT,
                 events: None,
+                icon_policy: OutboundPolicy::new(),
             },
         )
     }
@@ -136,6 +142,8 @@ impl McpHub {
                 result_cap: knobs.result_cap,
                 separator: knobs.separator.clone(),
                 listing_wait: knobs.listing_wait,
+                icon_policy: knobs.icon_policy.clone(),
+                icons: IconCache::default(),
             }),
             configs,
             knobs,
@@ -222,6 +230,32 @@ impl McpHub {
         self.rebuild(|k| k.listing_wait = wait)
     }
 
+    /// Where the service may fetch the icons servers name by URL (default
+    /// [`OutboundPolicy::new`]: https to public addresses only); the host of an HTTP server's
+    /// own URL is always allowed for that server's icons. The browser never fetches them: the
+    /// service serves each icon from its own origin (see [`crate::host::IconImage`]).
+    pub fn with_icon_policy(self, policy: OutboundPolicy) -> Self {
+        self.rebuild(|k| k.icon_policy = policy)
+    }
+
+    /// The icon policy for `s`'s icons: the hub's, and `s`'s own host when it is an HTTP
+    /// server.
+    pub(super) fn icon_policy_for(&self, s: &Server) -> OutboundPolicy {
+        let policy = self.inner.icon_policy.clone();
+        let own = match &s.cfg.transport {
+            McpTransport::Http { url, .. } | McpTransport::Sse { url, .. } => {
+                reqwest::Url::parse(url)
+                    .ok()
+                    .and_then(|u| u.host_str().map(str::to_owned))
+            }
+            _ => None,
+        };
+        match own {
+            Some(host) => policy.with_allowed_host(host),
+            None => policy,
+        }
+    }
+
     /// Connects every server now and lists its tools, prompts and resources, in parallel.
     /// Failures are logged and kept for [`McpHub::status`]; they do not fail the hub.
     pub async fn start(&self) {
@@ -296,11 +330,12 @@ impl McpHub {
     }
 
     /// `(server, original name)` for an exposed tool name, from the (cached) listings.
-    async fn resolve_tool<'a>(
+    pub(super) async fn resolve_tool<'a>(
         &'a self,
         scope: &'a Scope,
         exposed: &str,
     ) -> Option<(&'a Arc<Server>, String)> {
+        let who = scope.principal();
         for s in self.servers_in(scope) {
             let original = if s.cfg.namespaced {
                 match exposed.strip_prefix(&format!("{}{}", s.name(), self.inner.separator)) {
@@ -310,7 +345,7 @@ impl McpHub {
             } else {
                 exposed
             };
-            if let Some(tools) = s.tools(Wait::ForCall).await
+            if let Some(tools) = s.tools(&who, Wait::ForCall).await
                 && tools.iter().any(|t| t.name == original)
             {
                 return Some((s, original.to_owned()));
@@ -323,9 +358,10 @@ impl McpHub {
     /// visibility).
     pub async fn list_tools(&self, scope: &Scope) -> Result<Vec<Tool>, HostError> {
         let wait = self.briefly();
+        let who = &scope.principal();
         let lists = join_all(
             self.servers_in(scope)
-                .map(|s| async move { (s, s.tools(wait).await) }),
+                .map(|s| async move { (s, s.tools(who, wait).await) }),
         )
         .await;
         let mut out = Vec::new();
@@ -391,7 +427,7 @@ impl McpHub {
             return Err(HostError::NotFound(format!("unknown tool {name:?}")));
         };
         let ui = s
-            .tools(Wait::ForCall)
+            .tools(&scope.principal(), Wait::ForCall)
             .await
             .and_then(|ts| {
                 ts.iter()

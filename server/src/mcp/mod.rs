@@ -17,6 +17,13 @@
 //!   wait that long until it lists again: a dead or hanging server does not hold up the first
 //!   token. On 2026-07-28 connections the notifications come on a `subscriptions/listen`
 //!   stream the hub opens for what the server advertises; on older ones, via the handler.
+//!   A listing's `ttlMs` outdates it when it passes, and a `private` listing is kept for the
+//!   principal it was fetched for alone (see `listing`'s docs for what `private` means on a
+//!   connection every principal shares).
+//! - **Icons** of servers, tools and prompts are loaded by the hub (`data:` decoded, http(s)
+//!   fetched under [`McpHub::with_icon_policy`]) and served by the service from its own
+//!   origin, never loaded by the browser from a server's host (see `icons` and
+//!   [`IconImage`](crate::host::IconImage)).
 //! - **Failures**: a tool's own error, a timeout (default 60 s) and a server that died during
 //!   the call are all `is_error` results (naming the server), never transport errors to the
 //!   model. A dead stdio server restarts on its next use; an HTTP session that expired (404)
@@ -35,6 +42,7 @@ pub(crate) mod convert;
 mod demo;
 pub(crate) mod http_client;
 mod hub;
+mod icons;
 mod listing;
 mod outbound;
 mod problems;

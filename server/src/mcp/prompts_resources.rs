@@ -14,25 +14,26 @@ use super::convert;
 use super::hub::McpHub;
 use super::listing::Wait;
 use crate::access::{Scope, matches_template};
-use crate::host::HostError;
+use crate::host::{HostError, Principal};
 
 impl McpHub {
     /// Every prompt of every reachable server in `scope` (namespaced like tools).
     pub async fn list_prompts(&self, scope: &Scope) -> Result<Vec<Prompt>, HostError> {
-        let lists = join_all(self.servers_in(scope).map(|s| self.prompts_of(s))).await;
+        let who = &scope.principal();
+        let lists = join_all(self.servers_in(scope).map(|s| self.prompts_of(s, who))).await;
         Ok(lists.into_iter().flatten().collect())
     }
 
-    async fn prompts_of(&self, s: &Arc<Server>) -> Vec<Prompt> {
+    async fn prompts_of(&self, s: &Arc<Server>, who: &Principal) -> Vec<Prompt> {
         // A server with no listing yet is left out; its refresh logged why.
-        s.prompts(self.briefly())
-            .await
-            .map(|ps| {
-                ps.iter()
-                    .map(|p| convert::prompt(p, &self.exposed(s, &p.name)))
-                    .collect()
-            })
-            .unwrap_or_default()
+        let Some(prompts) = s.prompts(who, self.briefly()).await else {
+            return Vec::new();
+        };
+        let server_icon = super::icons::has_icon(s.server_icons().as_deref());
+        prompts
+            .iter()
+            .map(|p| convert::prompt(p, &self.exposed(s, &p.name), server_icon))
+            .collect()
     }
 
     /// Expands a prompt (every message; non-text content summarised).
@@ -42,6 +43,7 @@ impl McpHub {
         name: &str,
         args: BTreeMap<String, String>,
     ) -> Result<PromptResult, HostError> {
+        let who = scope.principal();
         for s in self.servers_in(scope) {
             let original = if s.cfg.namespaced {
                 match name.strip_prefix(&format!("{}{}", s.name(), self.inner.separator)) {
@@ -51,7 +53,7 @@ impl McpHub {
             } else {
                 name.to_owned()
             };
-            let Some(prompts) = s.prompts(Wait::ForCall).await else {
+            let Some(prompts) = s.prompts(&who, Wait::ForCall).await else {
                 continue;
             };
             if !prompts.iter().any(|p| p.name == original) {
@@ -77,14 +79,41 @@ impl McpHub {
         Err(HostError::NotFound(format!("unknown prompt {name:?}")))
     }
 
+    /// The server and icons of the prompt exposed as `name` in `scope`.
+    pub(super) async fn prompt_icons<'a>(
+        &'a self,
+        scope: &'a Scope,
+        name: &str,
+    ) -> Option<(&'a Arc<Server>, Vec<rmcp::model::Icon>)> {
+        let who = scope.principal();
+        for s in self.servers_in(scope) {
+            let original = if s.cfg.namespaced {
+                match name.strip_prefix(&format!("{}{}", s.name(), self.inner.separator)) {
+                    Some(rest) => rest,
+                    None => continue,
+                }
+            } else {
+                name
+            };
+            let Some(prompts) = s.prompts(&who, Wait::ForCall).await else {
+                continue;
+            };
+            if let Some(p) = prompts.iter().find(|p| p.name == original) {
+                return Some((s, p.icons.clone().unwrap_or_default()));
+            }
+        }
+        None
+    }
+
     /// Resources and templates of every reachable server in `scope`, URIs unchanged.
     pub async fn list_resources(&self, scope: &Scope) -> Result<Vec<Resource>, HostError> {
-        let lists = join_all(self.servers_in(scope).map(|s| self.resources_of(s))).await;
+        let who = &scope.principal();
+        let lists = join_all(self.servers_in(scope).map(|s| self.resources_of(s, who))).await;
         Ok(lists.into_iter().flatten().collect())
     }
 
-    async fn resources_of(&self, s: &Arc<Server>) -> Vec<Resource> {
-        s.resources(self.briefly())
+    async fn resources_of(&self, s: &Arc<Server>, who: &Principal) -> Vec<Resource> {
+        s.resources(who, self.briefly())
             .await
             .map(|l| {
                 l.resources
@@ -104,8 +133,9 @@ impl McpHub {
         scope: &Scope,
         uri: &str,
     ) -> Result<ResourceResult, HostError> {
+        let who = scope.principal();
         for s in self.servers_in(scope) {
-            let Some(l) = s.resources(Wait::ForCall).await else {
+            let Some(l) = s.resources(&who, Wait::ForCall).await else {
                 continue;
             };
             let listed = l.resources.iter().any(|r| r.uri == uri)
@@ -113,7 +143,7 @@ impl McpHub {
                     .iter()
                     .any(|r| matches_template(&r.uri_template, uri));
             if listed {
-                return self.read_from(s, uri).await;
+                return self.read_from(s, &who, uri).await;
             }
         }
         // A view may read what its own server serves without listing it.
@@ -121,14 +151,19 @@ impl McpHub {
             .server()
             .and_then(|n| self.servers_in(scope).find(|s| s.name() == n))
         {
-            return self.read_from(s, uri).await;
+            return self.read_from(s, &who, uri).await;
         }
         Err(HostError::NotFound(format!(
             "no server offers the resource {uri:?}"
         )))
     }
 
-    async fn read_from(&self, s: &Arc<Server>, uri: &str) -> Result<ResourceResult, HostError> {
+    async fn read_from(
+        &self,
+        s: &Arc<Server>,
+        who: &Principal,
+        uri: &str,
+    ) -> Result<ResourceResult, HostError> {
         let r = s
             .read_resource(uri, self.inner.call_timeout)
             .await
@@ -136,7 +171,7 @@ impl McpHub {
                 CallError::Mcp(m) => HostError::NotFound(format!("{uri}: {m}")),
                 other => HostError::Upstream(other.to_string()),
             })?;
-        let listing_ui = s.resources(Wait::ForCall).await.and_then(|l| {
+        let listing_ui = s.resources(who, Wait::ForCall).await.and_then(|l| {
             let r = l.resources.iter().find(|r| r.uri == uri)?;
             super::ui_meta::ui_resource_meta(convert::wire(r).get("_meta"))
         });

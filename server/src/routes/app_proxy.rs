@@ -60,7 +60,9 @@ pub(crate) async fn proxy(state: &State, mut req: Req) -> Result<Response, ApiEr
             AppResult::ListResourceTemplates(ListResourceTemplatesResult { resource_templates })
         }
         AppCall::ListPrompts(_) => {
-            let prompts = access::list_prompts(host, &scope).await?;
+            let mut prompts = access::list_prompts(host, &scope).await?;
+            // The UI's icon flag is not MCP's (`icons`): views get none.
+            prompts.iter_mut().for_each(|p| p.icon = false);
             AppResult::ListPrompts(ListPromptsResult { prompts })
         }
     };

@@ -19,6 +19,7 @@ pub(crate) mod chat;
 pub(crate) mod conversations;
 pub(crate) mod csrf;
 pub(crate) mod events;
+pub(crate) mod icons;
 pub(crate) mod lists;
 pub(crate) mod prompts;
 mod req;
@@ -57,6 +58,7 @@ pub(crate) enum Endpoint {
     PromptGet,
     Resources,
     ResourceRead,
+    Icon,
     Upload,
     AppProxy,
     AppViewCreate,
@@ -153,7 +155,7 @@ const fn public(mut r: Route) -> Route {
 }
 
 /// Every route of the service, relative to the mount point (`""` is the page).
-pub(crate) static ROUTES: [Route; 47] = {
+pub(crate) static ROUTES: [Route; 48] = {
     use Endpoint as E;
     use Method as M;
     [
@@ -173,6 +175,8 @@ pub(crate) static ROUTES: [Route; 47] = {
         route(M::POST, "/api/prompts/get", E::PromptGet),
         route(M::GET, "/api/resources", E::Resources),
         route(M::POST, "/api/resources/read", E::ResourceRead),
+        // `{kind}/{name}`: `server/…`, `tool/…`, `prompt/…`.
+        route(M::GET, "/api/icons/{kind}", E::Icon),
         when(route(M::POST, "/api/upload", E::Upload), When::Upload),
         route(M::POST, "/api/app-proxy", E::AppProxy),
         route(M::POST, "/api/apps/view", E::AppViewCreate),

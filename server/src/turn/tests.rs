@@ -131,6 +131,7 @@ fn prompt(args: &[(&str, bool)]) -> Prompt {
                 required: *r,
             })
             .collect(),
+        icon: false,
     }
 }
 

@@ -35,6 +35,11 @@
 //!   the service's host when the feature is on): assembling a turn performs no network I/O.
 //!   Each call connects, re-lists, compares the accepted hash, calls only on a match (else the
 //!   tool is marked stale and the model is told to have the user review it), and disconnects.
+//! - **`ttlMs`, `cacheScope` and icons** (MCP 2026-07-28) do not apply here: a user's server
+//!   is theirs alone (no listing is shared across principals, so `private` holds by
+//!   construction), its tools are the snapshot the user accepted (refreshed when they ask, not
+//!   when a `ttlMs` passes), and each call's connection is its own (rmcp's response cache
+//!   lives and dies with it). The snapshot keeps no icons: a user's tools show none.
 //! - **Approval** of a user's tool is its stored value (`always` → allow, `ask`, `never` →
 //!   deny) in place of the operator's policy, except that the operator's `deny` wins; the
 //!   user's "always allow" list still turns an `ask` into an allow, as for any tool.

@@ -30,7 +30,9 @@ use super::upstream::{Call, CallOutcome, UpstreamError};
 use super::{UserMcp, UserMcpRecord};
 use crate::access::{Role, Scope};
 use crate::host::ToolSource;
-use crate::host::{CompleteRequest, EventStream, Host, HostError, Principal, RequestContext};
+use crate::host::{
+    CompleteRequest, EventStream, Host, HostError, IconImage, IconOf, Principal, RequestContext,
+};
 
 /// What the system prompt gains while the user has any of their own tools enabled: their
 /// output is data from a third party, never instructions.
@@ -301,6 +303,17 @@ impl Host for UserToolsHost {
 
     async fn read_resource(&self, scope: &Scope, uri: &str) -> Result<ResourceResult, HostError> {
         self.inner.read_resource(scope, uri).await
+    }
+
+    /// The wrapped host's icons (users' own tools have none: their listing is the snapshot the
+    /// user accepted, which keeps no icons).
+    async fn icon(
+        &self,
+        scope: &Scope,
+        of: IconOf,
+        name: &str,
+    ) -> Result<Option<IconImage>, HostError> {
+        self.inner.icon(scope, of, name).await
     }
 
     async fn augment_system_prompt(&self, cx: &RequestContext, current: String) -> String {

@@ -50,6 +50,7 @@ fn host() -> FakeHost {
                     description: None,
                     required: true,
                 }],
+                icon: false,
             },
             Prompt {
                 name: "elsewhere".into(),

@@ -249,6 +249,7 @@ async fn prompt_commands_expand_with_multiline_and_quoted_args() {
                 description: None,
                 required: true,
             }],
+            icon: false,
         },
         Prompt {
             name: "srv__style".into(),
@@ -265,6 +266,7 @@ async fn prompt_commands_expand_with_multiline_and_quoted_args() {
                     required: false,
                 },
             ],
+            icon: false,
         },
         Prompt {
             name: "failing".into(),

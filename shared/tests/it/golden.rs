@@ -391,11 +391,19 @@ fn prompts() {
             description: None,
             required: true,
         }],
+        icon: false,
     };
     assert_eq!(
         to(&p),
         json!({"name": "p", "arguments": [{"name": "a", "required": true}]})
     );
+    let with_icon = Prompt {
+        icon: true,
+        ..Prompt::default()
+    };
+    assert_eq!(to(&with_icon), json!({"name": "", "icon": true}));
+    let plain: Prompt = serde_json::from_value(json!({"name": "q"})).expect("a prompt");
+    assert!(!plain.icon, "absent means no icon");
     let r = PromptResult {
         description: None,
         messages: vec![PromptMessage {
@@ -828,6 +836,7 @@ fn app_results_have_mcp_shapes_and_read_back_by_call() {
                         description: None,
                         required: true,
                     }],
+                    icon: false,
                 }],
             }),
             json!({"prompts": [{"name": "review", "arguments": [{"name": "file", "required": true}]}]}),

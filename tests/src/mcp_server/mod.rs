@@ -28,8 +28,8 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::*;
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{
-    ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_handler, prompt_router,
-    schemars, tool, tool_handler, tool_router,
+    ErrorData as McpError, RoleServer, ServerHandler, prompt, prompt_router, schemars, tool,
+    tool_handler, tool_router,
 };
 use tokio::sync::broadcast;
 
@@ -256,9 +256,51 @@ impl TestServer {
     }
 }
 
+/// How long the test server's listings may be cached, for everyone (SEP-2549). rmcp's generated
+/// listings say `ttlMs: 0`, which the hub honours by listing again on every use; the hub's
+/// cache tests need a server that allows caching, so this one lists by hand with a day.
+pub const LISTING_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+
 #[tool_handler]
-#[prompt_handler]
 impl ServerHandler for TestServer {
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(
+            ListToolsResult::with_all_items(Self::tool_router().list_all())
+                .with_ttl_ms(LISTING_TTL_MS)
+                .with_cache_scope(CacheScope::Public),
+        )
+    }
+
+    async fn list_prompts(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(
+            ListPromptsResult::with_all_items(Self::prompt_router().list_all())
+                .with_ttl_ms(LISTING_TTL_MS)
+                .with_cache_scope(CacheScope::Public),
+        )
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let cx = rmcp::handler::server::prompt::PromptContext::new(
+            self,
+            request.name,
+            request.arguments,
+            context,
+        );
+        Self::prompt_router().get_prompt(cx).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
@@ -309,7 +351,9 @@ impl ServerHandler for TestServer {
                 Resource::new(SKILL_URI, "testing")
                     .with_description("How to write good tests")
                     .with_mime_type("text/markdown"),
-            ]));
+            ])
+            .with_ttl_ms(LISTING_TTL_MS)
+            .with_cache_scope(CacheScope::Public));
         }
         let mut first = ListResourcesResult::with_all_items(vec![
             Resource::new("test://static/hello.txt", "hello").with_mime_type("text/plain"),
@@ -318,7 +362,9 @@ impl ServerHandler for TestServer {
                 .with_meta(MetaObject(
                     rmcp::object!({"ui": {"prefersBorder": true, "domain": "listing.example"}}),
                 )),
-        ]);
+        ])
+        .with_ttl_ms(LISTING_TTL_MS)
+        .with_cache_scope(CacheScope::Public);
         first.next_cursor = Some("page2".into());
         Ok(first)
     }
@@ -330,7 +376,9 @@ impl ServerHandler for TestServer {
     ) -> Result<ListResourceTemplatesResult, McpError> {
         Ok(ListResourceTemplatesResult::with_all_items(vec![
             ResourceTemplate::new("test://item/{id}", "item").with_mime_type("text/plain"),
-        ]))
+        ])
+        .with_ttl_ms(LISTING_TTL_MS)
+        .with_cache_scope(CacheScope::Public))
     }
 
     async fn read_resource(

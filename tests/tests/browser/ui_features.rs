@@ -2,14 +2,17 @@
 //! re-applying the new messages (409), uploads by drop, edit-and-resend and regenerate, browser-mode
 //! history in sessionStorage, the argument form of a multi-argument MCP prompt, an upstream
 //! error shown in the bubble with Retry, a reply cut off by one kept and marked across a reload,
-//! and the host's set-up problems shown with their fixes.
+//! the host's set-up problems shown with their fixes, and MCP prompts' icons in the `/` menu.
 //!
 //! Skipped (with a message) only when Chromium is absent and `LMCHATKIT_EXPECT_BROWSER` is unset.
 
 use std::time::Duration;
 
-use lmchatkit::protocol::{Model, SetupProblem};
-use lmchatkit::{CompleteRequest, EventStream, Host, HostError, RequestContext, async_trait};
+use lmchatkit::host::{IconImage, IconOf};
+use lmchatkit::protocol::{Model, Prompt, SetupProblem, Tool, ToolResult};
+use lmchatkit::{
+    CompleteRequest, EventStream, Host, HostError, RequestContext, Scope, ToolSource, async_trait,
+};
 use lmchatkit_tests::browser::app::{
     ONE_AT_A_TIME, first_stored, idle, setup, setup_configured, setup_hosted, setup_with,
     start_chat, wait_saved,
@@ -481,4 +484,136 @@ async fn a_setup_problem_is_shown_with_its_fix_as_text() {
     b.wait_text(".lmck-assistant .lmck-md", "Hello from the mock model.")
         .await;
     idle(b).await;
+}
+
+/// A 1x1 PNG.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0xf0,
+    0x1f, 0x00, 0x05, 0x00, 0x01, 0xff, 0x89, 0x99, 0x3d, 0x1d, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// The test host with icons: its tool `get_weather` has one, and of two more prompts `sketch`
+/// has one and `skim` none, though the list promises it (the image must hide itself).
+struct WithIcons<H>(H);
+
+#[async_trait]
+impl<H: Host> Host for WithIcons<H> {
+    async fn models(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
+        self.0.models(cx).await
+    }
+    fn complete(&self, cx: &RequestContext, req: CompleteRequest) -> EventStream {
+        self.0.complete(cx, req)
+    }
+    async fn list_tools(&self, scope: &Scope) -> Result<Vec<Tool>, HostError> {
+        self.0.list_tools(scope).await
+    }
+    async fn call_tool(
+        &self,
+        scope: &Scope,
+        name: &str,
+        arguments: Value,
+    ) -> Result<ToolResult, HostError> {
+        self.0.call_tool(scope, name, arguments).await
+    }
+    async fn tool_source(&self, cx: &RequestContext, name: &str) -> ToolSource {
+        self.0.tool_source(cx, name).await
+    }
+    async fn list_prompts(&self, scope: &Scope) -> Result<Vec<Prompt>, HostError> {
+        let mut prompts = self.0.list_prompts(scope).await?;
+        for name in ["sketch", "skim"] {
+            prompts.push(Prompt {
+                name: name.into(),
+                description: Some(format!("The {name} prompt")),
+                icon: true,
+                ..Prompt::default()
+            });
+        }
+        Ok(prompts)
+    }
+    async fn icon(
+        &self,
+        _: &Scope,
+        of: IconOf,
+        name: &str,
+    ) -> Result<Option<IconImage>, HostError> {
+        let has = matches!(
+            (of, name),
+            (IconOf::Prompt, "sketch") | (IconOf::Tool, "get_weather")
+        );
+        Ok(has
+            .then(|| IconImage::new("image/png", PNG.to_vec()).ok())
+            .flatten())
+    }
+}
+
+/// The `/` menu shows a prompt's icon, loaded from the service's own origin, with its alt
+/// text; a prompt whose icon does not load shows none.
+#[tokio::test]
+async fn the_prompt_menu_shows_icons_from_the_service_and_hides_missing_ones() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_hosted(WithIcons, |c| c).await else {
+        return;
+    };
+    let b = &env.browser;
+    start_chat(b).await;
+    let input = b.wait_for(".lmck-input").await;
+    input.send_keys("/sk").await.unwrap();
+    b.wait_text(".lmck-menu", "/skim").await;
+    b.wait_js(
+        "the sketch icon to load",
+        "const i = document.querySelector('.lmck-menu img[alt=\"prompt icon: sketch\"]'); \
+         return !!i && i.complete && i.naturalWidth === 1;",
+    )
+    .await;
+    let src = b
+        .js("return document.querySelector('.lmck-menu img[alt=\"prompt icon: sketch\"]').src;")
+        .await;
+    assert_eq!(
+        src,
+        json!(env.server.url("/chat/api/icons/prompt/sketch")),
+        "the icon comes from the service"
+    );
+    b.wait_js(
+        "the missing icon to hide",
+        "const i = document.querySelector('.lmck-menu img[alt=\"prompt icon: skim\"]'); \
+         return !!i && i.hidden && i.getBoundingClientRect().width === 0;",
+    )
+    .await;
+    b.screenshot("18-prompt-icons").await;
+}
+
+/// The approval prompt and the tool card show the tool's icon, from the service's own origin.
+#[tokio::test]
+async fn a_tool_card_and_its_approval_show_the_tools_icon() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_hosted(WithIcons, |c| c).await else {
+        return;
+    };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("please use the tool").await;
+    let loaded = |scope: &str| {
+        format!(
+            "const i = document.querySelector('{scope} img[alt=\"tool icon: get_weather\"]'); \
+             return !!i && i.complete && i.naturalWidth === 1 && i.getBoundingClientRect().width === 16;"
+        )
+    };
+    b.wait_js("the icon on the approval", &loaded(".lmck-approval"))
+        .await;
+    b.wait_js("the icon on the tool card", &loaded(".lmck-tool summary"))
+        .await;
+    let src = b
+        .js("return document.querySelector('.lmck-tool summary img.lmck-icon').src;")
+        .await;
+    assert_eq!(
+        src,
+        json!(env.server.url("/chat/api/icons/tool/get_weather"))
+    );
+    b.click(".lmck-allow").await;
+    b.wait_text(".lmck-tool-result", "Oslo: sunny, 21 °C").await;
+    idle(b).await;
+    b.screenshot("19-tool-icon").await;
 }

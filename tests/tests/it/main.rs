@@ -15,6 +15,7 @@ mod chat_e2e;
 mod clap_tools;
 mod instances;
 mod layers;
+mod mcp_cache_icons;
 mod mcp_e2e;
 mod mcp_everything;
 mod mcp_hub;
