@@ -725,3 +725,64 @@ async fn engine_away_mid_reply(
         "{info}"
     );
 }
+
+/// PostgreSQL out of reach for longer than a run's lease (5 s) mid-reply: once it is back, B,
+/// looking at the run before A has refreshed the lease, may mark it failed (A may also win
+/// that race); either way A's reply goes on for its own client to its end and is saved whole,
+/// not marked failed, and B's view of the run ends (failed, or with the whole stream).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_away_past_the_lease_mid_reply_keeps_the_reply_going() {
+    let Some(mut cluster) = Cluster::new(Engine::Postgres).await else {
+        return;
+    };
+    let gate = engines::Gate::start("127.0.0.1:5432").await;
+    cluster.db = gate.url(&cluster.db);
+    let (a, b) = (cluster.instance(), cluster.instance());
+    // 200 deltas, one every 40 ms: 8 s.
+    save_question(&a, "long", "unhurried please").await;
+    let (run, mut on_a) = start_turn(&a, "long", "unhurried please").await;
+    let mut seen = Vec::new();
+    while seen.len() < 20 {
+        seen.push(on_a.next().await.expect("A's stream ended early"));
+    }
+    gate.close();
+    // 150 deltas: 6 s, past the lease.
+    let before = seen.len();
+    while seen.len() < before + 150 {
+        seen.push(on_a.next().await.expect("A's reply goes on"));
+    }
+    gate.open();
+    let on_b = follow(&b, &run).await.rest().await;
+    seen.extend(on_a.rest().await);
+    let data: Vec<Value> = seen
+        .iter()
+        .map(|e| serde_json::from_str(&e.data).unwrap())
+        .collect();
+    assert!(
+        data.iter().any(|v| v["type"] == "done") && data.iter().all(|v| v["type"] != "error"),
+        "A's reply ran to its end: {data:?}"
+    );
+    let streamed = text_of(&seen);
+    assert_eq!(streamed.split_whitespace().count(), 200, "{streamed}");
+    let last_on_b: Value = serde_json::from_str(&on_b.last().expect("B saw events").data).unwrap();
+    assert!(
+        last_on_b["type"] == "error" || on_b == seen,
+        "B's view ends failed or whole: {last_on_b}"
+    );
+    // The save may wait out the store's return (back-off up to 5 s): poll for it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let reply = stored_reply(&b, "long").await;
+        let whole = reply
+            .as_ref()
+            .is_some_and(|r| r["content"] == streamed.as_str() && r.get("failed").is_none());
+        if whole {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the reply was not saved whole: {reply:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -43,11 +43,13 @@
 //!   engine is back; nothing needs a restart (connections reopen, the stop listener
 //!   resubscribes). Tested with a `redis-server` of the test's own, stopped and started again
 //!   mid-reply, and with PostgreSQL's connections cut mid-reply (`tests/tests/it/instances.rs`).
-//!   Not covered: an engine away for longer than the lease that keeps its data (PostgreSQL, a
-//!   Redis with persistence) holds the run with its lease lapsed, so another instance that
-//!   looks at it in the second after the engine is back, before the running instance has
-//!   refreshed the lease, marks it failed; the running instance then stops it as taken over
-//!   (its reply so far saved), as for an instance that stalled.
+//!   An engine away for longer than the lease that keeps its data (PostgreSQL, a Redis with
+//!   persistence) holds the run with its lease lapsed, so another instance that looks at it
+//!   once the engine is back, before the running instance has refreshed the lease, marks it
+//!   failed (its followers see that end). The running instance, which saw the engine out of
+//!   reach meanwhile, then only stops copying: the reply goes on for its own client and its
+//!   save replaces the copy marked failed. An instance that stalled without seeing the engine
+//!   fail (a pause) stops the run as taken over, as before.
 //! - **Retention**: a finished run stays readable for [`local::RETENTION`]; a running run for
 //!   a day (refreshed while it runs), so nothing outlives a lost run for long. A run's log
 //!   keeps about its last [`MAX_ENTRIES`] frames (a longer reply keeps its end).
@@ -596,6 +598,7 @@ async fn copy(
         registration: &registration,
         backlog: Vec::new(),
         reachable: true,
+        cut_off: false,
         taken_over: false,
     };
     let status = loop {
@@ -634,7 +637,10 @@ async fn copy(
                     Ok(Found::StopAsked) => run.stop(),
                     Ok(Found::Unknown) => copier.register_again().await,
                     Ok(Found::Running | Found::Ended) => {}
-                    Err(e) => tracing::warn!(run = %run.id(), error = %e, "refreshing the run's lease failed"),
+                    Err(e) => {
+                        copier.cut_off = true;
+                        tracing::warn!(run = %run.id(), error = %e, "refreshing the run's lease failed");
+                    }
                 }
                 copier.send().await;
             }
@@ -678,6 +684,9 @@ struct Copier<'a> {
     backlog: Vec<(u64, Bytes)>,
     /// Whether the last attempt reached the engine.
     reachable: bool,
+    /// An attempt failed since the last frames the engine took: this instance was cut off
+    /// from it for a while.
+    cut_off: bool,
     /// The run was marked failed elsewhere, or its conversation taken by another run: it is
     /// stopped and nothing more is copied.
     taken_over: bool,
@@ -685,7 +694,33 @@ struct Copier<'a> {
 
 impl Copier<'_> {
     /// Sends the backlog, a batch at a time; what could not be sent stays for the next try.
+    /// Back in touch after being cut off, it renews the run's lease before anything else, so
+    /// no other instance finds the lease lapsed once this one is heard from again.
     async fn send(&mut self) {
+        if self.cut_off && !self.taken_over {
+            match self.log.refresh(self.run.id()).await {
+                Ok(Found::Running) => self.cut_off = false,
+                Ok(Found::StopAsked) => {
+                    self.cut_off = false;
+                    self.run.stop();
+                }
+                Ok(Found::Ended) => {
+                    self.went_on_alone();
+                    return;
+                }
+                Ok(Found::Unknown) => {
+                    self.register_again().await;
+                    if !self.reachable {
+                        return;
+                    }
+                    self.cut_off = false;
+                }
+                Err(_) => {
+                    self.reachable = false;
+                    return;
+                }
+            }
+        }
         while !self.taken_over && !self.backlog.is_empty() {
             let n = self.backlog.len().min(BATCH);
             match append_retrying(self.log, self.run.id(), &self.backlog[..n]).await {
@@ -693,6 +728,7 @@ impl Copier<'_> {
                     self.reachable = true;
                     self.backlog.drain(..n);
                 }
+                Some(Found::Ended) if self.cut_off => self.went_on_alone(),
                 Some(Found::Ended) => {
                     tracing::warn!(run = %self.run.id(), "the run was marked failed elsewhere (its lease lapsed); stopping it");
                     self.taken_over = true;
@@ -706,10 +742,19 @@ impl Copier<'_> {
                 }
                 None => {
                     self.reachable = false;
+                    self.cut_off = true;
                     return;
                 }
             }
         }
+    }
+
+    /// The engine was away longer than the lease, and another instance that looked at the run
+    /// first once it was back marked it failed (its followers saw that end). The reply goes on
+    /// for its own client and is saved; only the copy ends.
+    fn went_on_alone(&mut self) {
+        tracing::warn!(run = %self.run.id(), "the run was marked failed elsewhere while the shared engine was out of reach; the reply goes on here");
+        self.taken_over = true;
     }
 
     /// Gives the run again to an engine that lost it: its record as at its start, then its
@@ -730,6 +775,7 @@ impl Copier<'_> {
             Err(e) => {
                 tracing::warn!(run = %self.run.id(), error = %e, "registering the run again failed");
                 self.reachable = false;
+                self.cut_off = true;
             }
         }
     }

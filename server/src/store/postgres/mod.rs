@@ -353,7 +353,12 @@ impl PostgresStore {
             schema::migrate(&mut client, options.schema()).await
         }
         .await
-        .map_err(|e| store.scrubbed(e))?;
+        .map_err(|e| match store.scrubbed(e) {
+            // At connect, a server out of reach is the deployment's to fix, not a moment to
+            // wait out.
+            HistoryError::Busy(m) => HistoryError::Storage(m),
+            e => e,
+        })?;
         tracing::info!(target = ?store.target, applied, "PostgreSQL history");
         Ok(store)
     }
