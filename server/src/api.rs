@@ -405,17 +405,24 @@ pub(crate) fn framed_page(html: String, csp: HeaderValue, cache: &'static str) -
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
+    locked_down(h, csp, cache);
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    res
+}
+
+/// Sets what a response whose body the service does not vouch for carries (a framed page, an
+/// MCP server's icon): `csp` as its `Content-Security-Policy`, no MIME sniffing, `cache` as its
+/// `Cache-Control`.
+pub(crate) fn locked_down(h: &mut http::HeaderMap, csp: HeaderValue, cache: &'static str) {
     h.insert(header::CONTENT_SECURITY_POLICY, csp);
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    res
 }
 
 #[cfg(test)]

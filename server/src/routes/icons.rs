@@ -14,7 +14,7 @@
 use http::{HeaderValue, StatusCode, header};
 
 use crate::access;
-use crate::api::{ApiError, Response, empty, etag_of, full, json, not_modified};
+use crate::api::{ApiError, Response, empty, etag_of, full, json, locked_down, not_modified};
 use crate::host::IconOf;
 use crate::routes::Req;
 use crate::state::State;
@@ -61,14 +61,6 @@ pub(crate) async fn icon(state: &State, req: Req, param: &str) -> Result<Respons
     if let Ok(v) = HeaderValue::from_str(&etag) {
         h.insert(header::ETAG, v);
     }
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(ICON_CACHE));
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(ICON_CSP),
-    );
+    locked_down(h, HeaderValue::from_static(ICON_CSP), ICON_CACHE);
     Ok(res)
 }

@@ -13,20 +13,12 @@ use std::time::Duration;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::mcp::{McpHub, McpServerConfig, OutboundPolicy};
 use lmchatkit::{ChatService, Config, Principal, RequestContext, Scope, StandardHost, ToolSource};
+use lmchatkit_tests::PNG;
 use lmchatkit_tests::mcp_server::python_bin;
 use lmchatkit_tests::mock_upstream::MockUpstream;
 use lmchatkit_tests::serve::{Served, serve, serve_as};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// The 1x1 PNG the Python server uses (its server icon).
-const PNG: &[u8] = &[
-    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
-    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
-    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0xf0,
-    0x1f, 0x00, 0x05, 0x00, 0x01, 0xff, 0x89, 0x99, 0x3d, 0x1d, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
-    0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
-];
 
 /// The hub's config of the Python server, or `None` (with a note) without Python's `mcp`.
 fn server(ttl_ms: u64, scope: &str, extra: &[String]) -> Option<McpServerConfig> {
@@ -143,6 +135,13 @@ async fn two_principals_never_see_each_others_private_listing() {
     assert_eq!(
         hub.tool_source(&bob, "cache__gen_2").await,
         ToolSource::Unknown
+    );
+    // Nor does its icon show: an icon is looked up in the caller's own listing.
+    let of = lmchatkit::host::IconOf::Tool;
+    assert!(hub.icon(&ada, of, "cache__gen_2").await.unwrap().is_some());
+    assert!(
+        hub.icon(&bob, of, "cache__gen_2").await.unwrap().is_none(),
+        "bob gets no icon of a tool only ada's listing offers"
     );
 }
 
