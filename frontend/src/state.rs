@@ -260,9 +260,11 @@ impl Chat {
                 .find(|m| m.data.with(|d| d.role == Role::Assistant))
                 .is_some_and(|m| {
                     m.data.with(|d| {
-                        d.tool_calls
-                            .iter()
-                            .any(|c| c.approval == Some(lmchatkit_protocol::Approval::Pending))
+                        d.tool_calls.iter().any(|c| {
+                            c.approval == Some(lmchatkit_protocol::Approval::Pending)
+                                || c.input_request.is_some()
+                                || c.task.is_some()
+                        })
                     })
                 })
         })

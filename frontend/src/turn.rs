@@ -21,13 +21,15 @@
 //!   again.
 //! - Without `--cfg lmchatkit_split` the code is linked in and the same path runs.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use lmchatkit_protocol::{
-    Approval, ChatRequest, Content, Event, HistoryMode, Message, ToolCallRequest, ToolCallSource,
+    Approval, ChatRequest, Content, Event, HistoryMode, InputAnswer, InputAnswers, InputRequired,
+    Message, TaskPoll, ToolCall, ToolCallRequest, ToolCallSource, ToolResult, ToolTask,
 };
 use serde_json::json;
 
@@ -37,6 +39,7 @@ use crate::follow::{self, Kind};
 use crate::history::{self, persist};
 use crate::lazy::Loader;
 use crate::reply::ReplyWriter;
+use crate::results::CallKey;
 use crate::state::{Chat, RefRead, Store, UiMessage, deny_message, now_ms};
 
 /// Stops the streaming reply (this tab's turn, or a run it follows): see [`follow::stop`]. The
@@ -309,8 +312,11 @@ async fn run_now(store: Store, chat: Chat) {
         if calls.iter().any(|c| c.approval == Some(Approval::Pending)) {
             break; // resumed by `decide`
         }
-        execute(store, &chat, &ui).await;
+        let waiting = execute(store, &chat, &ui).await;
         persist(store, &chat);
+        if waiting {
+            break; // resumed by `answer_input`
+        }
     }
     store.busy.set(false);
     if !chat.has_pending() {
@@ -427,20 +433,35 @@ pub fn decide(store: Store, chat: Chat, ui: UiMessage, call_id: String, approval
 
 /// Runs the decided calls and the turns after them (in the chunk).
 async fn resume_now(store: Store, chat: Chat, ui: UiMessage) {
-    execute(store, &chat, &ui).await;
+    let waiting = execute(store, &chat, &ui).await;
     persist(store, &chat);
+    if waiting {
+        store.busy.set(false);
+        return;
+    }
     run_now(store, chat).await;
 }
 
 /// Runs the approved calls of `ui` in order and appends one tool message per call (the deny
-/// message for denied ones). HTTP errors from `/api/tools/call` are tool errors.
-async fn execute(store: Store, chat: &Chat, ui: &UiMessage) {
+/// message for denied ones). HTTP errors from `/api/tools/call` are tool errors. A call that
+/// asks for the user's input gets its request instead of a message; `true` when one waits.
+async fn execute(store: Store, chat: &Chat, ui: &UiMessage) -> bool {
     let calls = ui.data.with_untracked(|m| m.tool_calls.clone());
+    let mut waiting = false;
     for call in calls {
         // Answered calls are those of this message only (ids repeat across replies).
         let key = (ui.key.clone(), call.id.clone());
         if chat.results.with_untracked(|r| r.contains_key(&key)) {
             continue; // already answered
+        }
+        if call.input_request.is_some() {
+            waiting = true;
+            continue; // answered by `answer_input`
+        }
+        if call.task.is_some() {
+            waiting = true;
+            follow_task(store, chat.clone(), ui.clone(), call.id.clone());
+            continue; // its result comes from `follow_task`
         }
         let (text, is_error, extra) = match call.approval {
             Some(Approval::Denied) => (deny_message(&call.name), false, None),
@@ -455,37 +476,237 @@ async fn execute(store: Store, chat: &Chat, ui: &UiMessage) {
                     arguments: call.arguments.clone(),
                     source: ToolCallSource::Model,
                     via: None,
+                    call_id: Some(call.id.clone()),
+                    input: None,
+                    task: None,
                 };
                 let res = store.api().call_tool(&req).await;
                 chat.running.update(|r| {
                     r.remove(&key);
                 });
                 match res {
-                    Ok(r) => (r.content.clone(), r.is_error, Some(r)),
+                    Ok(mut r) => {
+                        if let Some(task) = r.task.take() {
+                            set_task(ui, &call.id, Some(task));
+                            waiting = true;
+                            follow_task(store, chat.clone(), ui.clone(), call.id.clone());
+                            continue;
+                        }
+                        match r.input_required.take() {
+                            Some(request) => {
+                                set_input_request(ui, &call.id, Some(request));
+                                waiting = true;
+                                continue;
+                            }
+                            None => (r.content.clone(), r.is_error, Some(r)),
+                        }
+                    }
                     Err(e) => (format!("[error] {e}"), true, None),
                 }
             }
             _ => continue,
         };
-        if is_error {
-            ui.data.update(|d| {
-                if let Some(c) = d.tool_calls.iter_mut().find(|c| c.id == call.id) {
-                    c.approval = Some(Approval::Error);
-                }
-            });
-        }
-        let mut m = Message::tool(call.id.clone(), call.name.clone(), text.clone());
-        m.is_error = is_error;
-        m.created_at = Some(now_ms());
-        if let Some(r) = extra {
-            m.structured_content = r.structured_content;
-            m.ui = r.ui;
-        }
-        chat.results.update(|r| {
-            r.insert(key, (text, is_error));
-        });
-        chat.push(UiMessage::new(m));
+        record(chat, ui, &call, key, text, is_error, extra);
     }
+    waiting
+}
+
+/// Sets (or clears) the request for input a call of `ui` waits on.
+fn set_input_request(ui: &UiMessage, call_id: &str, request: Option<InputRequired>) {
+    ui.data.update(|d| {
+        if let Some(c) = d.tool_calls.iter_mut().find(|c| c.id == call_id) {
+            c.input_request = request;
+        }
+    });
+}
+
+/// The user answered the request for input of a call of `ui`: the call is made again with the
+/// answers (`/api/tools/call` with `input`). It may ask again (the card shows the new request);
+/// otherwise its result is recorded and, once nothing else waits, the turn goes on.
+pub fn answer_input(
+    store: Store,
+    chat: Chat,
+    ui: UiMessage,
+    call_id: String,
+    answers: BTreeMap<String, InputAnswer>,
+) {
+    let Some(call) = ui
+        .data
+        .with_untracked(|d| d.tool_calls.iter().find(|c| c.id == call_id).cloned())
+    else {
+        return;
+    };
+    let Some(ticket) = call.input_request.as_ref().and_then(|r| r.ticket.clone()) else {
+        return;
+    };
+    spawn_local(async move {
+        store.busy.set(true);
+        let key = (ui.key.clone(), call.id.clone());
+        chat.running.update(|r| {
+            r.insert(key.clone());
+        });
+        let req = ToolCallRequest {
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            source: ToolCallSource::Model,
+            via: None,
+            call_id: Some(call.id.clone()),
+            input: Some(InputAnswers { ticket, answers }),
+            task: None,
+        };
+        let res = store.api().call_tool(&req).await;
+        chat.running.update(|r| {
+            r.remove(&key);
+        });
+        let (text, is_error, extra) = match res {
+            Ok(mut r) => match r.input_required.take() {
+                Some(request) => {
+                    set_input_request(&ui, &call.id, Some(request));
+                    persist(store, &chat);
+                    store.busy.set(false);
+                    return;
+                }
+                None => (r.content.clone(), r.is_error, Some(r)),
+            },
+            Err(e) => (format!("[error] {e}"), true, None),
+        };
+        set_input_request(&ui, &call.id, None);
+        record(&chat, &ui, &call, key, text, is_error, extra);
+        persist(store, &chat);
+        go_on(store, chat, ui).await;
+    });
+}
+
+/// Once no call of `ui` waits (for approval, input or a task), the turn goes on.
+async fn go_on(store: Store, chat: Chat, ui: UiMessage) {
+    let waits = ui.data.with_untracked(|d| {
+        d.tool_calls.iter().any(|c| {
+            c.approval == Some(Approval::Pending) || c.input_request.is_some() || c.task.is_some()
+        })
+    });
+    if waits {
+        store.busy.set(false);
+        return;
+    }
+    store.busy.set(true);
+    match code().await {
+        Some(code) => (code.resume)(store, chat, ui).await,
+        None => {
+            store.busy.set(false);
+            store.notice.set(Some(NOT_LOADED.to_owned()));
+        }
+    }
+}
+
+/// Sets (or clears) the task a call of `ui` runs as.
+fn set_task(ui: &UiMessage, call_id: &str, task: Option<ToolTask>) {
+    ui.data.update(|d| {
+        if let Some(c) = d.tool_calls.iter_mut().find(|c| c.id == call_id) {
+            c.task = task;
+        }
+    });
+}
+
+thread_local! {
+    /// The calls whose task this tab polls (one poller each).
+    static POLLING: std::cell::RefCell<std::collections::HashSet<CallKey>> =
+        std::cell::RefCell::new(std::collections::HashSet::new());
+    /// The calls whose task the user asked to cancel.
+    static CANCEL: std::cell::RefCell<std::collections::HashSet<CallKey>> =
+        std::cell::RefCell::new(std::collections::HashSet::new());
+}
+
+/// Cancels the task of a call of `ui` (at its next poll, which comes at once).
+pub fn cancel_task(ui: &UiMessage, call_id: &str) {
+    CANCEL.with(|c| c.borrow_mut().insert((ui.key.clone(), call_id.to_owned())));
+}
+
+/// Polls the task a call of `ui` runs as, at the server's interval (kept within 100 ms and
+/// 5 s), until its result comes; then records it and the turn goes on. One poller per call in
+/// this tab (a reload starts it again from the saved call).
+pub fn follow_task(store: Store, chat: Chat, ui: UiMessage, call_id: String) {
+    let key: CallKey = (ui.key.clone(), call_id.clone());
+    if !POLLING.with(|p| p.borrow_mut().insert(key.clone())) {
+        return;
+    }
+    spawn_local(async move {
+        loop {
+            let Some(call) = ui
+                .data
+                .with_untracked(|d| d.tool_calls.iter().find(|c| c.id == call_id).cloned())
+            else {
+                break;
+            };
+            let Some(task) = call.task.clone() else { break };
+            let cancel = CANCEL.with(|c| c.borrow_mut().remove(&key));
+            if !cancel {
+                let wait = task.poll_interval_ms.unwrap_or(1000).clamp(100, 5000);
+                crate::timer::sleep(wait as u32).await;
+                if CANCEL.with(|c| c.borrow().contains(&key)) {
+                    continue; // cancel at once
+                }
+            }
+            let req = ToolCallRequest {
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                source: ToolCallSource::Model,
+                via: None,
+                call_id: Some(call.id.clone()),
+                input: None,
+                task: Some(TaskPoll {
+                    ticket: task.ticket.clone().unwrap_or_default(),
+                    cancel,
+                }),
+            };
+            let (text, is_error, extra) = match store.api().call_tool(&req).await {
+                Ok(mut r) => match r.task.take() {
+                    Some(t) => {
+                        set_task(&ui, &call.id, Some(t));
+                        continue;
+                    }
+                    None => (r.content.clone(), r.is_error, Some(r)),
+                },
+                Err(e) => (format!("[error] {e}"), true, None),
+            };
+            set_task(&ui, &call.id, None);
+            record(&chat, &ui, &call, key.clone(), text, is_error, extra);
+            persist(store, &chat);
+            POLLING.with(|p| p.borrow_mut().remove(&key));
+            go_on(store, chat, ui).await;
+            return;
+        }
+        POLLING.with(|p| p.borrow_mut().remove(&key));
+    });
+}
+
+/// Records `call`'s result: the tool message answering it, and the card's result.
+fn record(
+    chat: &Chat,
+    ui: &UiMessage,
+    call: &ToolCall,
+    key: CallKey,
+    text: String,
+    is_error: bool,
+    extra: Option<ToolResult>,
+) {
+    if is_error {
+        ui.data.update(|d| {
+            if let Some(c) = d.tool_calls.iter_mut().find(|c| c.id == call.id) {
+                c.approval = Some(Approval::Error);
+            }
+        });
+    }
+    let mut m = Message::tool(call.id.clone(), call.name.clone(), text.clone());
+    m.is_error = is_error;
+    m.created_at = Some(now_ms());
+    if let Some(r) = extra {
+        m.structured_content = r.structured_content;
+        m.ui = r.ui;
+    }
+    chat.results.update(|r| {
+        r.insert(key, (text, is_error));
+    });
+    chat.push(UiMessage::new(m));
 }
 
 /// Says that `/compact` failed (the transcript is unchanged).

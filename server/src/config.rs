@@ -137,6 +137,8 @@ pub(crate) struct Settings {
     pub(crate) system_prompt: String,
     /// Model calls per request of the server-side agent loop.
     pub(crate) max_steps: usize,
+    /// How long a request for the user's input waits.
+    pub(crate) input_ttl: Duration,
 }
 
 /// Reports MCP server states for `/api/config`.
@@ -231,6 +233,7 @@ impl Config {
                     operator: None,
                     system_prompt: crate::turn::FALLBACK_SYSTEM_PROMPT.to_owned(),
                     max_steps: crate::agent::DEFAULT_MAX_STEPS,
+                    input_ttl: crate::access::input::DEFAULT_INPUT_TTL,
                 },
                 parts: HostSupplied {
                     host,
@@ -589,8 +592,16 @@ impl ConfigBuilder {
         self
     }
 
+    /// How long a tool's request for the user's input (MCP elicitation: a form or a URL) waits
+    /// for an answer; answers sent later count as `cancel` (see [`crate::access::input`]).
+    /// Default: [`DEFAULT_INPUT_TTL`](crate::DEFAULT_INPUT_TTL), 10 minutes.
+    pub fn input_request_ttl(mut self, ttl: Duration) -> Self {
+        self.config.settings.input_ttl = ttl;
+        self
+    }
+
     /// A secret every instance of the service shares, from which it derives the keys of what
-    /// it signs (the AI SDK route's approval ids), each under a label of its own. Give every
+    /// it signs (the AI SDK route's approval ids, the tickets of requests for input), each under a label of its own. Give every
     /// instance behind one load balancer the same one, at least [`MIN_SIGNING_SECRET`] random
     /// bytes. Without it (the default) the keys are random per process: what one instance
     /// signed does not verify on another, nor after a restart.

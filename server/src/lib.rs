@@ -120,13 +120,14 @@ pub use presets as catalog;
 pub use store as history;
 
 pub use access::approval::ApprovalPolicy;
+pub use access::input::DEFAULT_INPUT_TTL;
 pub use access::{Scope, Sources};
 pub use api::{ApiError, ResponseBody};
 pub use async_trait::async_trait;
 pub use config::{Config, ConfigBuilder, ConfigError};
 pub use error::Failure;
 pub use host::{
-    CompleteRequest, EventStream, Host, HostError, Principal, RequestContext, ToolSource,
+    CompleteRequest, EventStream, Host, HostError, Principal, RequestContext, ToolInput, ToolSource,
 };
 pub use live::events::EventBroadcaster;
 pub use lmchatkit_protocol as protocol;

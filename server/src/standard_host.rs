@@ -21,7 +21,8 @@ use crate::access::Scope;
 #[cfg(feature = "clap-tools")]
 use crate::clap_tools::ClapToolset;
 use crate::host::{
-    CompleteRequest, EventStream, Host, HostError, IconImage, IconOf, RequestContext, ToolSource,
+    CompleteRequest, EventStream, Host, HostError, IconImage, IconOf, RequestContext, ToolInput,
+    ToolSource,
 };
 #[cfg(feature = "mcp")]
 use crate::mcp::McpHub;
@@ -219,6 +220,44 @@ impl Host for StandardHost {
             return hub.call_tool(scope, name, arguments).await;
         }
         self.llm.call_tool(scope, name, arguments).await
+    }
+
+    async fn call_tool_with_input(
+        &self,
+        scope: &Scope,
+        name: &str,
+        arguments: Value,
+        input: ToolInput,
+    ) -> Result<ToolResult, HostError> {
+        #[cfg(feature = "clap-tools")]
+        if self.toolset(name).is_some() {
+            return Err(HostError::Unsupported(format!(
+                "tool {name:?} is a command-line tool, which never asks for input"
+            )));
+        }
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub
+                .call_tool_with_input(scope, name, arguments, input)
+                .await;
+        }
+        self.llm
+            .call_tool_with_input(scope, name, arguments, input)
+            .await
+    }
+
+    async fn poll_tool_task(
+        &self,
+        scope: &Scope,
+        name: &str,
+        task_id: &str,
+        cancel: bool,
+    ) -> Result<ToolResult, HostError> {
+        #[cfg(feature = "mcp")]
+        if let Some(hub) = &self.mcp {
+            return hub.poll_tool_task(scope, name, task_id, cancel).await;
+        }
+        self.llm.poll_tool_task(scope, name, task_id, cancel).await
     }
 
     async fn list_prompts(&self, scope: &Scope) -> Result<Vec<Prompt>, HostError> {

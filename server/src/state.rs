@@ -14,6 +14,7 @@ use std::sync::Arc;
 use lmchatkit_protocol::{Model, ServerEvent, ServerEventType};
 
 use crate::access::approval::Approvals;
+use crate::access::input::InputTickets;
 use crate::aisdk::approval_id::ApprovalKey;
 use crate::api::ApiError;
 use crate::apps::origins::{Base, Sandboxes};
@@ -48,6 +49,8 @@ pub(crate) struct State {
     pub(crate) streams: Streams,
     /// Signs the approval ids of the AI SDK route.
     pub(crate) approval_key: ApprovalKey,
+    /// Signs and checks the tickets of tools' requests for the user's input.
+    pub(crate) input_tickets: crate::access::input::InputTickets,
     /// Facts about models beyond the host's list.
     pub(crate) catalog: Catalog,
     /// The approval policy and the per-principal "always allow" store.
@@ -132,6 +135,10 @@ impl State {
         let history = parts.history;
         #[cfg(shared_engine)]
         let on_reaped = history.clone().map(mark_lost_replies);
+        let input_tickets = match parts.signing_secret.as_ref() {
+            Some(s) => InputTickets::derive(&s.0, settings.input_ttl),
+            None => InputTickets::random(settings.input_ttl),
+        };
         Self {
             approvals,
             views,
@@ -153,6 +160,7 @@ impl State {
                 .signing_secret
                 .as_ref()
                 .map_or_else(ApprovalKey::random, |s| ApprovalKey::derive(&s.0)),
+            input_tickets,
             catalog: parts.catalog.unwrap_or_else(Catalog::builtin),
             #[cfg(feature = "mcp")]
             user_mcp: parts.user_mcp,
@@ -178,6 +186,7 @@ impl State {
             host: self.host.clone(),
             decide: self.approvals.clone(),
             max_steps: self.settings.max_steps,
+            tickets: self.input_tickets.clone(),
         }
     }
 
@@ -202,6 +211,7 @@ impl State {
         crate::aisdk::chat::Services {
             turn: self.turn(),
             approval_key: &self.approval_key,
+            input_tickets: &self.input_tickets,
         }
     }
 

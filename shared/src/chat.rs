@@ -317,6 +317,16 @@ pub struct ToolCall {
     /// strips them, as `approval`, before the model sees the conversation; omitted when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hints: Vec<crate::ArgumentHint>,
+    /// UI-only: the call waits for the user's input (a form or a URL the tool asked for, with
+    /// its ticket), saved with the conversation so a reload asks again. The service strips it,
+    /// as `approval`, before the model sees the conversation; omitted when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_request: Option<crate::InputRequired>,
+    /// UI-only: the call runs as a task on its server (its state and ticket), saved with the
+    /// conversation so a reload polls it again. Stripped, as `approval`, before the model sees
+    /// the conversation; omitted when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<crate::ToolTask>,
 }
 
 fn empty_object() -> Value {
@@ -332,6 +342,8 @@ impl ToolCall {
             arguments,
             approval: None,
             hints: Vec::new(),
+            input_request: None,
+            task: None,
         }
     }
 }

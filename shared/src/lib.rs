@@ -16,6 +16,7 @@ mod app_rpc;
 mod approval;
 mod chat;
 mod history;
+mod input;
 mod mcp;
 mod menus;
 mod requests;
@@ -41,6 +42,10 @@ pub use history::{
     Branch, BranchSwitch, ConflictResponse, ConversationPatch, ConversationSummary,
     ConversationTotals, ConversationTree, SaveResponse, SearchHit, SearchResponse, ServerEvent,
     ServerEventType, StoredConversation, TreeNode,
+};
+pub use input::{
+    INPUT_REQUEST_DATA, InputAction, InputAnswer, InputAnswers, InputKind, InputQuestion,
+    InputRequestData, InputRequired, TOOL_TASK_DATA, TaskPoll, TaskState, ToolTask, ToolTaskData,
 };
 pub use mcp::{
     Prompt, PromptArgument, PromptMessage, PromptResult, Resource, ResourceResult, Tool, ToolFile,

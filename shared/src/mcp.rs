@@ -156,6 +156,15 @@ pub struct ToolResult {
     /// parts); the model reads only their summary in `content`. Omitted when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<ToolFile>,
+    /// The call waits for the user's input (a form or a URL) and has no result yet: the
+    /// client asks the user and calls again with the answers (see [`InputRequired`](crate::InputRequired)).
+    /// `content` then only says so. Omitted when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_required: Option<crate::InputRequired>,
+    /// The call runs as a task on its server and has no result yet: the client polls it (see
+    /// [`ToolTask`](crate::ToolTask)). `content` then only says so. Omitted when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<crate::ToolTask>,
 }
 
 /// A file (an image) a tool returned, base64-encoded.

@@ -134,6 +134,16 @@ pub struct ToolCallRequest {
     /// For app calls: the tool whose view is calling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<String>,
+    /// The model's id of the call (native turns): what a request for the user's input is
+    /// bound to. Omitted when the caller has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// The user's answers to the call's request for input: the call is made again with them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<crate::InputAnswers>,
+    /// Poll (or cancel) the call's task instead of calling again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<crate::TaskPoll>,
 }
 
 /// Body of `POST {prefix}/api/prompts/get`.

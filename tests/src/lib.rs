@@ -16,6 +16,7 @@ pub mod mutable_mcp;
 pub mod notes;
 pub mod quiet;
 pub mod serve;
+pub mod task_server;
 pub mod test_host;
 
 /// The book's chapters (`docs/src/`) and the README: their Rust code blocks compile (and run,

@@ -13,6 +13,7 @@ use lmchatkit_protocol::{Approval, Content, ContentPart, Role};
 
 use crate::components::approval::ApprovalCard;
 use crate::components::attachments::RefChips;
+use crate::components::input_request::{InputCard, TaskCard};
 use crate::components::tool_card::ToolCard;
 use crate::components::{copy_text, store, time_of};
 use crate::markdown;
@@ -202,8 +203,20 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
             calls
                 .get()
                 .into_iter()
-                .filter(|c| c.approval == Some(Approval::Pending))
-                .map(|c| view! { <ApprovalCard call=c chat=chat.clone() ui=ui.clone() /> })
+                .filter(|c| {
+                    c.approval == Some(Approval::Pending)
+                        || c.input_request.is_some()
+                        || c.task.is_some()
+                })
+                .map(|c| {
+                    if c.task.is_some() {
+                        view! { <TaskCard call=c chat=chat.clone() ui=ui.clone() /> }.into_any()
+                    } else if c.input_request.is_some() {
+                        view! { <InputCard call=c chat=chat.clone() ui=ui.clone() /> }.into_any()
+                    } else {
+                        view! { <ApprovalCard call=c chat=chat.clone() ui=ui.clone() /> }.into_any()
+                    }
+                })
                 .collect_view()
         }
     };

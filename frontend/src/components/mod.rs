@@ -7,6 +7,7 @@ pub mod combo;
 pub mod composer;
 pub mod diagrams;
 pub mod icon;
+pub mod input_request;
 pub mod menus;
 pub mod message;
 pub mod model_fields;

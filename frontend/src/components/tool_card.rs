@@ -18,6 +18,9 @@ pub fn status_of(call: &ToolCall, running: bool, result: Option<&(String, bool)>
     if running {
         return "running";
     }
+    if call.input_request.is_some() && result.is_none() {
+        return "input";
+    }
     match (call.approval, result) {
         (Some(Approval::Denied), _) => "denied",
         (Some(Approval::Error), _) | (_, Some((_, true))) => "error",

@@ -24,6 +24,7 @@
 
 pub mod approval;
 pub(crate) mod host_names;
+pub mod input;
 mod template;
 
 #[cfg(test)]
@@ -41,7 +42,7 @@ use lmchatkit_protocol::{
 use serde_json::{Value, json};
 
 use crate::error::Failure;
-use crate::host::{Host, HostError, IconImage, IconOf, RequestContext, ToolSource};
+use crate::host::{Host, HostError, IconImage, IconOf, RequestContext, ToolInput, ToolSource};
 
 /// The scope of a view mounted by the tool `via`: its server's, or every source for a
 /// single-source host. An unknown `via` is refused.
@@ -109,6 +110,27 @@ pub(crate) async fn call_tool(
     name: &str,
     arguments: &Value,
 ) -> Result<ToolResult, Failure> {
+    call_tool_with(host, scope, name, arguments, None).await
+}
+
+/// What a call made again carries (checked by [`input::InputTickets`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Again {
+    /// The user's answers to the call's request for input.
+    Input(ToolInput),
+    /// Poll the call's task (and cancel it first when asked).
+    Task { id: String, cancel: bool },
+}
+
+/// [`call_tool`], or with `again` the call made again with the user's answers, or its task
+/// polled; the same checks either way.
+pub(crate) async fn call_tool_with(
+    host: &dyn Host,
+    scope: &Scope,
+    name: &str,
+    arguments: &Value,
+    again: Option<Again>,
+) -> Result<ToolResult, Failure> {
     let name = name.trim();
     if name.is_empty() {
         return Err(Failure::Invalid("name is required".into()));
@@ -135,13 +157,115 @@ pub(crate) async fn call_tool(
         check_owner(host, scope.cx(), name, server).await?;
     }
     check_visibility(&tools, name, scope.role())?;
-    match host.call_tool(scope, name, arguments).await {
+    let result = match again {
+        None => host.call_tool(scope, name, arguments).await,
+        Some(Again::Input(input)) => {
+            host.call_tool_with_input(scope, name, arguments, input)
+                .await
+        }
+        Some(Again::Task { id, cancel }) => host.poll_tool_task(scope, name, &id, cancel).await,
+    };
+    match result {
         Ok(r) => Ok(r),
         // The model (and the user) should see a failing tool, not a transport error.
         Err(HostError::Upstream(msg)) => {
             Ok(ToolResult::error(format!("tool {name} failed: {msg}")))
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The shortest and longest wait between two polls of a task: the server's interval, kept
+/// within these.
+pub(crate) const TASK_POLL_MIN: std::time::Duration = std::time::Duration::from_millis(100);
+pub(crate) const TASK_POLL_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long the service follows a task for a caller that waits (a view, the AI SDK loop)
+/// before it gives up and cancels it: 30 minutes.
+pub(crate) const TASK_FOLLOW_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
+/// How long to wait before polling `task` again.
+pub(crate) fn task_wait(task: &lmchatkit_protocol::ToolTask) -> std::time::Duration {
+    task.poll_interval_ms
+        .map_or(
+            std::time::Duration::from_secs(1),
+            std::time::Duration::from_millis,
+        )
+        .clamp(TASK_POLL_MIN, TASK_POLL_MAX)
+}
+
+/// Follows a call that runs as a task (`result` has [`ToolResult::task`]) to its result,
+/// polling at the server's interval and telling `on_state` each state it sees. Dropping the
+/// future stops following; the caller cancels the task if it must ([`TaskGuard`]). A task
+/// that outlives [`TASK_FOLLOW_FOR`] is cancelled and is an error result.
+pub(crate) async fn follow_task(
+    host: &dyn Host,
+    scope: &Scope,
+    name: &str,
+    arguments: &Value,
+    mut result: ToolResult,
+    mut on_state: impl FnMut(&lmchatkit_protocol::ToolTask),
+) -> ToolResult {
+    let started = std::time::Instant::now();
+    while let Some(task) = result.task.take() {
+        on_state(&task);
+        if started.elapsed() > TASK_FOLLOW_FOR {
+            let _ = call_tool_with(
+                host,
+                scope,
+                name,
+                arguments,
+                Some(Again::Task {
+                    id: task.task_id.clone(),
+                    cancel: true,
+                }),
+            )
+            .await;
+            return ToolResult::error(format!(
+                "tool {name} ran as a task for longer than {} minutes and was cancelled",
+                TASK_FOLLOW_FOR.as_secs() / 60
+            ));
+        }
+        tokio::time::sleep(task_wait(&task)).await;
+        let again = Some(Again::Task {
+            id: task.task_id.clone(),
+            cancel: false,
+        });
+        result = match call_tool_with(host, scope, name, arguments, again).await {
+            Ok(r) => r,
+            Err(e) => ToolResult::error(format!("tool {name}'s task could not be read: {e}")),
+        };
+    }
+    result
+}
+
+/// Cancels a task when dropped unless [`disarm`](Self::disarm)ed: a stopped AI SDK run (its
+/// loop dropped) cancels the tasks it was following, as the tasks extension says a client
+/// that no longer wants a result does.
+pub(crate) struct TaskGuard {
+    pub host: std::sync::Arc<dyn Host>,
+    pub scope: Scope,
+    pub name: String,
+    pub task_id: Option<String>,
+}
+
+impl TaskGuard {
+    pub(crate) fn disarm(&mut self) {
+        self.task_id = None;
+    }
+}
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        let Some(id) = self.task_id.take() else {
+            return;
+        };
+        let (host, scope, name) = (self.host.clone(), self.scope.clone(), self.name.clone());
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = host.poll_tool_task(&scope, &name, &id, true).await;
+            });
+        }
     }
 }
 

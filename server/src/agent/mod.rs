@@ -14,6 +14,14 @@
 //!   `allow` runs at once; `ask` ends the turn with an approval request once the step's allowed
 //!   calls have run. The user's answers come back with the next request ([`Answer`]) and are
 //!   settled before the next model call.
+//! - **A call that asks for the user's input** (MCP elicitation, `input_required`) reports its
+//!   request, with a ticket ([`crate::access::input`]), instead of an output; the step's
+//!   other calls finish and the turn ends waiting for input, as for approvals. The next request
+//!   carries the answers ([`InputReply`]) and the call is made again with them before the next
+//!   model call; it may ask again.
+//! - **A call that runs as a task** (MCP's tasks extension) is followed here, at the server's
+//!   poll interval (within 100 ms and 5 s), its states reported as they change; the turn goes
+//!   on with its result. A stopped run cancels the tasks it follows (`tasks/cancel`).
 //! - **Parallel calls run concurrently**; results are reported as they finish, and go back to
 //!   the model in the order the model asked for them.
 //! - **At most `max_steps` model calls per request** (default 10). A turn that still asks for
@@ -33,13 +41,16 @@ use futures_util::stream::FuturesUnordered;
 use lmchatkit_protocol::blocked_text;
 use lmchatkit_protocol::ui_stream::denied_text;
 use lmchatkit_protocol::{
-    Event, FinishReason, Message, ToolCall, ToolDecision as Decision, ToolResult, Usage,
+    Event, FinishReason, InputRequired, Message, ToolCall, ToolDecision as Decision, ToolResult,
+    ToolTask, Usage,
 };
 use tokio::sync::mpsc;
 
 use crate::access::approval::Approvals;
+use crate::access::input::{InputTickets, Subject};
 use crate::access::{self, Scope};
-use crate::host::{CompleteRequest, Host, RequestContext};
+use crate::access::{Again, TaskGuard};
+use crate::host::{CompleteRequest, Host, RequestContext, ToolInput};
 
 /// Default cap on model calls per request.
 pub const DEFAULT_MAX_STEPS: usize = 10;
@@ -75,6 +86,14 @@ pub(crate) enum AgentEvent {
     Decided { call: ToolCall, approved: bool },
     /// A call ran (or failed: `is_error`).
     ToolOutput { call_id: String, result: ToolResult },
+    /// The call waits for the user's input (a form or a URL); it has no output yet. The
+    /// request carries its ticket (see [`crate::access::input`]).
+    InputRequested {
+        call_id: String,
+        request: InputRequired,
+    },
+    /// The call runs as a task on its server: its state now (reported at each poll).
+    TaskState { call_id: String, task: ToolTask },
     /// The user declined the call; it did not run. (A call the operator's policy denies is a
     /// [`AgentEvent::ToolOutput`] error: nobody was asked.)
     ToolDenied { call_id: String },
@@ -96,6 +115,8 @@ pub(crate) enum Finish {
     Model(Option<FinishReason>),
     /// Calls wait for the user's approval.
     AwaitingApproval,
+    /// Calls wait for the user's input.
+    AwaitingInput,
     /// `max_steps` model calls were made and the model still asked for tools.
     MaxSteps,
     /// The upstream failed.
@@ -113,12 +134,24 @@ pub(crate) struct Answer {
     pub reason: Option<String>,
 }
 
+/// The user's answers to a call's request for input, carried by the next request and checked
+/// by the protocol ([`crate::access::input::InputTickets::open`]): the call is made again
+/// with them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct InputReply {
+    pub call: ToolCall,
+    pub input: ToolInput,
+}
+
 /// One turn to run: the prepared request (system prompt, cleaned messages, the model's tools)
 /// and the answers to settle first.
 pub(crate) struct Turn {
     pub cx: RequestContext,
     pub request: CompleteRequest,
     pub answers: Vec<Answer>,
+    pub inputs: Vec<InputReply>,
+    /// The conversation (the AI SDK's thread): what requests for input are bound to.
+    pub thread: String,
 }
 
 /// The engine: the host, the decision maker and the step cap. Cheap to clone.
@@ -127,6 +160,8 @@ pub(crate) struct Agent {
     pub host: Arc<dyn Host>,
     pub decide: Arc<dyn Decide>,
     pub max_steps: usize,
+    /// Signs the tickets of calls that ask for the user's input.
+    pub tickets: InputTickets,
 }
 
 /// The loop stopped because nobody listens any more.
@@ -144,13 +179,22 @@ impl Agent {
             cx,
             mut request,
             answers,
+            inputs,
+            thread,
         } = turn;
         let scope = Scope::model(cx.clone());
         let mut total: Option<Usage> = None;
+        let calls = Calls {
+            scope: &scope,
+            thread: &thread,
+            out,
+        };
 
         // The user's answers: approved calls run (the policy may have changed since it asked: a
         // deny now still wins), declined ones are told to the model.
-        if !answers.is_empty() {
+        // Calls answered with the user's input are made again with it (the policy is asked
+        // again too: a deny now wins).
+        if !answers.is_empty() || !inputs.is_empty() {
             let mut runs = Vec::new();
             let mut results = Vec::new();
             for a in answers {
@@ -158,14 +202,25 @@ impl Agent {
                 if decision == Decision::Deny {
                     results.push(blocked(&a.call, out).await?);
                 } else if a.approved {
-                    runs.push(a.call);
+                    runs.push((a.call, None));
                 } else {
                     emit(out, denied(&a.call)).await?;
                     let text = denied_text(&a.call.name, a.reason.as_deref());
                     results.push(tool_message(&a.call, &ToolResult::error(text)));
                 }
             }
-            results.extend(self.run_calls(&scope, &runs, out).await?);
+            for r in inputs {
+                if self.decide.decide(&scope, &r.call).await == Decision::Deny {
+                    results.push(blocked(&r.call, out).await?);
+                } else {
+                    runs.push((r.call, Some(Again::Input(r.input))));
+                }
+            }
+            let ran = self.run_calls(&calls, runs).await?;
+            results.extend(ran.messages);
+            if ran.waiting {
+                return finish(out, Finish::AwaitingInput, total).await;
+            }
             request.messages.extend(order(results, &request.messages));
         }
 
@@ -191,7 +246,7 @@ impl Agent {
                 match self.decide.decide(&scope, call).await {
                     Decision::Allow => {
                         emit(out, decided(call, true)).await?;
-                        runs.push(call.clone());
+                        runs.push((call.clone(), None));
                     }
                     Decision::Ask => asks.push(call.clone()),
                     Decision::Deny => {
@@ -200,12 +255,16 @@ impl Agent {
                     }
                 }
             }
-            results.extend(self.run_calls(&scope, &runs, out).await?);
+            let ran = self.run_calls(&calls, runs).await?;
+            results.extend(ran.messages);
             if !asks.is_empty() {
                 for call in asks {
                     emit(out, AgentEvent::ApprovalRequested(call)).await?;
                 }
                 return finish(out, Finish::AwaitingApproval, total).await;
+            }
+            if ran.waiting {
+                return finish(out, Finish::AwaitingInput, total).await;
             }
             request.messages.extend(order(results, &request.messages));
         }
@@ -234,6 +293,8 @@ impl Agent {
                     let mut call = tool_call;
                     call.approval = None;
                     call.hints = Vec::new();
+                    call.input_request = None;
+                    call.task = None;
                     emit(out, AgentEvent::ToolInput(call.clone())).await?;
                     step.calls.push(call);
                 }
@@ -257,32 +318,97 @@ impl Agent {
         Ok(step)
     }
 
-    /// Runs `calls` concurrently, reporting each result as it arrives; the tool messages come
-    /// back in any order (see [`order`]).
+    /// Runs `runs` concurrently (each with the user's input when it answers a request for
+    /// it), reporting each result as it arrives; the tool messages come back in any order (see
+    /// [`order`]). A call that asks for the user's input reports its request instead, and has
+    /// no message: the turn then waits.
     async fn run_calls(
         &self,
-        scope: &Scope,
-        calls: &[ToolCall],
-        out: &mpsc::Sender<AgentEvent>,
-    ) -> Result<Vec<Message>, Gone> {
-        let mut running: FuturesUnordered<_> = calls
-            .iter()
-            .map(|call| async move {
+        calls: &Calls<'_>,
+        runs: Vec<(ToolCall, Option<Again>)>,
+    ) -> Result<Ran, Gone> {
+        let scope = calls.scope;
+        let mut running: FuturesUnordered<_> = runs
+            .into_iter()
+            .map(|(call, again)| async move {
                 let host = &*self.host;
-                let result = match access::call_tool(host, scope, &call.name, &call.arguments).await
-                {
-                    Ok(r) => r,
-                    Err(e) => ToolResult::error(format!("tool {} was not run: {e}", call.name)),
-                };
+                let mut result =
+                    match access::call_tool_with(host, scope, &call.name, &call.arguments, again)
+                        .await
+                    {
+                        Ok(r) => r,
+                        Err(e) => ToolResult::error(format!("tool {} was not run: {e}", call.name)),
+                    };
+                if let Some(task) = &result.task {
+                    // Followed here, at the server's pace; a stopped run cancels it.
+                    let mut guard = TaskGuard {
+                        host: self.host.clone(),
+                        scope: scope.clone(),
+                        name: call.name.clone(),
+                        task_id: Some(task.task_id.clone()),
+                    };
+                    let out = calls.out.clone();
+                    let id = call.id.clone();
+                    result = access::follow_task(
+                        host,
+                        scope,
+                        &call.name,
+                        &call.arguments,
+                        result,
+                        |t| {
+                            let _ = out.try_send(AgentEvent::TaskState {
+                                call_id: id.clone(),
+                                task: t.clone(),
+                            });
+                        },
+                    )
+                    .await;
+                    guard.disarm();
+                }
                 (call, result)
             })
             .collect();
-        let mut messages = Vec::with_capacity(calls.len());
+        let mut ran = Ran::default();
+        let principal = scope.principal();
         while let Some((call, result)) = running.next().await {
-            messages.push(report(out, call, result).await?);
+            let subject = Subject {
+                principal: principal.id(),
+                thread: calls.thread,
+                call_id: &call.id,
+                tool: &call.name,
+                input: &call.arguments,
+            };
+            let mut result = self.tickets.issue(scope, &subject, result);
+            if let Some(request) = result.input_required.take() {
+                ran.waiting = true;
+                emit(
+                    calls.out,
+                    AgentEvent::InputRequested {
+                        call_id: call.id.clone(),
+                        request,
+                    },
+                )
+                .await?;
+                continue;
+            }
+            ran.messages.push(report(calls.out, &call, result).await?);
         }
-        Ok(messages)
+        Ok(ran)
     }
+}
+
+/// Where a step's calls run and report.
+struct Calls<'a> {
+    scope: &'a Scope,
+    thread: &'a str,
+    out: &'a mpsc::Sender<AgentEvent>,
+}
+
+/// What running a step's calls gave: the tool messages, and whether a call waits for input.
+#[derive(Default)]
+struct Ran {
+    messages: Vec<Message>,
+    waiting: bool,
 }
 
 #[derive(Default)]

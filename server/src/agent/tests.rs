@@ -112,6 +112,7 @@ fn agent(
         host: host.clone(),
         decide: Arc::new(ByName(rules.iter().copied().collect())),
         max_steps,
+        tickets: crate::access::input::InputTickets::random(crate::DEFAULT_INPUT_TTL),
     };
     (agent, host)
 }
@@ -129,6 +130,8 @@ fn turn(answers: Vec<Answer>) -> Turn {
             ..CompleteRequest::default()
         },
         answers,
+        inputs: Vec::new(),
+        thread: "t1".into(),
     }
 }
 

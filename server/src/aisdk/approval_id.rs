@@ -20,7 +20,9 @@
 //!   (the library default): ids then verify only on the instance that made them, and not after
 //!   a restart.
 
-use hmac::{Hmac, KeyInit, Mac};
+use hmac::{Hmac, Mac};
+
+use crate::secrets::signing::{self, hkdf_expand};
 use serde_json::Value;
 use sha2::Sha256;
 
@@ -61,13 +63,11 @@ impl ApprovalKey {
     }
 
     fn mac(&self, s: &Subject<'_>) -> Hmac<Sha256> {
-        let mut mac = <Hmac<Sha256> as KeyInit>::new(&self.0.into());
-        for part in [s.principal, s.thread, s.call_id, s.tool] {
-            mac.update(&(part.len() as u64).to_be_bytes());
-            mac.update(part.as_bytes());
-        }
-        mac.update(canonical(s.input).as_bytes());
-        mac
+        signing::mac(
+            &self.0,
+            &[s.principal, s.thread, s.call_id, s.tool],
+            s.input,
+        )
     }
 
     /// The approval id for `s`.
@@ -82,45 +82,6 @@ impl ApprovalKey {
         };
         self.mac(s).verify_slice(&tag).is_ok()
     }
-}
-
-/// HKDF-Expand (RFC 5869 §2.3) with HMAC-SHA256: 64 bytes of key from `prk` for `info`.
-fn hkdf_expand(prk: &[u8], info: &[u8]) -> [u8; 64] {
-    let block = |prev: &[u8], counter: u8| -> [u8; 32] {
-        // HMAC takes a key of any length: `new_from_slice` never fails for it.
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(prk)
-            .unwrap_or_else(|_| <Hmac<Sha256> as KeyInit>::new(&[0u8; 64].into()));
-        mac.update(prev);
-        mac.update(info);
-        mac.update(&[counter]);
-        mac.finalize().into_bytes().into()
-    };
-    let t1 = block(&[], 1);
-    let t2 = block(&t1, 2);
-    let mut okm = [0u8; 64];
-    okm[..32].copy_from_slice(&t1);
-    okm[32..].copy_from_slice(&t2);
-    okm
-}
-
-/// JSON with object keys sorted at every level.
-fn canonical(v: &Value) -> String {
-    fn sorted(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<_> = m.keys().collect();
-                keys.sort();
-                Value::Object(
-                    keys.into_iter()
-                        .map(|k| (k.clone(), sorted(&m[k])))
-                        .collect(),
-                )
-            }
-            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(v).to_string()
 }
 
 #[cfg(test)]

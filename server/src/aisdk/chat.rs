@@ -30,14 +30,16 @@ use lmchatkit_protocol::ui_stream::{
     UiRole, UiToolState, to_messages,
 };
 use lmchatkit_protocol::{
-    ChatRequest, Message, Params, REASONING_EFFORT_PARAM, Role, StoredConversation, ToolCall,
+    ChatRequest, INPUT_REQUEST_DATA, InputAnswers, InputRequestData, Message, Params,
+    REASONING_EFFORT_PARAM, Role, StoredConversation, ToolCall,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::approval_id::{ApprovalKey, Subject};
 use super::translate::Translator;
-use crate::agent::{Agent, AgentEvent, Answer, Turn};
+use crate::access::input::{InputTickets, Subject as InputSubject};
+use crate::agent::{Agent, AgentEvent, Answer, InputReply, Turn};
 use crate::error::Failure;
 use crate::host::RequestContext;
 use crate::live::runs::saver::{Snapshot, Target};
@@ -52,6 +54,8 @@ pub(crate) struct Services<'a> {
     pub turn: crate::turn::Services<'a>,
     /// Signs the approval ids the client answers with, and verifies the answers.
     pub approval_key: &'a ApprovalKey,
+    /// Checks the answers to requests for input.
+    pub input_tickets: &'a InputTickets,
 }
 
 /// A checked request, ready to run.
@@ -91,8 +95,8 @@ pub(crate) async fn plan(
     let Some(last) = base.last() else {
         return Err(Failure::Invalid("messages is required".into()));
     };
-    let (message_id, continued, answers) = match last.role {
-        UiRole::User => (new_message_id(), None, Vec::new()),
+    let (message_id, continued, (answers, inputs)) = match last.role {
+        UiRole::User => (new_message_id(), None, Default::default()),
         UiRole::Assistant => {
             let answers = answers(services, cx, &thread, last).await?;
             let continued = base.pop();
@@ -101,7 +105,8 @@ pub(crate) async fn plan(
         }
         UiRole::System => {
             return Err(Failure::Invalid(
-                "the last message must be the user's, or the assistant's answering approvals"
+                "the last message must be the user's, or the assistant's answering approvals or \
+                 requests for input"
                     .into(),
             ));
         }
@@ -120,6 +125,8 @@ pub(crate) async fn plan(
             cx: cx.clone(),
             request,
             answers,
+            inputs,
+            thread: thread.clone(),
         },
         thread,
         price: services.turn.inputs.catalog.price(&model.id),
@@ -131,13 +138,14 @@ pub(crate) async fn plan(
     })
 }
 
-/// The user's answers in the continued message, each checked against the approval it answers.
+/// The user's answers in the continued message, each checked against the approval or the
+/// request for input it answers.
 async fn answers(
     services: &Services<'_>,
     cx: &RequestContext,
     thread: &str,
     message: &UiMessage,
-) -> Result<Vec<Answer>, Failure> {
+) -> Result<(Vec<Answer>, Vec<InputReply>), Failure> {
     let principal = cx.principal();
     let stored = match services.turn.history {
         Some(h) => h.get(&principal, thread).await?,
@@ -194,10 +202,82 @@ async fn answers(
             reason: approval.reason.clone(),
         });
     }
-    if out.is_empty() {
+    let inputs = input_replies(services, cx, thread, message, stored.as_ref())?;
+    if out.is_empty() && inputs.is_empty() {
         return Err(Failure::Invalid(
-            "the last message is the assistant's but answers no approval".into(),
+            "the last message is the assistant's but answers no approval or request for input"
+                .into(),
         ));
+    }
+    Ok((out, inputs))
+}
+
+/// The answered `data-input-request` parts of the continued message, each checked against its
+/// ticket and the call it answers (the tool part of the same message: its name and input).
+/// A request still unanswered is a 400, as an approval still waiting is.
+fn input_replies(
+    services: &Services<'_>,
+    cx: &RequestContext,
+    thread: &str,
+    message: &UiMessage,
+    stored: Option<&StoredConversation>,
+) -> Result<Vec<InputReply>, Failure> {
+    let principal = cx.principal();
+    let scope = crate::access::Scope::user(cx.clone());
+    let mut out = Vec::new();
+    for part in &message.parts {
+        let UiPart::Data(d) = part else { continue };
+        if d.name != INPUT_REQUEST_DATA {
+            continue;
+        }
+        let data: InputRequestData = serde_json::from_value(d.data.clone()).map_err(|e| {
+            Failure::Invalid(format!(
+                "a data-{INPUT_REQUEST_DATA} part is malformed: {e}"
+            ))
+        })?;
+        let call_id = &data.tool_call_id;
+        let Some(call) = message.parts.iter().find_map(|p| match p {
+            UiPart::Tool(t) if &t.tool_call_id == call_id => Some(t),
+            _ => None,
+        }) else {
+            return Err(Failure::Invalid(format!(
+                "the request for input answers the call {call_id:?}, which the message does not hold"
+            )));
+        };
+        if call.output.is_some() || call.error_text.is_some() {
+            // Answered in an earlier request: the call has its result.
+            continue;
+        }
+        let Some(answers) = data.answers else {
+            return Err(Failure::Invalid(format!(
+                "the call {call_id:?} still waits for the user's input; answer its request"
+            )));
+        };
+        let input = call.input.clone().unwrap_or(Value::Null);
+        let subject = InputSubject {
+            principal: principal.id(),
+            thread,
+            call_id,
+            tool: &call.tool_name,
+            input: &input,
+        };
+        let opened = services.input_tickets.open(
+            &scope,
+            &subject,
+            &InputAnswers {
+                ticket: data.ticket,
+                answers,
+            },
+        )?;
+        if stored.is_some_and(|c| has_outcome(c, call_id)) {
+            return Err(Failure::Conflict(format!(
+                "the call {call_id:?} was already answered; nothing was run"
+            )));
+        }
+        out.push(InputReply {
+            call: ToolCall::new(call_id.clone(), call.tool_name.clone(), input),
+            input: opened,
+        });
     }
     Ok(out)
 }

@@ -10,6 +10,11 @@
 //!   `tool-input-available` — or `tool-input-error` when the model's arguments were not JSON.
 //!   Outputs are the tool's text; a failing tool is `tool-output-error`; images the tool
 //!   returned follow as `file` parts (`data:` URLs).
+//! - A call that waits for the user's input is a `data-input-request` part (its id the call's
+//!   id, its payload [`InputRequestData`]) instead of an output; the finish reason is then
+//!   `tool-calls`, as when approvals wait.
+//! - A call that runs as a task reports its state as a `data-tool-task` part (its id the
+//!   call's id, replaced at each change, payload [`ToolTaskData`]) before its output.
 //! - The end is `message-metadata` (model, usage, time) then `finish`; an upstream failure is
 //!   `error` before them, so the client sets `chat.error` and keeps the partial text, and the
 //!   metadata says `failed` with the error, so the saved reply is marked cut off.
@@ -23,8 +28,13 @@
 //!   metadata marked `stopped` (usage: what earlier requests reported; the cut call's usage is
 //!   unknown) and `abort`, as the AI SDK's own server ends an aborted stream: no `finish`.
 
-use lmchatkit_protocol::ui_stream::{UiChunk, UiFinishReason, UiMessageMetadata, UiUsage};
-use lmchatkit_protocol::{FinishReason, ToolCall, Usage};
+use lmchatkit_protocol::ui_stream::{
+    UiChunk, UiDataChunk, UiFinishReason, UiMessageMetadata, UiUsage,
+};
+use lmchatkit_protocol::{
+    FinishReason, INPUT_REQUEST_DATA, InputRequestData, TOOL_TASK_DATA, ToolCall, ToolTaskData,
+    Usage,
+};
 use serde_json::Value;
 
 use crate::agent::{AgentEvent, Finish};
@@ -178,6 +188,34 @@ impl Translator {
                 }
             }
             AgentEvent::ToolDenied { call_id } => out.push(UiChunk::tool_output_denied(call_id)),
+            AgentEvent::TaskState { call_id, task } => {
+                let data = ToolTaskData {
+                    tool_call_id: call_id.clone(),
+                    status: task.status,
+                    status_message: task.status_message,
+                };
+                out.push(UiChunk::Data(UiDataChunk {
+                    name: TOOL_TASK_DATA.into(),
+                    id: Some(call_id),
+                    data: serde_json::to_value(data).unwrap_or(Value::Null),
+                    transient: None,
+                }));
+            }
+            AgentEvent::InputRequested { call_id, request } => {
+                let data = InputRequestData {
+                    tool_call_id: call_id.clone(),
+                    questions: request.questions,
+                    ticket: request.ticket.unwrap_or_default(),
+                    expires_at_ms: request.expires_at_ms,
+                    answers: None,
+                };
+                out.push(UiChunk::Data(UiDataChunk {
+                    name: INPUT_REQUEST_DATA.into(),
+                    id: Some(call_id),
+                    data: serde_json::to_value(data).unwrap_or(Value::Null),
+                    transient: None,
+                }));
+            }
             AgentEvent::StepEnd { .. } => {
                 self.close(out);
                 self.in_step = false;
@@ -261,6 +299,7 @@ fn finish_reason(f: Finish) -> UiFinishReason {
         Finish::Model(Some(FinishReason::Stopped)) => UiFinishReason::Other,
         Finish::Model(Some(FinishReason::ToolCalls))
         | Finish::AwaitingApproval
+        | Finish::AwaitingInput
         | Finish::MaxSteps => UiFinishReason::ToolCalls,
         Finish::Error => UiFinishReason::Error,
     }

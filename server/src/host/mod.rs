@@ -147,6 +147,19 @@ pub struct CompleteRequest {
     pub params: Params,
 }
 
+/// The user's answers to a tool's request for input, for [`Host::call_tool_with_input`].
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct ToolInput {
+    /// An answer for every question the tool asked, by its key (`cancel` for those the user
+    /// left, and for all of them when the request expired).
+    pub answers: BTreeMap<String, lmchatkit_protocol::InputAnswer>,
+    /// The server's `requestState`, as it sent it.
+    pub request_state: Option<String>,
+    /// The request expired before the user answered (the answers are all `cancel`).
+    pub expired: bool,
+}
+
 /// Where a tool comes from, for the same-server checks of MCP App calls.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolSource {
@@ -240,6 +253,41 @@ pub trait Host: Send + Sync + 'static {
         _arguments: Value,
     ) -> Result<ToolResult, HostError> {
         Err(HostError::NotFound(format!("unknown tool {name:?}")))
+    }
+
+    /// Calls a tool again with the user's answers to the request for input its last call
+    /// answered with ([`ToolResult::input_required`](lmchatkit_protocol::ToolResult)): MCP's
+    /// retry with `inputResponses` and the `requestState`. The access layer has checked that
+    /// the answers belong to this call and this user. Hosts whose tools never ask for input
+    /// keep the default, which says so.
+    async fn call_tool_with_input(
+        &self,
+        _scope: &Scope,
+        name: &str,
+        _arguments: Value,
+        _input: ToolInput,
+    ) -> Result<ToolResult, HostError> {
+        Err(HostError::Unsupported(format!(
+            "tool {name:?} cannot be given the user's input here"
+        )))
+    }
+
+    /// The state of a call that runs as a task on its server (MCP's tasks extension; the
+    /// call's result had [`ToolResult::task`](lmchatkit_protocol::ToolResult)): the call's
+    /// result once it is done, else the task again with its new state. With `cancel`, the
+    /// task is cancelled first. The access layer has checked that the task belongs to this
+    /// call and this user. Hosts whose tools never run as tasks keep the default, which says
+    /// so.
+    async fn poll_tool_task(
+        &self,
+        _scope: &Scope,
+        name: &str,
+        _task_id: &str,
+        _cancel: bool,
+    ) -> Result<ToolResult, HostError> {
+        Err(HostError::Unsupported(format!(
+            "tool {name:?} does not run as a task here"
+        )))
     }
 
     /// MCP prompts in `scope`, offered as `/name` commands.

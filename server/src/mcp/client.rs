@@ -504,19 +504,59 @@ impl Server {
         }
     }
 
+    /// One `tools/call`: a result, or the server's request for the user's input (a task is
+    /// not asked for: the hub does not advertise the tasks extension). With `input`, the call
+    /// made again with the user's answers and the server's `requestState`.
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: Option<Map<String, Value>>,
         timeout: Duration,
-    ) -> Result<rmcp::model::CallToolResult, CallError> {
+        input: Option<&crate::host::ToolInput>,
+    ) -> Result<rmcp::model::CallToolResponse, CallError> {
         let mut params = CallToolRequestParams::new(name.to_owned());
         if let Some(a) = arguments {
             params = params.with_arguments(a);
         }
+        if let Some(input) = input {
+            params.input_responses = Some(
+                input
+                    .answers
+                    .iter()
+                    .map(|(k, a)| (k.clone(), serde_json::to_value(a).unwrap_or(Value::Null)))
+                    .collect(),
+            );
+            params.request_state = input.request_state.clone();
+        }
         self.run(timeout, |c| {
             let params = params.clone();
-            async move { c.svc.peer().call_tool(params).await }
+            async move { c.svc.peer().call_tool_once(params).await }
+        })
+        .await
+    }
+
+    /// `tasks/get` of a task this server runs for a call; with `cancel`, `tasks/cancel` first.
+    pub async fn task(
+        &self,
+        task_id: &str,
+        cancel: bool,
+        timeout: Duration,
+    ) -> Result<rmcp::model::GetTaskResult, CallError> {
+        let id = task_id.to_owned();
+        self.run(timeout, |c| {
+            let id = id.clone();
+            async move {
+                if cancel {
+                    c.svc
+                        .peer()
+                        .cancel_task(rmcp::model::CancelTaskParams::new(id.clone()))
+                        .await?;
+                }
+                c.svc
+                    .peer()
+                    .get_task(rmcp::model::GetTaskParams::new(id))
+                    .await
+            }
         })
         .await
     }

@@ -1,5 +1,5 @@
 //! One configured MCP server: connecting (stdio child, Streamable HTTP, in-process pipe) with
-//! the MCP Apps extension advertised and protocol negotiation (`server/discover` for
+//! the MCP Apps extension and elicitation (forms and URLs) advertised and protocol negotiation (`server/discover` for
 //! 2026-07-28 servers, falling back to `initialize`), reconnecting with backoff, and the
 //! `list_changed` plumbing (handler callbacks on legacy connections, a `subscriptions/listen`
 //! stream on 2026-07-28 ones) that invalidates the listing caches and forwards events.
@@ -23,8 +23,9 @@ use std::time::{Duration, Instant};
 
 use lmchatkit_protocol::{McpServerStatus, ServerEvent, ServerEventType};
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ExtensionCapabilities, Implementation, ProtocolVersion,
-    ServerNotification, SubscriptionFilter,
+    ClientCapabilities, ClientConfig, ElicitationCapability, ExtensionCapabilities,
+    FormElicitationCapability, Implementation, ProtocolVersion, ServerNotification,
+    SubscriptionFilter, UrlElicitationCapability,
 };
 use rmcp::service::{ClientCacheConfig, NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -126,12 +127,34 @@ impl ClientHandler for Handler {
             UI_EXTENSION.into(),
             rmcp::object!({ "mimeTypes": [MCP_APP_MIME] }),
         );
+        // Calls that run as tasks, polled by the service (see `access::follow_task`).
+        ext.insert(rmcp::model::TASKS_EXTENSION_ID.into(), rmcp::object!({}));
         caps.extensions = Some(ext);
+        // Forms and URLs, answered by the user through a retried call (MCP 2026-07-28's
+        // `input_required`; see `access::input`).
+        caps.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::new())
+                .with_url(UrlElicitationCapability::new()),
+        );
         ClientConfig::new(
             caps,
             Implementation::new("lmchatkit", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    /// A server on a protocol before 2026-07-28 asks mid-call, holding the call open while
+    /// the user answers; the hub answers only through retried calls (`input_required`), so such
+    /// a request is cancelled: the user was not asked.
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _cx: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(rmcp::model::ElicitResult::new(
+            rmcp::model::ElicitationAction::Cancel,
+        ))
     }
 
     async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {

@@ -176,6 +176,89 @@ pub(crate) fn call_result(
         structured_content: structured,
         ui,
         files: images(&v),
+        input_required: None,
+        task: None,
+    }
+}
+
+/// A call that runs as a task, as the service hands it on: its state, the server's task id
+/// kept for the ticket.
+pub(crate) fn task(t: &rmcp::model::Task, tool: &str) -> ToolResult {
+    use lmchatkit_protocol::{TaskState, ToolTask};
+    use rmcp::model::TaskStatus;
+    let status = match t.status {
+        TaskStatus::InputRequired => TaskState::InputRequired,
+        TaskStatus::Completed => TaskState::Completed,
+        TaskStatus::Failed => TaskState::Failed,
+        TaskStatus::Cancelled => TaskState::Cancelled,
+        _ => TaskState::Working,
+    };
+    ToolResult {
+        content: format!("tool {tool} runs as a task"),
+        task: Some(ToolTask {
+            status,
+            status_message: t.status_message.clone(),
+            poll_interval_ms: t.poll_interval_ms,
+            ticket: None,
+            task_id: t.task_id.clone(),
+        }),
+        ..ToolResult::default()
+    }
+}
+
+/// A `tools/call` answered `input_required`, as the service hands it on: the elicitation
+/// requests as questions (form schemas and URLs as the server sent them), the server's
+/// `requestState` kept for the ticket. Sampling and roots requests are not offered (the hub
+/// does not advertise them): a server that asks for one anyway gets an error result.
+pub(crate) fn input_required(r: &rmcp::model::InputRequiredResult, tool: &str) -> ToolResult {
+    use lmchatkit_protocol::{InputKind, InputQuestion, InputRequired};
+    use rmcp::model::{ElicitRequestParams, InputRequest};
+    let mut questions = Vec::new();
+    for (key, req) in r.input_requests.iter().flatten() {
+        let InputRequest::Elicitation(e) = req else {
+            return ToolResult::error(format!(
+                "tool {tool} asked for something other than the user's input \
+                 (sampling or roots), which this host does not offer"
+            ));
+        };
+        let (message, kind) = match &e.params {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => (
+                message.clone(),
+                InputKind::Form {
+                    schema: serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+                },
+            ),
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => (
+                message.clone(),
+                InputKind::Url {
+                    url: url.clone(),
+                    host: String::new(),
+                },
+            ),
+            _ => {
+                return ToolResult::error(format!(
+                    "tool {tool} asked for input in a form this host does not know"
+                ));
+            }
+        };
+        questions.push(InputQuestion {
+            key: key.clone(),
+            message,
+            kind,
+        });
+    }
+    ToolResult {
+        content: format!("tool {tool} waits for the user's input"),
+        input_required: Some(InputRequired {
+            questions,
+            request_state: r.request_state.clone(),
+            ..InputRequired::default()
+        }),
+        ..ToolResult::default()
     }
 }
 

@@ -17,8 +17,9 @@ use super::icons::IconCache;
 use super::listing::Wait;
 use super::outbound::OutboundPolicy;
 use crate::access::Scope;
-use crate::host::{HostError, Principal, ToolSource};
+use crate::host::{HostError, Principal, ToolInput, ToolSource};
 use crate::live::events::EventBroadcaster;
+use rmcp::model::CallToolResponse;
 
 /// Default per-call timeout.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -414,6 +415,90 @@ impl McpHub {
         name: &str,
         arguments: Value,
     ) -> Result<ToolResult, HostError> {
+        self.call(scope, name, arguments, None).await
+    }
+
+    /// Calls a tool again with the user's answers to its request for input (MCP's retry with
+    /// `inputResponses` and `requestState`). Errors as [`call_tool`](Self::call_tool).
+    pub async fn call_tool_with_input(
+        &self,
+        scope: &Scope,
+        name: &str,
+        arguments: Value,
+        input: ToolInput,
+    ) -> Result<ToolResult, HostError> {
+        self.call(scope, name, arguments, Some(&input)).await
+    }
+
+    /// The state of a call's task (`tasks/get`; `tasks/cancel` first with `cancel`): the
+    /// call's result once the task is done, else the task with its new state. A task that asks
+    /// for the user's input inside it is cancelled and is an error result (not offered yet).
+    pub async fn poll_tool_task(
+        &self,
+        scope: &Scope,
+        name: &str,
+        task_id: &str,
+        cancel: bool,
+    ) -> Result<ToolResult, HostError> {
+        let Some((s, original)) = self.resolve_tool(scope, name).await else {
+            return Err(HostError::NotFound(format!("unknown tool {name:?}")));
+        };
+        let got = match s.task(task_id, cancel, self.inner.call_timeout).await {
+            Ok(g) => g,
+            Err(CallError::Mcp(e)) => return Ok(ToolResult::error(format!("Error: {e}"))),
+            Err(e) => {
+                return Ok(ToolResult::error(format!(
+                    "Error polling {name}'s task: {e}"
+                )));
+            }
+        };
+        use rmcp::model::TaskPayload;
+        Ok(match got.task.payload {
+            TaskPayload::Completed { result } => {
+                let ui = s
+                    .tools(&scope.principal(), Wait::ForCall)
+                    .await
+                    .and_then(|ts| {
+                        ts.iter()
+                            .find(|t| t.name == original)
+                            .map(|t| convert::tool(t, name).ui)
+                    })
+                    .flatten();
+                match serde_json::from_value::<rmcp::model::CallToolResult>(Value::Object(result)) {
+                    Ok(r) => convert::call_result(&r, ui, self.inner.result_cap),
+                    Err(e) => ToolResult::error(format!(
+                        "tool {name}'s task ended with a result this host cannot read: {e}"
+                    )),
+                }
+            }
+            TaskPayload::Failed { error } => ToolResult::error(format!(
+                "tool {name}'s task failed: {}",
+                error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given")
+            )),
+            TaskPayload::Cancelled => {
+                ToolResult::error(format!("tool {name}'s task was cancelled"))
+            }
+            TaskPayload::InputRequired { .. } => {
+                let _ = s.task(task_id, true, self.inner.call_timeout).await;
+                ToolResult::error(format!(
+                    "tool {name}'s task asked for the user's input inside the task, which this \
+                     host does not offer yet; it was cancelled"
+                ))
+            }
+            _ => convert::task(&got.task.task, name),
+        })
+    }
+
+    async fn call(
+        &self,
+        scope: &Scope,
+        name: &str,
+        arguments: Value,
+        input: Option<&ToolInput>,
+    ) -> Result<ToolResult, HostError> {
         let args = match arguments {
             Value::Null => None,
             Value::Object(m) => Some(m),
@@ -435,8 +520,22 @@ impl McpHub {
                     .map(|t| convert::tool(t, name).ui)
             })
             .flatten();
-        match s.call_tool(&original, args, self.inner.call_timeout).await {
-            Ok(r) => Ok(convert::call_result(&r, ui, self.inner.result_cap)),
+        match s
+            .call_tool(&original, args, self.inner.call_timeout, input)
+            .await
+        {
+            Ok(CallToolResponse::Complete(r)) => {
+                Ok(convert::call_result(&r, ui, self.inner.result_cap))
+            }
+            Ok(CallToolResponse::InputRequired(r)) => {
+                let mut out = convert::input_required(&r, name);
+                out.ui = ui;
+                Ok(out)
+            }
+            Ok(CallToolResponse::Task(t)) => Ok(convert::task(&t.task, name)),
+            Ok(_) => Ok(ToolResult::error(format!(
+                "tool {name} answered in a way this host does not know"
+            ))),
             Err(CallError::Mcp(e)) => Ok(ToolResult::error(format!("Error: {e}"))),
             Err(e) => Ok(ToolResult::error(format!("Error calling {name}: {e}"))),
         }

@@ -24,6 +24,7 @@
 use std::fmt;
 
 pub mod sealing;
+pub(crate) mod signing;
 
 /// What `Debug` output shows in place of a secret.
 pub const REDACTED: &str = "<redacted>";

@@ -166,6 +166,8 @@ pub(crate) fn clean(messages: Vec<Message>) -> Vec<Message> {
             m.tool_calls.iter_mut().for_each(|c| {
                 c.approval = None;
                 c.hints = Vec::new();
+                c.input_request = None;
+                c.task = None;
             });
             if let Some(note) = cut_off_note(&m)
                 && let Content::Text(t) = &mut m.content

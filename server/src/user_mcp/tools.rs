@@ -32,6 +32,7 @@ use crate::access::{Role, Scope};
 use crate::host::ToolSource;
 use crate::host::{
     CompleteRequest, EventStream, Host, HostError, IconImage, IconOf, Principal, RequestContext,
+    ToolInput,
 };
 
 /// What the system prompt gains while the user has any of their own tools enabled: their
@@ -282,6 +283,33 @@ impl Host for UserToolsHost {
             }
         }
         self.inner.call_tool(scope, name, arguments).await
+    }
+
+    /// The wrapped host's tools only: users' own servers are not offered elicitation (their
+    /// client does not advertise it), so no request for input comes from them.
+    async fn call_tool_with_input(
+        &self,
+        scope: &Scope,
+        name: &str,
+        arguments: Value,
+        input: ToolInput,
+    ) -> Result<ToolResult, HostError> {
+        self.inner
+            .call_tool_with_input(scope, name, arguments, input)
+            .await
+    }
+
+    /// The wrapped host's tasks only: users' own servers are not offered the tasks extension.
+    async fn poll_tool_task(
+        &self,
+        scope: &Scope,
+        name: &str,
+        task_id: &str,
+        cancel: bool,
+    ) -> Result<ToolResult, HostError> {
+        self.inner
+            .poll_tool_task(scope, name, task_id, cancel)
+            .await
     }
 
     async fn list_prompts(&self, scope: &Scope) -> Result<Vec<Prompt>, HostError> {

@@ -26,7 +26,9 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::chunk::UiChunk;
-use super::message::{UiApproval, UiMessage, UiPart, UiRole, UiTextState, UiToolPart, UiToolState};
+use super::message::{
+    UiApproval, UiDataPart, UiMessage, UiPart, UiRole, UiTextState, UiToolPart, UiToolState,
+};
 
 /// Builds one assistant [`UiMessage`] from chunks.
 #[derive(Debug, Clone)]
@@ -185,6 +187,23 @@ impl UiMessageBuilder {
                 message_metadata: Some(m),
                 ..
             } => self.merge_metadata(m),
+            // As the client keeps them: a transient one is not stored; one with an id replaces
+            // the part of the same name and id.
+            UiChunk::Data(d) if d.transient != Some(true) => {
+                let same = |p: &UiPart| {
+                    matches!(p, UiPart::Data(have) if have.name == d.name
+                        && d.id.is_some() && have.id == d.id)
+                };
+                let part = UiPart::Data(UiDataPart {
+                    name: d.name.clone(),
+                    id: d.id.clone(),
+                    data: d.data.clone(),
+                });
+                match parts.iter_mut().find(|p| same(p)) {
+                    Some(slot) => *slot = part,
+                    None => parts.push(part),
+                }
+            }
             _ => {}
         }
     }

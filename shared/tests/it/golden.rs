@@ -936,3 +936,90 @@ fn a_call_waiting_for_the_user_carries_its_argument_hints_and_others_none() {
         json!({"id": "c1", "name": "fs__rm", "arguments": {}})
     );
 }
+
+#[test]
+fn a_tools_request_for_input_and_the_answers() {
+    use lmchatkit_protocol::{
+        INPUT_REQUEST_DATA, InputAction, InputAnswer, InputAnswers, InputKind, InputQuestion,
+        InputRequestData, InputRequired, ToolCallRequest,
+    };
+    let req = InputRequired {
+        questions: vec![
+            InputQuestion {
+                key: "who".into(),
+                message: "Name?".into(),
+                kind: InputKind::Form {
+                    schema: json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+                },
+            },
+            InputQuestion {
+                key: "login".into(),
+                message: "Sign in".into(),
+                kind: InputKind::Url {
+                    url: "https://a.example/x".into(),
+                    host: "a.example".into(),
+                },
+            },
+        ],
+        ticket: Some("it_p.t".into()),
+        expires_at_ms: Some(1_700_000_000_000),
+        request_state: Some("secret-state".into()),
+    };
+    let result = ToolResult {
+        input_required: Some(req.clone()),
+        ..ToolResult::text("waits")
+    };
+    assert_eq!(
+        to(&result),
+        json!({"content": "waits", "input_required": {
+            "questions": [
+                {"key": "who", "message": "Name?", "mode": "form",
+                 "schema": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                {"key": "login", "message": "Sign in", "mode": "url",
+                 "url": "https://a.example/x", "host": "a.example"}
+            ],
+            "ticket": "it_p.t",
+            "expires_at_ms": 1_700_000_000_000u64
+        }}),
+        "the server's requestState is never serialized"
+    );
+    let back: ToolResult = serde_json::from_value(to(&result)).unwrap();
+    assert_eq!(back.input_required.unwrap().request_state, None);
+
+    let mut answers = std::collections::BTreeMap::new();
+    let mut content = serde_json::Map::new();
+    content.insert("name".into(), json!("Ada"));
+    answers.insert("who".into(), InputAnswer::accept(content));
+    answers.insert("login".into(), InputAnswer::new(InputAction::Decline));
+    let call = ToolCallRequest {
+        name: "book".into(),
+        arguments: json!({}),
+        call_id: Some("c1".into()),
+        input: Some(InputAnswers {
+            ticket: "it_p.t".into(),
+            answers: answers.clone(),
+        }),
+        ..ToolCallRequest::default()
+    };
+    assert_eq!(
+        to(&call),
+        json!({"name": "book", "arguments": {}, "source": "model", "call_id": "c1",
+               "input": {"ticket": "it_p.t", "answers": {
+                   "login": {"action": "decline"},
+                   "who": {"action": "accept", "content": {"name": "Ada"}}}}})
+    );
+
+    assert_eq!(INPUT_REQUEST_DATA, "input-request");
+    let data = InputRequestData {
+        tool_call_id: "c1".into(),
+        questions: req.questions[..1].to_vec(),
+        ticket: "it_p.t".into(),
+        expires_at_ms: Some(5),
+        answers: Some(answers),
+    };
+    let v = to(&data);
+    assert_eq!(v["toolCallId"], "c1");
+    assert_eq!(v["expiresAtMs"], 5);
+    assert_eq!(v["answers"]["login"]["action"], "decline");
+    assert_eq!(serde_json::from_value::<InputRequestData>(v).unwrap(), data);
+}

@@ -10,6 +10,7 @@ mod ui_chat;
 mod ui_code;
 mod ui_contract;
 mod ui_features;
+mod ui_input;
 mod ui_models;
 mod ui_policy;
 mod ui_runs;

@@ -82,6 +82,7 @@ const PROTOCOL: Crate = Crate {
             "values",
             &[
                 "approval",
+                "input",
                 "menus",
                 "role",
                 "runs",

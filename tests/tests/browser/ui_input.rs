@@ -1,0 +1,290 @@
+//! Tools that ask the user for input (MCP elicitation) in headless Chromium: the form on the
+//! call's card (typed fields, a required one checked, defaults), the answer reaching the tool and
+//! the turn going on; the same request after a reload; a URL's consent card showing the whole URL
+//! and its host; a decline reaching the tool; a call that runs as a task shown with its state,
+//! polled to its result across a reload, and cancelled from its card.
+//!
+//! The host asks as an MCP hub does (`ToolResult::input_required`, then
+//! `Host::call_tool_with_input`); the hub itself is tested against a real Python MCP server
+//! (`tests/it/mcp_elicitation.rs`).
+
+use lmchatkit::protocol::{
+    InputAction, InputKind, InputQuestion, InputRequired, Model, TaskState, Tool, ToolResult,
+    ToolTask,
+};
+use lmchatkit::store::MemoryStore;
+use lmchatkit::{
+    CompleteRequest, EventStream, Host, HostError, RequestContext, Scope, ToolInput, ToolSource,
+    async_trait,
+};
+use lmchatkit_tests::browser::app::{ONE_AT_A_TIME, idle, setup_hosted, start_chat};
+use serde_json::{Value, json};
+
+/// The test host plus two tools that ask: `book_table` (a form) and `sign_in` (a URL).
+struct Asking<H>(H);
+
+fn asks(key: &str, message: &str, kind: InputKind, state: &str) -> ToolResult {
+    ToolResult {
+        content: "waits for input".into(),
+        input_required: Some(InputRequired {
+            questions: vec![InputQuestion {
+                key: key.into(),
+                message: message.into(),
+                kind,
+            }],
+            request_state: Some(state.into()),
+            ..InputRequired::default()
+        }),
+        ..ToolResult::default()
+    }
+}
+
+/// The task of `long_job` after `n` polls (its id counts them: the host keeps no state).
+fn task_result(n: u32) -> ToolResult {
+    ToolResult {
+        content: "runs as a task".into(),
+        task: Some(ToolTask {
+            status: TaskState::Working,
+            status_message: Some(format!("poll {n}")),
+            poll_interval_ms: Some(100),
+            ticket: None,
+            task_id: format!("job-{n}"),
+        }),
+        ..ToolResult::default()
+    }
+}
+
+#[async_trait]
+impl<H: Host> Host for Asking<H> {
+    async fn models(&self, cx: &RequestContext) -> Result<Vec<Model>, HostError> {
+        self.0.models(cx).await
+    }
+    fn complete(&self, cx: &RequestContext, req: CompleteRequest) -> EventStream {
+        self.0.complete(cx, req)
+    }
+    async fn list_tools(&self, scope: &Scope) -> Result<Vec<Tool>, HostError> {
+        let mut tools = self.0.list_tools(scope).await?;
+        tools.push(Tool::new("book_table"));
+        tools.push(Tool::new("sign_in"));
+        tools.push(Tool::new("long_job"));
+        Ok(tools)
+    }
+    async fn call_tool(
+        &self,
+        scope: &Scope,
+        name: &str,
+        arguments: Value,
+    ) -> Result<ToolResult, HostError> {
+        match name {
+            "book_table" => Ok(asks(
+                "who",
+                "Who is the table for? <b>not bold</b>",
+                InputKind::Form {
+                    schema: json!({
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string", "title": "Name", "description": "Who books"},
+                            "seats": {"type": "integer", "title": "Seats", "minimum": 1, "default": 2},
+                            "vip": {"type": "boolean", "title": "VIP"},
+                            "size": {"type": "string", "title": "Table", "enum": ["small", "large"]}
+                        },
+                        "required": ["name"]
+                    }),
+                },
+                "book",
+            )),
+            "sign_in" => Ok(asks(
+                "login",
+                "Sign in to the booking service",
+                InputKind::Url {
+                    url: "https://auth.example.com/start?session=abc".into(),
+                    host: String::new(),
+                },
+                "signin",
+            )),
+            "long_job" => Ok(task_result(0)),
+            _ => self.0.call_tool(scope, name, arguments).await,
+        }
+    }
+    async fn poll_tool_task(
+        &self,
+        _: &Scope,
+        _: &str,
+        task_id: &str,
+        cancel: bool,
+    ) -> Result<ToolResult, HostError> {
+        if cancel {
+            return Ok(ToolResult::error("the task was cancelled"));
+        }
+        let n: u32 = task_id.trim_start_matches("job-").parse().unwrap_or(0) + 1;
+        // Done at the 40th poll (4 s at 100 ms): time to reload in the middle.
+        Ok(if n >= 40 {
+            ToolResult::text("job done")
+        } else {
+            task_result(n)
+        })
+    }
+    async fn call_tool_with_input(
+        &self,
+        _: &Scope,
+        name: &str,
+        _: Value,
+        input: ToolInput,
+    ) -> Result<ToolResult, HostError> {
+        let (key, answer) = input
+            .answers
+            .iter()
+            .next()
+            .ok_or_else(|| HostError::InvalidInput("no answer".into()))?;
+        let text = match answer.action {
+            InputAction::Accept => format!(
+                "{name} {key} accepted (state {}): {}",
+                input.request_state.as_deref().unwrap_or(""),
+                serde_json::to_string(&answer.content).unwrap_or_default()
+            ),
+            other => format!("{name} {key}: the user chose {other:?}"),
+        };
+        Ok(ToolResult::text(text))
+    }
+    async fn tool_source(&self, cx: &RequestContext, name: &str) -> ToolSource {
+        self.0.tool_source(cx, name).await
+    }
+}
+
+/// A form on the card: filled, a required field checked first, sent; the tool gets typed values
+/// and the turn goes on. A reload while the request waits shows it again.
+#[tokio::test]
+async fn a_tools_form_is_filled_on_its_card_survives_a_reload_and_its_answer_reaches_the_tool() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_hosted(Asking, |c| c.history(MemoryStore::new())).await else {
+        return;
+    };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("call tool book_table {\"day\": \"monday\"}")
+        .await;
+    b.click(".lmck-allow").await;
+    b.wait_for(".lmck-input-request").await;
+    let message = b.texts(".lmck-input-request .lmck-input-message").await;
+    assert_eq!(
+        message, "Who is the table for? <b>not bold</b>",
+        "the server's text is text, not markup"
+    );
+    idle(b).await;
+
+    // A reload while it waits asks again.
+    b.client.refresh().await.unwrap();
+    b.wait_for(".lmck-input-request").await;
+    let seats = b
+        .js("return document.querySelector('.lmck-input-request input[name=seats]').value;")
+        .await;
+    assert_eq!(seats, json!("2"), "the default fills the field");
+    assert_eq!(
+        b.js("return !!document.querySelector('.lmck-input-request select[name=size]');")
+            .await,
+        json!(true)
+    );
+
+    let violations = b.axe_violations().await;
+    assert!(violations.is_empty(), "accessibility: {violations:?}");
+    b.screenshot("20-input-form").await;
+
+    // Submit without the required name: named, nothing sent.
+    b.click(".lmck-input-submit").await;
+    b.wait_text(".lmck-input-problem", "Name is required").await;
+    b.fill(".lmck-input-request input[name=name]", "Ada").await;
+    b.js(
+        "const s = document.querySelector('.lmck-input-request select[name=size]'); \
+          s.value = 'large'; s.dispatchEvent(new Event('change', {bubbles: true})); return 1;",
+    )
+    .await;
+    b.click(".lmck-input-request input[name=vip]").await;
+    b.click(".lmck-input-submit").await;
+    let result = b
+        .wait_text(".lmck-tool-result", "book_table who accepted (state book)")
+        .await;
+    assert!(
+        result.contains(r#""name":"Ada""#)
+            && result.contains(r#""seats":2"#)
+            && result.contains(r#""size":"large""#)
+            && result.contains(r#""vip":true"#),
+        "typed values: {result}"
+    );
+    b.wait_text(
+        ".lmck-assistant .lmck-md",
+        "Tool said: book_table who accepted",
+    )
+    .await;
+    assert_eq!(
+        b.js("return document.querySelectorAll('.lmck-input-request').length;")
+            .await,
+        json!(0),
+        "answered: the card is gone"
+    );
+    idle(b).await;
+    b.screenshot("20-input-form-answered").await;
+}
+
+/// A URL request shows the whole URL and its host and opens nothing by itself; a decline
+/// reaches the tool.
+#[tokio::test]
+async fn a_url_request_shows_the_url_and_its_host_and_a_decline_reaches_the_tool() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_hosted(Asking, |c| c.history(MemoryStore::new())).await else {
+        return;
+    };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("call tool sign_in").await;
+    b.click(".lmck-allow").await;
+    b.wait_for(".lmck-input-url").await;
+    assert_eq!(
+        b.texts(".lmck-input-full-url").await,
+        "https://auth.example.com/start?session=abc"
+    );
+    assert_eq!(b.texts(".lmck-input-host").await, "auth.example.com");
+    let windows = b.client.windows().await.unwrap().len();
+    assert_eq!(windows, 1, "nothing opened before the user's click");
+    b.screenshot("21-input-url-consent").await;
+    b.click(".lmck-input-decline").await;
+    b.wait_text(".lmck-tool-result", "sign_in login: the user chose Decline")
+        .await;
+    idle(b).await;
+}
+
+/// A call that runs as a task shows its state while the tab polls it; a reload in the middle
+/// polls on; its result comes and the turn goes on. Another one is cancelled from its card.
+#[tokio::test]
+async fn a_task_shows_its_state_is_polled_across_a_reload_and_cancels_from_its_card() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_hosted(Asking, |c| c.history(MemoryStore::new())).await else {
+        return;
+    };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("call tool long_job").await;
+    b.click(".lmck-allow").await;
+    b.wait_text(".lmck-task .lmck-task-message", "poll").await;
+    assert_eq!(b.texts(".lmck-task-state").await, "running");
+    b.screenshot("22-task-running").await;
+    b.wait_text(".lmck-task .lmck-task-message", "poll 5").await;
+    b.client.refresh().await.unwrap();
+    b.wait_for(".lmck-task").await;
+    b.wait_text(".lmck-tool-result", "job done").await;
+    b.wait_text(".lmck-assistant .lmck-md", "Tool said: job done")
+        .await;
+    assert_eq!(
+        b.js("return document.querySelectorAll('.lmck-task').length;")
+            .await,
+        json!(0)
+    );
+    idle(b).await;
+
+    b.send_message("call tool long_job").await;
+    b.click(".lmck-allow").await;
+    b.wait_for(".lmck-task-cancel").await;
+    b.click(".lmck-task-cancel").await;
+    b.wait_text(".lmck-tool-result", "the task was cancelled")
+        .await;
+    idle(b).await;
+}
