@@ -24,6 +24,7 @@
 
 pub mod approval;
 pub(crate) mod host_names;
+pub(crate) mod operator;
 mod template;
 
 #[cfg(test)]

@@ -1,8 +1,13 @@
-//! The local OAuth server of `user_mcp_oauth_local.rs`: an authorization server (metadata,
-//! dynamic registration, an authorization endpoint that approves at once, a token endpoint that
-//! checks PKCE and issues short-lived tokens with refresh tokens) in front of a real rmcp MCP
-//! server that wants a live bearer token (`/mcp`), plus the same MCP server open (`/open`), on
-//! one loopback port. Every code and token carries [`CANARY`].
+//! The local OAuth server of `user_mcp_oauth_local.rs` and `operator_mcp_oauth.rs`: an
+//! authorization server (metadata, dynamic registration, an authorization endpoint that approves
+//! at once, a token endpoint that checks PKCE and issues short-lived tokens with refresh tokens)
+//! in front of a real rmcp MCP server that wants a live bearer token (`/mcp`), plus the same MCP
+//! server open (`/open`), on one loopback port. Every code and token carries [`CANARY`].
+//!
+//! With [`Opts::cimd`] it advertises client ID metadata documents and takes a URL as a
+//! `client_id` only after fetching it (over HTTP, from whoever serves it) and finding the
+//! `redirect_uri` among its `redirect_uris`; with [`Opts::iss`] it advertises RFC 9207 and
+//! sends an `iss` (its own, or a wrong one) with the code.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,6 +42,11 @@ pub struct Opts {
     pub authorization_server: Option<String>,
     /// The registration endpoint its metadata names (default: its own).
     pub registration_endpoint: Option<String>,
+    /// Advertises `client_id_metadata_document_supported` and fetches URL client ids.
+    pub cimd: bool,
+    /// Advertises `authorization_response_iss_parameter_supported` and sends this `iss`
+    /// (`Some("")`: its own issuer).
+    pub iss: Option<String>,
 }
 
 impl Default for Opts {
@@ -46,6 +56,8 @@ impl Default for Opts {
             refresh: true,
             authorization_server: None,
             registration_endpoint: None,
+            cimd: false,
+            iss: None,
         }
     }
 }
@@ -72,6 +84,10 @@ pub struct Seen {
     pub bearers: Mutex<Vec<(String, Option<String>)>>,
     /// Tool calls that ran.
     pub calls: Mutex<Vec<String>>,
+    /// Dynamic registrations.
+    pub registrations: AtomicUsize,
+    /// The client ID metadata documents fetched: the URL and what it answered.
+    pub documents: Mutex<Vec<(String, Value)>>,
 }
 
 impl Seen {
@@ -157,31 +173,65 @@ async fn server_metadata(State((seen, opts)): State<Ctx>, headers: HeaderMap) ->
         .registration_endpoint
         .clone()
         .unwrap_or(format!("{me}/register"));
-    axum::Json(json!({
+    let mut metadata = json!({
         "issuer": me, "authorization_endpoint": format!("{me}/authorize"),
         "token_endpoint": format!("{me}/token"), "registration_endpoint": register,
         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "token_endpoint_auth_methods_supported": ["none"], "scopes_supported": ["mcp:tools"],
-    }))
-    .into_response()
+    });
+    if opts.cimd {
+        metadata["client_id_metadata_document_supported"] = true.into();
+    }
+    if opts.iss.is_some() {
+        metadata["authorization_response_iss_parameter_supported"] = true.into();
+    }
+    axum::Json(metadata).into_response()
 }
 
 async fn register(State((seen, _)): State<Ctx>, axum::Json(body): axum::Json<Value>) -> Response {
+    seen.registrations.fetch_add(1, Ordering::SeqCst);
     let id = format!("client-{}", seen.next());
     let reply = json!({"client_id": id, "redirect_uris": body["redirect_uris"],
                        "client_name": body["client_name"], "token_endpoint_auth_method": "none"});
     (StatusCode::CREATED, axum::Json(reply)).into_response()
 }
 
+/// Fetches the client ID metadata document at `url`; whether it names itself and lists
+/// `redirect_uri`.
+async fn document_allows(seen: &Seen, url: &str, redirect_uri: &str) -> bool {
+    let Ok(res) = reqwest::get(url).await else {
+        return false;
+    };
+    let Ok(doc) = res.json::<Value>().await else {
+        return false;
+    };
+    seen.documents
+        .lock()
+        .unwrap()
+        .push((url.to_owned(), doc.clone()));
+    doc["client_id"] == url
+        && doc["token_endpoint_auth_method"] == "none"
+        && doc["redirect_uris"]
+            .as_array()
+            .is_some_and(|uris| uris.iter().any(|u| u == redirect_uri))
+}
+
 async fn authorize(
-    State((seen, _)): State<Ctx>,
+    State((seen, opts)): State<Ctx>,
+    headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     seen.authorize.lock().unwrap().push(q.clone());
     let field = |k: &str| q.get(k).cloned().unwrap_or_default();
     if field("response_type") != "code" || field("code_challenge_method") != "S256" {
         return (StatusCode::BAD_REQUEST, "code flow with S256 only").into_response();
+    }
+    let client_id = field("client_id");
+    if client_id.starts_with("http")
+        && (!opts.cimd || !document_allows(&seen, &client_id, &field("redirect_uri")).await)
+    {
+        return (StatusCode::BAD_REQUEST, "unusable client metadata document").into_response();
     }
     let code = format!("code-{CANARY}-{}", seen.next());
     let issued = Issued {
@@ -194,6 +244,15 @@ async fn authorize(
     back.query_pairs_mut()
         .append_pair("code", &code)
         .append_pair("state", &field("state"));
+    match opts.iss.as_deref() {
+        Some("") => {
+            back.query_pairs_mut().append_pair("iss", &origin(&headers));
+        }
+        Some(other) => {
+            back.query_pairs_mut().append_pair("iss", other);
+        }
+        None => {}
+    }
     Redirect::to(back.as_str()).into_response()
 }
 

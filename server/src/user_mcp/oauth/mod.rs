@@ -17,7 +17,7 @@
 //!   nonce) are sealed by the [`Keyring`](crate::secrets::sealing::Keyring) with associated data
 //!   `"{principal}/{slug}/oauth"` and `".../oauth-pending"`: neither opens in another row, for
 //!   another user, or as the other. They are never in an answer, a `Debug` or a log line; a
-//!   code exchange and a refresh run with rmcp's logging switched off ([`quiet`]), because rmcp
+//!   code exchange and a refresh run with rmcp's logging switched off (`mcp::oauth::quiet`), because rmcp
 //!   logs the code it exchanges at `DEBUG`. Error texts lose URL queries and any copy of the
 //!   code. The callback's own URL (which carries the code) is never handed to rmcp.
 //! - **The `state`** is a sealed `{principal, slug, nonce, expiry}` (associated data
@@ -42,7 +42,7 @@
 //!   request's `Origin` when it names the request's `Host` (the UI's fetch), else `Host` with
 //!   `http` for loopback names and `https` otherwise.
 //! - **Every OAuth request goes through the [`OutboundPolicy`](crate::mcp::OutboundPolicy)**
-//!   ([`http::PolicyHttp`]): an authorization server or endpoint at a refused address (cloud
+//!   (`mcp::oauth::PolicyHttp`): an authorization server or endpoint at a refused address (cloud
 //!   metadata, loopback, private) is refused unless the operator allows its host. rmcp adds its
 //!   own check of discovered metadata hosts, which refuses private IP literals even when the
 //!   operator allows them (allowing a host name works).
@@ -55,32 +55,21 @@
 //! - **A new URL drops the grant**: tokens issued for one server are never sent to another.
 
 mod flow;
-mod http;
 mod tokens;
 
-pub(crate) use flow::{Callback, redirect_uri};
-
-use std::future::Future;
-use std::time::Duration;
+pub(crate) use crate::mcp::oauth::Callback;
+pub(crate) use flow::{CALLBACK_PATH, document_url, redirect_uri};
 
 use lmchatkit_protocol::OAuthStatus;
-use rmcp::transport::auth::{
-    AuthError, AuthorizationMetadata, OAuthClientConfig, StoredAuthorizationState,
-    StoredCredentials,
-};
+use rmcp::transport::auth::{AuthorizationMetadata, StoredAuthorizationState, StoredCredentials};
 use serde::{Deserialize, Serialize};
-use tracing::instrument::WithSubscriber;
 
 use super::{UserMcp, UserMcpRecord, UserMcpStoreError};
 use crate::error::Failure;
 use crate::host::Principal;
-use crate::secrets::redact_urls;
+pub(crate) use crate::mcp::oauth::{Client, describe};
 
-/// How long a sign-in may take, from its start to the callback.
-pub const SIGN_IN_TTL: Duration = Duration::from_secs(10 * 60);
-
-/// The client name sent with dynamic client registration.
-const CLIENT_NAME: &str = "lmchatkit";
+pub use crate::mcp::oauth::SIGN_IN_TTL;
 
 /// Associated data of the `state` parameter.
 const STATE_AAD: &[u8] = b"lmchatkit/oauth-state";
@@ -157,31 +146,6 @@ impl From<OAuthError> for Failure {
 impl From<UserMcpStoreError> for OAuthError {
     fn from(e: UserMcpStoreError) -> Self {
         OAuthError::Internal(e.to_string())
-    }
-}
-
-/// The client the authorization server registered for this server's sign-ins.
-#[derive(Clone, Serialize, Deserialize)]
-struct Client {
-    client_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    client_secret: Option<String>,
-    redirect_uri: String,
-    #[serde(default)]
-    scopes: Vec<String>,
-    /// The authorization server's issuer when the sign-in started.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    issuer: Option<String>,
-}
-
-impl Client {
-    fn config(&self) -> OAuthClientConfig {
-        let mut c = OAuthClientConfig::new(self.client_id.clone(), self.redirect_uri.clone())
-            .with_scopes(self.scopes.clone());
-        if let Some(secret) = &self.client_secret {
-            c = c.with_client_secret(secret.clone());
-        }
-        c
     }
 }
 
@@ -312,31 +276,6 @@ impl UserMcp {
             }
         }
     }
-}
-
-/// Runs `f` with logging switched off: rmcp logs the authorization code at `DEBUG` while it
-/// exchanges it, and token responses while it refreshes them.
-fn quiet<F: Future>(f: F) -> impl Future<Output = F::Output> {
-    f.with_subscriber(tracing::subscriber::NoSubscriber::default())
-}
-
-/// An rmcp error as text for the user: sources included, URLs without their queries, and
-/// `secret` (e.g. the code) replaced wherever it appears.
-fn describe(e: &AuthError, secret: Option<&str>) -> String {
-    let mut out = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    if let Some(secret) = secret.filter(|s| !s.is_empty()) {
-        out = out.replace(secret, "<redacted>");
-    }
-    redact_urls(&out)
 }
 
 /// Now, in ms since the epoch.
