@@ -10,7 +10,6 @@
 //!   server every user's model calls.
 //! - **Anyone else** gets a 404 from the operator's routes: their existence is not revealed.
 
-use crate::error::Failure;
 use crate::host::RequestContext;
 
 /// Whether `cx`'s principal sees what only the operator should (servers' states, set-up
@@ -21,7 +20,12 @@ pub(crate) fn sees_setup(operator: Option<&str>, cx: &RequestContext) -> bool {
 
 /// Whether `cx`'s principal may sign the service in to the operator's MCP servers (see the
 /// module docs); a 404 or 403 when not.
-pub(crate) fn may_operate(operator: Option<&str>, cx: &RequestContext) -> Result<(), Failure> {
+#[cfg(feature = "mcp")]
+pub(crate) fn may_operate(
+    operator: Option<&str>,
+    cx: &RequestContext,
+) -> Result<(), crate::error::Failure> {
+    use crate::error::Failure;
     match operator {
         Some(op) if cx.has_principal() && op == cx.principal().id() => Ok(()),
         Some(_) => Err(Failure::NotFound("not found".into())),
@@ -37,9 +41,12 @@ pub(crate) fn may_operate(operator: Option<&str>, cx: &RequestContext) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(feature = "mcp")]
+    use crate::error::Failure;
     use crate::host::Principal;
 
     #[test]
+    #[cfg(feature = "mcp")]
     fn only_the_named_operator_operates_and_others_get_a_404() {
         let root = RequestContext::new(Principal::new("root"));
         let bob = RequestContext::new(Principal::new("bob"));
@@ -57,6 +64,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "mcp")]
     fn without_an_operator_only_a_service_without_principals_operates() {
         let bob = RequestContext::new(Principal::new("bob"));
         assert!(may_operate(None, &RequestContext::default()).is_ok());

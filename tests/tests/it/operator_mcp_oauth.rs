@@ -7,7 +7,6 @@
 //! a `Debug` or a log line.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::header;
@@ -157,31 +156,10 @@ async fn greet(hub: &McpHub, name: &str) -> lmchatkit::protocol::ToolResult {
     try_greet(hub, name).await.unwrap()
 }
 
-/// Every log line, at every level and from every crate, of what runs on this test's thread.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Self;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 #[tokio::test]
 async fn the_operator_signs_in_once_by_the_metadata_document_and_the_hub_then_calls_the_servers_tools()
  {
-    let logs = Captured::default();
+    let logs = lmchatkit_tests::captured::Captured::default();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
         .with_writer(logs.clone())
@@ -249,7 +227,7 @@ async fn the_operator_signs_in_once_by_the_metadata_document_and_the_hub_then_ca
     // Nothing of the grant in a `Debug`, nor in any log line.
     let shown = format!("{:?} {:?}", s.oauth, s.hub);
     assert!(!shown.contains(CANARY), "{shown}");
-    let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let text = logs.text();
     assert!(
         text.contains("signed the service in"),
         "logs were captured: {text}"

@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -436,30 +435,9 @@ async fn a_token_the_server_stops_taking_is_refreshed_during_the_connection_and_
     assert_eq!(status_of(&svc, "alice").await, "sign_in_required");
 }
 
-/// Every log line, at every level and from every crate, of what runs on this test's thread.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 #[tokio::test]
 async fn no_log_line_carries_a_code_or_a_token() {
-    let logs = Captured::default();
+    let logs = lmchatkit_tests::captured::Captured::default();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
         .with_writer(logs.clone())
@@ -486,7 +464,7 @@ async fn no_log_line_carries_a_code_or_a_token() {
         1,
         "a refresh was logged too"
     );
-    let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let text = logs.text();
     assert!(
         text.contains("signed in to a user's MCP server"),
         "logs were captured: {text}"

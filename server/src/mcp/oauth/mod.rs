@@ -29,6 +29,7 @@
 mod cimd;
 mod http;
 mod operator;
+pub(crate) mod steps;
 mod store;
 
 pub use cimd::CIMD_PATH;
@@ -86,6 +87,24 @@ impl Client {
         }
         c
     }
+}
+
+/// A signed-in server's grant: what is sealed for it.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Grant {
+    pub(crate) client: Client,
+    pub(crate) metadata: AuthorizationMetadata,
+    pub(crate) credentials: StoredCredentials,
+}
+
+/// A sign-in in progress: what is sealed for it until its callback.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Pending {
+    pub(crate) nonce: String,
+    /// ms since the epoch.
+    pub(crate) expires_at: i64,
+    pub(crate) client: Client,
+    pub(crate) state: StoredAuthorizationState,
 }
 
 /// Whether `url` names a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`).

@@ -5,16 +5,13 @@
 use std::sync::Arc;
 
 use lmchatkit_protocol::OAuthStatus;
-use rmcp::transport::StateStore;
-use rmcp::transport::auth::{AuthorizationManager, InMemoryStateStore};
+use rmcp::transport::auth::AuthorizationManager;
 
-use super::{
-    Callback, Client, Grant, OAuthError, Pending, SIGN_IN_TTL, STATE_AAD, StateToken, aad,
-    describe, now_ms,
-};
+use super::{Callback, Grant, OAuthError, Pending, STATE_AAD, StateToken, aad, describe, now_ms};
 use crate::error::Failure;
 use crate::host::Principal;
-use crate::mcp::oauth::{CIMD_PATH, PolicyHttp, exchange_code, obtain_client, request_origin};
+use crate::mcp::oauth::steps::{self, Step};
+use crate::mcp::oauth::{CIMD_PATH, PolicyHttp, request_origin};
 use crate::user_mcp::{UserMcp, UserMcpRecord};
 
 /// The callback's path below the prefix.
@@ -56,61 +53,21 @@ impl UserMcp {
             slug: slug.to_owned(),
             reason,
         };
-        let started = async {
-            let mut manager = self.manager(&record.url).await?;
-            let states = InMemoryStateStore::new();
-            manager.set_state_store(states.clone());
-            let resolution = manager
-                .resolve_metadata()
-                .await
-                .map_err(|e| upstream(describe(&e, None)))?;
-            if !resolution.source.is_discovered() {
-                return Err(OAuthError::NotOAuth(slug.to_owned()));
-            }
-            let metadata = resolution.metadata;
-            let issuer = metadata.issuer.clone();
-            manager.set_metadata(metadata.clone());
-            let scopes = manager.select_initial_scopes(&[]).await;
-            let config = obtain_client(&mut manager, &metadata, redirect_uri, document, &scopes)
-                .await
-                .map_err(|e| upstream(describe(&e, None)))?;
-            let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
-            let url = manager
-                .get_authorization_url(&refs)
-                .await
-                .map_err(|e| upstream(describe(&e, None)))?;
-            let client = Client {
-                client_id: config.client_id,
-                client_secret: config.client_secret,
-                redirect_uri: redirect_uri.to_owned(),
-                scopes,
-                issuer,
-            };
-            Ok::<_, OAuthError>((url, client, states))
-        };
-        let (url, client, states) = tokio::time::timeout(self.upstream_timeout, started)
-            .await
-            .map_err(|_| upstream(format!("no answer within {:?}", self.upstream_timeout)))??;
+        let manager = self.manager(&record.url).await?;
+        let begun = tokio::time::timeout(
+            self.upstream_timeout,
+            steps::begin(manager, redirect_uri, document),
+        )
+        .await
+        .map_err(|_| upstream(format!("no answer within {:?}", self.upstream_timeout)))?
+        .map_err(|e| step_error(slug, e))?;
         // The browser opens it: an http(s) page under the same rules as the server's URL (no
         // `javascript:` from a hostile authorization server's metadata).
-        let mut url = self
+        let url = self
             .policy
-            .check_url(&url)
+            .check_url(&begun.url)
             .map_err(|e| upstream(format!("its authorization page is refused: {e}")))?;
-        let rmcp_state = url
-            .query_pairs()
-            .find(|(k, _)| k == "state")
-            .map(|(_, v)| v.into_owned())
-            .ok_or_else(|| upstream("the authorization URL has no state".into()))?;
-        let state = states
-            .load(&rmcp_state)
-            .await
-            .ok()
-            .flatten()
-            .ok_or_else(|| OAuthError::Internal("the sign-in's PKCE verifier is missing".into()))?;
-        let nonce = hex::encode(rand::random::<[u8; 16]>());
-        let ttl = i64::try_from(SIGN_IN_TTL.as_millis()).unwrap_or(i64::MAX);
-        let expires_at = now_ms().saturating_add(ttl);
+        let (nonce, expires_at) = steps::nonce_and_expiry();
         let token = self.seal_json(
             &StateToken {
                 principal: principal.id().to_owned(),
@@ -121,19 +78,12 @@ impl UserMcp {
             STATE_AAD,
         )?;
         // Our state in place of rmcp's: the callback finds the sign-in from it.
-        let pairs: Vec<(String, String)> = url
-            .query_pairs()
-            .map(|(k, v)| match k.as_ref() {
-                "state" => (k.into_owned(), token.clone()),
-                _ => (k.into_owned(), v.into_owned()),
-            })
-            .collect();
-        url.query_pairs_mut().clear().extend_pairs(pairs);
+        let url = steps::with_state(url, &token);
         let pending = Pending {
             nonce,
             expires_at,
-            client,
-            state,
+            client: begun.client,
+            state: begun.state,
         };
         let sealed = self.seal_json(&pending, &aad(principal, slug, "oauth-pending"))?;
         let at = record.url.clone();
@@ -151,7 +101,7 @@ impl UserMcp {
             slug,
             "a sign-in to a user's MCP server started"
         );
-        Ok(url.to_string())
+        Ok(url)
     }
 
     /// Ends a sign-in: checks the state (the request's principal's, not expired, the server's
@@ -256,33 +206,33 @@ impl UserMcp {
         code: &str,
         iss: Option<&str>,
     ) -> Result<Grant, OAuthError> {
-        let upstream = |reason: String| OAuthError::Upstream {
-            slug: record.slug.clone(),
-            reason,
-        };
-        let mut manager = self.manager(&record.url).await?;
-        let resolution = manager
-            .resolve_metadata()
-            .await
-            .map_err(|e| upstream(describe(&e, None)))?;
-        if !resolution.source.is_discovered() || resolution.metadata.issuer != pending.client.issuer
-        {
-            return Err(upstream(
-                "the server names another authorization server than when the sign-in started"
-                    .into(),
-            ));
-        }
-        manager.set_metadata(resolution.metadata.clone());
-        manager
-            .configure_client(pending.client.config())
-            .map_err(|e| upstream(describe(&e, None)))?;
-        let credentials = exchange_code(manager, pending.state, key, code, iss)
-            .await
-            .map_err(|e| upstream(describe(&e, Some(code))))?;
+        let manager = self.manager(&record.url).await?;
+        let (metadata, credentials) =
+            steps::finish(manager, &pending.client, pending.state, key, code, iss)
+                .await
+                .map_err(|e| step_error(&record.slug, e))?;
         Ok(Grant {
             client: pending.client,
-            metadata: resolution.metadata,
+            metadata,
             credentials,
         })
+    }
+}
+
+/// A step's failure, in the user's words.
+pub(super) fn step_error(slug: &str, e: Step) -> OAuthError {
+    match e {
+        Step::NotOAuth => OAuthError::NotOAuth(slug.to_owned()),
+        Step::Upstream(reason) => OAuthError::Upstream {
+            slug: slug.to_owned(),
+            reason,
+        },
+        Step::Issuer => OAuthError::Refused(
+            "the response does not come from the server's authorization server (its `iss` is \
+             another issuer's, or missing)"
+                .into(),
+        ),
+        Step::Ended => OAuthError::SignInRequired(slug.to_owned()),
+        Step::Internal(e) => OAuthError::Internal(e),
     }
 }

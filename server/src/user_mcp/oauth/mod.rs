@@ -61,13 +61,12 @@ pub(crate) use crate::mcp::oauth::Callback;
 pub(crate) use flow::{CALLBACK_PATH, document_url, redirect_uri};
 
 use lmchatkit_protocol::OAuthStatus;
-use rmcp::transport::auth::{AuthorizationMetadata, StoredAuthorizationState, StoredCredentials};
 use serde::{Deserialize, Serialize};
 
 use super::{UserMcp, UserMcpRecord, UserMcpStoreError};
 use crate::error::Failure;
 use crate::host::Principal;
-pub(crate) use crate::mcp::oauth::{Client, describe};
+pub(crate) use crate::mcp::oauth::{Client, Grant, Pending, describe};
 
 pub use crate::mcp::oauth::SIGN_IN_TTL;
 
@@ -149,24 +148,6 @@ impl From<UserMcpStoreError> for OAuthError {
     }
 }
 
-/// A signed-in server's grant (sealed in [`UserMcpRecord::oauth`]).
-#[derive(Serialize, Deserialize)]
-struct Grant {
-    client: Client,
-    metadata: AuthorizationMetadata,
-    credentials: StoredCredentials,
-}
-
-/// A sign-in in progress (sealed in [`UserMcpRecord::oauth_pending`]).
-#[derive(Serialize, Deserialize)]
-struct Pending {
-    nonce: String,
-    /// ms since the epoch.
-    expires_at: i64,
-    client: Client,
-    state: StoredAuthorizationState,
-}
-
 /// What the `state` parameter carries (sealed).
 #[derive(Serialize, Deserialize)]
 struct StateToken {
@@ -183,9 +164,7 @@ fn aad(principal: &Principal, slug: &str, what: &str) -> Vec<u8> {
 
 impl UserMcp {
     fn seal_json<T: Serialize>(&self, value: &T, aad: &[u8]) -> Result<String, OAuthError> {
-        let json = serde_json::to_vec(value)
-            .map_err(|e| OAuthError::Internal(format!("encoding the sign-in: {e}")))?;
-        Ok(self.keyring.seal(&json, aad))
+        crate::mcp::oauth::steps::seal_json(&self.keyring, value, aad).map_err(OAuthError::Internal)
     }
 
     fn open_json<T: serde::de::DeserializeOwned>(
@@ -193,14 +172,8 @@ impl UserMcp {
         sealed: &str,
         aad: &[u8],
     ) -> Result<T, OAuthError> {
-        let plain = self.keyring.open(sealed, aad).map_err(|e| {
-            OAuthError::Internal(format!(
-                "a stored sign-in does not open ({e}); sign in again"
-            ))
-        })?;
-        serde_json::from_slice(&plain).map_err(|_| {
-            OAuthError::Internal("a stored sign-in is unreadable; sign in again".into())
-        })
+        crate::mcp::oauth::steps::open_json(&self.keyring, sealed, aad)
+            .map_err(OAuthError::Internal)
     }
 
     fn open_grant(

@@ -5,13 +5,12 @@
 use std::hash::{Hash, Hasher};
 
 use rmcp::transport::CredentialStore;
-use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationMetadata, InMemoryCredentialStore,
-};
+use rmcp::transport::auth::{AuthorizationManager, AuthorizationMetadata, InMemoryCredentialStore};
 
 use super::{Client, Grant, OAuthError, describe};
 use crate::host::Principal;
-use crate::mcp::oauth::{access_token, due, now_secs, refresh_credentials, renewable};
+use crate::mcp::oauth::steps::{self, Step};
+use crate::mcp::oauth::{access_token, due, now_secs, renewable};
 use crate::user_mcp::{UserMcp, UserMcpRecord};
 
 /// The OAuth side of one connection to a signed-in server.
@@ -114,35 +113,19 @@ impl UserMcp {
             self.mark_sign_in_required(principal, slug).await;
             return Err(OAuthError::SignInRequired(slug.to_owned()));
         }
-        let upstream = |reason: String| OAuthError::Upstream {
-            slug: slug.to_owned(),
-            reason,
-        };
-        let mut manager = self.manager(&record.url).await?;
-        // Discovery again: the current endpoints, and the `resource` the token is for.
-        let resolution = manager
-            .resolve_metadata()
-            .await
-            .map_err(|e| upstream(describe(&e, None)))?;
-        if resolution.metadata.issuer != grant.client.issuer {
-            self.mark_sign_in_required(principal, slug).await;
-            return Err(OAuthError::SignInRequired(slug.to_owned()));
-        }
-        manager.set_metadata(resolution.metadata.clone());
-        manager
-            .configure_client(grant.client.config())
-            .map_err(|e| OAuthError::Internal(describe(&e, None)))?;
-        let credentials = match refresh_credentials(manager, grant.credentials).await {
-            Ok(c) => c,
-            Err(AuthError::AuthorizationRequired | AuthError::TokenRefreshRejected(_)) => {
-                self.mark_sign_in_required(principal, slug).await;
-                return Err(OAuthError::SignInRequired(slug.to_owned()));
-            }
-            Err(e) => return Err(upstream(describe(&e, None))),
-        };
+        let manager = self.manager(&record.url).await?;
+        let (metadata, credentials) =
+            match steps::renew(manager, &grant.client, grant.credentials).await {
+                Ok(renewed) => renewed,
+                Err(Step::Ended) => {
+                    self.mark_sign_in_required(principal, slug).await;
+                    return Err(OAuthError::SignInRequired(slug.to_owned()));
+                }
+                Err(e) => return Err(super::flow::step_error(slug, e)),
+            };
         let grant = Grant {
             client: grant.client,
-            metadata: resolution.metadata,
+            metadata,
             credentials,
         };
         self.store_grant(principal, slug, &record.url, &grant)

@@ -2,15 +2,12 @@
 //! registration), the authorization URL ([`OperatorOAuth::start`]), then the code exchange with
 //! the `iss` check ([`OperatorOAuth::finish`]). The rules are the module's ([`super`]).
 
-use rmcp::transport::StateStore;
-use rmcp::transport::auth::{AuthError, InMemoryStateStore};
-
 use super::{
     Grant, OPERATOR_CALLBACK_PATH, OperatorOAuth, Pending, Record, STATE_AAD, SignInError,
     StateToken, now_ms,
 };
 use crate::host::Principal;
-use crate::mcp::oauth::{Callback, Client, cimd, describe, exchange_code, obtain_client};
+use crate::mcp::oauth::{Callback, cimd, steps};
 
 impl OperatorOAuth {
     /// Starts `principal`'s sign-in to `server` from a page at `origin` under `prefix`: the
@@ -23,81 +20,26 @@ impl OperatorOAuth {
         prefix: &str,
     ) -> Result<String, SignInError> {
         let url = self.configured(server)?;
-        let upstream = |reason: String| SignInError::Upstream {
-            server: server.to_owned(),
-            reason,
-        };
         let redirect_uri = format!("{origin}{prefix}{OPERATOR_CALLBACK_PATH}");
         let document = cimd::document_url(origin, prefix);
-        let started = async {
-            let mut manager = self.manager(&url).await?;
-            let states = InMemoryStateStore::new();
-            manager.set_state_store(states.clone());
-            let resolution = manager
-                .resolve_metadata()
-                .await
-                .map_err(|e| upstream(describe(&e, None)))?;
-            if !resolution.source.is_discovered() {
-                return Err(SignInError::NotOAuth(server.to_owned()));
-            }
-            let metadata = resolution.metadata;
-            let issuer = metadata.issuer.clone();
-            manager.set_metadata(metadata.clone());
-            let scopes = manager.select_initial_scopes(&[]).await;
-            let config = obtain_client(
-                &mut manager,
-                &metadata,
-                &redirect_uri,
-                Some(&document),
-                &scopes,
-            )
-            .await
-            .map_err(|e| upstream(describe(&e, None)))?;
-            let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
-            let at = manager
-                .get_authorization_url(&refs)
-                .await
-                .map_err(|e| upstream(describe(&e, None)))?;
-            let client = Client {
-                client_id: config.client_id,
-                client_secret: config.client_secret,
-                redirect_uri: redirect_uri.clone(),
-                scopes,
-                issuer,
-            };
-            Ok((at, client, states))
-        };
-        let (at, client, states) = self.timed(server, started).await?;
+        let manager = self.manager(&url).await?;
+        let begun = self
+            .timed(server, async {
+                steps::begin(manager, &redirect_uri, Some(&document))
+                    .await
+                    .map_err(|e| self.step_error(server, e))
+            })
+            .await?;
         // The browser opens it: an http(s) page under the policy's URL rules (no `javascript:`
         // from a hostile authorization server's metadata).
-        let mut at = self
-            .inner
-            .policy
-            .clone()
-            .with_allowed_host(
-                reqwest::Url::parse(&url)
-                    .ok()
-                    .and_then(|u| u.host_str().map(str::to_owned))
-                    .unwrap_or_default(),
-            )
-            .check_url(&at)
-            .map_err(|e| upstream(format!("its authorization page is refused: {e}")))?;
-        let rmcp_state = at
-            .query_pairs()
-            .find(|(k, _)| k == "state")
-            .map(|(_, v)| v.into_owned())
-            .ok_or_else(|| upstream("the authorization URL has no state".into()))?;
-        let state = states
-            .load(&rmcp_state)
-            .await
-            .ok()
-            .flatten()
-            .ok_or_else(|| {
-                SignInError::Internal("the sign-in's PKCE verifier is missing".into())
-            })?;
-        let nonce = hex::encode(rand::random::<[u8; 16]>());
-        let ttl = i64::try_from(crate::mcp::oauth::SIGN_IN_TTL.as_millis()).unwrap_or(i64::MAX);
-        let expires_at = now_ms().saturating_add(ttl);
+        let at =
+            self.policy_for(&url)
+                .check_url(&begun.url)
+                .map_err(|e| SignInError::Upstream {
+                    server: server.to_owned(),
+                    reason: format!("its authorization page is refused: {e}"),
+                })?;
+        let (nonce, expires_at) = steps::nonce_and_expiry();
         let token = self.seal_json(
             &StateToken {
                 principal: principal.id().to_owned(),
@@ -108,19 +50,12 @@ impl OperatorOAuth {
             STATE_AAD,
         )?;
         // Our state in place of rmcp's: the callback finds the sign-in from it.
-        let pairs: Vec<(String, String)> = at
-            .query_pairs()
-            .map(|(k, v)| match k.as_ref() {
-                "state" => (k.into_owned(), token.clone()),
-                _ => (k.into_owned(), v.into_owned()),
-            })
-            .collect();
-        at.query_pairs_mut().clear().extend_pairs(pairs);
+        let at = steps::with_state(at, &token);
         let pending = Pending {
             nonce,
             expires_at,
-            client,
-            state,
+            client: begun.client,
+            state: begun.state,
         };
         {
             let _serialised = self.inner.lock.lock().await;
@@ -142,7 +77,7 @@ impl OperatorOAuth {
             server,
             "the operator's sign-in to an MCP server started"
         );
-        Ok(at.to_string())
+        Ok(at)
     }
 
     /// Ends a sign-in: checks the state (`principal`'s, not expired, the server's pending
@@ -246,44 +181,14 @@ impl OperatorOAuth {
         code: &str,
         iss: Option<&str>,
     ) -> Result<Grant, SignInError> {
-        let upstream = |reason: String| SignInError::Upstream {
-            server: server.to_owned(),
-            reason,
-        };
-        let mut manager = self.manager(url).await?;
-        let resolution = manager
-            .resolve_metadata()
-            .await
-            .map_err(|e| upstream(describe(&e, None)))?;
-        if !resolution.source.is_discovered() || resolution.metadata.issuer != pending.client.issuer
-        {
-            return Err(upstream(
-                "the server names another authorization server than when the sign-in started"
-                    .into(),
-            ));
-        }
-        manager.set_metadata(resolution.metadata.clone());
-        manager
-            .configure_client(pending.client.config())
-            .map_err(|e| upstream(describe(&e, None)))?;
-        let credentials = match exchange_code(manager, pending.state, key, code, iss).await {
-            Ok(c) => c,
-            Err(
-                e @ (AuthError::AuthorizationServerMismatch { .. }
-                | AuthError::AuthorizationServerMissingIssuer { .. }),
-            ) => {
-                tracing::warn!(server, error = %describe(&e, Some(code)), "an authorization response's `iss` is not its authorization server's; refused");
-                return Err(SignInError::Refused(
-                    "the response does not come from the server's authorization server \
-                     (its `iss` is another issuer's, or missing; RFC 9207)"
-                        .into(),
-                ));
-            }
-            Err(e) => return Err(upstream(describe(&e, Some(code)))),
-        };
+        let manager = self.manager(url).await?;
+        let (metadata, credentials) =
+            steps::finish(manager, &pending.client, pending.state, key, code, iss)
+                .await
+                .map_err(|e| self.step_error(server, e))?;
         Ok(Grant {
             client: pending.client,
-            metadata: resolution.metadata,
+            metadata,
             credentials,
         })
     }

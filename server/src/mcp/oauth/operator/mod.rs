@@ -53,13 +53,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use rmcp::transport::auth::{
-    AuthorizationManager, AuthorizationMetadata, StoredAuthorizationState, StoredCredentials,
-};
+use rmcp::transport::auth::AuthorizationManager;
 use serde::{Deserialize, Serialize};
 
+use super::steps::{self, Step};
 use super::store::{GrantStoreError, OperatorGrantStore};
-use super::{Client, PolicyHttp, access_token, describe, due_at, now_secs};
+use super::{Grant, Pending, PolicyHttp, access_token, describe, due_at, now_secs};
 use crate::error::Failure;
 use crate::mcp::OutboundPolicy;
 use crate::secrets::Redacted;
@@ -140,24 +139,6 @@ impl From<SignInError> for Failure {
             SignInError::Internal(_) => Failure::Internal(e.to_string()),
         }
     }
-}
-
-/// A signed-in server's grant.
-#[derive(Serialize, Deserialize)]
-struct Grant {
-    client: Client,
-    metadata: AuthorizationMetadata,
-    credentials: StoredCredentials,
-}
-
-/// A sign-in in progress.
-#[derive(Serialize, Deserialize)]
-struct Pending {
-    nonce: String,
-    /// ms since the epoch.
-    expires_at: i64,
-    client: Client,
-    state: StoredAuthorizationState,
 }
 
 /// What is stored (sealed) for one server.
@@ -401,9 +382,7 @@ impl OperatorOAuth {
     }
 
     fn seal_json<T: Serialize>(&self, value: &T, aad: &[u8]) -> Result<String, SignInError> {
-        let json = serde_json::to_vec(value)
-            .map_err(|e| SignInError::Internal(format!("encoding the sign-in: {e}")))?;
-        Ok(self.inner.keyring.seal(&json, aad))
+        steps::seal_json(&self.inner.keyring, value, aad).map_err(SignInError::Internal)
     }
 
     fn open_json<T: serde::de::DeserializeOwned>(
@@ -411,25 +390,45 @@ impl OperatorOAuth {
         sealed: &str,
         aad: &[u8],
     ) -> Result<T, SignInError> {
-        let plain =
-            self.inner.keyring.open(sealed, aad).map_err(|e| {
-                SignInError::Internal(format!("a stored sign-in does not open ({e})"))
-            })?;
-        serde_json::from_slice(&plain)
-            .map_err(|_| SignInError::Internal("a stored sign-in is unreadable".into()))
+        steps::open_json(&self.inner.keyring, sealed, aad).map_err(SignInError::Internal)
+    }
+
+    /// The policy for the OAuth requests of the server at `url`: the configured one, with
+    /// `url`'s host allowed (the operator named it).
+    fn policy_for(&self, url: &str) -> OutboundPolicy {
+        let policy = self.inner.policy.clone();
+        match reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(|h| h.trim_matches(['[', ']']).to_owned()))
+        {
+            Some(host) => policy.with_allowed_host(host),
+            None => policy,
+        }
+    }
+
+    /// A step's failure, in the operator's words.
+    fn step_error(&self, server: &str, e: Step) -> SignInError {
+        match e {
+            Step::NotOAuth => SignInError::NotOAuth(server.to_owned()),
+            Step::Upstream(reason) => SignInError::Upstream {
+                server: server.to_owned(),
+                reason,
+            },
+            Step::Issuer => SignInError::Refused(
+                "the response does not come from the server's authorization server (its `iss` \
+                 is another issuer's, or missing; RFC 9207)"
+                    .into(),
+            ),
+            Step::Ended => SignInError::SignInRequired(server.to_owned()),
+            Step::Internal(e) => SignInError::Internal(e),
+        }
     }
 
     /// An rmcp manager for the server at `url`, its requests through the policy (with `url`'s
     /// host allowed).
     async fn manager(&self, url: &str) -> Result<AuthorizationManager, SignInError> {
-        let mut policy = self.inner.policy.clone();
-        if let Some(host) = reqwest::Url::parse(url)
-            .ok()
-            .and_then(|u| u.host_str().map(|h| h.trim_matches(['[', ']']).to_owned()))
-        {
-            policy = policy.with_allowed_host(host);
-        }
-        let http = PolicyHttp::new(&policy, self.inner.timeout).map_err(SignInError::Internal)?;
+        let http = PolicyHttp::new(&self.policy_for(url), self.inner.timeout)
+            .map_err(SignInError::Internal)?;
         AuthorizationManager::new_with_oauth_http_client(url, Arc::new(http))
             .await
             .map_err(|e| SignInError::Internal(describe(&e, None)))

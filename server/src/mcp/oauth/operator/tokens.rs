@@ -2,10 +2,9 @@
 //! refreshing it first when it falls due or the server rejected it. The rules are the
 //! module's ([`super`]).
 
-use rmcp::transport::auth::AuthError;
-
 use super::{Grant, OperatorOAuth, Record, SignInError, Token};
-use crate::mcp::oauth::{access_token, describe, due, now_secs, refresh_credentials, renewable};
+use crate::mcp::oauth::steps::{self, Step};
+use crate::mcp::oauth::{access_token, due, now_secs, renewable};
 
 impl OperatorOAuth {
     /// The access token for a connection to `server`: `None` when the service is not signed in
@@ -58,33 +57,16 @@ impl OperatorOAuth {
         if !renewable(&grant.credentials) {
             return Err(self.ended(server, record).await);
         }
-        let upstream = |reason: String| SignInError::Upstream {
-            server: server.to_owned(),
-            reason,
-        };
-        let mut manager = self.manager(url).await?;
-        // Discovery again: the current endpoints, and the `resource` the token is for.
-        let resolution = manager
-            .resolve_metadata()
-            .await
-            .map_err(|e| upstream(describe(&e, None)))?;
-        if resolution.metadata.issuer != grant.client.issuer {
-            return Err(self.ended(server, record).await);
-        }
-        manager.set_metadata(resolution.metadata.clone());
-        manager
-            .configure_client(grant.client.config())
-            .map_err(|e| SignInError::Internal(describe(&e, None)))?;
-        let credentials = match refresh_credentials(manager, grant.credentials).await {
-            Ok(c) => c,
-            Err(AuthError::AuthorizationRequired | AuthError::TokenRefreshRejected(_)) => {
-                return Err(self.ended(server, record).await);
-            }
-            Err(e) => return Err(upstream(describe(&e, None))),
-        };
+        let manager = self.manager(url).await?;
+        let (metadata, credentials) =
+            match steps::renew(manager, &grant.client, grant.credentials).await {
+                Ok(renewed) => renewed,
+                Err(Step::Ended) => return Err(self.ended(server, record).await),
+                Err(e) => return Err(self.step_error(server, e)),
+            };
         let grant = Grant {
             client: grant.client,
-            metadata: resolution.metadata,
+            metadata,
             credentials,
         };
         let token = Token::of(&grant);
