@@ -39,8 +39,8 @@ impl UserMcp {
 
     /// Starts a sign-in to `record`'s server: discovers its authorization server, obtains a
     /// client for `redirect_uri` (the metadata document at `document` when the authorization
-    /// server takes it, else a registration), keeps the PKCE verifier as the server's pending sign-in and
-    /// answers the authorization page's URL.
+    /// server takes it, else a registration), keeps the PKCE verifier as the server's pending
+    /// sign-in and answers the authorization page's URL.
     pub(crate) async fn start_sign_in(
         &self,
         principal: &Principal,

@@ -1,14 +1,17 @@
-//! OAuth sign-in to users' own MCP servers (the MCP authorization spec), through rmcp's `auth`:
-//! discovery of the protected resource metadata and of the authorization server's metadata,
-//! dynamic client registration, the authorization code flow with PKCE (S256) and the `resource`
-//! indicator, and refresh of expired tokens.
+//! OAuth sign-in to users' own MCP servers (the MCP authorization spec), through rmcp's `auth`
+//! and the steps it shares with the operator's sign-ins (`mcp::oauth`): discovery of the
+//! protected resource metadata and of the authorization server's metadata, the client ID
+//! metadata document or dynamic client registration, the authorization code flow with PKCE
+//! (S256) and the `resource` indicator, and refresh of expired tokens.
 //!
 //! The flow: a refresh or call that meets a `401` with a `Bearer` challenge marks the server
 //! [`OAuthStatus::SignInRequired`] and answers so (a 403 naming the sign-in, or a tool error).
-//! `POST {prefix}/api/mcp/servers/{slug}/oauth` discovers, registers a client, and answers the
-//! authorization page's URL; the UI opens it in a new tab. The authorization server sends the
-//! browser to `GET {prefix}/api/mcp/oauth/callback?code&state`, which exchanges the code and
-//! stores the tokens; refreshes and calls then send `Authorization: Bearer` (rmcp's
+//! `POST {prefix}/api/mcp/servers/{slug}/oauth` discovers, obtains a client (the service's
+//! client ID metadata document where the authorization server takes it, else a registration:
+//! `mcp::oauth` says when), and answers the authorization page's URL; the UI opens it in a new
+//! tab. The authorization server sends the browser to
+//! `GET {prefix}/api/mcp/oauth/callback?code&state`, which exchanges the code and stores the
+//! tokens; refreshes and calls then send `Authorization: Bearer` (rmcp's
 //! `AuthClient`) and refresh the token before it expires.
 //!
 //! Decisions:
@@ -17,9 +20,9 @@
 //!   nonce) are sealed by the [`Keyring`](crate::secrets::sealing::Keyring) with associated data
 //!   `"{principal}/{slug}/oauth"` and `".../oauth-pending"`: neither opens in another row, for
 //!   another user, or as the other. They are never in an answer, a `Debug` or a log line; a
-//!   code exchange and a refresh run with rmcp's logging switched off (`mcp::oauth::quiet`), because rmcp
-//!   logs the code it exchanges at `DEBUG`. Error texts lose URL queries and any copy of the
-//!   code. The callback's own URL (which carries the code) is never handed to rmcp.
+//!   code exchange and a refresh run with rmcp's logging switched off (`mcp::oauth::quiet`),
+//!   because rmcp logs the code it exchanges at `DEBUG`. Error texts lose URL queries and any
+//!   copy of the code. The callback's own URL (which carries the code) is never handed to rmcp.
 //! - **The `state`** is a sealed `{principal, slug, nonce, expiry}` (associated data
 //!   `"lmchatkit/oauth-state"`) in place of rmcp's random one, so the callback knows which
 //!   sign-in it ends without any store of its own. It is **bound to the principal** who started

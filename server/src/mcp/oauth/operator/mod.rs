@@ -4,8 +4,8 @@
 //!
 //! The flow: the operator opens `{prefix}/mcp/operator` (a page only the operator sees; see
 //! `access::operator`), which lists these servers with their state, and presses "Sign in" on
-//! one: a same-origin form post to `{prefix}/mcp/operator/sign-in/{server}`, which discovers the
-//! server's authorization server, obtains a client (the metadata document or a registration,
+//! one: a same-origin form post to `{prefix}/mcp/operator/sign-in/{server}`, which discovers
+//! the server's authorization server, obtains a client (the metadata document or a registration,
 //! see [`super`]) and answers `303` to the authorization page. The authorization server sends
 //! the browser back to `GET {prefix}/mcp/operator/callback?code&state&iss`, which checks the
 //! state, exchanges the code (checking `iss`) and stores the grant; the hub's next connection
