@@ -148,7 +148,8 @@ impl Server {
             )));
         }
         self.set_status("connecting", None);
-        let mut token = self.oauth_token(&mut st, None).await?;
+        let rejected = st.rejected.take();
+        let mut token = self.oauth_token(&mut st, rejected.as_deref()).await?;
         let mut connected = connect(
             &self.cfg,
             self.shared.clone(),
@@ -169,7 +170,7 @@ impl Server {
         }
         match connected {
             Ok(mut c) => {
-                c.token_due = token.and_then(|t| t.due_at);
+                c.token = token;
                 let c = Arc::new(c);
                 st.client = Some(c.clone());
                 st.connected_at = Some(Instant::now());
@@ -248,6 +249,16 @@ impl Server {
         CallError::Unavailable(format!("MCP server {} is unavailable: {e}", self.name()))
     }
 
+    /// Drops the connection whose OAuth token the server refused; the next connection
+    /// refreshes it first.
+    async fn refused_token(&self, dead: &Arc<Client>) {
+        let mut st = self.conn.lock().await;
+        if st.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, dead)) {
+            st.client = None;
+            st.rejected = dead.token.as_ref().map(|t| t.access.clone());
+        }
+    }
+
     /// Drops the connection after a transport failure so the next use restarts it.
     async fn forget(&self, dead: &Arc<Client>, why: &str) {
         let mut st = self.conn.lock().await;
@@ -320,6 +331,16 @@ impl Server {
                 Ok(Ok(v)) => return Ok(v),
                 Ok(Err(ServiceError::McpError(e))) => {
                     return Err(CallError::Mcp(e.message.to_string()));
+                }
+                Ok(Err(e)) if c.token.is_some() && e.is_authorization_required() => {
+                    // The server refused the operator's token before its time (revoked): the
+                    // request was not run, so it is retried once with a refreshed token.
+                    let err = self.map_err(e);
+                    self.refused_token(&c).await;
+                    if attempt == 0 {
+                        continue;
+                    }
+                    return Err(err);
                 }
                 Ok(Err(e)) => {
                     // Over a pipe, a failed send never reached the server, so it is safe to

@@ -152,15 +152,17 @@ pub(crate) struct Client {
     pub svc: RunningService<RoleClient, Handler>,
     pub pid: Option<u32>,
     listen: Option<tokio::task::JoinHandle<()>>,
-    /// When the operator's OAuth token this connection sent falls due (seconds since the
-    /// epoch): the connection is opened again, with a refreshed token, at its next use after.
-    pub token_due: Option<u64>,
+    /// The operator's OAuth token this connection sends: when it falls due, the connection is
+    /// opened again, with a refreshed token, at its next use after.
+    pub token: Option<crate::mcp::oauth::Token>,
 }
 
 impl Client {
     /// The OAuth token this connection sent has fallen due.
     pub fn token_due(&self) -> bool {
-        self.token_due
+        self.token
+            .as_ref()
+            .and_then(|t| t.due_at)
             .is_some_and(|at| crate::mcp::oauth::now_secs() >= at)
     }
 
@@ -219,6 +221,8 @@ pub(crate) struct ConnState {
     pub last_error: Option<String>,
     /// The operator's sign-ins' generation when a token was last asked for.
     pub oauth_generation: u64,
+    /// The OAuth token the server just refused (refreshed before the next connection).
+    pub rejected: Option<String>,
 }
 
 /// What `/api/config` shows.
@@ -502,7 +506,7 @@ async fn open(
         svc,
         pid,
         listen,
-        token_due: None,
+        token: None,
     })
 }
 

@@ -2,7 +2,8 @@
 //! authorization server (metadata, dynamic registration, an authorization endpoint that approves
 //! at once, a token endpoint that checks PKCE and issues short-lived tokens with refresh tokens)
 //! in front of a real rmcp MCP server that wants a live bearer token (`/mcp`), plus the same MCP
-//! server open (`/open`), on one loopback port. Every code and token carries [`CANARY`].
+//! server open (`/open`), and a small one on the older HTTP+SSE transport behind the same token
+//! (`/sse`, its messages at `/messages`), on one loopback port. Every code and token carries [`CANARY`].
 //!
 //! With [`Opts::cimd`] it advertises client ID metadata documents and takes a URL as a
 //! `client_id` only after fetching it (over HTTP, from whoever serves it) and finding the
@@ -88,6 +89,8 @@ pub struct Seen {
     pub registrations: AtomicUsize,
     /// The client ID metadata documents fetched: the URL and what it answered.
     pub documents: Mutex<Vec<(String, Value)>>,
+    /// The open event streams of `/sse`, by session.
+    streams: Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<String>>>,
 }
 
 impl Seen {
@@ -156,14 +159,23 @@ fn origin(headers: &HeaderMap) -> String {
     format!("http://{host}")
 }
 
-async fn resource_metadata(State((_, opts)): State<Ctx>, headers: HeaderMap) -> Response {
-    let me = origin(&headers);
+/// The protected resource metadata of the server at `path`.
+fn resource_metadata_of(opts: &Opts, headers: &HeaderMap, path: &str) -> Response {
+    let me = origin(headers);
     let server = opts.authorization_server.clone().unwrap_or(me.clone());
     axum::Json(
-        json!({"resource": format!("{me}/mcp"), "authorization_servers": [server],
+        json!({"resource": format!("{me}{path}"), "authorization_servers": [server],
                       "scopes_supported": ["mcp:tools"]}),
     )
     .into_response()
+}
+
+async fn resource_metadata(State((_, opts)): State<Ctx>, headers: HeaderMap) -> Response {
+    resource_metadata_of(&opts, &headers, "/mcp")
+}
+
+async fn sse_resource_metadata(State((_, opts)): State<Ctx>, headers: HeaderMap) -> Response {
+    resource_metadata_of(&opts, &headers, "/sse")
 }
 
 async fn server_metadata(State((seen, opts)): State<Ctx>, headers: HeaderMap) -> Response {
@@ -338,11 +350,72 @@ async fn guard(
     if live {
         return next.run(req).await;
     }
+    let resource = if path == "/mcp" { "mcp" } else { "sse" };
     let challenge = format!(
-        "Bearer error=\"invalid_token\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+        "Bearer error=\"invalid_token\", resource_metadata=\"{}/.well-known/oauth-protected-resource/{resource}\"",
         origin(req.headers())
     );
     (StatusCode::UNAUTHORIZED, [("www-authenticate", challenge)]).into_response()
+}
+
+/// `GET /sse`: an HTTP+SSE event stream whose first event names its session's endpoint.
+async fn sse(State((seen, _)): State<Ctx>) -> Response {
+    let session = format!("s{}", seen.next());
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let _ = tx.send(format!(
+        "event: endpoint\ndata: /messages?session={session}\n\n"
+    ));
+    seen.streams.lock().unwrap().insert(session, tx);
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|frame| (Ok::<_, std::convert::Infallible>(frame), rx))
+    });
+    (
+        [("content-type", "text/event-stream")],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// `POST /messages?session=…`: one JSON-RPC message; the answer goes out on the stream.
+async fn sse_message(
+    State((seen, _)): State<Ctx>,
+    Query(q): Query<HashMap<String, String>>,
+    axum::Json(m): axum::Json<Value>,
+) -> Response {
+    let Some(tx) = q
+        .get("session")
+        .and_then(|s| seen.streams.lock().unwrap().get(s).cloned())
+    else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let Some(id) = m.get("id").cloned() else {
+        return StatusCode::ACCEPTED.into_response();
+    };
+    let result = match m["method"].as_str().unwrap_or_default() {
+        "initialize" => json!({
+            "protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+            "serverInfo": {"name": "greeter-sse", "version": "0.1.0"}}),
+        "tools/list" => json!({"tools": [{"name": "greet", "description": "Greets someone",
+            "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}]}),
+        "tools/call" => {
+            let name = m["params"]["arguments"]["name"].as_str().unwrap_or("you");
+            let text = format!("Hello, {name}!");
+            seen.calls.lock().unwrap().push(text.clone());
+            json!({"content": [{"type": "text", "text": text}]})
+        }
+        "ping" => json!({}),
+        _ => {
+            let reply = json!({"jsonrpc": "2.0", "id": id,
+                               "error": {"code": -32601, "message": "method not found"}});
+            let _ = tx.send(format!("event: message\ndata: {reply}\n\n"));
+            return StatusCode::ACCEPTED.into_response();
+        }
+    };
+    let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
+    let _ = tx.send(format!("event: message\ndata: {reply}\n\n"));
+    StatusCode::ACCEPTED.into_response()
 }
 
 /// The OAuth-protected MCP server (`/mcp`), an open one (`/open`) and the authorization
@@ -372,10 +445,16 @@ impl OAuthServer {
         let router = axum::Router::new()
             .route_service("/mcp", mcp.clone())
             .route_service("/open", mcp)
+            .route("/sse", get(sse))
+            .route("/messages", post(sse_message))
             .layer(axum::middleware::from_fn_with_state(ctx.clone(), guard))
             .route(
                 "/.well-known/oauth-protected-resource/mcp",
                 get(resource_metadata),
+            )
+            .route(
+                "/.well-known/oauth-protected-resource/sse",
+                get(sse_resource_metadata),
             )
             .route(
                 "/.well-known/oauth-authorization-server",
@@ -406,5 +485,10 @@ impl OAuthServer {
     /// The protected MCP server's URL, by the name `localhost`.
     pub fn url(&self) -> String {
         format!("http://localhost:{}/mcp", self.port)
+    }
+
+    /// The protected HTTP+SSE server's event stream, by the name `localhost`.
+    pub fn sse_url(&self) -> String {
+        format!("http://localhost:{}/sse", self.port)
     }
 }

@@ -2,9 +2,9 @@
 //! the local OAuth server of `oauth_server.rs` (over real HTTP, on loopback): the page only the
 //! operator sees, the sign-in by the service's client ID metadata document (which the
 //! authorization server fetches back from the service) or by dynamic registration, the `iss`
-//! check, the hub then listing and calling the server's tools with the token, a refresh of a
-//! token about to expire, a sign-in that survives a restart, and no code or token in an answer,
-//! a `Debug` or a log line.
+//! check, the hub then listing and calling the server's tools with the token (Streamable HTTP
+//! and HTTP+SSE), a refresh of a token about to expire and of one the server stops taking, a
+//! sign-in that survives a restart, and no code or token in an answer, a `Debug` or a log line.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -55,7 +55,11 @@ fn hub_for(up: &OAuthServer, oauth: &OperatorOAuth) -> McpHub {
 }
 
 async fn setup_with(up: &OAuthServer, oauth: OperatorOAuth) -> Setup {
-    let hub = hub_for(up, &oauth);
+    serve_hub(hub_for(up, &oauth), oauth).await
+}
+
+/// The service over `hub`, whose sign-ins are `oauth`.
+async fn serve_hub(hub: McpHub, oauth: OperatorOAuth) -> Setup {
     let status = hub.clone();
     let config = Config::builder(Quiet)
         .operator("root")
@@ -346,4 +350,58 @@ async fn only_the_operator_sees_the_page_and_ends_a_sign_in() {
         .await
         .unwrap();
     assert_eq!(res.status(), 403);
+}
+
+#[tokio::test]
+async fn a_token_the_server_stops_taking_is_refreshed_and_a_refused_refresh_waits_for_the_operator()
+{
+    let up = OAuthServer::start(Opts::default()).await;
+    let s = setup(&up).await;
+    let callback = authorize(&s, "root").await;
+    let (status, _, page) = send(&s.base, "root", "GET", &callback).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(greet(&s.hub, "Ada").await.content, "Hello, Ada!");
+    // The server forgets every token (revoked) though it has an hour to live: the next call
+    // meets a 401, and the hub refreshes once and connects again.
+    up.seen.access.lock().unwrap().clear();
+    let r = greet(&s.hub, "Bob").await;
+    assert_eq!(r.content, "Hello, Bob!", "{r:?}");
+    assert_eq!(up.seen.grants("refresh_token"), 1);
+    // Revoked with its refresh token too: the grant is dropped and the page says so.
+    up.seen.access.lock().unwrap().clear();
+    up.seen.refresh.lock().unwrap().clear();
+    let r = try_greet(&s.hub, "Cy").await;
+    assert!(r.as_ref().map_or(true, |r| r.is_error), "{r:?}");
+    let r = try_greet(&s.hub, "Cy").await;
+    assert!(r.as_ref().map_or(true, |r| r.is_error), "{r:?}");
+    assert!(!s.oauth.is_signed_in("docs").await);
+    assert_eq!(status_on_page(&s, "root").await, "sign-in-required");
+}
+
+#[tokio::test]
+async fn a_server_on_the_older_sse_transport_gets_the_operators_token_too() {
+    let up = OAuthServer::start(Opts::default()).await;
+    let oauth = OperatorOAuth::new(keyring(), MemoryGrantStore::default());
+    let hub = McpHub::new(vec![
+        McpServerConfig::sse("docs", up.sse_url()).with_oauth(),
+    ])
+    .with_listing_wait(Duration::from_secs(10))
+    .with_oauth(oauth.clone());
+    let s = serve_hub(hub, oauth).await;
+    assert!(try_greet(&s.hub, "Ada").await.is_err(), "no token yet");
+    let callback = authorize(&s, "root").await;
+    let (status, _, page) = send(&s.base, "root", "GET", &callback).await;
+    assert_eq!(status, 200, "{page}");
+    let r = greet(&s.hub, "Ada").await;
+    assert_eq!(r.content, "Hello, Ada!", "{r:?}");
+    let sent = up.seen.bearers_at("/sse");
+    let last = sent.last().cloned().flatten().unwrap_or_default();
+    assert!(last.starts_with(&format!("Bearer at-{CANARY}")), "{sent:?}");
+    let posted = up.seen.bearers_at("/messages");
+    assert!(
+        posted
+            .iter()
+            .all(|b| b.as_deref().is_some_and(|b| b.starts_with("Bearer at-"))),
+        "{posted:?}"
+    );
 }

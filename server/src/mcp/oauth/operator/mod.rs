@@ -36,7 +36,8 @@
 //! - **Refresh** happens before the hub connects when the token has less than
 //!   `min(60 s, lifetime / 2)` left, and a connection whose token reaches that point is closed
 //!   and opened again at its next use (the same for Streamable HTTP and HTTP+SSE, whose headers
-//!   are fixed per connection). A server that rejects the token (401) gets one refresh at once.
+//!   are fixed per connection). A server that rejects the token before its time (401, e.g.
+//!   revoked) gets one refresh at once, and the refused request (which ran nothing) one retry.
 //!   Refreshes are serialised in this process, and each reads the stored record again first,
 //!   so a token another refresh (or instance) stored is used, not refreshed twice. A refresh
 //!   the authorization server rejects, or an expired token without a refresh token, drops the
