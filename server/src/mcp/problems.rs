@@ -183,6 +183,17 @@ mod tests {
             f.starts_with("no answer from http://127.0.0.1:40401"),
             "a port is not a status: {f}"
         );
+        let f = fix(
+            &http(url),
+            &format!(
+                "{} (the page /mcp/operator below the chat's prefix)",
+                crate::mcp::client::NEEDS_OPERATOR
+            ),
+        );
+        assert!(
+            f.contains("open the operator's page") && f.contains("/chat/mcp/operator"),
+            "{f}"
+        );
         for f in [
             fix(&http(url), "401"),
             fix(&http(url), "404"),
