@@ -19,7 +19,9 @@
 //! derived from the key file (`[user_mcp] key_file`, default `user-mcp.key` next to the
 //! history file, made 0600 on first run), so every instance given the same file verifies what
 //! any of them signed; copy the file to every instance. With `[user_mcp]` on, the key file is
-//! read anyway and the secret comes from it too.
+//! read anyway and the secret comes from it too. A `[[mcp.servers]]` entry with `oauth = true`
+//! is signed in to by the operator at `{prefix}/mcp/operator`; the grant is sealed by the same
+//! key file's key and kept in `operator-mcp.json` beside it (see `operator_oauth`).
 //!
 //! The app allocates with mimalloc (built without transparent huge pages), not the system's
 //! allocator: with glibc's, `malloc`/`free` and their chunk merging took about a sixth of the
@@ -51,7 +53,7 @@ use lmchatkit::llm::DemoModel;
 use lmchatkit::llm::demo::DEMO_PROVIDER;
 use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
 use lmchatkit::logs::LogFilter;
-use lmchatkit::mcp::{DEMO_SERVER_NAME, demo_server_config};
+use lmchatkit::mcp::{DEMO_SERVER_NAME, FileGrantStore, OperatorOAuth, demo_server_config};
 use lmchatkit::protocol::Model;
 use lmchatkit::secrets::sealing::Keyring;
 use lmchatkit::store::{
@@ -154,7 +156,11 @@ async fn run(
     };
     let shared = engine.is_some();
     let (llm, demo) = host(&s)?;
-    let hub = mcp_hub(&s, &events);
+    let operator_oauth = operator_oauth(&s)?;
+    let hub = mcp_hub(&s, &events).map(|hub| match &operator_oauth {
+        Some(oauth) => hub.with_oauth(oauth.clone()),
+        None => hub,
+    });
     let host: Arc<dyn Host> = match &hub {
         Some(hub) => Arc::new(StandardHost::from_arc(llm).with_mcp(hub.clone())),
         None => llm,
@@ -201,21 +207,12 @@ async fn run(
     }
     if shared && s.user_mcp.is_none() {
         // The same key file on every instance: approval ids verify on any of them.
-        let db =
-            s.db.as_deref()
-                .filter(|d| *d != "memory:" && !d.contains("://"));
-        let path = s.key_file.clone().unwrap_or_else(|| {
-            let db = db.map(PathBuf::from).unwrap_or_else(default_db);
-            db.parent().unwrap_or(Path::new("")).join("user-mcp.key")
-        });
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("key file {}: {e}", path.display()))?;
-        }
-        let keyring = Keyring::load_or_create(&path)
-            .map_err(|e| format!("key file {}: {e}", path.display()))?;
+        let (path, keyring) = key_file(&s)?;
         tracing::info!(key_file = %path.display(), "signing keys come from the key file (give every instance the same one)");
         builder = builder.signing_secret(keyring.derive(SIGNING_LABEL));
+    }
+    if let Some(oauth) = &operator_oauth {
+        builder = builder.mcp_oauth(oauth.clone());
     }
     for name in &s.allowed_hosts {
         builder = builder.allowed_host(name.clone());
@@ -467,6 +464,61 @@ fn catalog(s: &Settings, demo: bool) -> lmchatkit::models::Catalog {
         .clone()
         .with_provider(DEMO_PROVIDER, true, None)
         .with_entry(DemoModel::catalog_entry())
+}
+
+/// The key file (`[user_mcp] key_file`, default `user-mcp.key` next to the history file) and
+/// its keyring, created on first use.
+fn key_file(s: &Settings) -> Result<(PathBuf, Keyring), String> {
+    let db =
+        s.db.as_deref()
+            .filter(|d| *d != "memory:" && !d.contains("://"));
+    let path = s.key_file.clone().unwrap_or_else(|| {
+        let db = db.map(PathBuf::from).unwrap_or_else(default_db);
+        db.parent().unwrap_or(Path::new("")).join("user-mcp.key")
+    });
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("key file {}: {e}", path.display()))?;
+    }
+    let keyring =
+        Keyring::load_or_create(&path).map_err(|e| format!("key file {}: {e}", path.display()))?;
+    Ok((path, keyring))
+}
+
+/// The operator's sign-ins, when a configured server has `oauth = true`: sealed by the key
+/// file's key, kept in `operator-mcp.json` beside it (instances sharing the directory share
+/// the sign-in).
+fn operator_oauth(s: &Settings) -> Result<Option<OperatorOAuth>, String> {
+    let oauth: Vec<&str> = s
+        .mcp_servers
+        .iter()
+        .filter(|c| c.uses_oauth())
+        .map(|c| c.name.as_str())
+        .collect();
+    if oauth.is_empty() {
+        return Ok(None);
+    }
+    let (path, keyring) = key_file(s)?;
+    let grants = path
+        .parent()
+        .unwrap_or(Path::new(""))
+        .join("operator-mcp.json");
+    if matches!(s.access, Access::TrustedHeader { .. }) && s.operator.is_none() {
+        tracing::warn!(
+            "MCP servers sign in with OAuth, but no --operator is named: with \
+             --trusted-user-header only the operator may sign the service in to them"
+        );
+    }
+    tracing::info!(
+        servers = ?oauth,
+        grants = %grants.display(),
+        "the operator signs the service in to these MCP servers at {}{}",
+        s.prefix,
+        lmchatkit::mcp::OPERATOR_PAGE_PATH
+    );
+    Ok(Some(OperatorOAuth::new(
+        keyring,
+        FileGrantStore::new(grants),
+    )))
 }
 
 /// The MCP hub: the configured servers, plus the demo server when it is on.

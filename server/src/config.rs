@@ -180,6 +180,9 @@ pub(crate) struct HostSupplied {
     /// Each user's own MCP servers (off when `None`).
     #[cfg(feature = "mcp")]
     pub(crate) user_mcp: Option<crate::user_mcp::UserMcp>,
+    /// The operator's sign-ins to their OAuth MCP servers (off when `None`).
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp_oauth: Option<crate::mcp::OperatorOAuth>,
     /// What signing keys are derived from (`None`: random keys per process).
     pub(crate) signing_secret: Option<SigningSecret>,
     /// The engine several instances share (runs, stops, events); in-process when `None`.
@@ -247,6 +250,8 @@ impl Config {
                     approval_store: None,
                     #[cfg(feature = "mcp")]
                     user_mcp: None,
+                    #[cfg(feature = "mcp")]
+                    mcp_oauth: None,
                     signing_secret: None,
                     #[cfg(shared_engine)]
                     shared: None,
@@ -597,6 +602,18 @@ impl ConfigBuilder {
     /// Default: [`DEFAULT_INPUT_TTL`](crate::DEFAULT_INPUT_TTL), 10 minutes.
     pub fn input_request_ttl(mut self, ttl: Duration) -> Self {
         self.config.settings.input_ttl = ttl;
+        self
+    }
+
+    /// Serves the operator's sign-ins to the MCP servers they configured with OAuth: the page
+    /// `{prefix}/mcp/operator` (the [`operator`](Self::operator) only; without one, a service
+    /// without principals), its callback `{prefix}/mcp/operator/callback`, and the client ID
+    /// metadata document `{prefix}/oauth/client-metadata.json`. Give the hub the same `oauth`
+    /// ([`McpHub::with_oauth`](crate::mcp::McpHub::with_oauth)). Off by default: the routes
+    /// are absent (404).
+    #[cfg(feature = "mcp")]
+    pub fn mcp_oauth(mut self, oauth: crate::mcp::OperatorOAuth) -> Self {
+        self.config.parts.mcp_oauth = Some(oauth);
         self
     }
 

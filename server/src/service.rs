@@ -246,6 +246,14 @@ async fn dispatch(
         }
         #[cfg(feature = "mcp")]
         Endpoint::UserMcpOAuthCallback => user_mcp_oauth::callback(state, req).boxed().await,
+        #[cfg(feature = "mcp")]
+        Endpoint::OperatorMcpPage => operator_mcp::page(state, req).boxed().await,
+        #[cfg(feature = "mcp")]
+        Endpoint::OperatorMcpSignIn => operator_mcp::sign_in(state, req, param).boxed().await,
+        #[cfg(feature = "mcp")]
+        Endpoint::OperatorMcpCallback => operator_mcp::callback(state, req).boxed().await,
+        #[cfg(feature = "mcp")]
+        Endpoint::ClientMetadata => operator_mcp::document(state, &req),
         // The routes are switched off without the feature (`When::UserMcp`).
         #[cfg(not(feature = "mcp"))]
         Endpoint::UserMcpList
@@ -254,7 +262,11 @@ async fn dispatch(
         | Endpoint::UserMcpAction
         | Endpoint::UserMcpPatch
         | Endpoint::UserMcpDelete
-        | Endpoint::UserMcpOAuthCallback => Err(ApiError::NotFound("not found".into())),
+        | Endpoint::UserMcpOAuthCallback
+        | Endpoint::OperatorMcpPage
+        | Endpoint::OperatorMcpSignIn
+        | Endpoint::OperatorMcpCallback
+        | Endpoint::ClientMetadata => Err(ApiError::NotFound("not found".into())),
     }
 }
 

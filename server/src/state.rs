@@ -58,6 +58,9 @@ pub(crate) struct State {
     /// Each user's own MCP servers, when on.
     #[cfg(feature = "mcp")]
     pub(crate) user_mcp: Option<crate::user_mcp::UserMcp>,
+    /// The operator's sign-ins to their OAuth MCP servers, when on.
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp_oauth: Option<crate::mcp::OperatorOAuth>,
 }
 
 impl State {
@@ -164,6 +167,8 @@ impl State {
             catalog: parts.catalog.unwrap_or_else(Catalog::builtin),
             #[cfg(feature = "mcp")]
             user_mcp: parts.user_mcp,
+            #[cfg(feature = "mcp")]
+            mcp_oauth: parts.mcp_oauth,
         }
     }
 }

@@ -5,6 +5,7 @@ pub mod aisdk;
 pub mod app_binary;
 pub mod bench;
 pub mod browser;
+pub mod captured;
 pub mod engines;
 pub mod installed;
 pub mod mcp_server;

@@ -255,3 +255,48 @@ fn a_token_and_a_trusted_header_together_are_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--trusted-user-header"), "{err}");
 }
+
+/// A server with `oauth = true` waits for the operator: only they see the sign-in page (others
+/// get a 404), it lists the server as needing a sign-in, and the sign-ins will be kept beside
+/// the key file.
+#[tokio::test]
+async fn only_the_operator_sees_the_oauth_sign_in_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("lmchatkit.toml");
+    let key = dir.path().join("user-mcp.key");
+    std::fs::write(
+        &config,
+        format!(
+            "[user_mcp]\nkey_file = \"{}\"\n\n[[mcp.servers]]\nname = \"docs\"\n\
+             url = \"http://127.0.0.1:9/mcp\"\noauth = true\n",
+            key.display()
+        ),
+    )
+    .unwrap();
+    let app = start(
+        &[
+            "--no-demo",
+            "--config",
+            config.to_str().unwrap(),
+            "--trusted-user-header",
+            "X-Forwarded-User",
+            "--operator",
+            "alice",
+        ],
+        &[],
+    );
+    let page = format!("{}/mcp/operator", app.url);
+    let (status, body) = as_user(reqwest::Method::GET, &page, Some("alice")).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("data-server=\"docs\" data-status=\"sign-in-required\""),
+        "{body}"
+    );
+    let (status, body) = as_user(reqwest::Method::GET, &page, Some("bob")).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(key.exists(), "the key file seals the sign-ins");
+    assert!(
+        !dir.path().join("operator-mcp.json").exists(),
+        "nothing signed in yet"
+    );
+}

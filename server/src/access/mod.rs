@@ -25,6 +25,7 @@
 pub mod approval;
 pub(crate) mod host_names;
 pub mod input;
+pub(crate) mod operator;
 mod template;
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use tokio::task::AbortHandle;
 use super::config::{McpServerConfig, McpTransport};
 use super::conn::{Client, ConnState, ListKind, Shared, StatusCell, backoff, connect};
 use super::listing::{Cache, Claim, Hint, Listings, Refreshes, Wait};
+use super::oauth::{OPERATOR_PAGE_PATH, OperatorOAuth, SignInError, Token};
 use crate::host::Principal;
 use crate::live::events::EventBroadcaster;
 use crate::secrets::redact_urls;
@@ -57,13 +58,19 @@ pub(crate) struct Server {
     tasks: Mutex<Vec<AbortHandle>>,
     /// The icons the server gave for itself at its last connect.
     icons: Mutex<Option<Vec<rmcp::model::Icon>>>,
+    /// The operator's sign-ins, for a server with OAuth.
+    oauth: Option<OperatorOAuth>,
 }
+
+/// What a server with OAuth says while the operator has not signed in.
+pub(crate) const NEEDS_OPERATOR: &str = "the operator must sign the service in to it (OAuth)";
 
 impl Server {
     pub fn new(
         cfg: McpServerConfig,
         events: Option<EventBroadcaster>,
         list_timeout: Duration,
+        oauth: Option<OperatorOAuth>,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
             shared: Arc::new(Shared {
@@ -80,6 +87,7 @@ impl Server {
             list_timeout,
             tasks: Mutex::new(Vec::new()),
             icons: Mutex::new(None),
+            oauth,
         })
     }
 
@@ -104,12 +112,18 @@ impl Server {
     pub async fn client(&self) -> Result<Arc<Client>, CallError> {
         let mut st = self.conn.lock().await;
         if let Some(c) = &st.client {
-            if !c.is_dead() {
+            if !c.is_dead() && !c.token_due() {
                 return Ok(c.clone());
             }
-            tracing::warn!(server = %self.name(), "MCP server connection lost; restarting it");
-            st.note_death();
-            self.shared.clear();
+            if c.is_dead() {
+                tracing::warn!(server = %self.name(), "MCP server connection lost; restarting it");
+                st.note_death();
+                self.shared.clear();
+            } else {
+                // The same server, a fresh token: its listings stay good.
+                tracing::debug!(server = %self.name(), "the OAuth token falls due; connecting again");
+                st.client = None;
+            }
         }
         let delay = st.restart_delay();
         if !delay.is_zero() {
@@ -117,8 +131,14 @@ impl Server {
             tracing::warn!(server = %self.name(), "MCP server keeps dying; restarting in {delay:?}");
             tokio::time::sleep(delay).await;
         }
+        // A sign-in since the last failure: try at once.
+        let signed_in = self
+            .oauth
+            .as_ref()
+            .is_some_and(|o| o.generation() != st.oauth_generation);
         if let Some(at) = st.retry_at
             && Instant::now() < at
+            && !signed_in
         {
             let last = st.last_error.clone().unwrap_or_default();
             return Err(CallError::Unavailable(format!(
@@ -128,8 +148,29 @@ impl Server {
             )));
         }
         self.set_status("connecting", None);
-        match connect(&self.cfg, self.shared.clone()).await {
-            Ok(c) => {
+        let rejected = st.rejected.take();
+        let mut token = self.oauth_token(&mut st, rejected.as_deref()).await?;
+        let mut connected = connect(
+            &self.cfg,
+            self.shared.clone(),
+            token.as_ref().map(|t| t.access.as_str()),
+        )
+        .await;
+        if let (Err(f), Some(sent)) = (&connected, &token)
+            && f.unauthorized
+        {
+            // The server rejected the token before its time: one refresh, one more try.
+            token = self.oauth_token(&mut st, Some(&sent.access)).await?;
+            connected = connect(
+                &self.cfg,
+                self.shared.clone(),
+                token.as_ref().map(|t| t.access.as_str()),
+            )
+            .await;
+        }
+        match connected {
+            Ok(mut c) => {
+                c.token = token;
                 let c = Arc::new(c);
                 st.client = Some(c.clone());
                 st.connected_at = Some(Instant::now());
@@ -144,7 +185,8 @@ impl Server {
                 self.set_status("connected", None);
                 Ok(c)
             }
-            Err(e) => {
+            Err(f) => {
+                let e = f.message;
                 st.failures += 1;
                 st.retry_at = Some(Instant::now() + backoff(st.failures));
                 st.last_error = Some(e.clone());
@@ -156,6 +198,64 @@ impl Server {
                     self.name()
                 )))
             }
+        }
+    }
+
+    /// The operator's OAuth token for a connection (`None` for a server without OAuth); the
+    /// server is unavailable until the operator signs in. `rejected`: the token the server
+    /// just refused, to refresh.
+    async fn oauth_token(
+        &self,
+        st: &mut ConnState,
+        rejected: Option<&str>,
+    ) -> Result<Option<Token>, CallError> {
+        if !self.cfg.uses_oauth() {
+            return Ok(None);
+        }
+        let Some(oauth) = &self.oauth else {
+            let e = "it signs in with OAuth, but the hub has no OperatorOAuth \
+                     (McpHub::with_oauth)"
+                .to_owned();
+            self.set_status("error", Some(e.clone()));
+            return Err(CallError::Unavailable(format!(
+                "MCP server {} is unavailable: {e}",
+                self.name()
+            )));
+        };
+        st.oauth_generation = oauth.generation();
+        match oauth.token(self.name(), rejected).await {
+            Ok(Some(t)) => Ok(Some(t)),
+            Ok(None) | Err(SignInError::SignInRequired(_)) => Err(self.needs_operator(st)),
+            Err(e) => {
+                let e = e.to_string();
+                st.failures += 1;
+                st.retry_at = Some(Instant::now() + backoff(st.failures));
+                st.last_error = Some(e.clone());
+                self.set_status("error", Some(e.clone()));
+                Err(CallError::Unavailable(format!(
+                    "MCP server {} is unavailable: {e}",
+                    self.name()
+                )))
+            }
+        }
+    }
+
+    /// The server waits for the operator's sign-in: no backoff (the next use looks again).
+    fn needs_operator(&self, st: &mut ConnState) -> CallError {
+        let e = format!("{NEEDS_OPERATOR} (the page {OPERATOR_PAGE_PATH} below the chat's prefix)");
+        st.retry_at = None;
+        st.last_error = Some(e.clone());
+        self.set_status("error", Some(e.clone()));
+        CallError::Unavailable(format!("MCP server {} is unavailable: {e}", self.name()))
+    }
+
+    /// Drops the connection whose OAuth token the server refused; the next connection
+    /// refreshes it first.
+    async fn refused_token(&self, dead: &Arc<Client>) {
+        let mut st = self.conn.lock().await;
+        if st.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, dead)) {
+            st.client = None;
+            st.rejected = dead.token.as_ref().map(|t| t.access.clone());
         }
     }
 
@@ -231,6 +331,16 @@ impl Server {
                 Ok(Ok(v)) => return Ok(v),
                 Ok(Err(ServiceError::McpError(e))) => {
                     return Err(CallError::Mcp(e.message.to_string()));
+                }
+                Ok(Err(e)) if c.token.is_some() && e.is_authorization_required() => {
+                    // The server refused the operator's token before its time (revoked): the
+                    // request was not run, so it is retried once with a refreshed token.
+                    let err = self.map_err(e);
+                    self.refused_token(&c).await;
+                    if attempt == 0 {
+                        continue;
+                    }
+                    return Err(err);
                 }
                 Ok(Err(e)) => {
                     // Over a pipe, a failed send never reached the server, so it is safe to

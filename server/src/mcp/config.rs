@@ -60,6 +60,9 @@ pub enum McpTransport {
         headers: BTreeMap<String, String>,
         /// A bearer token, sent as `Authorization: Bearer …`.
         bearer: Option<String>,
+        /// The operator signs the service in with OAuth (see
+        /// [`McpServerConfig::with_oauth`]); the grant's access token replaces `bearer`.
+        oauth: bool,
     },
     /// The older HTTP+SSE transport (MCP 2024-11-05), for servers that speak only it: `url` is
     /// the event stream (e.g. `http://127.0.0.1:8000/sse`); the server names where messages
@@ -71,6 +74,9 @@ pub enum McpTransport {
         headers: BTreeMap<String, String>,
         /// A bearer token, sent as `Authorization: Bearer …`.
         bearer: Option<String>,
+        /// The operator signs the service in with OAuth (see
+        /// [`McpServerConfig::with_oauth`]); the grant's access token replaces `bearer`.
+        oauth: bool,
     },
     /// An in-process server over a byte pipe (tests, embedded servers).
     InProcess(InProcessConnector),
@@ -102,11 +108,13 @@ impl std::fmt::Debug for McpTransport {
                 url,
                 headers,
                 bearer,
+                oauth,
             }
             | Self::Sse {
                 url,
                 headers,
                 bearer,
+                oauth,
             } => f
                 .debug_struct(if matches!(self, Self::Sse { .. }) {
                     "Sse"
@@ -116,6 +124,7 @@ impl std::fmt::Debug for McpTransport {
                 .field("url", &redact_url(url))
                 .field("headers", &redacted_values(headers))
                 .field("bearer", &bearer.as_ref().map(|_| Redacted))
+                .field("oauth", oauth)
                 .finish(),
             Self::InProcess(_) => f.write_str("InProcess"),
         }
@@ -193,6 +202,7 @@ impl McpServerConfig {
                 url: url.into(),
                 headers: BTreeMap::new(),
                 bearer: None,
+                oauth: false,
             },
             namespaced: true,
         }
@@ -206,6 +216,7 @@ impl McpServerConfig {
                 url: url.into(),
                 headers: BTreeMap::new(),
                 bearer: None,
+                oauth: false,
             },
             namespaced: true,
         }
@@ -266,6 +277,34 @@ impl McpServerConfig {
             *bearer = Some(token.into());
         }
         self
+    }
+
+    /// Signs the service in to this HTTP or SSE server with OAuth (ignored for other
+    /// transports): the operator signs in once, on the page an
+    /// [`OperatorOAuth`](crate::mcp::OperatorOAuth) serves (`{prefix}/mcp/operator`), and the
+    /// hub's connections then send the grant's access token, refreshed before it expires. Until
+    /// then the server is unavailable, and `/api/config` says it needs the operator.
+    ///
+    /// ```
+    /// use lmchatkit::mcp::{McpServerConfig, McpTransport};
+    /// let s = McpServerConfig::http("docs", "https://mcp.example.com/mcp").with_oauth();
+    /// assert!(matches!(s.transport, McpTransport::Http { oauth: true, .. }));
+    /// ```
+    pub fn with_oauth(mut self) -> Self {
+        if let McpTransport::Http { oauth, .. } | McpTransport::Sse { oauth, .. } =
+            &mut self.transport
+        {
+            *oauth = true;
+        }
+        self
+    }
+
+    /// Whether the operator signs the service in to this server with OAuth.
+    pub fn uses_oauth(&self) -> bool {
+        matches!(
+            self.transport,
+            McpTransport::Http { oauth: true, .. } | McpTransport::Sse { oauth: true, .. }
+        )
     }
 
     /// Exposes this server's tools and prompts without the `name__` prefix.
@@ -335,6 +374,9 @@ struct FileServer {
     #[serde(default)]
     headers: BTreeMap<String, String>,
     bearer: Option<String>,
+    /// The operator signs in with OAuth (`oauth = true`).
+    #[serde(default)]
+    oauth: bool,
     #[serde(default = "yes")]
     namespaced: bool,
 }
@@ -367,8 +409,14 @@ fn yes() -> bool {
 ///     name = "older"
 ///     url = "http://127.0.0.1:8000/sse"
 ///     transport = "sse"
+///
+///     [[mcp.servers]]
+///     name = "docs"
+///     url = "https://mcp.example.com/mcp"
+///     oauth = true
 /// "#).unwrap();
-/// assert_eq!(file.servers.len(), 3);
+/// assert_eq!(file.servers.len(), 4);
+/// assert!(file.servers[3].uses_oauth() && !file.servers[1].uses_oauth());
 /// assert!(matches!(&file.servers[2].transport, McpTransport::Sse { .. }));
 /// assert!(matches!(&file.servers[1].transport, McpTransport::Http { bearer: Some(t), .. } if t == "s3cret"));
 /// ```
@@ -463,11 +511,13 @@ fn convert(f: FileServer) -> Result<McpServerConfig, McpConfigError> {
                     url,
                     headers,
                     bearer,
+                    oauth: f.oauth,
                 },
                 Some("sse") => McpTransport::Sse {
                     url,
                     headers,
                     bearer,
+                    oauth: f.oauth,
                 },
                 Some(other) => {
                     return Err(bad(&format!(
@@ -479,6 +529,16 @@ fn convert(f: FileServer) -> Result<McpServerConfig, McpConfigError> {
         }
         _ => return Err(bad("set exactly one of `command` (stdio) or `url` (HTTP)")),
     };
+    if f.oauth && f.command.is_some() {
+        return Err(bad(
+            "`oauth` is for a `url`; a `command` is a local process",
+        ));
+    }
+    if f.oauth && f.bearer.is_some() {
+        return Err(bad(
+            "set `oauth` or `bearer`, not both: with `oauth` the token comes from the sign-in",
+        ));
+    }
     if f.transport.is_some() && f.command.is_some() {
         return Err(bad(
             "`transport` is for a `url`; a `command` is always stdio",

@@ -175,9 +175,20 @@ pub(crate) struct Client {
     pub svc: RunningService<RoleClient, Handler>,
     pub pid: Option<u32>,
     listen: Option<tokio::task::JoinHandle<()>>,
+    /// The operator's OAuth token this connection sends: when it falls due, the connection is
+    /// opened again, with a refreshed token, at its next use after.
+    pub token: Option<crate::mcp::oauth::Token>,
 }
 
 impl Client {
+    /// The OAuth token this connection sent has fallen due.
+    pub fn token_due(&self) -> bool {
+        self.token
+            .as_ref()
+            .and_then(|t| t.due_at)
+            .is_some_and(|at| crate::mcp::oauth::now_secs() >= at)
+    }
+
     /// The connection is gone (child died, pipe closed, service loop ended).
     pub fn is_dead(&self) -> bool {
         self.svc.is_closed() || self.svc.peer().is_transport_closed() || self.child_exited()
@@ -231,6 +242,10 @@ pub(crate) struct ConnState {
     pub failures: u32,
     pub retry_at: Option<Instant>,
     pub last_error: Option<String>,
+    /// The operator's sign-ins' generation when a token was last asked for.
+    pub oauth_generation: u64,
+    /// The OAuth token the server just refused (refreshed before the next connection).
+    pub rejected: Option<String>,
 }
 
 /// What `/api/config` shows.
@@ -346,11 +361,35 @@ pub(crate) fn child_env(
 }
 
 /// Opens a connection to `cfg` (spawn/connect + handshake). The error is redacted.
-pub(crate) async fn connect(cfg: &McpServerConfig, shared: Arc<Shared>) -> Result<Client, String> {
-    open(cfg, shared).await.map_err(|e| redact_urls(&e))
+/// Why a connect failed: the redacted message, and whether the server asked for
+/// authorization (a `401`).
+pub(crate) struct ConnectFailure {
+    pub message: String,
+    pub unauthorized: bool,
 }
 
-async fn open(cfg: &McpServerConfig, shared: Arc<Shared>) -> Result<Client, String> {
+/// Connects to `cfg`'s server; `token` (the operator's OAuth access token) replaces a
+/// configured bearer.
+pub(crate) async fn connect(
+    cfg: &McpServerConfig,
+    shared: Arc<Shared>,
+    token: Option<&str>,
+) -> Result<Client, ConnectFailure> {
+    let unauthorized = std::sync::atomic::AtomicBool::new(false);
+    open(cfg, shared, token, &unauthorized)
+        .await
+        .map_err(|e| ConnectFailure {
+            message: redact_urls(&e),
+            unauthorized: unauthorized.load(Ordering::SeqCst),
+        })
+}
+
+async fn open(
+    cfg: &McpServerConfig,
+    shared: Arc<Shared>,
+    token: Option<&str>,
+    unauthorized: &std::sync::atomic::AtomicBool,
+) -> Result<Client, String> {
     let handler = Handler(shared.clone());
     let lifecycle = ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
@@ -405,13 +444,14 @@ async fn open(cfg: &McpServerConfig, shared: Arc<Shared>) -> Result<Client, Stri
                 url,
                 headers,
                 bearer,
+                ..
             } => {
                 let hs: std::collections::HashMap<_, _> = header_pairs(headers)?.collect();
                 let mut c = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(hs)
                     .reinit_on_expired_session(true);
-                if let Some(token) = bearer {
-                    c = c.auth_header(token.clone());
+                if let Some(token) = token.or(bearer.as_deref()) {
+                    c = c.auth_header(token.to_owned());
                 }
                 let t = StreamableHttpClientTransport::with_client(
                     super::http_client::SessionAwareClient::default(),
@@ -420,16 +460,22 @@ async fn open(cfg: &McpServerConfig, shared: Arc<Shared>) -> Result<Client, Stri
                 let svc = handler
                     .serve_with_lifecycle(t, lifecycle)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| {
+                        if e.is_authorization_required() {
+                            unauthorized.store(true, Ordering::SeqCst);
+                        }
+                        e.to_string()
+                    })?;
                 Ok((svc, None))
             }
             McpTransport::Sse {
                 url,
                 headers,
                 bearer,
+                ..
             } => {
                 let mut hs: http::HeaderMap = header_pairs(headers)?.collect();
-                if let Some(token) = bearer {
+                if let Some(token) = token.or(bearer.as_deref()) {
                     let mut v = http::HeaderValue::try_from(format!("Bearer {token}"))
                         .map_err(|_| "the bearer token is not a valid header value".to_owned())?;
                     v.set_sensitive(true);
@@ -441,7 +487,13 @@ async fn open(cfg: &McpServerConfig, shared: Arc<Shared>) -> Result<Client, Stri
                     .map_err(|e| e.to_string())?;
                 let t = super::sse_transport::connect(client, url, hs)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| {
+                        let text = e.to_string();
+                        if text.contains("answered 401") {
+                            unauthorized.store(true, Ordering::SeqCst);
+                        }
+                        text
+                    })?;
                 let svc = handler
                     .serve_with_lifecycle(t, lifecycle)
                     .await
@@ -473,7 +525,12 @@ async fn open(cfg: &McpServerConfig, shared: Arc<Shared>) -> Result<Client, Stri
         protocol = info.as_ref().map(|i| i.protocol_version.to_string()).unwrap_or_default(),
         "MCP server connected"
     );
-    Ok(Client { svc, pid, listen })
+    Ok(Client {
+        svc,
+        pid,
+        listen,
+        token: None,
+    })
 }
 
 /// The configured headers as HTTP names and values; an invalid one is an error naming it.

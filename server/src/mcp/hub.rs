@@ -15,6 +15,7 @@ use super::config::{McpServerConfig, McpTransport};
 use super::convert;
 use super::icons::IconCache;
 use super::listing::Wait;
+use super::oauth::OperatorOAuth;
 use super::outbound::OutboundPolicy;
 use crate::access::Scope;
 use crate::host::{HostError, Principal, ToolInput, ToolSource};
@@ -39,6 +40,7 @@ struct Knobs {
     listing_wait: Duration,
     events: Option<EventBroadcaster>,
     icon_policy: OutboundPolicy,
+    oauth: Option<OperatorOAuth>,
 }
 
 pub(super) struct Inner {
@@ -127,6 +129,7 @@ impl McpHub {
                 listing_wait: DEFAULT_LISTING_WAIT,
                 events: None,
                 icon_policy: OutboundPolicy::new(),
+                oauth: None,
             },
         )
     }
@@ -134,7 +137,10 @@ impl McpHub {
     fn build(configs: Arc<Vec<McpServerConfig>>, knobs: Knobs) -> Self {
         let servers = configs
             .iter()
-            .map(|c| Server::new(c.clone(), knobs.events.clone(), knobs.call_timeout))
+            .map(|c| {
+                let oauth = knobs.oauth.clone().filter(|_| c.uses_oauth());
+                Server::new(c.clone(), knobs.events.clone(), knobs.call_timeout, oauth)
+            })
             .collect();
         Self {
             inner: Arc::new(Inner {
@@ -237,6 +243,20 @@ impl McpHub {
     /// service serves each icon from its own origin (see [`crate::host::IconImage`]).
     pub fn with_icon_policy(self, policy: OutboundPolicy) -> Self {
         self.rebuild(|k| k.icon_policy = policy)
+    }
+
+    /// Signs the service in to the servers configured with OAuth
+    /// ([`McpServerConfig::with_oauth`]) through `oauth`, whose page (served when the same
+    /// `oauth` is given to [`ConfigBuilder::mcp_oauth`](crate::ConfigBuilder::mcp_oauth)) the
+    /// operator signs in on. Until they do, such a server is unavailable and `/api/config`
+    /// says so.
+    pub fn with_oauth(self, oauth: OperatorOAuth) -> Self {
+        for c in self.configs.iter().filter(|c| c.uses_oauth()) {
+            if let McpTransport::Http { url, .. } | McpTransport::Sse { url, .. } = &c.transport {
+                oauth.register(&c.name, url);
+            }
+        }
+        self.rebuild(|k| k.oauth = Some(oauth))
     }
 
     /// The icon policy for `s`'s icons: the hub's, and `s`'s own host when it is an HTTP

@@ -33,6 +33,9 @@
 //!   errors lose URL userinfo and queries before they are logged or shown in `/api/config`;
 //!   a Streamable HTTP server's redirects are followed only within its origin, so its headers
 //!   and token never reach another host (see [`crate::secrets`]).
+//! - **OAuth**: a remote server the operator configures with OAuth
+//!   ([`McpServerConfig::with_oauth`]) is signed in to once, by the operator, on a page of the
+//!   service; the grant is sealed and refreshed by [`OperatorOAuth`] (see `oauth`'s docs).
 
 mod client;
 mod config;
@@ -44,6 +47,7 @@ pub(crate) mod http_client;
 mod hub;
 mod icons;
 mod listing;
+pub(crate) mod oauth;
 mod outbound;
 mod problems;
 mod prompts_resources;
@@ -64,6 +68,10 @@ pub use demo::{
 pub use hub::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_LISTING_WAIT, DEFAULT_RESULT_CAP, DEFAULT_SEPARATOR, McpHub,
     ServerFilter,
+};
+pub use oauth::{
+    CIMD_PATH, FileGrantStore, GrantStoreError, MemoryGrantStore, OPERATOR_CALLBACK_PATH,
+    OPERATOR_PAGE_PATH, OperatorGrantStore, OperatorOAuth,
 };
 pub use outbound::{OutboundError, OutboundPolicy, refused_kind};
 

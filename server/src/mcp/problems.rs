@@ -69,7 +69,14 @@ pub(crate) fn fix(transport: &McpTransport, error: &str) -> String {
             let sse = matches!(transport, McpTransport::Sse { .. });
             let shown = redact_url(url);
             let origin = crate::secrets::origin(url);
-            if has(&["401", "403", "unauthorized", "forbidden"]) {
+            if has(&["operator must sign"]) {
+                format!(
+                    "sign the service in to {shown}: open the operator's page, \
+                     `{{prefix}}{}` (e.g. /chat{}), and press Sign in",
+                    super::OPERATOR_PAGE_PATH,
+                    super::OPERATOR_PAGE_PATH
+                )
+            } else if has(&["401", "403", "unauthorized", "forbidden"]) {
                 format!(
                     "{shown} refused the credentials: check the server's `headers` (or its \
                      bearer token), or sign in again for an OAuth server"
@@ -175,6 +182,17 @@ mod tests {
         assert!(
             f.starts_with("no answer from http://127.0.0.1:40401"),
             "a port is not a status: {f}"
+        );
+        let f = fix(
+            &http(url),
+            &format!(
+                "{} (the page /mcp/operator below the chat's prefix)",
+                crate::mcp::client::NEEDS_OPERATOR
+            ),
+        );
+        assert!(
+            f.contains("open the operator's page") && f.contains("/chat/mcp/operator"),
+            "{f}"
         );
         for f in [
             fix(&http(url), "401"),

@@ -2,6 +2,7 @@
 
 use lmchatkit_protocol::{ConfigResponse, HistoryMode, Persona};
 
+use crate::access;
 use crate::api::{ApiError, Response, json_etag};
 use crate::routes::Req;
 use crate::state::State;
@@ -52,9 +53,9 @@ pub(crate) fn config(state: &State, req: Req) -> Result<Response, ApiError> {
         .with_demo(settings.demo)
         .with_user_mcp(user_mcp_on(state, &req));
     // MCP states and set-up problems name URLs and commands: the operator's, when one is set.
-    let body = match &settings.operator {
-        Some(op) if op.as_str() != req.cx.principal().id() => body,
-        _ => body
+    let body = match access::operator::sees_setup(settings.operator.as_deref(), &req.cx) {
+        false => body,
+        true => body
             .with_mcp(state.mcp_status.as_ref().map(|f| f()).unwrap_or_default())
             .with_problems(state.host.setup_problems()),
     };

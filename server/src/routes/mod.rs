@@ -21,6 +21,8 @@ pub(crate) mod csrf;
 pub(crate) mod events;
 pub(crate) mod icons;
 pub(crate) mod lists;
+#[cfg(feature = "mcp")]
+pub(crate) mod operator_mcp;
 pub(crate) mod prompts;
 mod req;
 pub(crate) mod resources;
@@ -88,6 +90,10 @@ pub(crate) enum Endpoint {
     UserMcpPatch,
     UserMcpDelete,
     UserMcpOAuthCallback,
+    OperatorMcpPage,
+    OperatorMcpSignIn,
+    OperatorMcpCallback,
+    ClientMetadata,
 }
 
 /// A setting that switches a route on.
@@ -104,6 +110,10 @@ pub(crate) enum When {
     Sandbox,
     /// Each user's own MCP servers are on (`ConfigBuilder::user_mcp`).
     UserMcp,
+    /// The operator's OAuth sign-ins are on (`ConfigBuilder::mcp_oauth`).
+    McpOAuth,
+    /// Either sign-in is on (users' servers or the operator's OAuth).
+    OAuth,
 }
 
 /// The checks a request passes before its handler.
@@ -155,7 +165,7 @@ const fn public(mut r: Route) -> Route {
 }
 
 /// Every route of the service, relative to the mount point (`""` is the page).
-pub(crate) static ROUTES: [Route; 48] = {
+pub(crate) static ROUTES: [Route; 52] = {
     use Endpoint as E;
     use Method as M;
     [
@@ -237,6 +247,33 @@ pub(crate) static ROUTES: [Route; 48] = {
             route(M::GET, "/api/mcp/oauth/callback", E::UserMcpOAuthCallback),
             When::UserMcp,
         ),
+        // The operator's sign-ins to their OAuth MCP servers (the operator only; see
+        // `routes::operator_mcp`), and the client ID metadata document authorization servers
+        // fetch without a session.
+        when(
+            route(M::GET, "/mcp/operator", E::OperatorMcpPage),
+            When::McpOAuth,
+        ),
+        when(
+            route(
+                M::POST,
+                "/mcp/operator/sign-in/{server}",
+                E::OperatorMcpSignIn,
+            ),
+            When::McpOAuth,
+        ),
+        when(
+            route(M::GET, "/mcp/operator/callback", E::OperatorMcpCallback),
+            When::McpOAuth,
+        ),
+        when(
+            public(route(
+                M::GET,
+                "/oauth/client-metadata.json",
+                E::ClientMetadata,
+            )),
+            When::OAuth,
+        ),
         // `/` is the page too.
         when(route(M::GET, "/", E::Page), When::Page),
         when(route(M::HEAD, "/", E::Page), When::Page),
@@ -264,6 +301,12 @@ impl Route {
             When::UserMcp => state.user_mcp.is_some(),
             #[cfg(not(feature = "mcp"))]
             When::UserMcp => false,
+            #[cfg(feature = "mcp")]
+            When::McpOAuth => state.mcp_oauth.is_some(),
+            #[cfg(feature = "mcp")]
+            When::OAuth => state.mcp_oauth.is_some() || state.user_mcp.is_some(),
+            #[cfg(not(feature = "mcp"))]
+            When::McpOAuth | When::OAuth => false,
         }
     }
 }

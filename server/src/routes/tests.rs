@@ -38,6 +38,13 @@ fn user_mcp() -> crate::user_mcp::UserMcp {
     )
 }
 
+/// The operator's sign-ins, in memory.
+fn mcp_oauth() -> crate::mcp::OperatorOAuth {
+    use crate::secrets::sealing::{Keyring, SealingKey};
+    let keyring = Keyring::new(SealingKey::generate("k1").expect("key id"));
+    crate::mcp::OperatorOAuth::new(keyring, crate::mcp::MemoryGrantStore::default())
+}
+
 const SANDBOX: &str = "http://localhost:8081";
 const METHODS: [Method; 6] = [
     Method::GET,
@@ -54,6 +61,7 @@ fn everything_on() -> ChatService {
         .file_upload(true)
         .sandbox_origin(SANDBOX)
         .user_mcp(user_mcp())
+        .mcp_oauth(mcp_oauth())
         .build()
         .expect("valid config");
     ChatService::new(config)
@@ -254,6 +262,7 @@ async fn every_guarded_route_needs_a_principal_when_one_is_required() {
             .file_upload(true)
             .require_principal(true)
             .user_mcp(user_mcp())
+            .mcp_oauth(mcp_oauth())
             .build()
             .expect("valid config"),
     );
@@ -267,6 +276,66 @@ async fn every_guarded_route_needs_a_principal_when_one_is_required() {
             r.method
         );
     }
+}
+
+#[tokio::test]
+async fn the_operators_sign_in_routes_are_the_operators_alone() {
+    let svc = ChatService::new(
+        Config::builder(Quiet)
+            .operator("root")
+            .mcp_oauth(mcp_oauth())
+            .build()
+            .expect("valid config"),
+    );
+    let as_who = |who: Option<&'static str>, method: Method, path: &'static str| {
+        let svc = svc.clone();
+        async move {
+            let mut req = Request::builder()
+                .method(method)
+                .uri(path)
+                .header(header::HOST, "localhost:8080")
+                .body(Full::new(Bytes::new()))
+                .expect("request");
+            if let Some(who) = who {
+                req.extensions_mut().insert(crate::Principal::new(who));
+            }
+            let res = svc.oneshot(req).await.expect("infallible");
+            let status = res.status();
+            let body = res.into_body().collect().await.expect("body").to_bytes();
+            (status, String::from_utf8_lossy(&body).into_owned())
+        }
+    };
+    let routes = [
+        (Method::GET, "/chat/mcp/operator"),
+        (Method::POST, "/chat/mcp/operator/sign-in/docs"),
+        (Method::GET, "/chat/mcp/operator/callback?code=c&state=s"),
+    ];
+    for (method, path) in routes {
+        for who in [Some("bob"), None] {
+            let (status, body) = as_who(who, method.clone(), path).await;
+            assert_eq!(
+                status,
+                StatusCode::NOT_FOUND,
+                "{who:?}: {method} {path}: {body}"
+            );
+        }
+    }
+    let (status, body) = as_who(Some("root"), Method::GET, "/chat/mcp/operator").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.contains("No MCP server"), "{body}");
+    // The metadata document is for everyone (authorization servers fetch it).
+    let (status, body) = as_who(None, Method::GET, "/chat/oauth/client-metadata.json").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let doc: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(
+        doc["client_id"],
+        "http://localhost:8080/chat/oauth/client-metadata.json"
+    );
+    assert_eq!(
+        doc["redirect_uris"],
+        serde_json::json!(["http://localhost:8080/chat/mcp/operator/callback"])
+    );
+    assert_eq!(doc["token_endpoint_auth_method"], "none");
 }
 
 #[tokio::test]

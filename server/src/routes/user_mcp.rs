@@ -204,7 +204,10 @@ async fn sign_in(
     let record = find(um, principal, slug).await?;
     check_url(&um.policy, &record.url)?;
     let redirect_uri = oauth::redirect_uri(parts, prefix)?;
-    let url = um.start_sign_in(principal, &record, &redirect_uri).await?;
+    let document = oauth::document_url(parts, prefix)?;
+    let url = um
+        .start_sign_in(principal, &record, &redirect_uri, Some(&document))
+        .await?;
     Ok(json(StatusCode::OK, &OAuthStart::new(url)))
 }
 

@@ -23,6 +23,7 @@ mod mcp_hub;
 mod mcp_sse;
 mod mcp_tasks;
 mod mcp_transports;
+mod operator_mcp_oauth;
 mod providers;
 mod tls;
 mod user_mcp;

@@ -20,7 +20,8 @@ use lmchatkit_tests::browser::Browser;
 use lmchatkit_tests::mcp_server::{free_port, npm_file};
 use serde_json::Value;
 
-const COOKIE: &str = "lmck-test-user";
+/// The session cookie `serve`'s layer takes the user from.
+pub const COOKIE: &str = "lmck-test-user";
 const DEMO: &str = "@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js";
 
 /// The SDK's example server with `--oauth`: the MCP server on one port, its demo

@@ -1,8 +1,14 @@
-//! The local OAuth server of `user_mcp_oauth_local.rs`: an authorization server (metadata,
-//! dynamic registration, an authorization endpoint that approves at once, a token endpoint that
-//! checks PKCE and issues short-lived tokens with refresh tokens) in front of a real rmcp MCP
-//! server that wants a live bearer token (`/mcp`), plus the same MCP server open (`/open`), on
-//! one loopback port. Every code and token carries [`CANARY`].
+//! The local OAuth server of `user_mcp_oauth_local.rs` and `operator_mcp_oauth.rs`: an
+//! authorization server (metadata, dynamic registration, an authorization endpoint that approves
+//! at once, a token endpoint that checks PKCE and issues short-lived tokens with refresh tokens)
+//! in front of a real rmcp MCP server that wants a live bearer token (`/mcp`), plus the same MCP
+//! server open (`/open`), and a small one on the older HTTP+SSE transport behind the same token
+//! (`/sse`, its messages at `/messages`), on one loopback port. Every code and token carries [`CANARY`].
+//!
+//! With [`Opts::cimd`] it advertises client ID metadata documents and takes a URL as a
+//! `client_id` only after fetching it (over HTTP, from whoever serves it) and finding the
+//! `redirect_uri` among its `redirect_uris`; with [`Opts::iss`] it advertises RFC 9207 and
+//! sends an `iss` (its own, or a wrong one) with the code.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,6 +43,11 @@ pub struct Opts {
     pub authorization_server: Option<String>,
     /// The registration endpoint its metadata names (default: its own).
     pub registration_endpoint: Option<String>,
+    /// Advertises `client_id_metadata_document_supported` and fetches URL client ids.
+    pub cimd: bool,
+    /// Advertises `authorization_response_iss_parameter_supported` and sends this `iss`
+    /// (`Some("")`: its own issuer).
+    pub iss: Option<String>,
 }
 
 impl Default for Opts {
@@ -46,6 +57,8 @@ impl Default for Opts {
             refresh: true,
             authorization_server: None,
             registration_endpoint: None,
+            cimd: false,
+            iss: None,
         }
     }
 }
@@ -72,6 +85,12 @@ pub struct Seen {
     pub bearers: Mutex<Vec<(String, Option<String>)>>,
     /// Tool calls that ran.
     pub calls: Mutex<Vec<String>>,
+    /// Dynamic registrations.
+    pub registrations: AtomicUsize,
+    /// The client ID metadata documents fetched: the URL and what it answered.
+    pub documents: Mutex<Vec<(String, Value)>>,
+    /// The open event streams of `/sse`, by session.
+    streams: Mutex<HashMap<String, tokio::sync::mpsc::UnboundedSender<String>>>,
 }
 
 impl Seen {
@@ -140,14 +159,23 @@ fn origin(headers: &HeaderMap) -> String {
     format!("http://{host}")
 }
 
-async fn resource_metadata(State((_, opts)): State<Ctx>, headers: HeaderMap) -> Response {
-    let me = origin(&headers);
+/// The protected resource metadata of the server at `path`.
+fn resource_metadata_of(opts: &Opts, headers: &HeaderMap, path: &str) -> Response {
+    let me = origin(headers);
     let server = opts.authorization_server.clone().unwrap_or(me.clone());
     axum::Json(
-        json!({"resource": format!("{me}/mcp"), "authorization_servers": [server],
+        json!({"resource": format!("{me}{path}"), "authorization_servers": [server],
                       "scopes_supported": ["mcp:tools"]}),
     )
     .into_response()
+}
+
+async fn resource_metadata(State((_, opts)): State<Ctx>, headers: HeaderMap) -> Response {
+    resource_metadata_of(&opts, &headers, "/mcp")
+}
+
+async fn sse_resource_metadata(State((_, opts)): State<Ctx>, headers: HeaderMap) -> Response {
+    resource_metadata_of(&opts, &headers, "/sse")
 }
 
 async fn server_metadata(State((seen, opts)): State<Ctx>, headers: HeaderMap) -> Response {
@@ -157,31 +185,65 @@ async fn server_metadata(State((seen, opts)): State<Ctx>, headers: HeaderMap) ->
         .registration_endpoint
         .clone()
         .unwrap_or(format!("{me}/register"));
-    axum::Json(json!({
+    let mut metadata = json!({
         "issuer": me, "authorization_endpoint": format!("{me}/authorize"),
         "token_endpoint": format!("{me}/token"), "registration_endpoint": register,
         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "token_endpoint_auth_methods_supported": ["none"], "scopes_supported": ["mcp:tools"],
-    }))
-    .into_response()
+    });
+    if opts.cimd {
+        metadata["client_id_metadata_document_supported"] = true.into();
+    }
+    if opts.iss.is_some() {
+        metadata["authorization_response_iss_parameter_supported"] = true.into();
+    }
+    axum::Json(metadata).into_response()
 }
 
 async fn register(State((seen, _)): State<Ctx>, axum::Json(body): axum::Json<Value>) -> Response {
+    seen.registrations.fetch_add(1, Ordering::SeqCst);
     let id = format!("client-{}", seen.next());
     let reply = json!({"client_id": id, "redirect_uris": body["redirect_uris"],
                        "client_name": body["client_name"], "token_endpoint_auth_method": "none"});
     (StatusCode::CREATED, axum::Json(reply)).into_response()
 }
 
+/// Fetches the client ID metadata document at `url`; whether it names itself and lists
+/// `redirect_uri`.
+async fn document_allows(seen: &Seen, url: &str, redirect_uri: &str) -> bool {
+    let Ok(res) = reqwest::get(url).await else {
+        return false;
+    };
+    let Ok(doc) = res.json::<Value>().await else {
+        return false;
+    };
+    seen.documents
+        .lock()
+        .unwrap()
+        .push((url.to_owned(), doc.clone()));
+    doc["client_id"] == url
+        && doc["token_endpoint_auth_method"] == "none"
+        && doc["redirect_uris"]
+            .as_array()
+            .is_some_and(|uris| uris.iter().any(|u| u == redirect_uri))
+}
+
 async fn authorize(
-    State((seen, _)): State<Ctx>,
+    State((seen, opts)): State<Ctx>,
+    headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     seen.authorize.lock().unwrap().push(q.clone());
     let field = |k: &str| q.get(k).cloned().unwrap_or_default();
     if field("response_type") != "code" || field("code_challenge_method") != "S256" {
         return (StatusCode::BAD_REQUEST, "code flow with S256 only").into_response();
+    }
+    let client_id = field("client_id");
+    if client_id.starts_with("http")
+        && (!opts.cimd || !document_allows(&seen, &client_id, &field("redirect_uri")).await)
+    {
+        return (StatusCode::BAD_REQUEST, "unusable client metadata document").into_response();
     }
     let code = format!("code-{CANARY}-{}", seen.next());
     let issued = Issued {
@@ -194,6 +256,15 @@ async fn authorize(
     back.query_pairs_mut()
         .append_pair("code", &code)
         .append_pair("state", &field("state"));
+    match opts.iss.as_deref() {
+        Some("") => {
+            back.query_pairs_mut().append_pair("iss", &origin(&headers));
+        }
+        Some(other) => {
+            back.query_pairs_mut().append_pair("iss", other);
+        }
+        None => {}
+    }
     Redirect::to(back.as_str()).into_response()
 }
 
@@ -279,11 +350,72 @@ async fn guard(
     if live {
         return next.run(req).await;
     }
+    let resource = if path == "/mcp" { "mcp" } else { "sse" };
     let challenge = format!(
-        "Bearer error=\"invalid_token\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+        "Bearer error=\"invalid_token\", resource_metadata=\"{}/.well-known/oauth-protected-resource/{resource}\"",
         origin(req.headers())
     );
     (StatusCode::UNAUTHORIZED, [("www-authenticate", challenge)]).into_response()
+}
+
+/// `GET /sse`: an HTTP+SSE event stream whose first event names its session's endpoint.
+async fn sse(State((seen, _)): State<Ctx>) -> Response {
+    let session = format!("s{}", seen.next());
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let _ = tx.send(format!(
+        "event: endpoint\ndata: /messages?session={session}\n\n"
+    ));
+    seen.streams.lock().unwrap().insert(session, tx);
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|frame| (Ok::<_, std::convert::Infallible>(frame), rx))
+    });
+    (
+        [("content-type", "text/event-stream")],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// `POST /messages?session=…`: one JSON-RPC message; the answer goes out on the stream.
+async fn sse_message(
+    State((seen, _)): State<Ctx>,
+    Query(q): Query<HashMap<String, String>>,
+    axum::Json(m): axum::Json<Value>,
+) -> Response {
+    let Some(tx) = q
+        .get("session")
+        .and_then(|s| seen.streams.lock().unwrap().get(s).cloned())
+    else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let Some(id) = m.get("id").cloned() else {
+        return StatusCode::ACCEPTED.into_response();
+    };
+    let result = match m["method"].as_str().unwrap_or_default() {
+        "initialize" => json!({
+            "protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+            "serverInfo": {"name": "greeter-sse", "version": "0.1.0"}}),
+        "tools/list" => json!({"tools": [{"name": "greet", "description": "Greets someone",
+            "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}]}),
+        "tools/call" => {
+            let name = m["params"]["arguments"]["name"].as_str().unwrap_or("you");
+            let text = format!("Hello, {name}!");
+            seen.calls.lock().unwrap().push(text.clone());
+            json!({"content": [{"type": "text", "text": text}]})
+        }
+        "ping" => json!({}),
+        _ => {
+            let reply = json!({"jsonrpc": "2.0", "id": id,
+                               "error": {"code": -32601, "message": "method not found"}});
+            let _ = tx.send(format!("event: message\ndata: {reply}\n\n"));
+            return StatusCode::ACCEPTED.into_response();
+        }
+    };
+    let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
+    let _ = tx.send(format!("event: message\ndata: {reply}\n\n"));
+    StatusCode::ACCEPTED.into_response()
 }
 
 /// The OAuth-protected MCP server (`/mcp`), an open one (`/open`) and the authorization
@@ -313,10 +445,16 @@ impl OAuthServer {
         let router = axum::Router::new()
             .route_service("/mcp", mcp.clone())
             .route_service("/open", mcp)
+            .route("/sse", get(sse))
+            .route("/messages", post(sse_message))
             .layer(axum::middleware::from_fn_with_state(ctx.clone(), guard))
             .route(
                 "/.well-known/oauth-protected-resource/mcp",
                 get(resource_metadata),
+            )
+            .route(
+                "/.well-known/oauth-protected-resource/sse",
+                get(sse_resource_metadata),
             )
             .route(
                 "/.well-known/oauth-authorization-server",
@@ -347,5 +485,10 @@ impl OAuthServer {
     /// The protected MCP server's URL, by the name `localhost`.
     pub fn url(&self) -> String {
         format!("http://localhost:{}/mcp", self.port)
+    }
+
+    /// The protected HTTP+SSE server's event stream, by the name `localhost`.
+    pub fn sse_url(&self) -> String {
+        format!("http://localhost:{}/sse", self.port)
     }
 }

@@ -478,30 +478,9 @@ async fn accepted_tools_reach_the_model_from_the_store_and_a_changed_definition_
     assert_eq!(up.server.calls.lock().unwrap().len(), 2);
 }
 
-/// Every log line, at every level and from every crate, of what runs on this test's thread.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 #[tokio::test]
 async fn no_log_line_carries_a_credential() {
-    let logs = Captured::default();
+    let logs = lmchatkit_tests::captured::Captured::default();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
         .with_writer(logs.clone())
@@ -535,7 +514,7 @@ async fn no_log_line_carries_a_credential() {
             .any(|k| k.as_deref() == Some(CANARY)),
         "the credential was sent"
     );
-    let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let text = logs.text();
     assert!(
         text.contains("user MCP server added"),
         "logs were captured: {text}"

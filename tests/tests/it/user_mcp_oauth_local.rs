@@ -4,11 +4,11 @@
 //! short-lived tokens with refresh tokens) in front of a real rmcp MCP server that wants a
 //! bearer token. What the TypeScript SDK's demo server cannot do is tested here: refresh of
 //! short-lived tokens, a refused authorization server address, no code or token in any answer
-//! or log line. The browser flow against that demo is `user_mcp_oauth.rs`.
+//! or log line, and the service's client ID metadata document as the client id where the
+//! authorization server takes it. The browser flow against that demo is `user_mcp_oauth.rs`.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -436,30 +436,9 @@ async fn a_token_the_server_stops_taking_is_refreshed_during_the_connection_and_
     assert_eq!(status_of(&svc, "alice").await, "sign_in_required");
 }
 
-/// Every log line, at every level and from every crate, of what runs on this test's thread.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
 #[tokio::test]
 async fn no_log_line_carries_a_code_or_a_token() {
-    let logs = Captured::default();
+    let logs = lmchatkit_tests::captured::Captured::default();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
         .with_writer(logs.clone())
@@ -486,7 +465,7 @@ async fn no_log_line_carries_a_code_or_a_token() {
         1,
         "a refresh was logged too"
     );
-    let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let text = logs.text();
     assert!(
         text.contains("signed in to a user's MCP server"),
         "logs were captured: {text}"
@@ -498,4 +477,43 @@ async fn no_log_line_carries_a_code_or_a_token() {
         leaks.len(),
         leaks.join("\n")
     );
+}
+
+#[tokio::test]
+async fn a_users_sign_in_uses_the_services_metadata_document_where_the_authorization_server_takes_it()
+ {
+    use crate::oauth_demo::{api, serve, sign_in_over_http};
+    let up = OAuthServer::start(Opts {
+        cimd: true,
+        iss: Some(String::new()),
+        ..Opts::default()
+    })
+    .await;
+    let (base, _task) = serve(service()).await;
+    let (status, body) = api(
+        &base,
+        "alice",
+        "POST",
+        BASE,
+        Some(json!({"slug": "docs", "url": up.url()})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, page) = sign_in_over_http(&base, "alice", "docs").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(!page.contains(CANARY), "{page}");
+    // The client id was the service's document, which the authorization server fetched; no
+    // registration.
+    let document = format!("{base}/chat/oauth/client-metadata.json");
+    let asked = up.seen.authorize.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(asked["client_id"], document);
+    assert_eq!(up.seen.registrations.load(Ordering::SeqCst), 0);
+    let fetched = up.seen.documents.lock().unwrap().clone();
+    assert_eq!(fetched.len(), 1, "{fetched:?}");
+    assert_eq!(
+        fetched[0].1["redirect_uris"],
+        json!([format!("{base}/chat/api/mcp/oauth/callback")])
+    );
+    let (_, server) = api(&base, "alice", "GET", &format!("{BASE}/docs"), None).await;
+    assert_eq!(server["oauth"], "signed_in");
 }

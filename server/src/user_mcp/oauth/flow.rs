@@ -5,96 +5,26 @@
 use std::sync::Arc;
 
 use lmchatkit_protocol::OAuthStatus;
-use rmcp::transport::auth::{
-    AuthorizationManager, InMemoryCredentialStore, InMemoryStateStore, OAuthClientConfig,
-};
-use rmcp::transport::{CredentialStore, StateStore};
+use rmcp::transport::auth::AuthorizationManager;
 
-use super::http::PolicyHttp;
-use super::{
-    CLIENT_NAME, Client, Grant, OAuthError, Pending, SIGN_IN_TTL, STATE_AAD, StateToken, aad,
-    describe, now_ms, quiet,
-};
+use super::{Callback, Grant, OAuthError, Pending, STATE_AAD, StateToken, aad, describe, now_ms};
 use crate::error::Failure;
 use crate::host::Principal;
+use crate::mcp::oauth::steps::{self, Step};
+use crate::mcp::oauth::{CIMD_PATH, PolicyHttp, request_origin};
 use crate::user_mcp::{UserMcp, UserMcpRecord};
 
 /// The callback's path below the prefix.
 pub(crate) const CALLBACK_PATH: &str = "/api/mcp/oauth/callback";
 
-/// What the authorization server's redirect carries.
-#[derive(Default)]
-pub(crate) struct Callback {
-    code: Option<String>,
-    state: Option<String>,
-    iss: Option<String>,
-    error: Option<String>,
-    error_description: Option<String>,
-}
-
-impl Callback {
-    /// The callback's query string, parsed.
-    pub(crate) fn parse(query: &str) -> Self {
-        let mut out = Self::default();
-        let Ok(url) = reqwest::Url::parse(&format!("http://callback.invalid/?{query}")) else {
-            return out;
-        };
-        for (k, v) in url.query_pairs() {
-            let slot = match k.as_ref() {
-                "code" => &mut out.code,
-                "state" => &mut out.state,
-                "iss" => &mut out.iss,
-                "error" => &mut out.error,
-                "error_description" => &mut out.error_description,
-                _ => continue,
-            };
-            slot.get_or_insert_with(|| v.into_owned());
-        }
-        out
-    }
-}
-
 /// The redirect URI sign-ins started by this request use (see the module docs).
 pub(crate) fn redirect_uri(parts: &http::request::Parts, prefix: &str) -> Result<String, Failure> {
-    let host = parts
-        .headers
-        .get(http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| parts.uri.authority().map(|a| a.as_str()))
-        .ok_or_else(|| Failure::Invalid("the request names no host".into()))?;
-    let origin = parts
-        .headers
-        .get(http::header::ORIGIN)
-        .and_then(|o| o.to_str().ok())
-        .filter(|o| {
-            o.split_once("://")
-                .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host))
-        });
-    let base = match origin {
-        Some(o) => o.to_owned(),
-        None => {
-            let bare = host.rsplit_once(':').map_or(host, |(h, port)| {
-                if port.bytes().all(|b| b.is_ascii_digit()) {
-                    h
-                } else {
-                    host
-                }
-            });
-            let bare = bare.trim_matches(['[', ']']);
-            let loopback = bare.eq_ignore_ascii_case("localhost")
-                || bare
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback());
-            format!("{}://{host}", if loopback { "http" } else { "https" })
-        }
-    };
-    let uri = format!("{base}{prefix}{CALLBACK_PATH}");
-    match reqwest::Url::parse(&uri) {
-        Ok(u) if u.host_str().is_some() && u.query().is_none() => Ok(u.to_string()),
-        _ => Err(Failure::Invalid(format!(
-            "{host:?} does not make a callback URL"
-        ))),
-    }
+    Ok(format!("{}{prefix}{CALLBACK_PATH}", request_origin(parts)?))
+}
+
+/// The client ID metadata document's URL for sign-ins started by this request.
+pub(crate) fn document_url(parts: &http::request::Parts, prefix: &str) -> Result<String, Failure> {
+    Ok(format!("{}{prefix}{CIMD_PATH}", request_origin(parts)?))
 }
 
 impl UserMcp {
@@ -107,86 +37,37 @@ impl UserMcp {
             .map_err(|e| OAuthError::Internal(describe(&e, None)))
     }
 
-    /// Starts a sign-in to `record`'s server: discovers its authorization server, registers a
-    /// client for `redirect_uri`, keeps the PKCE verifier as the server's pending sign-in and
-    /// answers the authorization page's URL.
+    /// Starts a sign-in to `record`'s server: discovers its authorization server, obtains a
+    /// client for `redirect_uri` (the metadata document at `document` when the authorization
+    /// server takes it, else a registration), keeps the PKCE verifier as the server's pending
+    /// sign-in and answers the authorization page's URL.
     pub(crate) async fn start_sign_in(
         &self,
         principal: &Principal,
         record: &UserMcpRecord,
         redirect_uri: &str,
+        document: Option<&str>,
     ) -> Result<String, OAuthError> {
         let slug = record.slug.as_str();
         let upstream = |reason: String| OAuthError::Upstream {
             slug: slug.to_owned(),
             reason,
         };
-        let started = async {
-            let mut manager = self.manager(&record.url).await?;
-            let states = InMemoryStateStore::new();
-            manager.set_state_store(states.clone());
-            let resolution = manager
-                .resolve_metadata()
-                .await
-                .map_err(|e| upstream(describe(&e, None)))?;
-            if !resolution.source.is_discovered() {
-                return Err(OAuthError::NotOAuth(slug.to_owned()));
-            }
-            let issuer = resolution.metadata.issuer.clone();
-            manager.set_metadata(resolution.metadata);
-            if redirect_uri.starts_with("https://") {
-                // SEP-837: a service on the web registers as a "web" client (rmcp's default is
-                // "native", right for a loopback redirect). rmcp has no setter for it besides
-                // the client configuration, which the registration below replaces.
-                manager
-                    .configure_client(
-                        OAuthClientConfig::new("unregistered", redirect_uri)
-                            .with_application_type("web"),
-                    )
-                    .map_err(|e| upstream(describe(&e, None)))?;
-            }
-            let scopes = manager.select_initial_scopes(&[]).await;
-            let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
-            let config = manager
-                .register_client(CLIENT_NAME, redirect_uri, &refs)
-                .await
-                .map_err(|e| upstream(describe(&e, None)))?;
-            let url = manager
-                .get_authorization_url(&refs)
-                .await
-                .map_err(|e| upstream(describe(&e, None)))?;
-            let client = Client {
-                client_id: config.client_id,
-                client_secret: config.client_secret,
-                redirect_uri: redirect_uri.to_owned(),
-                scopes,
-                issuer,
-            };
-            Ok::<_, OAuthError>((url, client, states))
-        };
-        let (url, client, states) = tokio::time::timeout(self.upstream_timeout, started)
-            .await
-            .map_err(|_| upstream(format!("no answer within {:?}", self.upstream_timeout)))??;
+        let manager = self.manager(&record.url).await?;
+        let begun = tokio::time::timeout(
+            self.upstream_timeout,
+            steps::begin(manager, redirect_uri, document),
+        )
+        .await
+        .map_err(|_| upstream(format!("no answer within {:?}", self.upstream_timeout)))?
+        .map_err(|e| step_error(slug, e))?;
         // The browser opens it: an http(s) page under the same rules as the server's URL (no
         // `javascript:` from a hostile authorization server's metadata).
-        let mut url = self
+        let url = self
             .policy
-            .check_url(&url)
+            .check_url(&begun.url)
             .map_err(|e| upstream(format!("its authorization page is refused: {e}")))?;
-        let rmcp_state = url
-            .query_pairs()
-            .find(|(k, _)| k == "state")
-            .map(|(_, v)| v.into_owned())
-            .ok_or_else(|| upstream("the authorization URL has no state".into()))?;
-        let state = states
-            .load(&rmcp_state)
-            .await
-            .ok()
-            .flatten()
-            .ok_or_else(|| OAuthError::Internal("the sign-in's PKCE verifier is missing".into()))?;
-        let nonce = hex::encode(rand::random::<[u8; 16]>());
-        let ttl = i64::try_from(SIGN_IN_TTL.as_millis()).unwrap_or(i64::MAX);
-        let expires_at = now_ms().saturating_add(ttl);
+        let (nonce, expires_at) = steps::nonce_and_expiry();
         let token = self.seal_json(
             &StateToken {
                 principal: principal.id().to_owned(),
@@ -197,19 +78,12 @@ impl UserMcp {
             STATE_AAD,
         )?;
         // Our state in place of rmcp's: the callback finds the sign-in from it.
-        let pairs: Vec<(String, String)> = url
-            .query_pairs()
-            .map(|(k, v)| match k.as_ref() {
-                "state" => (k.into_owned(), token.clone()),
-                _ => (k.into_owned(), v.into_owned()),
-            })
-            .collect();
-        url.query_pairs_mut().clear().extend_pairs(pairs);
+        let url = steps::with_state(url, &token);
         let pending = Pending {
             nonce,
             expires_at,
-            client,
-            state,
+            client: begun.client,
+            state: begun.state,
         };
         let sealed = self.seal_json(&pending, &aad(principal, slug, "oauth-pending"))?;
         let at = record.url.clone();
@@ -227,7 +101,7 @@ impl UserMcp {
             slug,
             "a sign-in to a user's MCP server started"
         );
-        Ok(url.to_string())
+        Ok(url)
     }
 
     /// Ends a sign-in: checks the state (the request's principal's, not expired, the server's
@@ -240,6 +114,7 @@ impl UserMcp {
     ) -> Result<UserMcpRecord, OAuthError> {
         let sealed_state = callback
             .state
+            .clone()
             .ok_or_else(|| OAuthError::BadCallback("the callback carries no state".into()))?;
         let token: StateToken = self
             .open_json(&sealed_state, STATE_AAD)
@@ -279,13 +154,8 @@ impl UserMcp {
         if pending.expires_at < now_ms() {
             return Err(OAuthError::Expired);
         }
-        if let Some(error) = callback.error {
-            let said = match callback.error_description {
-                Some(d) => format!("{error} ({d})"),
-                None => error,
-            };
-            let said: String = said.chars().filter(|c| !c.is_control()).take(300).collect();
-            return Err(OAuthError::Refused(crate::secrets::redact_urls(&said)));
+        if let Some(refusal) = callback.refusal() {
+            return Err(OAuthError::Refused(refusal));
         }
         let code = callback
             .code
@@ -336,44 +206,33 @@ impl UserMcp {
         code: &str,
         iss: Option<&str>,
     ) -> Result<Grant, OAuthError> {
-        let upstream = |reason: String| OAuthError::Upstream {
-            slug: record.slug.clone(),
-            reason,
-        };
-        let mut manager = self.manager(&record.url).await?;
-        let resolution = manager
-            .resolve_metadata()
-            .await
-            .map_err(|e| upstream(describe(&e, None)))?;
-        if !resolution.source.is_discovered() || resolution.metadata.issuer != pending.client.issuer
-        {
-            return Err(upstream(
-                "the server names another authorization server than when the sign-in started"
-                    .into(),
-            ));
-        }
-        manager.set_metadata(resolution.metadata.clone());
-        manager
-            .configure_client(pending.client.config())
-            .map_err(|e| upstream(describe(&e, None)))?;
-        let states = InMemoryStateStore::new();
-        let credentials = InMemoryCredentialStore::new();
-        let internal = |e: rmcp::transport::AuthError| OAuthError::Internal(describe(&e, None));
-        states.save(key, pending.state).await.map_err(internal)?;
-        manager.set_state_store(states);
-        manager.set_credential_store(credentials.clone());
-        quiet(manager.exchange_code_for_token_with_issuer(code, key, iss))
-            .await
-            .map_err(|e| upstream(describe(&e, Some(code))))?;
-        let credentials = credentials
-            .load()
-            .await
-            .map_err(internal)?
-            .ok_or_else(|| OAuthError::Internal("the exchange stored no tokens".into()))?;
+        let manager = self.manager(&record.url).await?;
+        let (metadata, credentials) =
+            steps::finish(manager, &pending.client, pending.state, key, code, iss)
+                .await
+                .map_err(|e| step_error(&record.slug, e))?;
         Ok(Grant {
             client: pending.client,
-            metadata: resolution.metadata,
+            metadata,
             credentials,
         })
+    }
+}
+
+/// A step's failure, in the user's words.
+pub(super) fn step_error(slug: &str, e: Step) -> OAuthError {
+    match e {
+        Step::NotOAuth => OAuthError::NotOAuth(slug.to_owned()),
+        Step::Upstream(reason) => OAuthError::Upstream {
+            slug: slug.to_owned(),
+            reason,
+        },
+        Step::Issuer => OAuthError::Refused(
+            "the response does not come from the server's authorization server (its `iss` is \
+             another issuer's, or missing)"
+                .into(),
+        ),
+        Step::Ended => OAuthError::SignInRequired(slug.to_owned()),
+        Step::Internal(e) => OAuthError::Internal(e),
     }
 }

@@ -1,14 +1,17 @@
-//! OAuth sign-in to users' own MCP servers (the MCP authorization spec), through rmcp's `auth`:
-//! discovery of the protected resource metadata and of the authorization server's metadata,
-//! dynamic client registration, the authorization code flow with PKCE (S256) and the `resource`
-//! indicator, and refresh of expired tokens.
+//! OAuth sign-in to users' own MCP servers (the MCP authorization spec), through rmcp's `auth`
+//! and the steps it shares with the operator's sign-ins (`mcp::oauth`): discovery of the
+//! protected resource metadata and of the authorization server's metadata, the client ID
+//! metadata document or dynamic client registration, the authorization code flow with PKCE
+//! (S256) and the `resource` indicator, and refresh of expired tokens.
 //!
 //! The flow: a refresh or call that meets a `401` with a `Bearer` challenge marks the server
 //! [`OAuthStatus::SignInRequired`] and answers so (a 403 naming the sign-in, or a tool error).
-//! `POST {prefix}/api/mcp/servers/{slug}/oauth` discovers, registers a client, and answers the
-//! authorization page's URL; the UI opens it in a new tab. The authorization server sends the
-//! browser to `GET {prefix}/api/mcp/oauth/callback?code&state`, which exchanges the code and
-//! stores the tokens; refreshes and calls then send `Authorization: Bearer` (rmcp's
+//! `POST {prefix}/api/mcp/servers/{slug}/oauth` discovers, obtains a client (the service's
+//! client ID metadata document where the authorization server takes it, else a registration:
+//! `mcp::oauth` says when), and answers the authorization page's URL; the UI opens it in a new
+//! tab. The authorization server sends the browser to
+//! `GET {prefix}/api/mcp/oauth/callback?code&state`, which exchanges the code and stores the
+//! tokens; refreshes and calls then send `Authorization: Bearer` (rmcp's
 //! `AuthClient`) and refresh the token before it expires.
 //!
 //! Decisions:
@@ -17,9 +20,9 @@
 //!   nonce) are sealed by the [`Keyring`](crate::secrets::sealing::Keyring) with associated data
 //!   `"{principal}/{slug}/oauth"` and `".../oauth-pending"`: neither opens in another row, for
 //!   another user, or as the other. They are never in an answer, a `Debug` or a log line; a
-//!   code exchange and a refresh run with rmcp's logging switched off ([`quiet`]), because rmcp
-//!   logs the code it exchanges at `DEBUG`. Error texts lose URL queries and any copy of the
-//!   code. The callback's own URL (which carries the code) is never handed to rmcp.
+//!   code exchange and a refresh run with rmcp's logging switched off (`mcp::oauth::quiet`),
+//!   because rmcp logs the code it exchanges at `DEBUG`. Error texts lose URL queries and any
+//!   copy of the code. The callback's own URL (which carries the code) is never handed to rmcp.
 //! - **The `state`** is a sealed `{principal, slug, nonce, expiry}` (associated data
 //!   `"lmchatkit/oauth-state"`) in place of rmcp's random one, so the callback knows which
 //!   sign-in it ends without any store of its own. It is **bound to the principal** who started
@@ -42,7 +45,7 @@
 //!   request's `Origin` when it names the request's `Host` (the UI's fetch), else `Host` with
 //!   `http` for loopback names and `https` otherwise.
 //! - **Every OAuth request goes through the [`OutboundPolicy`](crate::mcp::OutboundPolicy)**
-//!   ([`http::PolicyHttp`]): an authorization server or endpoint at a refused address (cloud
+//!   (`mcp::oauth::PolicyHttp`): an authorization server or endpoint at a refused address (cloud
 //!   metadata, loopback, private) is refused unless the operator allows its host. rmcp adds its
 //!   own check of discovered metadata hosts, which refuses private IP literals even when the
 //!   operator allows them (allowing a host name works).
@@ -55,32 +58,20 @@
 //! - **A new URL drops the grant**: tokens issued for one server are never sent to another.
 
 mod flow;
-mod http;
 mod tokens;
 
-pub(crate) use flow::{Callback, redirect_uri};
-
-use std::future::Future;
-use std::time::Duration;
+pub(crate) use crate::mcp::oauth::Callback;
+pub(crate) use flow::{CALLBACK_PATH, document_url, redirect_uri};
 
 use lmchatkit_protocol::OAuthStatus;
-use rmcp::transport::auth::{
-    AuthError, AuthorizationMetadata, OAuthClientConfig, StoredAuthorizationState,
-    StoredCredentials,
-};
 use serde::{Deserialize, Serialize};
-use tracing::instrument::WithSubscriber;
 
 use super::{UserMcp, UserMcpRecord, UserMcpStoreError};
 use crate::error::Failure;
 use crate::host::Principal;
-use crate::secrets::redact_urls;
+pub(crate) use crate::mcp::oauth::{Client, Grant, Pending, describe};
 
-/// How long a sign-in may take, from its start to the callback.
-pub const SIGN_IN_TTL: Duration = Duration::from_secs(10 * 60);
-
-/// The client name sent with dynamic client registration.
-const CLIENT_NAME: &str = "lmchatkit";
+pub use crate::mcp::oauth::SIGN_IN_TTL;
 
 /// Associated data of the `state` parameter.
 const STATE_AAD: &[u8] = b"lmchatkit/oauth-state";
@@ -160,49 +151,6 @@ impl From<UserMcpStoreError> for OAuthError {
     }
 }
 
-/// The client the authorization server registered for this server's sign-ins.
-#[derive(Clone, Serialize, Deserialize)]
-struct Client {
-    client_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    client_secret: Option<String>,
-    redirect_uri: String,
-    #[serde(default)]
-    scopes: Vec<String>,
-    /// The authorization server's issuer when the sign-in started.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    issuer: Option<String>,
-}
-
-impl Client {
-    fn config(&self) -> OAuthClientConfig {
-        let mut c = OAuthClientConfig::new(self.client_id.clone(), self.redirect_uri.clone())
-            .with_scopes(self.scopes.clone());
-        if let Some(secret) = &self.client_secret {
-            c = c.with_client_secret(secret.clone());
-        }
-        c
-    }
-}
-
-/// A signed-in server's grant (sealed in [`UserMcpRecord::oauth`]).
-#[derive(Serialize, Deserialize)]
-struct Grant {
-    client: Client,
-    metadata: AuthorizationMetadata,
-    credentials: StoredCredentials,
-}
-
-/// A sign-in in progress (sealed in [`UserMcpRecord::oauth_pending`]).
-#[derive(Serialize, Deserialize)]
-struct Pending {
-    nonce: String,
-    /// ms since the epoch.
-    expires_at: i64,
-    client: Client,
-    state: StoredAuthorizationState,
-}
-
 /// What the `state` parameter carries (sealed).
 #[derive(Serialize, Deserialize)]
 struct StateToken {
@@ -219,9 +167,7 @@ fn aad(principal: &Principal, slug: &str, what: &str) -> Vec<u8> {
 
 impl UserMcp {
     fn seal_json<T: Serialize>(&self, value: &T, aad: &[u8]) -> Result<String, OAuthError> {
-        let json = serde_json::to_vec(value)
-            .map_err(|e| OAuthError::Internal(format!("encoding the sign-in: {e}")))?;
-        Ok(self.keyring.seal(&json, aad))
+        crate::mcp::oauth::steps::seal_json(&self.keyring, value, aad).map_err(OAuthError::Internal)
     }
 
     fn open_json<T: serde::de::DeserializeOwned>(
@@ -229,14 +175,8 @@ impl UserMcp {
         sealed: &str,
         aad: &[u8],
     ) -> Result<T, OAuthError> {
-        let plain = self.keyring.open(sealed, aad).map_err(|e| {
-            OAuthError::Internal(format!(
-                "a stored sign-in does not open ({e}); sign in again"
-            ))
-        })?;
-        serde_json::from_slice(&plain).map_err(|_| {
-            OAuthError::Internal("a stored sign-in is unreadable; sign in again".into())
-        })
+        crate::mcp::oauth::steps::open_json(&self.keyring, sealed, aad)
+            .map_err(OAuthError::Internal)
     }
 
     fn open_grant(
@@ -312,31 +252,6 @@ impl UserMcp {
             }
         }
     }
-}
-
-/// Runs `f` with logging switched off: rmcp logs the authorization code at `DEBUG` while it
-/// exchanges it, and token responses while it refreshes them.
-fn quiet<F: Future>(f: F) -> impl Future<Output = F::Output> {
-    f.with_subscriber(tracing::subscriber::NoSubscriber::default())
-}
-
-/// An rmcp error as text for the user: sources included, URLs without their queries, and
-/// `secret` (e.g. the code) replaced wherever it appears.
-fn describe(e: &AuthError, secret: Option<&str>) -> String {
-    let mut out = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    if let Some(secret) = secret.filter(|s| !s.is_empty()) {
-        out = out.replace(secret, "<redacted>");
-    }
-    redact_urls(&out)
 }
 
 /// Now, in ms since the epoch.

@@ -4,10 +4,10 @@
 use oauth2::{CsrfToken, PkceCodeVerifier};
 use rmcp::transport::auth::{OAuthTokenResponse, StoredAuthorizationState, StoredCredentials};
 
-use super::flow::Callback;
-use super::tokens::due;
 use super::*;
 use crate::mcp::OutboundPolicy;
+use crate::mcp::oauth::Callback;
+use crate::mcp::oauth::due;
 use crate::secrets::sealing::{Keyring, SealingKey};
 use crate::user_mcp::MemoryUserMcpStore;
 

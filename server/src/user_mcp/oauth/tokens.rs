@@ -4,20 +4,14 @@
 
 use std::hash::{Hash, Hasher};
 
-use oauth2::TokenResponse;
 use rmcp::transport::CredentialStore;
-use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationMetadata, InMemoryCredentialStore,
-    StoredCredentials,
-};
+use rmcp::transport::auth::{AuthorizationManager, AuthorizationMetadata, InMemoryCredentialStore};
 
-use super::{Client, Grant, OAuthError, describe, quiet};
+use super::{Client, Grant, OAuthError, describe};
 use crate::host::Principal;
+use crate::mcp::oauth::steps::{self, Step};
+use crate::mcp::oauth::{access_token, due, now_secs, renewable};
 use crate::user_mcp::{UserMcp, UserMcpRecord};
-
-/// Most seconds before expiry a token is refreshed (less for short-lived tokens: half their
-/// lifetime).
-const REFRESH_MARGIN_SECS: u64 = 60;
 
 /// The OAuth side of one connection to a signed-in server.
 pub(crate) struct Bearer {
@@ -36,35 +30,6 @@ pub(crate) struct Kept {
     client: Client,
     metadata: AuthorizationMetadata,
     url: String,
-}
-
-fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
-fn access_token(c: &StoredCredentials) -> Option<String> {
-    c.token_response
-        .as_ref()
-        .map(|t| t.access_token().secret().to_owned())
-}
-
-/// Whether `c`'s access token has less than `min(60 s, lifetime / 2)` left at `now` (seconds).
-/// A token without a lifetime is used until the server rejects it.
-pub(crate) fn due(c: &StoredCredentials, now: u64) -> bool {
-    let Some(token) = &c.token_response else {
-        return true;
-    };
-    match (token.expires_in(), c.token_received_at) {
-        (Some(lifetime), Some(at)) => {
-            let lifetime = lifetime.as_secs();
-            let left = lifetime.saturating_sub(now.saturating_sub(at));
-            left <= (lifetime / 2).min(REFRESH_MARGIN_SECS)
-        }
-        _ => false,
-    }
 }
 
 impl UserMcp {
@@ -144,55 +109,23 @@ impl UserMcp {
         if !due(&grant.credentials, now_secs()) {
             return Ok(grant);
         }
-        let renewable = grant
-            .credentials
-            .token_response
-            .as_ref()
-            .is_some_and(|t| t.refresh_token().is_some());
-        if !renewable {
+        if !renewable(&grant.credentials) {
             self.mark_sign_in_required(principal, slug).await;
             return Err(OAuthError::SignInRequired(slug.to_owned()));
         }
-        let upstream = |reason: String| OAuthError::Upstream {
-            slug: slug.to_owned(),
-            reason,
-        };
-        let mut manager = self.manager(&record.url).await?;
-        // Discovery again: the current endpoints, and the `resource` the token is for.
-        let resolution = manager
-            .resolve_metadata()
-            .await
-            .map_err(|e| upstream(describe(&e, None)))?;
-        if resolution.metadata.issuer != grant.client.issuer {
-            self.mark_sign_in_required(principal, slug).await;
-            return Err(OAuthError::SignInRequired(slug.to_owned()));
-        }
-        manager.set_metadata(resolution.metadata.clone());
-        manager
-            .configure_client(grant.client.config())
-            .map_err(|e| OAuthError::Internal(describe(&e, None)))?;
-        let store = InMemoryCredentialStore::new();
-        store
-            .save(grant.credentials)
-            .await
-            .map_err(|e| OAuthError::Internal(describe(&e, None)))?;
-        manager.set_credential_store(store.clone());
-        match quiet(manager.refresh_token()).await {
-            Ok(_) => {}
-            Err(AuthError::AuthorizationRequired | AuthError::TokenRefreshRejected(_)) => {
-                self.mark_sign_in_required(principal, slug).await;
-                return Err(OAuthError::SignInRequired(slug.to_owned()));
-            }
-            Err(e) => return Err(upstream(describe(&e, None))),
-        }
-        let credentials = store
-            .load()
-            .await
-            .map_err(|e| OAuthError::Internal(describe(&e, None)))?
-            .ok_or_else(|| OAuthError::Internal("the refresh stored no tokens".into()))?;
+        let manager = self.manager(&record.url).await?;
+        let (metadata, credentials) =
+            match steps::renew(manager, &grant.client, grant.credentials).await {
+                Ok(renewed) => renewed,
+                Err(Step::Ended) => {
+                    self.mark_sign_in_required(principal, slug).await;
+                    return Err(OAuthError::SignInRequired(slug.to_owned()));
+                }
+                Err(e) => return Err(super::flow::step_error(slug, e)),
+            };
         let grant = Grant {
             client: grant.client,
-            metadata: resolution.metadata,
+            metadata,
             credentials,
         };
         self.store_grant(principal, slug, &record.url, &grant)

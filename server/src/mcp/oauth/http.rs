@@ -1,8 +1,8 @@
 //! rmcp's OAuth HTTP, through the operator's [`OutboundPolicy`]: [`PolicyHttp`] is the
-//! [`OAuthHttpClient`] every discovery, registration, token and refresh request of a user's
-//! sign-in goes through. The URLs come from the user's server and the authorization server it
-//! names, so each is checked like the server's own URL: the policy's URL rules before sending,
-//! its resolver on every connection (resolved addresses, DNS rebinding) and its same-origin
+//! [`OAuthHttpClient`] every discovery, registration, token and refresh request of a sign-in
+//! (a user's, or the operator's) goes through. The URLs come from the MCP server and the
+//! authorization server it names, so each is checked like a user's server's own URL: the
+//! policy's URL rules before sending, its resolver on every connection (resolved addresses, DNS rebinding) and its same-origin
 //! rule on every redirect. Answers are read up to [`MAX_BODY_BYTES`].
 
 use std::time::Duration;
