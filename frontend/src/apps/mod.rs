@@ -9,6 +9,7 @@ pub mod bridge;
 pub mod context;
 pub mod frame;
 pub mod from_app;
+pub mod partial;
 #[cfg(test)]
 mod tests;
 

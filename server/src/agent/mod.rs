@@ -66,6 +66,14 @@ pub(crate) enum AgentEvent {
     Text(String),
     /// Reasoning text from the model.
     Reasoning(String),
+    /// A piece of a call's arguments as the model streams them (JSON text to append to what
+    /// came before for `id`); its [`AgentEvent::ToolInput`] follows with the same id, unless
+    /// the model call fails first.
+    ToolInputDelta {
+        id: String,
+        name: String,
+        delta: String,
+    },
     /// The model asked for this call (complete arguments).
     ToolInput(ToolCall),
     /// The call waits for the user's approval.
@@ -230,6 +238,9 @@ impl Agent {
                 Event::Reasoning { reasoning } => {
                     emit(out, AgentEvent::Reasoning(reasoning)).await?
                 }
+                Event::ToolCallDelta {
+                    id, name, delta, ..
+                } => emit(out, AgentEvent::ToolInputDelta { id, name, delta }).await?,
                 Event::ToolCall { tool_call, .. } => {
                     let mut call = tool_call;
                     call.approval = None;
