@@ -349,6 +349,13 @@ mod tests {
         t
     }
 
+    /// The `type` of each chunk.
+    fn types_of(out: &[UiChunk]) -> Vec<Value> {
+        out.iter()
+            .map(|c| serde_json::to_value(c).unwrap()["type"].clone())
+            .collect()
+    }
+
     fn run(events: Vec<AgentEvent>) -> Vec<Value> {
         let mut t = translator();
         let mut out = vec![t.start("msg-1")];
@@ -461,12 +468,8 @@ mod tests {
         t.push(piece("c2", "{"), &mut out);
         out.clear();
         t.stop(&mut out);
-        let types: Vec<_> = out
-            .iter()
-            .map(|c| serde_json::to_value(c).unwrap()["type"].clone())
-            .collect();
         assert_eq!(
-            types,
+            types_of(&out),
             [
                 json!("tool-input-error"),
                 json!("finish-step"),
@@ -653,10 +656,6 @@ mod tests {
         t.push(AgentEvent::StepEnd { usage: None }, &mut out);
         out.clear();
         t.stop(&mut out);
-        let types: Vec<_> = out
-            .iter()
-            .map(|c| serde_json::to_value(c).unwrap()["type"].clone())
-            .collect();
-        assert_eq!(types, [json!("message-metadata"), json!("abort")]);
+        assert_eq!(types_of(&out), [json!("message-metadata"), json!("abort")]);
     }
 }
