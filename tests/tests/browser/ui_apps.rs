@@ -422,6 +422,40 @@ async fn a_view_follows_a_calls_arguments_while_the_model_writes_them() {
     b.screenshot("app-view-streamed-input").await;
 }
 
+/// A call stopped while its arguments stream never completes: its streaming card goes, no
+/// approval is asked, and the view opened for it is told the call was cancelled, without ever
+/// getting an input.
+#[tokio::test]
+async fn a_view_opened_for_a_call_stopped_mid_stream_is_told_it_was_cancelled() {
+    let _one = ONE_AT_A_TIME.alone().await;
+    let Some(apps) = setup_apps(false).await else {
+        return;
+    };
+    let b = &apps.env.browser;
+    start_chat(b).await;
+    let args = serde_json::json!({"note": "stopped before the end; ".repeat(8)});
+    b.send_message(&format!("call tool slowly test__show_app {args}"))
+        .await;
+    b.wait_for(".lmck-tool-streaming").await;
+    enter_view(b, false).await;
+    b.wait_text("#log", "ui/notifications/tool-input-partial;").await;
+    to_page(b).await;
+    b.click(".lmck-stop").await;
+    idle(b).await;
+    b.wait_js(
+        "the streaming card to go",
+        "return !document.querySelector('.lmck-tool-streaming');",
+    )
+    .await;
+    assert!(b.texts(".lmck-approval").await.is_empty(), "nothing to approve");
+    enter_view(b, false).await;
+    b.wait_text("#log", "ui/notifications/tool-cancelled;").await;
+    let log = b.texts("#log").await;
+    assert!(!log.contains("ui/notifications/tool-input;"), "{log}");
+    assert!(log.ends_with("ui/notifications/tool-cancelled;"), "{log}");
+    to_page(b).await;
+}
+
 #[tokio::test]
 async fn probe_view_in_default_mode() {
     probe_view(false).await;
