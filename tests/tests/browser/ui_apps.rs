@@ -438,7 +438,8 @@ async fn a_view_opened_for_a_call_stopped_mid_stream_is_told_it_was_cancelled() 
         .await;
     b.wait_for(".lmck-tool-streaming").await;
     enter_view(b, false).await;
-    b.wait_text("#log", "ui/notifications/tool-input-partial;").await;
+    b.wait_text("#log", "ui/notifications/tool-input-partial;")
+        .await;
     to_page(b).await;
     b.click(".lmck-stop").await;
     idle(b).await;
@@ -447,9 +448,13 @@ async fn a_view_opened_for_a_call_stopped_mid_stream_is_told_it_was_cancelled() 
         "return !document.querySelector('.lmck-tool-streaming');",
     )
     .await;
-    assert!(b.texts(".lmck-approval").await.is_empty(), "nothing to approve");
+    assert!(
+        b.texts(".lmck-approval").await.is_empty(),
+        "nothing to approve"
+    );
     enter_view(b, false).await;
-    b.wait_text("#log", "ui/notifications/tool-cancelled;").await;
+    b.wait_text("#log", "ui/notifications/tool-cancelled;")
+        .await;
     let log = b.texts("#log").await;
     assert!(!log.contains("ui/notifications/tool-input;"), "{log}");
     assert!(log.ends_with("ui/notifications/tool-cancelled;"), "{log}");
