@@ -118,7 +118,7 @@ impl ReplyWriter {
             Event::ToolCallDelta {
                 id,
                 name,
-                delta,
+                arguments_delta: delta,
                 ui: view,
             } => ui
                 .streamed

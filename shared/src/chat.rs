@@ -600,8 +600,9 @@ pub enum Event {
         /// Reasoning text to append.
         reasoning: String,
     },
-    /// A piece of a tool call's arguments, as the model streams them: the JSON text `delta`
-    /// appended to what came before for the same `id` gives the arguments so far (incomplete
+    /// A piece of a tool call's arguments, as the model streams them: the JSON text
+    /// `arguments_delta` appended to what came before for the same `id` gives the arguments so
+    /// far (incomplete
     /// JSON until the end). The complete call follows as [`Event::ToolCall`] with the same id,
     /// which stays the event to act on (and the only one saved); a reply cut off before it
     /// drops the call. Optional: a host may send only the `tool_call`, and clients that do not
@@ -611,8 +612,9 @@ pub enum Event {
         id: String,
         /// The tool's name (on every piece, so each one stands alone).
         name: String,
-        /// JSON text to append to the call's arguments so far.
-        delta: String,
+        /// JSON text to append to the call's arguments so far. (Not `delta`: a client that reads
+        /// `delta` without looking at `type` must never take arguments for the answer's text.)
+        arguments_delta: String,
         /// On the first piece of a call to a tool with an MCP App view: the tool's `_meta.ui`
         /// (its `resourceUri`), so the UI can open the view while the arguments stream. Set by
         /// the service; omitted otherwise.
@@ -702,7 +704,7 @@ impl Event {
     /// use lmchatkit_protocol::Event;
     /// let ev = Event::tool_call_delta("call_1", "search", "{\"q\":");
     /// assert_eq!(serde_json::to_string(&ev).unwrap(),
-    ///     r#"{"type":"tool_call_delta","id":"call_1","name":"search","delta":"{\"q\":"}"#);
+    ///     r#"{"type":"tool_call_delta","id":"call_1","name":"search","arguments_delta":"{\"q\":"}"#);
     /// ```
     pub fn tool_call_delta(
         id: impl Into<String>,
@@ -712,7 +714,7 @@ impl Event {
         Event::ToolCallDelta {
             id: id.into(),
             name: name.into(),
-            delta: delta.into(),
+            arguments_delta: delta.into(),
             ui: None,
         }
     }

@@ -239,7 +239,10 @@ impl Agent {
                     emit(out, AgentEvent::Reasoning(reasoning)).await?
                 }
                 Event::ToolCallDelta {
-                    id, name, delta, ..
+                    id,
+                    name,
+                    arguments_delta: delta,
+                    ..
                 } => emit(out, AgentEvent::ToolInputDelta { id, name, delta }).await?,
                 Event::ToolCall { tool_call, .. } => {
                     let mut call = tool_call;

@@ -405,8 +405,11 @@ mod tests {
             .iter()
             .filter_map(|e| match e {
                 Event::ToolCallDelta {
-                    id, name, delta, ..
-                } => Some((id.as_str(), name.as_str(), delta.as_str())),
+                    id,
+                    name,
+                    arguments_delta,
+                    ..
+                } => Some((id.as_str(), name.as_str(), arguments_delta.as_str())),
                 _ => None,
             })
             .collect();

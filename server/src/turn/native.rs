@@ -289,7 +289,7 @@ fn with_views(
         Event::ToolCallDelta {
             id,
             name,
-            delta,
+            arguments_delta,
             ui: _,
         } => {
             let first = seen.insert(id.clone());
@@ -303,7 +303,7 @@ fn with_views(
             Event::ToolCallDelta {
                 id,
                 name,
-                delta,
+                arguments_delta,
                 ui,
             }
         }
@@ -528,7 +528,7 @@ mod tests {
         let forged = Event::ToolCallDelta {
             id: "c2".into(),
             name: "plain".into(),
-            delta: "{".into(),
+            arguments_delta: "{".into(),
             ui: Some(host_ui),
         };
         let events = vec![

@@ -61,7 +61,7 @@ async fn tool_call_round_trip_with_usage() {
     let (mock, server) = setup().await;
     let mut messages = json!([{"role": "user", "content": "please use the tool for Oslo"}]);
     let events = chat(&server, messages.clone()).await;
-    let piece = |delta: &str| json!({"type": "tool_call_delta", "id": "call_1", "name": "get_weather", "delta": delta});
+    let piece = |delta: &str| json!({"type": "tool_call_delta", "id": "call_1", "name": "get_weather", "arguments_delta": delta});
     assert_eq!(
         events,
         vec![

@@ -211,7 +211,10 @@ async fn a_tool_calls_arguments_stream_in_pieces_from_both_upstreams() {
                 .all(|p| p["id"] == id && p["name"] == "get_weather"),
             "{model}: {pieces:?}"
         );
-        let text: String = pieces.iter().filter_map(|p| p["delta"].as_str()).collect();
+        let text: String = pieces
+            .iter()
+            .filter_map(|p| p["arguments_delta"].as_str())
+            .collect();
         assert_eq!(text, r#"{"city": "Oslo"}"#, "{model}");
         let call_at = events
             .iter()
