@@ -20,6 +20,9 @@
 //!   tools after the last step ends with the finish reason `tool-calls`.
 //! - **Cancellation is dropping**: the loop is a future; dropping it (the client went away)
 //!   drops the upstream stream, which cancels the upstream request, and the running tool calls.
+//! - **A call's arguments stream** as [`AgentEvent::ToolInputDelta`]s while the model writes them
+//!   (for the client to show), before its [`AgentEvent::ToolInput`]: only the complete call is
+//!   decided on and run, and a call the model call ended without completing never is.
 //! - **Failures are events, not errors**: an upstream error ends the turn with
 //!   [`AgentEvent::Error`] after what was streamed; a failing tool is an error result.
 
