@@ -351,6 +351,7 @@ fn bubble_for(chat: &Chat, id: Option<String>) -> UiMessage {
         });
         ui.html.set(String::new());
         ui.error.set(None);
+        ui.streamed.set(Vec::new());
         return ui;
     }
     let mut m = lmchatkit_protocol::Message::assistant("");

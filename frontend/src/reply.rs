@@ -1,7 +1,8 @@
 //! Writing a run's events into the assistant bubble it streams into: text deltas (with
 //! `<think>` split out) rendered as Markdown at most once per animation frame, reasoning, tool
-//! calls with their approval, usage and cost, the error, the `stopped` mark and the `saved`
-//! revision. Both the tab that started a turn ([`crate::turn`]) and a tab that re-attached to a
+//! calls with their approval (and, before each, its arguments as they stream, into
+//! [`UiMessage::streamed`], which is not saved), usage and cost, the error, the `stopped` mark
+//! and the `saved` revision. Both the tab that started a turn ([`crate::turn`]) and a tab that re-attached to a
 //! running reply ([`crate::follow`]) write through one [`ReplyWriter`].
 //!
 //! Each frame of a run carries its sequence id (`id:`); a frame whose id is not above the last
@@ -17,7 +18,7 @@ use lmchatkit_protocol::{Approval, Content, Event, FinishReason, ToolCall};
 use crate::bench;
 use crate::markdown::Incremental;
 use crate::sse::SseFrame;
-use crate::state::UiMessage;
+use crate::state::{StreamedCall, UiMessage};
 use crate::think::{Piece, ThinkSplitter};
 
 /// What a reply's stream said by the time it ended.
@@ -114,6 +115,23 @@ impl ReplyWriter {
             Event::Reasoning { reasoning } => ui
                 .data
                 .update(|d| d.thinking.get_or_insert_default().push_str(&reasoning)),
+            Event::ToolCallDelta {
+                id,
+                name,
+                arguments_delta: delta,
+                ui: view,
+            } => ui
+                .streamed
+                .update(|calls| match calls.iter_mut().find(|c| c.id == id) {
+                    Some(c) => c.text.push_str(&delta),
+                    None => calls.push(StreamedCall {
+                        id,
+                        name,
+                        text: delta,
+                        view: view.and_then(|v| v.resource_uri),
+                        cut: false,
+                    }),
+                }),
             Event::ToolCall {
                 tool_call,
                 decision,
@@ -190,8 +208,21 @@ impl ReplyWriter {
         }
     }
 
-    /// Ends the bubble's streaming (the last held-back text shown) and answers what came.
+    /// Ends the bubble's streaming (the last held-back text shown) and answers what came. A
+    /// streamed call that no complete call followed is marked cut: it never runs.
     pub fn finish(mut self) -> Ended {
+        let done: Vec<String> = self
+            .ui
+            .data
+            .with_untracked(|d| d.tool_calls.iter().map(|c| c.id.clone()).collect());
+        let open = |c: &StreamedCall| !c.cut && !done.contains(&c.id);
+        if self.ui.streamed.with_untracked(|s| s.iter().any(open)) {
+            self.ui.streamed.update(|s| {
+                s.iter_mut()
+                    .filter(|c| !done.contains(&c.id))
+                    .for_each(|c| c.cut = true)
+            });
+        }
         let rest = self.splitter.finish();
         self.pieces(rest);
         self.scheduled.set(false);

@@ -59,6 +59,25 @@ pub struct UiMessage {
     pub streaming: ArcRwSignal<bool>,
     /// The turn failed (shown in the bubble with a Retry); not saved.
     pub error: ArcRwSignal<Option<String>>,
+    /// The tool calls whose arguments streamed into this reply in this tab, in order; not
+    /// saved (the complete calls in `data` are).
+    pub streamed: ArcRwSignal<Vec<StreamedCall>>,
+}
+
+/// A tool call whose arguments the model streams (its `tool_call_delta` events): shown as a
+/// card at once, its view (when the tool has one) opened early. Never saved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamedCall {
+    /// The call's id.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments' JSON text so far.
+    pub text: String,
+    /// The tool's MCP App view (`ui://` resource), when it has one.
+    pub view: Option<String>,
+    /// The reply ended without the complete call: it will never run.
+    pub cut: bool,
 }
 
 impl UiMessage {
@@ -79,6 +98,7 @@ impl UiMessage {
             html: ArcRwSignal::new(html),
             streaming: ArcRwSignal::new(false),
             error: ArcRwSignal::new(None),
+            streamed: ArcRwSignal::new(Vec::new()),
         }
     }
 

@@ -612,6 +612,27 @@ pub enum Event {
         /// Reasoning text to append.
         reasoning: String,
     },
+    /// A piece of a tool call's arguments, as the model streams them: the JSON text
+    /// `arguments_delta` appended to what came before for the same `id` gives the arguments so
+    /// far (incomplete
+    /// JSON until the end). The complete call follows as [`Event::ToolCall`] with the same id,
+    /// which stays the event to act on (and the only one saved); a reply cut off before it
+    /// drops the call. Optional: a host may send only the `tool_call`, and clients that do not
+    /// know this event ignore it.
+    ToolCallDelta {
+        /// The call's id, the same as the [`ToolCall::id`] of the `tool_call` that completes it.
+        id: String,
+        /// The tool's name (on every piece, so each one stands alone).
+        name: String,
+        /// JSON text to append to the call's arguments so far. (Not `delta`: a client that reads
+        /// `delta` without looking at `type` must never take arguments for the answer's text.)
+        arguments_delta: String,
+        /// On the first piece of a call to a tool with an MCP App view: the tool's `_meta.ui`
+        /// (its `resourceUri`), so the UI can open the view while the arguments stream. Set by
+        /// the service; omitted otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ui: Option<UiToolMeta>,
+    },
     /// A complete tool call.
     ToolCall {
         /// The call, with its complete arguments.
@@ -659,6 +680,8 @@ pub enum EventType {
     Delta,
     /// [`Event::Reasoning`].
     Reasoning,
+    /// [`Event::ToolCallDelta`].
+    ToolCallDelta,
     /// [`Event::ToolCall`].
     ToolCall,
     /// [`Event::Done`].
@@ -687,6 +710,27 @@ impl Event {
         Event::Error { error: s.into() }
     }
 
+    /// A piece of the arguments of call `id` to tool `name`, without a view.
+    ///
+    /// ```
+    /// use lmchatkit_protocol::Event;
+    /// let ev = Event::tool_call_delta("call_1", "search", "{\"q\":");
+    /// assert_eq!(serde_json::to_string(&ev).unwrap(),
+    ///     r#"{"type":"tool_call_delta","id":"call_1","name":"search","arguments_delta":"{\"q\":"}"#);
+    /// ```
+    pub fn tool_call_delta(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        delta: impl Into<String>,
+    ) -> Self {
+        Event::ToolCallDelta {
+            id: id.into(),
+            name: name.into(),
+            arguments_delta: delta.into(),
+            ui: None,
+        }
+    }
+
     /// A tool call event, without a decision.
     pub fn tool_call(tool_call: ToolCall) -> Self {
         Event::ToolCall {
@@ -709,6 +753,7 @@ impl Event {
         match self {
             Event::Delta { .. } => EventType::Delta,
             Event::Reasoning { .. } => EventType::Reasoning,
+            Event::ToolCallDelta { .. } => EventType::ToolCallDelta,
             Event::ToolCall { .. } => EventType::ToolCall,
             Event::Done { .. } => EventType::Done,
             Event::Error { .. } => EventType::Error,

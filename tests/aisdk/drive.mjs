@@ -20,9 +20,11 @@
 //   {"loadThread": url, "adopt"?: bool}  GET url with the scenario's headers, validateUIMessages on
 //                                        its `messages`; with adopt, they become chat.messages
 //
-// Output (stdout): {"steps": [{step, status, error, messages, responses, [validation, thread],
-// [timeout]}]}, where responses are the raw HTTP exchanges since the previous step (recorded by a
-// fetch that tees the body: the client sees it unchanged). Every step waits until the chat has
+// Output (stdout): {"steps": [{step, status, error, messages, responses, streamingInputs,
+// [validation, thread], [timeout]}]}, where responses are the raw HTTP exchanges since the
+// previous step (recorded by a fetch that tees the body: the client sees it unchanged) and
+// streamingInputs every {toolCallId, input} a tool part showed in state `input-streaming`
+// since then, in order (what an app's UI renders while the model writes the arguments). Every step waits until the chat has
 // settled (no request running, automatic re-posts included), at most
 // stepTimeoutMs, else $LMCHATKIT_AISDK_STEP_TIMEOUT_MS, else 20000, then records "timeout": true and goes on.
 // Exit 0 when the scenario ran (judging it is the caller's job); non-zero only when the harness
@@ -125,14 +127,22 @@ async function main() {
       this.status = 'ready';
       this.error = undefined;
       this.messages = [];
+      this.streamingInputs = [];
     }
+    record = (m) => {
+      for (const p of m?.parts ?? []) {
+        if (p.state === 'input-streaming') this.streamingInputs.push({ toolCallId: p.toolCallId, input: clone(p.input) ?? null });
+      }
+    };
     pushMessage = (m) => {
+      this.record(m);
       this.messages = this.messages.concat(m);
     };
     popMessage = () => {
       this.messages = this.messages.slice(0, -1);
     };
     replaceMessage = (i, m) => {
+      this.record(m);
       this.messages = [...this.messages.slice(0, i), m, ...this.messages.slice(i + 1)];
     };
     snapshot = (thing) => structuredClone(thing);
@@ -153,9 +163,10 @@ async function main() {
 
   const records = [];
   const pending = new Set();
+  const state = new PlainState();
   const chat = new DriverChat({
     id: scenario.chatId,
-    state: new PlainState(),
+    state,
     transport: new DefaultChatTransport({
       api: scenario.api,
       headers,
@@ -278,6 +289,7 @@ async function main() {
     out.error = chat.error?.message ?? null;
     out.messages = clone(chat.messages);
     out.responses = records.splice(0);
+    out.streamingInputs = state.streamingInputs.splice(0);
     steps.push(out);
   }
   process.stdout.write(JSON.stringify({ steps }) + '\n', () => process.exit(0));

@@ -1,7 +1,10 @@
 //! A mock of Anthropic's Messages API on loopback: `POST /v1/messages` records the request
 //! (body and `x-api-key`) and streams a short text reply in Anthropic's SSE events
 //! (`message_start`, a text block, `message_delta` with `end_turn` and usage, `message_stop`);
-//! `GET /v1/models` lists `claude-think` and `claude-plain`. The server's own tests
+//! `GET /v1/models` lists `claude-think` and `claude-plain`. When the last message is the
+//! user's and contains `use the tool`, the reply is a `get_weather` tool-use block instead,
+//! its input split over three `input_json_delta` events (as Anthropic streams it), ending in
+//! `tool_use`. The server's own tests
 //! (`server/src/llm/anthropic/tests_http.rs`) cover the wire in depth; this one lets the
 //! end-to-end tests see what a turn sends.
 
@@ -92,6 +95,36 @@ fn event(v: Value) -> String {
     format!("event: {}\ndata: {v}\n\n", v["type"].as_str().unwrap_or(""))
 }
 
+/// The id of the mock's tool-use block.
+pub const TOOL_USE_ID: &str = "toolu_mock_1";
+
+/// A `get_weather` tool-use reply whose input `{"city": "Oslo"}` streams in three pieces.
+fn tool_use(model: &Value) -> String {
+    let mut sse = vec![
+        event(
+            json!({"type": "message_start", "message": {"id": "msg_2", "type": "message",
+            "role": "assistant", "model": model, "content": [],
+            "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+        ),
+        event(json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "tool_use", "id": TOOL_USE_ID, "name": "get_weather",
+                "input": {}}})),
+    ];
+    for piece in ["", "{\"ci", "ty\": \"Os", "lo\"}"] {
+        sse.push(event(json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": piece}})));
+    }
+    sse.extend([
+        event(json!({"type": "content_block_stop", "index": 0})),
+        event(
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+            "usage": {"output_tokens": 9}}),
+        ),
+        event(json!({"type": "message_stop"})),
+    ]);
+    sse.concat()
+}
+
 async fn handle(req: Request<Incoming>, obs: Arc<Observed>) -> Result<Response<Body>, Infallible> {
     let key = req
         .headers()
@@ -119,7 +152,15 @@ async fn handle(req: Request<Incoming>, obs: Arc<Observed>) -> Result<Response<B
                 .unwrap_or_default();
             let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             let model = body["model"].clone();
+            let asks_tool = body["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .filter(|m| m["role"] == "user")
+                .is_some_and(|m| m.to_string().contains("use the tool"));
             obs.requests.lock().unwrap().push(body);
+            if asks_tool {
+                return Ok(reply(StatusCode::OK, "text/event-stream", tool_use(&model)));
+            }
             let sse = [
                 event(
                     json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",

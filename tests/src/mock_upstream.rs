@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `use the tool` (and no tool result since the last user message) | a `get_weather` tool call, fragmented over chunks |
 //! | `call tool NAME {json}` (and no tool result since the last user message) | a call of tool `NAME` with those arguments (`{}` when absent), always with the id `call_mcp` (as providers that number calls per response do) |
+//! | `call tool slowly NAME {json}` | the same call, its arguments streamed 6 characters a chunk, one chunk every 60 ms (a view follows them) |
 //! | `call tool …` after a tool result | `Tool said: ` + the last tool message's content |
 //! | `think` | `reasoning_content` deltas, then text |
 //! | `fail500` | HTTP 500 with a JSON error body |
@@ -254,6 +255,10 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
         );
     } else if let Some(rest) = text.split("call tool ").nth(1) {
         let rest = rest.trim();
+        let (slowly, rest) = match rest.strip_prefix("slowly ") {
+            Some(rest) => (true, rest.trim()),
+            None => (false, rest),
+        };
         let (name, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
         if has_tool_result {
             let last_tool = body["messages"]
@@ -266,6 +271,18 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
                 None,
             )));
             steps.push(Step::Send(chunk(json!({}), Some("stop"))));
+        } else if slowly {
+            steps.push(Step::Send(chunk(json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_mcp", "type": "function", "function": {"name": name, "arguments": ""}}]}), None)));
+            let chars: Vec<char> = args.trim().chars().collect();
+            for piece in chars.chunks(6) {
+                let piece: String = piece.iter().collect();
+                steps.push(Step::Wait(Duration::from_millis(60)));
+                steps.push(Step::Send(chunk(
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}),
+                    None,
+                )));
+            }
+            steps.push(Step::Send(chunk(json!({}), Some("tool_calls"))));
         } else {
             steps.push(Step::Send(chunk(json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_mcp", "type": "function", "function": {"name": name, "arguments": args.trim()}}]}), None)));
             steps.push(Step::Send(chunk(json!({}), Some("tool_calls"))));

@@ -4,7 +4,17 @@
 //! the ordering rules are unit-tested natively:
 //!
 //! - nothing goes to the view before `ui/notifications/initialized` (a `ping` is answered);
-//! - `tool-input` is sent once, before `tool-result` or `tool-cancelled`, each once;
+//! - while the model streams the call's arguments, `tool-input-partial` carries them as they
+//!   are so far ([`Bridge::tool_input_partial`]: the healed object, [`super::partial`]),
+//!   **throttled**: at most one every [`PARTIAL_EVERY_MS`] (100 ms, about what the eye follows
+//!   in a view that redraws; the model writes pieces every few ms), only when the arguments
+//!   changed since the last one sent, and the latest one wins: partials that arrive before
+//!   `initialized` or within the interval are coalesced, the one left waiting goes when the
+//!   interval is over ([`Effect::Wake`], then [`Bridge::tick`]). Partials stop for good once
+//!   the complete input is known, so the last partial is always followed by `tool-input`; a
+//!   call cut off before its input was complete gets `tool-cancelled` instead;
+//! - `tool-input` is sent once, before `tool-result` (or `tool-cancelled`, which alone may come
+//!   without it, for a call whose input never completed), each once;
 //! - `ui/resource-teardown` is a request whose answer ([`Effect::TornDown`]) lets the frame go.
 
 use lmchatkit_protocol::AppCall;
@@ -66,7 +76,12 @@ pub enum Effect {
     RequestTeardown,
     /// The view answered `ui/resource-teardown` (or never initialized): remove it now.
     TornDown,
+    /// Call [`Bridge::tick`] in this many milliseconds (a throttled `tool-input-partial` waits).
+    Wake(f64),
 }
+
+/// The least time between two `ui/notifications/tool-input-partial` (see the module docs).
+pub const PARTIAL_EVERY_MS: f64 = 100.0;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Outcome {
@@ -83,6 +98,12 @@ pub struct Bridge {
     init_answered: bool,
     input: Option<Value>,
     input_sent: bool,
+    /// The newest partial arguments not sent yet.
+    partial: Option<Value>,
+    /// The last partial arguments sent, and when (ms).
+    partial_sent: Option<(Value, f64)>,
+    /// An [`Effect::Wake`] is due.
+    waking: bool,
     outcome: Option<Outcome>,
     outcome_sent: bool,
     app_modes: Vec<String>,
@@ -142,6 +163,9 @@ impl Bridge {
             init_answered: false,
             input: None,
             input_sent: false,
+            partial: None,
+            partial_sent: None,
+            waking: false,
             outcome: None,
             outcome_sent: false,
             app_modes: Vec::new(),
@@ -162,12 +186,59 @@ impl Bridge {
         &self.mode
     }
 
-    /// The tool's complete arguments (sent once, after initialization).
+    /// The tool's complete arguments (sent once, after initialization); no partial goes after
+    /// them.
     pub fn tool_input(&mut self, arguments: Value) -> Vec<Effect> {
-        if self.input.is_none() {
+        if self.input.is_none() && !self.outcome_sent {
             self.input = Some(arguments);
         }
+        self.partial = None;
         self.flush()
+    }
+
+    /// The arguments so far while the model streams them (an object), at `now_ms`: sent as
+    /// `tool-input-partial` when due (see the module docs), else kept for later, replacing an
+    /// older one. Ignored once the complete input or the outcome is known.
+    pub fn tool_input_partial(&mut self, arguments: Value, now_ms: f64) -> Vec<Effect> {
+        if self.input.is_some() || self.outcome.is_some() || self.closed {
+            return Vec::new();
+        }
+        self.partial = Some(arguments);
+        self.send_partial(now_ms)
+    }
+
+    /// The time an [`Effect::Wake`] asked for came: sends the partial that waited.
+    pub fn tick(&mut self, now_ms: f64) -> Vec<Effect> {
+        self.waking = false;
+        self.send_partial(now_ms)
+    }
+
+    fn send_partial(&mut self, now_ms: f64) -> Vec<Effect> {
+        if !self.initialized || self.closed || self.input.is_some() || self.outcome.is_some() {
+            return Vec::new();
+        }
+        let Some(args) = self.partial.take() else {
+            return Vec::new();
+        };
+        match &self.partial_sent {
+            Some((sent, _)) if *sent == args => Vec::new(),
+            Some((_, at)) if now_ms - at < PARTIAL_EVERY_MS => {
+                let wait = at + PARTIAL_EVERY_MS - now_ms;
+                self.partial = Some(args);
+                if std::mem::replace(&mut self.waking, true) {
+                    return Vec::new();
+                }
+                vec![Effect::Wake(wait)]
+            }
+            _ => {
+                let n = notification(
+                    "ui/notifications/tool-input-partial",
+                    json!({"arguments": &args}),
+                );
+                self.partial_sent = Some((args, now_ms));
+                vec![n]
+            }
+        }
     }
 
     /// The tool's `CallToolResult` (`content`, `structuredContent?`, `isError?`).
@@ -406,11 +477,19 @@ impl Bridge {
         ]
     }
 
-    /// Sends what is due, in order: tool-input, then the outcome.
+    /// Sends what is due, in order: tool-input, then the outcome; or, while the input is not
+    /// complete, asks for a tick to send the partial that waited for `initialized`.
     fn flush(&mut self) -> Vec<Effect> {
         let mut out = Vec::new();
         if !self.initialized || self.closed {
             return out;
+        }
+        if self.input.is_none()
+            && self.outcome.is_none()
+            && self.partial.is_some()
+            && !std::mem::replace(&mut self.waking, true)
+        {
+            out.push(Effect::Wake(0.0));
         }
         if !self.input_sent
             && let Some(args) = &self.input
@@ -421,7 +500,9 @@ impl Bridge {
             ));
             self.input_sent = true;
         }
-        if self.input_sent
+        // A call cancelled before its input was complete is told so without one.
+        let cancelled = matches!(self.outcome, Some(Outcome::Cancelled(_)));
+        if (self.input_sent || cancelled && self.input.is_none())
             && !self.outcome_sent
             && let Some(outcome) = &self.outcome
         {

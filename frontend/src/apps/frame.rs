@@ -43,6 +43,38 @@ pub struct ViewCall {
     pub result: Value,
 }
 
+/// What a view opened while its call streams is fed as the call goes on (see
+/// `components::tool_card::EarlyView`): the healed arguments so far, the complete input once
+/// the call came, and the outcome (the `CallToolResult`, or why the call was cancelled).
+#[derive(Clone, Copy)]
+pub struct ViewFeed {
+    /// The arguments so far (an object), while they stream.
+    pub partial: Signal<Option<Value>>,
+    /// The complete arguments.
+    pub input: Signal<Option<Value>>,
+    /// The tool's result, or the reason the call was cancelled.
+    pub outcome: Signal<Option<Result<Value, String>>>,
+}
+
+impl ViewFeed {
+    /// Gives `bridge` what is known now (untracked).
+    fn feed(&self, bridge: &mut Bridge) -> Vec<Do> {
+        let mut out = Vec::new();
+        if let Some(p) = self.partial.get_untracked() {
+            out.extend(bridge.tool_input_partial(p, js_sys::Date::now()));
+        }
+        if let Some(i) = self.input.get_untracked() {
+            out.extend(bridge.tool_input(i));
+        }
+        match self.outcome.get_untracked() {
+            Some(Ok(r)) => out.extend(bridge.tool_result(r)),
+            Some(Err(why)) => out.extend(bridge.tool_cancelled(&why)),
+            None => {}
+        }
+        out
+    }
+}
+
 /// The `CallToolResult` of a tool message.
 pub fn call_tool_result(text: &str, is_error: bool, structured: Option<&Value>) -> Value {
     let mut r = json!({"content": [{"type": "text", "text": text}]});
@@ -162,6 +194,14 @@ impl Live {
                         let _ = f.call0(&wasm_bindgen::JsValue::NULL);
                     }
                 }
+                Do::Wake(ms) => {
+                    let this = self.clone();
+                    spawn_local(async move {
+                        crate::timer::sleep(ms.ceil() as u32).await;
+                        let e = this.bridge.borrow_mut().tick(js_sys::Date::now());
+                        this.run(e);
+                    });
+                }
             }
         }
     }
@@ -262,9 +302,21 @@ crate::lazy::split_point! {
     }
 }
 
-/// One view of a tool call.
+crate::lazy::split_point! {
+    /// [`AppFrame`] of a call still streaming, fed by `feed`, from the `views` chunk.
+    views: fn early_app_view(call: ViewCall, feed: ViewFeed, chat: Chat) {
+        view! { <AppFrame call chat feed /> }.into_any()
+    }
+}
+
+/// One view of a tool call: given its arguments and result (`call`), or, for a view opened
+/// while the call streams, fed them as they come (`feed`; `call`'s are then unused).
 #[component]
-pub fn AppFrame(call: ViewCall, chat: Chat) -> impl IntoView {
+pub fn AppFrame(
+    call: ViewCall,
+    chat: Chat,
+    #[prop(optional)] feed: Option<ViewFeed>,
+) -> impl IntoView {
     let store = store();
     let wanted = RwSignal::new(false);
     let closed = RwSignal::new(false);
@@ -365,8 +417,15 @@ pub fn AppFrame(call: ViewCall, chat: Chat) -> impl IntoView {
                 &call.call_id,
             );
             let mut bridge = Bridge::new(env!("CARGO_PKG_VERSION"), ctx);
-            bridge.tool_input(call.arguments.clone());
-            bridge.tool_result(call.result.clone());
+            let first = match feed {
+                // Nothing can go out before the view's `initialized`: queued in the bridge.
+                Some(feed) => feed.feed(&mut bridge),
+                None => {
+                    bridge.tool_input(call.arguments.clone());
+                    bridge.tool_result(call.result.clone())
+                }
+            };
+            debug_assert!(first.is_empty());
             let proxy_origin = resp.proxy.then(|| origin_of(&resp.url)).flatten();
             let l = Rc::new(Live {
                 bridge: RefCell::new(bridge),
@@ -411,6 +470,37 @@ pub fn AppFrame(call: ViewCall, chat: Chat) -> impl IntoView {
                 unmount: Box::new(unmount),
             };
             register(Rc::new(handle));
+        });
+    }
+
+    // A view opened while its call streams follows the call.
+    if let Some(feed) = feed {
+        Effect::new(move |_| {
+            let p = feed.partial.get();
+            if let (Some(p), Some(l)) = (p, live.get_value()) {
+                let e = l
+                    .bridge
+                    .borrow_mut()
+                    .tool_input_partial(p, js_sys::Date::now());
+                l.run(e);
+            }
+        });
+        Effect::new(move |_| {
+            let i = feed.input.get();
+            if let (Some(i), Some(l)) = (i, live.get_value()) {
+                let e = l.bridge.borrow_mut().tool_input(i);
+                l.run(e);
+            }
+        });
+        Effect::new(move |_| {
+            let o = feed.outcome.get();
+            if let (Some(o), Some(l)) = (o, live.get_value()) {
+                let e = match o {
+                    Ok(r) => l.bridge.borrow_mut().tool_result(r),
+                    Err(why) => l.bridge.borrow_mut().tool_cancelled(&why),
+                };
+                l.run(e);
+            }
         });
     }
 

@@ -1,14 +1,16 @@
 //! MCP App views (SEP-1865) in the transcript: [`bridge`] is the host side of the protocol as a
 //! pure state machine, [`frame`] mounts a view's iframe and carries out the bridge's effects,
-//! [`context`] builds the host context (theme, CSS variables, locale), [`from_app`] gates what a
-//! view adds to the chat (messages with consent, model context) and this module keeps the
-//! registry of mounted views, so a conversation switch can tear them all down (awaiting each
-//! view's answer, with a timeout) and at most [`MAX_MOUNTED`] stay mounted at once.
+//! [`context`] builds the host context (theme, CSS variables, locale), [`partial`] reads a call's
+//! arguments while the model writes them, [`from_app`] gates what a view adds to the chat
+//! (messages with consent, model context) and this module keeps the registry of mounted views,
+//! so a conversation switch can tear them all down (awaiting each view's answer, with a timeout)
+//! and at most [`MAX_MOUNTED`] stay mounted at once.
 
 pub mod bridge;
 pub mod context;
 pub mod frame;
 pub mod from_app;
+pub mod partial;
 #[cfg(test)]
 mod tests;
 

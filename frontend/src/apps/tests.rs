@@ -171,6 +171,89 @@ fn cancellation_replaces_the_result() {
     assert!(v.bridge.tool_result(json!({})).is_empty());
 }
 
+/// The `arguments` of each `tool-input-partial` posted.
+fn partials(effects: &[Effect]) -> Vec<Value> {
+    posted(effects)
+        .into_iter()
+        .filter(|v| v["method"] == "ui/notifications/tool-input-partial")
+        .map(|v| v["params"]["arguments"].clone())
+        .collect()
+}
+
+#[test]
+fn partials_wait_for_initialized_and_only_the_latest_goes() {
+    let mut v = FakeView::new();
+    assert!(v.bridge.tool_input_partial(json!({}), 0.0).is_empty());
+    assert!(
+        v.bridge
+            .tool_input_partial(json!({"city": "Os"}), 10.0)
+            .is_empty()
+    );
+    // Initialized: a tick is asked for at once, and it sends the newest arguments only.
+    let e = v.handshake();
+    assert_eq!(e, [Effect::Wake(0.0)]);
+    let e = v.bridge.tick(20.0);
+    assert_eq!(partials(&e), [json!({"city": "Os"})]);
+}
+
+#[test]
+fn partials_are_throttled_sent_only_when_changed_and_stop_at_the_input() {
+    let mut v = FakeView::new();
+    v.handshake();
+    let e = v.bridge.tool_input_partial(json!({"c": "O"}), 1000.0);
+    assert_eq!(partials(&e), [json!({"c": "O"})]);
+    // Within 100 ms: kept, and one wake for the rest of the interval.
+    let e = v.bridge.tool_input_partial(json!({"c": "Os"}), 1030.0);
+    assert_eq!(e, [Effect::Wake(70.0)]);
+    assert!(
+        v.bridge
+            .tool_input_partial(json!({"c": "Osl"}), 1060.0)
+            .is_empty(),
+        "one wake at a time"
+    );
+    let e = v.bridge.tick(1100.0);
+    assert_eq!(partials(&e), [json!({"c": "Osl"})], "the newest wins");
+    // Unchanged arguments are not sent again.
+    assert!(
+        v.bridge
+            .tool_input_partial(json!({"c": "Osl"}), 1500.0)
+            .is_empty()
+    );
+    // A partial still waiting when the input is complete never goes: the input does.
+    let e = v.bridge.tool_input_partial(json!({"c": "Oslo"}), 1510.0);
+    assert_eq!(partials(&e).len(), 1);
+    let e = v
+        .bridge
+        .tool_input_partial(json!({"c": "Oslo", "u": ""}), 1520.0);
+    assert_eq!(e, [Effect::Wake(90.0)]);
+    let e = v.bridge.tool_input(json!({"c": "Oslo"}));
+    assert_eq!(methods(&e), ["ui/notifications/tool-input"]);
+    assert!(v.bridge.tick(1700.0).is_empty());
+    assert!(
+        v.bridge
+            .tool_input_partial(json!({"c": "Oslo!"}), 1800.0)
+            .is_empty()
+    );
+    let e = v.bridge.tool_result(json!({"content": []}));
+    assert_eq!(methods(&e), ["ui/notifications/tool-result"]);
+}
+
+#[test]
+fn a_call_cut_off_while_streaming_is_cancelled_without_an_input() {
+    let mut v = FakeView::new();
+    v.handshake();
+    let e = v.bridge.tool_input_partial(json!({"q": "wea"}), 0.0);
+    assert_eq!(partials(&e).len(), 1);
+    let e = v.bridge.tool_cancelled("the reply was cut off");
+    assert_eq!(methods(&e), ["ui/notifications/tool-cancelled"]);
+    assert!(v.bridge.tool_input(json!({"q": "weather"})).is_empty());
+    assert!(
+        v.bridge
+            .tool_input_partial(json!({"q": "w"}), 500.0)
+            .is_empty()
+    );
+}
+
 #[test]
 fn requests_before_initialize_are_refused() {
     let mut v = FakeView::new();

@@ -1,5 +1,6 @@
 //! One message bubble. User: text (escaped by the DOM) and attachments, edit-and-resend.
-//! Assistant: the collapsible "Thinking" block, tool-call cards, the Markdown answer (through
+//! Assistant: the collapsible "Thinking" block, tool-call cards (and the cards and early views
+//! of calls whose arguments still stream, see [`crate::components::tool_card`]), the Markdown answer (through
 //! [`crate::markdown`] only), typing dots while waiting, the error with Retry, info cards, the
 //! approval cards of pending calls, and a footer with time, a "Stopped" mark (a reply whose run
 //! was stopped) or an "Interrupted" one (its run failed: the error is its tooltip, and the live
@@ -14,7 +15,7 @@ use lmchatkit_protocol::{Approval, Content, ContentPart, Role};
 use crate::components::approval::ApprovalCard;
 use crate::components::attachments::RefChips;
 use crate::components::input_request::{InputCard, TaskCard};
-use crate::components::tool_card::ToolCard;
+use crate::components::tool_card::{EarlyView, StreamingCard, ToolCard};
 use crate::components::{copy_text, store, time_of};
 use crate::markdown;
 use crate::spend::{format_cost, usage_detail};
@@ -197,6 +198,34 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
     let (s1, s2, s3) = (streaming.clone(), streaming.clone(), streaming.clone());
     let err2 = error.clone();
     let (cards_chat, owner) = (chat.clone(), ui.key.clone());
+    let streamed = ui.streamed.clone();
+    let cards_streamed = streamed.clone();
+    // The calls still streaming (no complete call yet, not cut off).
+    let streaming_cards = {
+        let streamed = streamed.clone();
+        move || {
+            let done: Vec<String> = calls.with(|c| c.iter().map(|c| c.id.clone()).collect());
+            streamed.with(|s| {
+                s.iter()
+                    .filter(|c| !c.cut && !done.contains(&c.id))
+                    .cloned()
+                    .map(|call| view! { <StreamingCard call /> })
+                    .collect_view()
+            })
+        }
+    };
+    // The views opened while their calls streamed: (call id, tool, view).
+    let early = {
+        let streamed = streamed.clone();
+        Memo::new(move |_| {
+            streamed.with(|s| {
+                s.iter()
+                    .filter_map(|c| Some((c.id.clone(), c.name.clone(), c.view.clone()?)))
+                    .collect::<Vec<_>>()
+            })
+        })
+    };
+    let (early_ui, early_chat) = (ui.clone(), chat.clone());
     let approvals = {
         let (chat, ui) = (chat.clone(), ui.clone());
         move || {
@@ -282,7 +311,13 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
                     <pre class="lmck-thinking-text">{move || thinking.get()}</pre>
                 </details>
             </Show>
-            {move || calls.get().into_iter().map(|c| view! { <ToolCard call=c owner=owner.clone() chat=cards_chat.clone() /> }).collect_view()}
+            {move || calls.get().into_iter().map(|c| {
+                let early_view = cards_streamed.with_untracked(|s| s.iter().any(|x| x.id == c.id && x.view.is_some()));
+                view! { <ToolCard call=c owner=owner.clone() chat=cards_chat.clone() early_view /> }
+            }).collect_view()}
+            {streaming_cards}
+            <For each=move || early.get() key=|e| e.0.clone()
+                children=move |(id, tool, uri)| view! { <EarlyView id tool uri ui=early_ui.clone() chat=early_chat.clone() /> } />
             <div class="lmck-md" node_ref=md inner_html=move || html.get()></div>
             {
                 let streaming = streaming.clone();

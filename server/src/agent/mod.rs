@@ -28,6 +28,9 @@
 //!   tools after the last step ends with the finish reason `tool-calls`.
 //! - **Cancellation is dropping**: the loop is a future; dropping it (the client went away)
 //!   drops the upstream stream, which cancels the upstream request, and the running tool calls.
+//! - **A call's arguments stream** as [`AgentEvent::ToolInputDelta`]s while the model writes them
+//!   (for the client to show), before its [`AgentEvent::ToolInput`]: only the complete call is
+//!   decided on and run, and a call the model call ended without completing never is.
 //! - **Failures are events, not errors**: an upstream error ends the turn with
 //!   [`AgentEvent::Error`] after what was streamed; a failing tool is an error result.
 
@@ -77,6 +80,14 @@ pub(crate) enum AgentEvent {
     Text(String),
     /// Reasoning text from the model.
     Reasoning(String),
+    /// A piece of a call's arguments as the model streams them (JSON text to append to what
+    /// came before for `id`); its [`AgentEvent::ToolInput`] follows with the same id, unless
+    /// the model call fails first.
+    ToolInputDelta {
+        id: String,
+        name: String,
+        delta: String,
+    },
     /// The model asked for this call (complete arguments).
     ToolInput(ToolCall),
     /// The call waits for the user's approval.
@@ -289,6 +300,12 @@ impl Agent {
                 Event::Reasoning { reasoning } => {
                     emit(out, AgentEvent::Reasoning(reasoning)).await?
                 }
+                Event::ToolCallDelta {
+                    id,
+                    name,
+                    arguments_delta: delta,
+                    ..
+                } => emit(out, AgentEvent::ToolInputDelta { id, name, delta }).await?,
                 Event::ToolCall { tool_call, .. } => {
                     let mut call = tool_call;
                     call.approval = None;

@@ -465,3 +465,61 @@ async fn the_policys_own_decisions_are_reported_before_the_calls_outcome_and_ask
     let output_c1 = at(&|e| matches!(e, AgentEvent::ToolOutput { call_id, .. } if call_id == "c1"));
     assert!(decided_c1 < output_c1, "{events:?}");
 }
+
+#[tokio::test]
+async fn a_calls_streamed_pieces_come_before_it_and_only_the_complete_call_runs() {
+    let piece = |d: &str| Event::tool_call_delta("c1", "a", d);
+    let (agent, host) = agent(
+        Scripted {
+            steps: tools_then_text(vec![
+                piece(""),
+                piece("{\"x\":"),
+                piece("\"c1\"}"),
+                call("c1", "a"),
+            ]),
+            ..Scripted::default()
+        },
+        &[],
+        10,
+    );
+    let events = run(&agent, turn(vec![])).await;
+    let delta = |d: &str| AgentEvent::ToolInputDelta {
+        id: "c1".into(),
+        name: "a".into(),
+        delta: d.into(),
+    };
+    assert_eq!(
+        events[1..5],
+        [
+            delta(""),
+            delta("{\"x\":"),
+            delta("\"c1\"}"),
+            AgentEvent::ToolInput(ToolCall::new("c1", "a", json!({"x": "c1"}))),
+        ]
+    );
+    assert_eq!(*host.calls.lock().unwrap(), ["a"], "the call ran once");
+    // The next model call sees the complete call, never its pieces.
+    let seen = host.seen.lock().unwrap();
+    let asked = &seen[1].messages;
+    assert_eq!(asked[2].tool_calls[0].arguments, json!({"x": "c1"}));
+}
+
+#[tokio::test]
+async fn a_call_cut_off_while_its_pieces_stream_never_runs() {
+    let (agent, host) = agent(
+        Scripted {
+            steps: vec![vec![
+                Event::tool_call_delta("c1", "rm", "{\"path\":"),
+                Event::error("the reply was cut off"),
+            ]],
+            ..Scripted::default()
+        },
+        &[],
+        10,
+    );
+    let events = run(&agent, turn(vec![])).await;
+    assert!(matches!(events[1], AgentEvent::ToolInputDelta { .. }));
+    assert!(!events.iter().any(|e| matches!(e, AgentEvent::ToolInput(_))));
+    assert_eq!(finish_of(&events).0, Finish::Error);
+    assert!(host.calls.lock().unwrap().is_empty());
+}

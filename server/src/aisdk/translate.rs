@@ -6,8 +6,14 @@
 //! - Each model call is a `start-step` … `finish-step`; text and reasoning parts get ids unique
 //!   in the message (`text-<n>`, `reasoning-<n>`), and an open part is closed before the next
 //!   kind begins and at the step's end, so parts never interleave.
-//! - A tool call is `tool-input-start`, one `tool-input-delta` with the whole input, then
-//!   `tool-input-available` — or `tool-input-error` when the model's arguments were not JSON.
+//! - A tool call is `tool-input-start` at its first streamed piece, a `tool-input-delta` per
+//!   piece as the model writes the arguments (the client shows the input growing, state
+//!   `input-streaming`), then `tool-input-available` with the complete input — or
+//!   `tool-input-error` when the model's arguments were not JSON. A call whose model did not
+//!   stream its arguments gets `tool-input-start` and one delta with the whole input. A call
+//!   whose pieces started but that never completed (the upstream failed, or the run was
+//!   stopped) ends in `tool-input-error` with the text that came, so neither the client nor
+//!   the saved thread keep a call streaming forever; it never runs.
 //!   Outputs are the tool's text; a failing tool is `tool-output-error`; images the tool
 //!   returned follow as `file` parts (`data:` URLs).
 //! - A call that waits for the user's input is a `data-input-request` part (its id the call's
@@ -40,6 +46,9 @@ use serde_json::Value;
 use crate::agent::{AgentEvent, Finish};
 use crate::models::{Price, TokenUsage};
 
+/// Why a call whose input started streaming and never completed ends in `tool-input-error`.
+const CUT_OFF: &str = "the reply was cut off before the call's arguments were complete";
+
 /// Signs an approval request for a call (see [`super::approval_id`]).
 pub(crate) type Sign = Box<dyn Fn(&ToolCall) -> String + Send + Sync>;
 
@@ -64,6 +73,9 @@ pub(crate) struct Translator {
     in_step: bool,
     /// The upstream's error, once the turn failed (the metadata says so at the end).
     failed: Option<String>,
+    /// Calls whose `tool-input-start` went out and whose input did not yet end: id, tool name
+    /// and the input text so far.
+    streaming: Vec<(String, String, String)>,
     now_ms: fn() -> i64,
 }
 
@@ -86,6 +98,7 @@ impl Translator {
             run_id: None,
             in_step: false,
             failed: None,
+            streaming: Vec::new(),
             now_ms: crate::store::now_ms,
         }
     }
@@ -116,6 +129,10 @@ impl Translator {
     /// The chunks that end a message whose run was stopped, appended to `out`.
     pub(crate) fn stop(&mut self, out: &mut Vec<UiChunk>) {
         self.close(out);
+        self.end_streaming(
+            "the run was stopped before the call's arguments were complete",
+            out,
+        );
         if std::mem::take(&mut self.in_step) {
             out.push(UiChunk::finish_step());
         }
@@ -138,9 +155,34 @@ impl Translator {
                 let id = self.open_reasoning(out);
                 out.push(UiChunk::reasoning_delta(id, delta));
             }
+            AgentEvent::ToolInputDelta { id, name, delta } => {
+                let at = match self.streaming.iter().position(|s| s.0 == id) {
+                    Some(at) => at,
+                    None => {
+                        self.close(out);
+                        out.push(UiChunk::tool_input_start(&id, &name));
+                        self.streaming.push((id.clone(), name, String::new()));
+                        self.streaming.len() - 1
+                    }
+                };
+                if !delta.is_empty() {
+                    self.streaming[at].2.push_str(&delta);
+                    out.push(UiChunk::tool_input_delta(id, delta));
+                }
+            }
             AgentEvent::ToolInput(call) => {
-                self.close(out);
-                out.push(UiChunk::tool_input_start(&call.id, &call.name));
+                let at = self.streaming.iter().position(|s| s.0 == call.id);
+                let streamed = at.is_some();
+                match at {
+                    // Its input streamed: it ends now.
+                    Some(at) => {
+                        self.streaming.remove(at);
+                    }
+                    None => {
+                        self.close(out);
+                        out.push(UiChunk::tool_input_start(&call.id, &call.name));
+                    }
+                }
                 match call.arguments {
                     // Arguments that were not JSON are kept as a string by the translator of
                     // the upstream stream.
@@ -155,7 +197,9 @@ impl Translator {
                         title: None,
                     }),
                     input => {
-                        out.push(UiChunk::tool_input_delta(&call.id, input.to_string()));
+                        if !streamed {
+                            out.push(UiChunk::tool_input_delta(&call.id, input.to_string()));
+                        }
                         out.push(UiChunk::tool_input_available(call.id, call.name, input));
                     }
                 }
@@ -218,16 +262,20 @@ impl Translator {
             }
             AgentEvent::StepEnd { .. } => {
                 self.close(out);
+                // The model call ended: a call it did not complete never will.
+                self.end_streaming(CUT_OFF, out);
                 self.in_step = false;
                 out.push(UiChunk::finish_step());
             }
             AgentEvent::Error(error) => {
                 self.close(out);
+                self.end_streaming(CUT_OFF, out);
                 self.failed = Some(error.clone());
                 out.push(UiChunk::error(error));
             }
             AgentEvent::Finish { reason, usage } => {
                 self.close(out);
+                self.end_streaming(CUT_OFF, out);
                 out.push(UiChunk::message_metadata(self.metadata(usage, false)));
                 out.push(UiChunk::finish(finish_reason(reason)));
             }
@@ -253,6 +301,23 @@ impl Translator {
             failed: self.failed.clone(),
         };
         serde_json::to_value(meta).unwrap_or(Value::Null)
+    }
+
+    /// Ends each call whose input started streaming and never completed in `tool-input-error`
+    /// (`why`), with the input text that came.
+    fn end_streaming(&mut self, why: &str, out: &mut Vec<UiChunk>) {
+        for (id, name, text) in self.streaming.drain(..) {
+            out.push(UiChunk::ToolInputError {
+                tool_call_id: id,
+                tool_name: name,
+                input: Value::String(text),
+                error_text: why.to_owned(),
+                provider_executed: None,
+                provider_metadata: None,
+                dynamic: Some(true),
+                title: None,
+            });
+        }
     }
 
     fn next_id(&mut self, kind: &str) -> String {
@@ -323,6 +388,13 @@ mod tests {
         t
     }
 
+    /// The `type` of each chunk.
+    fn types_of(out: &[UiChunk]) -> Vec<Value> {
+        out.iter()
+            .map(|c| serde_json::to_value(c).unwrap()["type"].clone())
+            .collect()
+    }
+
     fn run(events: Vec<AgentEvent>) -> Vec<Value> {
         let mut t = translator();
         let mut out = vec![t.start("msg-1")];
@@ -366,6 +438,82 @@ mod tests {
                 json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "srv__get", "input": {"q": 1}, "dynamic": true}),
                 json!({"type": "tool-output-available", "toolCallId": "c1", "output": "42", "dynamic": true}),
                 json!({"type": "finish-step"}),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_streamed_calls_pieces_are_its_deltas_and_its_call_ends_the_input() {
+        let piece = |delta: &str| AgentEvent::ToolInputDelta {
+            id: "c1".into(),
+            name: "srv__get".into(),
+            delta: delta.into(),
+        };
+        let chunks = run(vec![
+            AgentEvent::StepStart,
+            AgentEvent::Text("Let me look.".into()),
+            piece(""),
+            piece("{\"q\":"),
+            piece("1}"),
+            AgentEvent::ToolInput(ToolCall::new("c1", "srv__get", json!({"q": 1}))),
+        ]);
+        assert_eq!(
+            chunks[4..],
+            [
+                json!({"type": "text-end", "id": "text-1"}),
+                json!({"type": "tool-input-start", "toolCallId": "c1", "toolName": "srv__get", "dynamic": true}),
+                json!({"type": "tool-input-delta", "toolCallId": "c1", "inputTextDelta": "{\"q\":"}),
+                json!({"type": "tool-input-delta", "toolCallId": "c1", "inputTextDelta": "1}"}),
+                json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "srv__get", "input": {"q": 1}, "dynamic": true}),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_call_cut_off_or_stopped_while_its_input_streams_ends_in_an_input_error() {
+        let piece = |id: &str, delta: &str| AgentEvent::ToolInputDelta {
+            id: id.into(),
+            name: "rm".into(),
+            delta: delta.into(),
+        };
+        let chunks = run(vec![
+            AgentEvent::StepStart,
+            piece("c1", "{\"path\": \"/tm"),
+            AgentEvent::StepEnd { usage: None },
+            AgentEvent::Error("upstream died".into()),
+        ]);
+        let types: Vec<_> = chunks.iter().map(|c| c["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            types,
+            [
+                "start",
+                "start-step",
+                "tool-input-start",
+                "tool-input-delta",
+                "tool-input-error",
+                "finish-step",
+                "error"
+            ]
+        );
+        assert_eq!(
+            chunks[4],
+            json!({"type": "tool-input-error", "toolCallId": "c1", "toolName": "rm",
+                   "input": "{\"path\": \"/tm", "dynamic": true,
+                   "errorText": "the reply was cut off before the call's arguments were complete"})
+        );
+        let mut t = translator();
+        let mut out = Vec::new();
+        t.push(AgentEvent::StepStart, &mut out);
+        t.push(piece("c2", "{"), &mut out);
+        out.clear();
+        t.stop(&mut out);
+        assert_eq!(
+            types_of(&out),
+            [
+                json!("tool-input-error"),
+                json!("finish-step"),
+                json!("message-metadata"),
+                json!("abort")
             ]
         );
     }
@@ -547,10 +695,6 @@ mod tests {
         t.push(AgentEvent::StepEnd { usage: None }, &mut out);
         out.clear();
         t.stop(&mut out);
-        let types: Vec<_> = out
-            .iter()
-            .map(|c| serde_json::to_value(c).unwrap()["type"].clone())
-            .collect();
-        assert_eq!(types, [json!("message-metadata"), json!("abort")]);
+        assert_eq!(types_of(&out), [json!("message-metadata"), json!("abort")]);
     }
 }

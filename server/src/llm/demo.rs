@@ -143,11 +143,9 @@ fn script(req: &CompleteRequest) -> Vec<Event> {
         }),
     );
     if let Some(tool) = app_tool(req, &asked).or_else(|| pick_tool(req, &asked)) {
-        out.push(Event::tool_call(ToolCall::new(
-            call_id(),
-            tool.name.clone(),
-            arguments(tool),
-        )));
+        let (id, args) = (call_id(), arguments(tool));
+        out.extend(argument_pieces(&id, &tool.name, &args));
+        out.push(Event::tool_call(ToolCall::new(id, tool.name.clone(), args)));
         return finish(out, FinishReason::ToolCalls);
     }
     let has_app = req.tools.iter().any(is_app);
@@ -176,6 +174,22 @@ fn finish(mut out: Vec<Event>, reason: FinishReason) -> Vec<Event> {
     ));
     out
 }
+
+/// The arguments of call `id` as a model streams them: the JSON text in pieces of at most
+/// [`ARGUMENT_PIECE`] characters, the first one empty (the call is known before its
+/// arguments).
+fn argument_pieces(id: &str, name: &str, args: &Value) -> Vec<Event> {
+    let text: Vec<char> = args.to_string().chars().collect();
+    std::iter::once(Event::tool_call_delta(id, name, ""))
+        .chain(
+            text.chunks(ARGUMENT_PIECE)
+                .map(|c| Event::tool_call_delta(id, name, c.iter().collect::<String>())),
+        )
+        .collect()
+}
+
+/// The most characters of a call's arguments the demo model streams at once.
+const ARGUMENT_PIECE: usize = 6;
 
 /// Streams `text` a word (with its trailing whitespace) at a time.
 fn words(text: &str) -> impl Iterator<Item = Event> + '_ {
@@ -374,6 +388,46 @@ mod tests {
             text.contains("**demo__get_time** answered") && text.contains("12:00"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_calls_arguments_stream_in_pieces_that_add_up_to_the_call() {
+        let tools = vec![
+            Tool::new("demo__get_time")
+                .with_input_schema(json!({"type": "object", "required": ["zone", "format"]})),
+        ];
+        let ev = run(CompleteRequest {
+            messages: vec![Message::user("use a tool")],
+            tools,
+            ..Default::default()
+        });
+        let pieces: Vec<(&str, &str, &str)> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::ToolCallDelta {
+                    id,
+                    name,
+                    arguments_delta,
+                    ..
+                } => Some((id.as_str(), name.as_str(), arguments_delta.as_str())),
+                _ => None,
+            })
+            .collect();
+        let call = call_of(&ev);
+        assert!(pieces.len() > 3, "{pieces:?}");
+        assert_eq!(pieces[0].2, "", "the call is known before its arguments");
+        assert!(pieces.iter().all(|p| p.0 == call.id && p.1 == call.name));
+        let text: String = pieces.iter().map(|p| p.2).collect();
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            call.arguments
+        );
+        // The complete call comes after its last piece.
+        let last_piece = ev
+            .iter()
+            .rposition(|e| matches!(e, Event::ToolCallDelta { .. }));
+        let the_call = ev.iter().position(|e| matches!(e, Event::ToolCall { .. }));
+        assert!(last_piece < the_call);
     }
 
     #[test]

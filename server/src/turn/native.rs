@@ -29,6 +29,14 @@
 //!   second of it (the run is then marked failed by another instance, see `runs::shared`).
 //! - `<think>` tags inline in the text are saved as streamed: the UI splits them when it shows
 //!   (and saves) the reply.
+//! - **A call's arguments stream as `tool_call_delta`s** (when the host's stream has them: the
+//!   built-in upstreams and the demo model do) before its complete `tool_call`, which stays the
+//!   one event a client acts on. The deltas are in the run's log (a reload replays them) but
+//!   **never saved**: the saved reply holds the complete call only, and a call cut off before
+//!   its `tool_call` is not in it at all. The first delta of a call to a tool with an MCP App
+//!   view carries the tool's `ui` (its `resourceUri` only; see [`with_views`]), so the UI opens
+//!   the view while the arguments stream. A host's own `ui` on a delta is replaced: only the
+//!   service says which view a tool has.
 
 use std::sync::Arc;
 
@@ -140,8 +148,16 @@ pub(crate) async fn run(
         .iter()
         .filter_map(|t| Some((t.name.clone(), t.input_schema.clone()?)))
         .collect();
+    let views = request
+        .tools
+        .iter()
+        .filter_map(|t| {
+            let uri = t.ui.as_ref()?.resource_uri.clone()?;
+            Some((t.name.clone(), uri))
+        })
+        .collect();
     let driver = with_decisions(
-        services.inputs.host.complete(&cx, request),
+        with_views(services.inputs.host.complete(&cx, request), views),
         services.approvals.clone(),
         Scope::model(cx.clone()),
         schemas,
@@ -262,6 +278,39 @@ fn with_decisions(
     })
 }
 
+/// Sets the tool's view (`views`: tool name → its `ui://` resource, the turn's tools) on the
+/// first `tool_call_delta` of each call to a tool that has one, and no view on any other.
+fn with_views(
+    events: impl Stream<Item = Event> + Send + 'static,
+    views: std::collections::HashMap<String, String>,
+) -> impl Stream<Item = Event> + Send + 'static {
+    let mut seen = std::collections::HashSet::new();
+    events.map(move |ev| match ev {
+        Event::ToolCallDelta {
+            id,
+            name,
+            arguments_delta,
+            ui: _,
+        } => {
+            let first = seen.insert(id.clone());
+            let ui = views
+                .get(&name)
+                .filter(|_| first)
+                .map(|uri| lmchatkit_protocol::UiToolMeta {
+                    resource_uri: Some(uri.clone()),
+                    visibility: Vec::new(),
+                });
+            Event::ToolCallDelta {
+                id,
+                name,
+                arguments_delta,
+                ui,
+            }
+        }
+        other => other,
+    })
+}
+
 /// `done` with what its usage cost at `price` (absent when either is unknown).
 fn with_cost(ev: Event, price: Option<Price>) -> Event {
     match ev {
@@ -330,7 +379,8 @@ fn apply(reply: &mut Message, ev: &Event) {
         }
         // Kept with the reply: it was cut off by this error.
         Event::Error { error } => reply.failed = Some(error.clone()),
-        Event::Saved { .. } => {}
+        // Never saved: the complete `tool_call` is (see the module docs).
+        Event::ToolCallDelta { .. } | Event::Saved { .. } => {}
     }
 }
 
@@ -467,6 +517,49 @@ mod tests {
         // ... and the model never sees them.
         let cleaned = crate::turn::clean(vec![reply]);
         assert!(cleaned[0].tool_calls.iter().all(|c| c.hints.is_empty()));
+    }
+
+    #[tokio::test]
+    async fn the_first_piece_of_a_call_to_a_tool_with_a_view_names_it_and_no_piece_is_saved() {
+        let host_ui = lmchatkit_protocol::UiToolMeta {
+            resource_uri: Some("ui://forged".into()),
+            visibility: Vec::new(),
+        };
+        let forged = Event::ToolCallDelta {
+            id: "c2".into(),
+            name: "plain".into(),
+            arguments_delta: "{".into(),
+            ui: Some(host_ui),
+        };
+        let events = vec![
+            Event::tool_call_delta("c1", "srv__clock", ""),
+            Event::tool_call_delta("c1", "srv__clock", "{\"tz\":"),
+            forged,
+            Event::tool_call_delta("c1", "srv__clock", "\"UTC\"}"),
+            Event::tool_call(ToolCall::new("c1", "srv__clock", json!({"tz": "UTC"}))),
+        ];
+        let views = [("srv__clock".to_owned(), "ui://clock/view".to_owned())].into();
+        let out: Vec<Event> = with_views(futures_util::stream::iter(events), views)
+            .collect()
+            .await;
+        let uis: Vec<Option<String>> = out
+            .iter()
+            .filter_map(|ev| match ev {
+                Event::ToolCallDelta { ui, .. } => {
+                    Some(ui.as_ref().and_then(|u| u.resource_uri.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(uis, [Some("ui://clock/view".into()), None, None, None]);
+        let mut reply = Message::assistant("");
+        out.iter().for_each(|ev| apply(&mut reply, ev));
+        assert_eq!(reply.tool_calls.len(), 1, "the complete call only");
+        assert_eq!(reply.tool_calls[0].arguments, json!({"tz": "UTC"}));
+        // Pieces of a call that never completed leave nothing to save.
+        let mut cut = Message::assistant("");
+        apply(&mut cut, &Event::tool_call_delta("c9", "rm", "{\"path\":"));
+        assert!(!has_content(&cut));
     }
 
     #[test]

@@ -93,6 +93,36 @@ fn events() {
 }
 
 #[test]
+fn a_tool_calls_arguments_stream_in_pieces_before_the_complete_call() {
+    assert_eq!(
+        to(&Event::tool_call_delta("call_1", "search", "{\"q\":\"x")),
+        json!({"type": "tool_call_delta", "id": "call_1", "name": "search", "arguments_delta": "{\"q\":\"x"})
+    );
+    // The first piece of a call to a tool with a view names the view; never its visibility.
+    let first = Event::ToolCallDelta {
+        id: "call_1".into(),
+        name: "clock".into(),
+        arguments_delta: String::new(),
+        ui: Some(UiToolMeta {
+            resource_uri: Some("ui://clock/view".into()),
+            visibility: vec![Visibility::Model],
+        }),
+    };
+    assert_eq!(
+        to(&first),
+        json!({"type": "tool_call_delta", "id": "call_1", "name": "clock", "arguments_delta": "",
+               "ui": {"resourceUri": "ui://clock/view"}})
+    );
+    let back: Event = serde_json::from_value(
+        json!({"type": "tool_call_delta", "id": "c", "name": "n", "arguments_delta": "{"}),
+    )
+    .unwrap();
+    assert_eq!(back, Event::tool_call_delta("c", "n", "{"));
+    assert_eq!(back.kind(), EventType::ToolCallDelta);
+    assert_eq!(to(&EventType::ToolCallDelta), json!("tool_call_delta"));
+}
+
+#[test]
 fn message_minimal_keeps_content() {
     assert_eq!(
         to(&Message::user("")),

@@ -340,6 +340,127 @@ async fn probe_view(proxy: bool) {
     .await;
 }
 
+/// While the model writes the arguments of a call to a tool with a view, the call's card is
+/// there and its view is open and follows them (`ui/notifications/tool-input-partial`, each a
+/// longer prefix of the final arguments, throttled), then gets the complete input, then, once
+/// the user approved and the tool ran, the result: all in the one frame.
+#[tokio::test]
+async fn a_view_follows_a_calls_arguments_while_the_model_writes_them() {
+    let _one = ONE_AT_A_TIME.alone().await;
+    let Some(apps) = setup_apps(false).await else {
+        return;
+    };
+    let b = &apps.env.browser;
+    start_chat(b).await;
+    // 50 pieces of 6 characters, one every 60 ms: about 3 s of streaming.
+    let note = "the arguments grow while the model writes them; ".repeat(6);
+    let args = serde_json::json!({"note": note.trim_end(), "n": 7});
+    b.send_message(&format!("call tool slowly test__show_app {args}"))
+        .await;
+    b.wait_for(".lmck-tool-streaming").await;
+    enter_view(b, false).await;
+    b.wait_text("#tool-input", r#""n":7"#).await;
+    let partials: Vec<serde_json::Value> =
+        serde_json::from_str(&b.texts("#partials").await).expect("the partials, as JSON");
+    assert!(
+        !partials.is_empty(),
+        "no tool-input-partial reached the view"
+    );
+    let notes: Vec<&str> = partials
+        .iter()
+        .map(|p| p["note"].as_str().unwrap_or(""))
+        .collect();
+    for pair in notes.windows(2) {
+        assert!(
+            pair[1].starts_with(pair[0]) && pair[1] != pair[0],
+            "each partial grows the last: {notes:?}"
+        );
+    }
+    assert!(
+        notes.iter().all(|n| note.starts_with(n)),
+        "only what the model wrote: {notes:?}"
+    );
+    assert!(
+        partials.len() < 50,
+        "throttled, not one per piece: {}",
+        partials.len()
+    );
+    // Partials first, then the input once; nothing after it but the result.
+    let log = b.texts("#log").await;
+    let input_at = log
+        .find("ui/notifications/tool-input;")
+        .expect("tool-input in the log");
+    assert!(
+        log.rfind("ui/notifications/tool-input-partial;")
+            .is_some_and(|at| at < input_at),
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("ui/notifications/tool-input;").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&b.texts("#tool-input").await).unwrap(),
+        args
+    );
+    // Approved, the tool runs and its result reaches the same view.
+    to_page(b).await;
+    b.click(".lmck-approval .lmck-allow").await;
+    enter_view(b, false).await;
+    b.wait_text("#tool-result", r#"{"value":42}"#).await;
+    assert!(
+        b.texts("#log")
+            .await
+            .ends_with("ui/notifications/tool-result;")
+    );
+    to_page(b).await;
+    let frames = b
+        .js("return document.querySelectorAll('.lmck-app-iframe').length;")
+        .await;
+    assert_eq!(frames, 1, "one view for the call");
+    b.screenshot("app-view-streamed-input").await;
+}
+
+/// A call stopped while its arguments stream never completes: its streaming card goes, no
+/// approval is asked, and the view opened for it is told the call was cancelled, without ever
+/// getting an input.
+#[tokio::test]
+async fn a_view_opened_for_a_call_stopped_mid_stream_is_told_it_was_cancelled() {
+    let _one = ONE_AT_A_TIME.alone().await;
+    let Some(apps) = setup_apps(false).await else {
+        return;
+    };
+    let b = &apps.env.browser;
+    start_chat(b).await;
+    let args = serde_json::json!({"note": "stopped before the end; ".repeat(8)});
+    b.send_message(&format!("call tool slowly test__show_app {args}"))
+        .await;
+    b.wait_for(".lmck-tool-streaming").await;
+    enter_view(b, false).await;
+    b.wait_text("#log", "ui/notifications/tool-input-partial;")
+        .await;
+    to_page(b).await;
+    b.click(".lmck-stop").await;
+    idle(b).await;
+    b.wait_js(
+        "the streaming card to go",
+        "return !document.querySelector('.lmck-tool-streaming');",
+    )
+    .await;
+    assert!(
+        b.texts(".lmck-approval").await.is_empty(),
+        "nothing to approve"
+    );
+    enter_view(b, false).await;
+    b.wait_text("#log", "ui/notifications/tool-cancelled;")
+        .await;
+    let log = b.texts("#log").await;
+    assert!(!log.contains("ui/notifications/tool-input;"), "{log}");
+    assert!(log.ends_with("ui/notifications/tool-cancelled;"), "{log}");
+    to_page(b).await;
+}
+
 #[tokio::test]
 async fn probe_view_in_default_mode() {
     probe_view(false).await;

@@ -4,7 +4,7 @@
 //! "Always allow" in a chat is saved with the conversation; and a tool result belongs to the call
 //! of its own assistant message, so a provider that numbers calls per response (the mock answers
 //! every `call tool …` with the id `call_mcp`) gets each call run and shown with its own result
-//! and view.
+//! and view (opened while the call streams, before it is approved).
 //!
 //! Skipped (with a message) only when Chromium is absent and `LMCHATKIT_EXPECT_BROWSER` is unset.
 
@@ -211,7 +211,7 @@ async fn a_later_call_with_a_reused_id_runs_and_shows_its_own_result() {
 }
 
 #[tokio::test]
-async fn a_later_app_call_with_a_reused_id_loads_its_own_view_once_it_ran() {
+async fn a_later_app_call_with_a_reused_id_gets_its_own_view_and_its_own_result() {
     let _one = ONE_AT_A_TIME.lock().await;
     let Some(apps) = setup_apps(false).await else {
         return;
@@ -227,19 +227,36 @@ async fn a_later_app_call_with_a_reused_id_loads_its_own_view_once_it_ran() {
     idle(b).await;
     b.send_message("call tool test__legacy_app {}").await;
     b.wait_for(".lmck-approval .lmck-allow").await;
-    assert_eq!(
-        b.js(views).await,
-        json!(1),
-        "the pending call has no view (not the first call's)"
-    );
-    b.click(".lmck-approval .lmck-allow").await;
-    b.wait_text(".lmck-assistant .lmck-md", "Tool said: legacy")
-        .await;
+    // The pending call's view is open (since its arguments streamed) and is its own: it has
+    // the call's input, and no result (not the first call's).
     b.wait_js(
         "the second call's own view",
         "return document.querySelectorAll('.lmck-app-iframe').length === 2;",
     )
     .await;
+    let second_view = || async {
+        let frames = b
+            .client
+            .find_all(fantoccini::Locator::Css(".lmck-app-iframe"))
+            .await
+            .unwrap();
+        frames[1].clone().enter_frame().await.unwrap();
+        b.wait_for("#log").await;
+    };
+    second_view().await;
+    b.wait_text("#log", "ui/notifications/tool-input;").await;
+    assert!(
+        !b.texts("#log").await.contains("tool-result"),
+        "the pending call has no result (not the first call's)"
+    );
+    b.client.enter_parent_frame().await.unwrap();
+    b.click(".lmck-approval .lmck-allow").await;
+    b.wait_text(".lmck-assistant .lmck-md", "Tool said: legacy")
+        .await;
+    second_view().await;
+    b.wait_text("#log", "ui/notifications/tool-result;").await;
+    b.client.enter_parent_frame().await.unwrap();
+    assert_eq!(b.js(views).await, json!(2), "one view per call");
     assert_eq!(
         b.js("return Array.from(document.querySelectorAll('.lmck-tool-result')).map(e => e.textContent);")
             .await,

@@ -1,9 +1,9 @@
 //! The real AI SDK client (`ai@6.0.0`, whose chunk schemas are strict, and the newest 6.0.x),
 //! an `AbstractChat` with `DefaultChatTransport` in node, against our `/api/aisdk/chat` on a real
 //! hyper server, over the OpenAI backend and the mock upstream: text, reasoning, a tool the
-//! policy allows, the approval round trip, a denial, a deny rule, a tampered approval, an
-//! upstream failure mid-reply, a stop of the run, a client that leaves and resumes the run, and a
-//! reload that reads the thread back and validates it.
+//! policy allows (its input streamed into the client), the approval round trip, a denial, a deny
+//! rule, a tampered approval, an upstream failure mid-reply, a stop of the run, a client that
+//! leaves and resumes the run, and a reload that reads the thread back and validates it.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -132,8 +132,12 @@ async fn a_reasoning_reply_shows_its_reasoning_part() {
     }
 }
 
+/// A tool the policy allows runs on the server within one reply, and the client sees its
+/// input grow while the model writes it (the part in `input-streaming`, its input the
+/// client's own parse of the streamed text), from one `tool-input-delta` per piece the
+/// upstream sent, then the complete input.
 #[tokio::test]
-async fn a_tool_the_policy_allows_runs_on_the_server_within_one_reply() {
+async fn a_tool_the_policy_allows_streams_its_input_into_the_client_and_runs_within_one_reply() {
     let s = setup(ApprovalPolicy::new(ToolDecision::Allow)).await;
     let Some(outs) = each_version(&s, json!({"steps": [{"send": "use the tool"}]})).await else {
         return;
@@ -149,6 +153,36 @@ async fn a_tool_the_policy_allows_runs_on_the_server_within_one_reply() {
         assert_eq!(part["output"], "Oslo: sunny, 21 °C", "{version}");
         assert_eq!(text_of(reply), "The weather in Oslo is sunny.", "{version}");
         assert_eq!(step["responses"].as_array().map(Vec::len), Some(1));
+
+        let body = step["responses"][0]["body"].as_str().unwrap_or_default();
+        let deltas: Vec<Value> = body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .filter(|c| c["type"] == "tool-input-delta")
+            .map(|c| c["inputTextDelta"].clone())
+            .collect();
+        assert_eq!(
+            deltas,
+            [json!("{\"ci"), json!("ty\": \"Os"), json!("lo\"}")],
+            "{version}: the upstream's pieces"
+        );
+        let seen: Vec<&Value> = step["streamingInputs"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{version}: {step}"))
+            .iter()
+            .filter(|s| s["toolCallId"] == "call_1")
+            .map(|s| &s["input"])
+            .collect();
+        assert!(
+            seen.contains(&&json!({"city": "Os"})),
+            "{version}: the input while it streamed: {seen:?}"
+        );
+        assert_eq!(
+            seen.last(),
+            Some(&&json!({"city": "Oslo"})),
+            "{version}: the last piece completes the text: {seen:?}"
+        );
     }
 }
 

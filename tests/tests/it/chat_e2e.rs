@@ -1,5 +1,6 @@
 //! The chat route over a real hyper server on loopback, against the mock OpenAI-compatible
-//! upstream: tool-call round trip, reasoning, usage, upstream failures (a reply cut off ends in
+//! upstream: tool-call round trip (the call's arguments streamed as `tool_call_delta`s first),
+//! reasoning, usage, upstream failures (a reply cut off ends in
 //! `error`, not `done`), and a stop (not a client disconnect) cancelling the upstream request.
 
 use std::sync::Arc;
@@ -60,9 +61,16 @@ async fn tool_call_round_trip_with_usage() {
     let (mock, server) = setup().await;
     let mut messages = json!([{"role": "user", "content": "please use the tool for Oslo"}]);
     let events = chat(&server, messages.clone()).await;
+    let piece = |delta: &str| json!({"type": "tool_call_delta", "id": "call_1", "name": "get_weather", "arguments_delta": delta});
     assert_eq!(
         events,
         vec![
+            // The arguments stream as the upstream sent them (split over three chunks), the
+            // call known from its first chunk on; the tool has no view, so no `ui`.
+            piece(""),
+            piece("{\"ci"),
+            piece("ty\": \"Os"),
+            piece("lo\"}"),
             // A call the user is asked about carries its schema's hints for the card.
             json!({"type": "tool_call", "decision": "ask", "tool_call": {"id": "call_1", "name": "get_weather", "arguments": {"city": "Oslo"},
                 "hints": [{"name": "city", "description": "The city to look up, e.g. <b>Oslo</b>", "required": true},
@@ -84,7 +92,7 @@ async fn tool_call_round_trip_with_usage() {
     );
 
     // The browser approves and runs the call, then posts the next turn.
-    let call = events[0]["tool_call"].clone();
+    let call = events[4]["tool_call"].clone();
     let result: Value = reqwest::Client::new()
         .post(server.url("/chat/api/tools/call"))
         .json(&json!({"name": call["name"], "arguments": call["arguments"]}))

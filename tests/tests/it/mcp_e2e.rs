@@ -83,6 +83,13 @@ async fn tool_loop_runs_on_server_everything() {
 
     let mut messages = json!([{"role": "user", "content": "call tool everything__echo {\"message\": \"hi from the model\"}"}]);
     let events = chat(&server, &messages).await;
+    // The arguments stream first (the mock sends them whole), then the complete call.
+    assert_eq!(
+        events[0],
+        json!({"type": "tool_call_delta", "id": "call_mcp", "name": "everything__echo",
+            "arguments_delta": "{\"message\": \"hi from the model\"}"})
+    );
+    let events = &events[1..];
     assert_eq!(
         events[0],
         json!({"type": "tool_call", "decision": "ask", "tool_call": {"id": "call_mcp", "name": "everything__echo", "arguments": {"message": "hi from the model"},

@@ -2,7 +2,8 @@
 //! OpenAI-compatible one (`oa`) and Anthropic's Messages API (`an`). A turn's reasoning effort
 //! reaches each upstream in its own form — OpenAI's top-level `reasoning_effort`, Anthropic's
 //! `thinking.budget_tokens` (the budget documented in `request::THINKING_BUDGETS`) — and a
-//! model the catalog does not mark as reasoning gets neither (the route drops the effort).
+//! model the catalog does not mark as reasoning gets neither (the route drops the effort). A
+//! tool call's arguments stream from both as `tool_call_delta` pieces before the complete call.
 
 use lmchatkit::llm::Providers;
 use lmchatkit::llm::anthropic::request::THINKING_BUDGETS;
@@ -179,4 +180,62 @@ async fn a_model_that_does_not_reason_gets_no_effort_on_either_provider() {
     assert_eq!(an.len(), 1);
     assert_eq!(an[0]["model"], "claude-plain");
     assert_eq!(an[0].get("thinking"), None, "{}", an[0]);
+}
+
+/// A tool call's arguments reach the native stream in the pieces each upstream sent them in
+/// (OpenAI's `tool_calls[].function.arguments` chunks, Anthropic's `input_json_delta`s), each
+/// piece naming the call, before the complete call, which they add up to.
+#[tokio::test]
+async fn a_tool_calls_arguments_stream_in_pieces_from_both_upstreams() {
+    let s = setup().await;
+    for (model, id) in [
+        ("oa/mock-large", "call_1"),
+        ("an/claude-plain", mock_anthropic::TOOL_USE_ID),
+    ] {
+        let res = reqwest::Client::new()
+            .post(s.server.url("/chat/api/chat"))
+            .json(&json!({"model": model,
+                "messages": [{"role": "user", "content": "please use the tool"}]}))
+            .send()
+            .await
+            .unwrap();
+        let events = lmchatkit_tests::serve::sse_data(&res.text().await.unwrap());
+        let pieces: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["type"] == "tool_call_delta")
+            .collect();
+        assert!(pieces.len() >= 3, "{model}: {events:?}");
+        assert!(
+            pieces
+                .iter()
+                .all(|p| p["id"] == id && p["name"] == "get_weather"),
+            "{model}: {pieces:?}"
+        );
+        let text: String = pieces
+            .iter()
+            .filter_map(|p| p["arguments_delta"].as_str())
+            .collect();
+        assert_eq!(text, r#"{"city": "Oslo"}"#, "{model}");
+        let call_at = events
+            .iter()
+            .position(|e| e["type"] == "tool_call")
+            .unwrap_or_else(|| panic!("{model}: no tool_call in {events:?}"));
+        assert!(
+            events[call_at..]
+                .iter()
+                .all(|e| e["type"] != "tool_call_delta"),
+            "{model}: every piece before the call"
+        );
+        assert_eq!(events[call_at]["tool_call"]["id"], id, "{model}");
+        assert_eq!(
+            events[call_at]["tool_call"]["arguments"],
+            json!({"city": "Oslo"}),
+            "{model}"
+        );
+        assert_eq!(
+            events.last().unwrap()["finish_reason"],
+            "tool_calls",
+            "{model}"
+        );
+    }
 }

@@ -156,9 +156,50 @@ async fn a_closed_tool_use_block_without_a_stop_reason_is_still_dropped() {
     .concat();
     assert_eq!(
         run_str(&body).await,
-        [Event::error(format!(
-            "{CUT_OFF}; its unfinished tool call lookup was dropped"
-        ))]
+        [
+            // What streamed went out; the call never does.
+            Event::tool_call_delta("t1", "lookup", ""),
+            Event::tool_call_delta("t1", "lookup", "{}"),
+            Event::error(format!(
+                "{CUT_OFF}; its unfinished tool call lookup was dropped"
+            ))
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_tool_use_blocks_input_streams_as_deltas_of_its_call() {
+    let delta = |piece: &str| {
+        ev(json!({"type": "content_block_delta", "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": piece}}))
+    };
+    let body = [
+        text("Looking."),
+        ev(json!({"type": "content_block_start", "index": 1,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "lookup", "input": {}}})),
+        delta(""),
+        delta("{\"q\": \"ru"),
+        delta("st\"}"),
+        ev(json!({"type": "content_block_stop", "index": 1})),
+        stop_reason("tool_use"),
+        message_stop(),
+    ]
+    .concat();
+    assert_eq!(
+        run_str(&body).await,
+        [
+            Event::delta("Looking."),
+            // The call is known at its block's start; empty pieces are not sent.
+            Event::tool_call_delta("t1", "lookup", ""),
+            Event::tool_call_delta("t1", "lookup", "{\"q\": \"ru"),
+            Event::tool_call_delta("t1", "lookup", "st\"}"),
+            Event::tool_call(lmchatkit_protocol::ToolCall::new(
+                "t1",
+                "lookup",
+                json!({"q": "rust"})
+            )),
+            Event::done(FinishReason::ToolCalls, usage(None, 3)),
+        ]
     );
 }
 

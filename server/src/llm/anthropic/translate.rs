@@ -9,7 +9,8 @@
 //! or not, before either is a reply cut off: what was streamed stays, then one `Error`, and the
 //! tool calls are dropped (named in the error), never emitted. Tool calls are therefore
 //! emitted once the stop reason has arrived, not at their `content_block_stop`: a finished
-//! block proves its input complete, not that the list of calls is.
+//! block proves its input complete, not that the list of calls is. Their input goes out
+//! as it streams, as `ToolCallDelta`s (see [`translate`]), which nobody acts on.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -21,7 +22,9 @@ use lmchatkit_protocol::{Event, FinishReason, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::llm::openai::translate::{Flow, Reader, arguments, cut_off, queue_calls, read_events};
+use crate::llm::openai::translate::{
+    Flow, Reader, arguments, cut_off, generated_id, queue_calls, read_events,
+};
 use crate::llm::openai::transport::LogSpan;
 
 /// The most a tool call's accumulated input JSON may grow to
@@ -31,10 +34,12 @@ pub(super) const MAX_ARGUMENTS_BYTES: usize = crate::llm::MAX_TOOL_ARGUMENTS_BYT
 /// Translates an Anthropic Messages SSE body into chat [`Event`]s.
 ///
 /// - `content_block_delta`: `text_delta` → `Delta`; `thinking_delta` → `Reasoning`;
-///   `input_json_delta` appended to its tool-use block; `signature_delta`, `citations_delta`
-///   and unknown deltas are ignored. A `text` block that starts with text emits it.
+///   `input_json_delta` appended to its tool-use block and passed on as a `ToolCallDelta`;
+///   `signature_delta`, `citations_delta` and unknown deltas are ignored. A `text` block that
+///   starts with text emits it.
 /// - `content_block_start` of a `tool_use` opens a call (`id`, `name`; its `input` is used
-///   when no JSON is streamed for it). `redacted_thinking` and other blocks are ignored.
+///   when no JSON is streamed for it) and emits its first `ToolCallDelta`, empty (none for a
+///   block without a name). `redacted_thinking` and other blocks are ignored.
 /// - Calls are emitted in block order once the stop reason has come (see the module docs),
 ///   their input normalised (empty → `{}`, valid JSON → that value, invalid JSON → kept as a
 ///   JSON string); one without a name is dropped with a warning. `content_block_stop` is
@@ -247,10 +252,19 @@ impl Accumulator {
                         .unwrap_or("")
                         .to_owned()
                 };
+                let (id, name) = (field("id"), field("name"));
+                // The call's id from its first delta on (generated when the block has none).
+                let id = match id.is_empty() {
+                    true => generated_id("toolu"),
+                    false => id,
+                };
+                if !name.is_empty() {
+                    out.push_back(Event::tool_call_delta(&id, &name, ""));
+                }
                 self.calls.push(PendingCall {
                     index: index.unwrap_or(self.calls.len() as u64),
-                    id: field("id"),
-                    name: field("name"),
+                    id,
+                    name,
                     start_input: block.get("input").cloned(),
                     ..PendingCall::default()
                 });
@@ -291,6 +305,9 @@ impl Accumulator {
                         call.name
                     )));
                     return Flow::End;
+                }
+                if !call.name.is_empty() && !piece.is_empty() {
+                    out.push_back(Event::tool_call_delta(&call.id, &call.name, piece));
                 }
             }
             _ => {} // signature_delta, citations_delta, and delta kinds added later.
@@ -391,8 +408,18 @@ mod caps_tests {
         body.push_str("data: {\"type\":\"message_stop\"}\n\n");
         let bytes = stream::iter([Ok::<_, std::io::Error>(Bytes::from(body))]);
         let events: Vec<Event> = translate(bytes).collect().await;
-        let [Event::Error { error }] = events.as_slice() else {
-            panic!("one error, no call: {events:?}")
+        assert!(
+            !events.iter().any(|e| matches!(e, Event::ToolCall { .. })),
+            "no call"
+        );
+        // The pieces before the cap went out; none after it.
+        let pieces = events
+            .iter()
+            .filter(|e| matches!(e, Event::ToolCallDelta { .. }))
+            .count();
+        assert!(pieces < MAX_ARGUMENTS_BYTES / piece.len() + 2, "{pieces}");
+        let Some(Event::Error { error }) = events.last() else {
+            panic!("ends in an error")
         };
         assert!(error.contains("big") && error.contains("exceed"), "{error}");
     }

@@ -227,6 +227,8 @@ async fn a_cut_inside_tool_call_arguments_is_an_error_and_emits_no_tool_call() {
         run_str(&body).await,
         [
             Event::delta("Looking"),
+            // What streamed went out; the call never does.
+            Event::tool_call_delta("c1", "lookup", "{\"q\": \"ru"),
             Event::error(format!(
                 "{CUT_OFF}; its unfinished tool call lookup was dropped"
             ))
@@ -251,9 +253,13 @@ async fn a_cut_after_whole_looking_tool_calls_still_emits_none_of_them() {
     let got: Vec<Event> = translate(cut).collect().await;
     assert_eq!(
         got,
-        [Event::error(
-            "the reply was cut off: connection reset by peer; its unfinished tool calls one, two were dropped"
-        )]
+        [
+            Event::tool_call_delta("c1", "one", "{}"),
+            Event::tool_call_delta("c2", "two", "{}"),
+            Event::error(
+                "the reply was cut off: connection reset by peer; its unfinished tool calls one, two were dropped"
+            )
+        ]
     );
 }
 
@@ -332,9 +338,17 @@ async fn legacy_function_call_becomes_a_tool_call() {
         json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "function_call"}]}),
     );
     let got = run_str(&body).await;
-    let Event::ToolCall { tool_call, .. } = &got[0] else {
+    let Event::ToolCall { tool_call, .. } = &got[2] else {
         panic!("{got:?}")
     };
+    // Its pieces streamed under the id it got.
+    assert_eq!(
+        got[..2],
+        [
+            Event::tool_call_delta(&tool_call.id, "lookup", "{\"q\":"),
+            Event::tool_call_delta(&tool_call.id, "lookup", "1}"),
+        ]
+    );
     assert_eq!(tool_call.name, "lookup");
     assert_eq!(tool_call.arguments, json!({"q": 1}));
     assert!(
@@ -342,7 +356,7 @@ async fn legacy_function_call_becomes_a_tool_call() {
         "generated id {}",
         tool_call.id
     );
-    assert_eq!(got[1], Event::done(FinishReason::ToolCalls, None));
+    assert_eq!(got[3], Event::done(FinishReason::ToolCalls, None));
 }
 
 #[tokio::test]
@@ -443,5 +457,56 @@ async fn an_empty_body_is_an_error_not_an_empty_reply() {
         [Event::error(
             "the upstream ended the stream without sending a reply"
         )]
+    );
+}
+
+#[tokio::test]
+async fn arguments_stream_as_deltas_of_the_call_that_completes_them() {
+    // The id comes first, the name later with more arguments, the rest after.
+    let frag = |f: serde_json::Value| chunk(json!({"tool_calls": [f]}));
+    let body = [
+        frag(json!({"index": 0, "id": "c1", "function": {"arguments": "{\"q\""}})),
+        frag(json!({"index": 0, "function": {"name": "lookup", "arguments": ": \"ru"}})),
+        frag(json!({"index": 0, "function": {"arguments": "st\"}"}})),
+        finish("tool_calls"),
+    ]
+    .concat();
+    let got = run_str(&body).await;
+    assert_eq!(
+        got,
+        [
+            Event::tool_call_delta("c1", "lookup", "{\"q\": \"ru"),
+            Event::tool_call_delta("c1", "lookup", "st\"}"),
+            Event::tool_call(lmchatkit_protocol::ToolCall::new(
+                "c1",
+                "lookup",
+                json!({"q": "rust"})
+            )),
+            Event::done(FinishReason::ToolCalls, None),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_call_without_an_id_streams_under_the_id_it_completes_with() {
+    let body = [
+        chunk(json!({"tool_calls": [{"index": 0, "function": {"name": "now", "arguments": ""}}]})),
+        chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]})),
+        finish("tool_calls"),
+    ]
+    .concat();
+    let got = run_str(&body).await;
+    let ids: Vec<&str> = got
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallDelta { id, .. } => Some(id.as_str()),
+            Event::ToolCall { tool_call, .. } => Some(tool_call.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids.len(), 3, "{got:?}");
+    assert!(
+        ids[0].starts_with("call_") && ids.iter().all(|i| *i == ids[0]),
+        "{ids:?}"
     );
 }

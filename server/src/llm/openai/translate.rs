@@ -18,6 +18,9 @@
 //! - The tool calls of a cut-off reply are dropped, none emitted, even those whose arguments
 //!   parse: without a finish reason nothing shows that the arguments, or the list of calls,
 //!   were complete, and an approved call would run with whatever arrived. The error names them.
+//!   Their arguments went out as `ToolCallDelta`s while they streamed (a call is only ever
+//!   acted on as a complete `ToolCall`): a client drops a streamed call that no `ToolCall`
+//!   completed when the reply ends.
 //! - A body that ends before any chunk (an empty 200 reply) is an error too, worded as no reply
 //!   rather than a cut one; a failure before any chunk keeps its own text (e.g. "upstream
 //!   stalled: …").
@@ -44,10 +47,13 @@ use crate::event_stream::SseParser;
 ///   both with the same text).
 /// - `delta.tool_calls[]` are accumulated by `index` (`id`/`name` set when non-empty,
 ///   `arguments` appended); a fragment without an index continues the current call unless it
-///   carries a different `id`; a legacy `delta.function_call` is read as a tool call. At the
-///   end they are emitted in index order, `arguments` normalised: empty → `{}`, valid JSON →
-///   that value, invalid JSON → kept as a JSON string. A call without an id gets a generated
-///   `call_…` id; a call without a name is dropped with a warning (nothing could run it).
+///   carries a different `id`; a legacy `delta.function_call` is read as a tool call. Each
+///   fragment is passed on at once as a `ToolCallDelta` (the first one, possibly with an empty
+///   `delta`, as soon as the call has a name; arguments that came before the name go with it).
+///   At the end the calls are emitted in index order as `ToolCall`s, `arguments` normalised:
+///   empty → `{}`, valid JSON → that value, invalid JSON → kept as a JSON string. A call
+///   without an id gets a generated `call_…` id (the one its deltas carried); a call without a
+///   name is dropped with a warning (nothing could run it; none of its deltas went out).
 /// - `finish_reason` (last wins) maps `stop`, `length`, `content_filter`, `tool_calls` and legacy
 ///   `function_call`; anything else is `stop`, and `stop`/none becomes `tool_calls` when calls
 ///   were made.
@@ -220,9 +226,41 @@ pub(in crate::llm) fn cut_off(
 #[derive(Debug, Default)]
 struct PendingCall {
     index: u64,
+    /// The upstream's id (empty until it sends one).
     id: String,
     name: String,
     arguments: String,
+    /// The id its `ToolCallDelta`s carried, once one went out (the upstream's, else a
+    /// generated one): the complete call keeps it.
+    streamed_id: Option<String>,
+    /// How much of `arguments` went out as deltas.
+    streamed: usize,
+}
+
+impl PendingCall {
+    /// The arguments that arrived since the last delta, as a `ToolCallDelta` (the first one
+    /// even when empty); nothing before the call has a name.
+    fn delta(&mut self, prefix: &str) -> Option<Event> {
+        if self.name.is_empty()
+            || self.streamed_id.is_some() && self.streamed == self.arguments.len()
+        {
+            return None;
+        }
+        let id = self
+            .streamed_id
+            .get_or_insert_with(|| match self.id.as_str() {
+                "" => generated_id(prefix),
+                id => id.to_owned(),
+            });
+        let delta = self.arguments.get(self.streamed..).unwrap_or_default();
+        self.streamed = self.arguments.len();
+        Some(Event::tool_call_delta(id.clone(), self.name.clone(), delta))
+    }
+}
+
+/// A call id for a call the upstream sent without one: `{prefix}_<random hex>`.
+pub(in crate::llm) fn generated_id(prefix: &str) -> String {
+    format!("{prefix}_{:016x}", rand::random::<u64>())
 }
 
 #[derive(Debug, Default)]
@@ -418,10 +456,10 @@ impl Accumulator {
                     break;
                 }
                 let index = call.get("index").and_then(Value::as_u64);
-                self.fragment(index, call.get("id"), call.get("function"));
+                self.fragment(index, call.get("id"), call.get("function"), out);
             }
             if let Some(fc) = delta.get("function_call").filter(|f| f.is_object()) {
-                self.fragment(None, None, Some(fc));
+                self.fragment(None, None, Some(fc), out);
             }
         }
         if let Some(reason) = text(choice.get("finish_reason")) {
@@ -429,8 +467,14 @@ impl Accumulator {
         }
     }
 
-    /// Adds one tool-call fragment.
-    fn fragment(&mut self, index: Option<u64>, id: Option<&Value>, function: Option<&Value>) {
+    /// Adds one tool-call fragment, and passes what it added on as a `ToolCallDelta`.
+    fn fragment(
+        &mut self,
+        index: Option<u64>,
+        id: Option<&Value>,
+        function: Option<&Value>,
+        out: &mut VecDeque<Event>,
+    ) {
         let id = text(id).unwrap_or("");
         let clash = |call: &PendingCall| !call.id.is_empty() && !id.is_empty() && call.id != id;
         let found = match index {
@@ -471,16 +515,19 @@ impl Accumulator {
                 call.name
             ));
             call.arguments = String::new();
+            return;
         }
+        out.extend(call.delta("call"));
     }
 
     /// Emits the gathered tool calls, then `Done`.
     fn finish(&mut self, out: &mut VecDeque<Event>) {
         let mut calls = std::mem::take(&mut self.calls);
         calls.sort_by_key(|c| c.index);
-        let calls = calls
-            .into_iter()
-            .map(|c| (c.id, c.name, arguments(&c.arguments)));
+        let calls = calls.into_iter().map(|c| {
+            let id = c.streamed_id.unwrap_or(c.id);
+            (id, c.name, arguments(&c.arguments))
+        });
         let emitted = queue_calls(calls, "call", out, &self.log);
         let reason = match self.finish_reason.as_deref().map(str::to_ascii_lowercase) {
             Some(r) if r == "length" => FinishReason::Length,
@@ -509,7 +556,7 @@ pub(in crate::llm) fn queue_calls(
             continue;
         }
         let id = if id.is_empty() {
-            format!("{prefix}_{:016x}", rand::random::<u64>())
+            generated_id(prefix)
         } else {
             id
         };
