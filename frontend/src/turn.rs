@@ -515,7 +515,7 @@ async fn execute(store: Store, chat: &Chat, ui: &UiMessage) -> bool {
 fn set_input_request(ui: &UiMessage, call_id: &str, request: Option<InputRequired>) {
     ui.data.update(|d| {
         if let Some(c) = d.tool_calls.iter_mut().find(|c| c.id == call_id) {
-            c.input_request = request;
+            c.input_request = request.map(Box::new);
         }
     });
 }
@@ -602,7 +602,7 @@ async fn go_on(store: Store, chat: Chat, ui: UiMessage) {
 fn set_task(ui: &UiMessage, call_id: &str, task: Option<ToolTask>) {
     ui.data.update(|d| {
         if let Some(c) = d.tool_calls.iter_mut().find(|c| c.id == call_id) {
-            c.task = task;
+            c.task = task.map(Box::new);
         }
     });
 }

@@ -321,12 +321,12 @@ pub struct ToolCall {
     /// its ticket), saved with the conversation so a reload asks again. The service strips it,
     /// as `approval`, before the model sees the conversation; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_request: Option<crate::InputRequired>,
+    pub input_request: Option<Box<crate::InputRequired>>,
     /// UI-only: the call runs as a task on its server (its state and ticket), saved with the
     /// conversation so a reload polls it again. Stripped, as `approval`, before the model sees
     /// the conversation; omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task: Option<crate::ToolTask>,
+    pub task: Option<Box<crate::ToolTask>>,
 }
 
 fn empty_object() -> Value {
