@@ -512,10 +512,10 @@ async fn execute(store: Store, chat: &Chat, ui: &UiMessage) -> bool {
 }
 
 /// Sets (or clears) the request for input a call of `ui` waits on.
-fn set_input_request(ui: &UiMessage, call_id: &str, request: Option<InputRequired>) {
+fn set_input_request(ui: &UiMessage, call_id: &str, request: Option<Box<InputRequired>>) {
     ui.data.update(|d| {
         if let Some(c) = d.tool_calls.iter_mut().find(|c| c.id == call_id) {
-            c.input_request = request.map(Box::new);
+            c.input_request = request;
         }
     });
 }
@@ -599,10 +599,10 @@ async fn go_on(store: Store, chat: Chat, ui: UiMessage) {
 }
 
 /// Sets (or clears) the task a call of `ui` runs as.
-fn set_task(ui: &UiMessage, call_id: &str, task: Option<ToolTask>) {
+fn set_task(ui: &UiMessage, call_id: &str, task: Option<Box<ToolTask>>) {
     ui.data.update(|d| {
         if let Some(c) = d.tool_calls.iter_mut().find(|c| c.id == call_id) {
-            c.task = task.map(Box::new);
+            c.task = task;
         }
     });
 }

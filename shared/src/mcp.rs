@@ -160,11 +160,11 @@ pub struct ToolResult {
     /// client asks the user and calls again with the answers (see [`InputRequired`](crate::InputRequired)).
     /// `content` then only says so. Omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_required: Option<crate::InputRequired>,
+    pub input_required: Option<Box<crate::InputRequired>>,
     /// The call runs as a task on its server and has no result yet: the client polls it (see
     /// [`ToolTask`](crate::ToolTask)). `content` then only says so. Omitted when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task: Option<crate::ToolTask>,
+    pub task: Option<Box<crate::ToolTask>>,
 }
 
 /// A file (an image) a tool returned, base64-encoded.

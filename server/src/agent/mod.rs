@@ -402,7 +402,7 @@ impl Agent {
                     calls.out,
                     AgentEvent::InputRequested {
                         call_id: call.id.clone(),
-                        request,
+                        request: *request,
                     },
                 )
                 .await?;

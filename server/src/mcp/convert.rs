@@ -195,13 +195,13 @@ pub(crate) fn task(t: &rmcp::model::Task, tool: &str) -> ToolResult {
     };
     ToolResult {
         content: format!("tool {tool} runs as a task"),
-        task: Some(ToolTask {
+        task: Some(Box::new(ToolTask {
             status,
             status_message: t.status_message.clone(),
             poll_interval_ms: t.poll_interval_ms,
             ticket: None,
             task_id: t.task_id.clone(),
-        }),
+        })),
         ..ToolResult::default()
     }
 }
@@ -253,11 +253,11 @@ pub(crate) fn input_required(r: &rmcp::model::InputRequiredResult, tool: &str) -
     }
     ToolResult {
         content: format!("tool {tool} waits for the user's input"),
-        input_required: Some(InputRequired {
+        input_required: Some(Box::new(InputRequired {
             questions,
             request_state: r.request_state.clone(),
             ..InputRequired::default()
-        }),
+        })),
         ..ToolResult::default()
     }
 }

@@ -996,7 +996,7 @@ fn a_tools_request_for_input_and_the_answers() {
         request_state: Some("secret-state".into()),
     };
     let result = ToolResult {
-        input_required: Some(req.clone()),
+        input_required: Some(Box::new(req.clone())),
         ..ToolResult::text("waits")
     };
     assert_eq!(

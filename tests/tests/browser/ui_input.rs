@@ -26,7 +26,7 @@ struct Asking<H>(H);
 fn asks(key: &str, message: &str, kind: InputKind, state: &str) -> ToolResult {
     ToolResult {
         content: "waits for input".into(),
-        input_required: Some(InputRequired {
+        input_required: Some(Box::new(InputRequired {
             questions: vec![InputQuestion {
                 key: key.into(),
                 message: message.into(),
@@ -34,7 +34,7 @@ fn asks(key: &str, message: &str, kind: InputKind, state: &str) -> ToolResult {
             }],
             request_state: Some(state.into()),
             ..InputRequired::default()
-        }),
+        })),
         ..ToolResult::default()
     }
 }
@@ -43,13 +43,13 @@ fn asks(key: &str, message: &str, kind: InputKind, state: &str) -> ToolResult {
 fn task_result(n: u32) -> ToolResult {
     ToolResult {
         content: "runs as a task".into(),
-        task: Some(ToolTask {
+        task: Some(Box::new(ToolTask {
             status: TaskState::Working,
             status_message: Some(format!("poll {n}")),
             poll_interval_ms: Some(100),
             ticket: None,
             task_id: format!("job-{n}"),
-        }),
+        })),
         ..ToolResult::default()
     }
 }

@@ -18,11 +18,11 @@ fn cx(who: &str) -> RequestContext {
 fn asking(state: Option<&str>, questions: Vec<InputQuestion>) -> ToolResult {
     ToolResult {
         content: "waits".into(),
-        input_required: Some(InputRequired {
+        input_required: Some(Box::new(InputRequired {
             questions,
             request_state: state.map(str::to_owned),
             ..InputRequired::default()
-        }),
+        })),
         ..ToolResult::default()
     }
 }
@@ -66,7 +66,7 @@ fn ticket(t: &InputTickets, input: &Value, questions: Vec<InputQuestion>) -> Inp
         &subject("alice", input),
         asking(Some("s-1"), questions),
     );
-    r.input_required.expect("a request for input")
+    *r.input_required.expect("a request for input")
 }
 
 fn answers(ticket: &InputRequired, pairs: &[(&str, InputAnswer)]) -> InputAnswers {
