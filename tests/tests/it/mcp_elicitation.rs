@@ -120,6 +120,16 @@ async fn service(ttl: Duration) -> Option<(MockUpstream, ChatService)> {
     Some((mock, ChatService::new(config)))
 }
 
+/// Two instances of the service (each its own hub and Python server, one signing secret), both
+/// serving `alice`.
+async fn two_instances() -> Option<([MockUpstream; 2], Served, Served)> {
+    let (mock_a, svc_a) = service(lmchatkit::DEFAULT_INPUT_TTL).await?;
+    let (mock_b, svc_b) = service(lmchatkit::DEFAULT_INPUT_TTL).await?;
+    let a = serve_as(svc_a, Principal::new("alice")).await;
+    let b = serve_as(svc_b, Principal::new("alice")).await;
+    Some(([mock_a, mock_b], a, b))
+}
+
 async fn post(served: &Served, path: &str, body: &Value) -> (u16, Value) {
     let res = reqwest::Client::new()
         .post(served.url(path))
@@ -216,6 +226,32 @@ async fn a_native_call_that_asks_gets_a_ticket_and_only_its_own_answers_complete
 }
 
 #[tokio::test]
+async fn a_native_request_asked_through_one_instance_is_answered_through_another() {
+    let Some((_mocks, a, b)) = two_instances().await else {
+        return;
+    };
+    let args = json!({"day": "thursday"});
+    let (_, first) = post(
+        &a,
+        "/chat/api/tools/call",
+        &call("elicit__book_table", args.clone()),
+    )
+    .await;
+    let ticket = first["input_required"]["ticket"]
+        .as_str()
+        .expect("a ticket")
+        .to_owned();
+    let mut answer = call("elicit__book_table", args);
+    answer["input"] = json!({"ticket": ticket, "answers": {"who": {"action": "accept", "content": {"name": "Lin"}}}});
+    let (status, done) = post(&b, "/chat/api/tools/call", &answer).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(
+        done["content"],
+        r#"booked for Lin on thursday: {"name": "Lin"} (state book:thursday)"#
+    );
+}
+
+#[tokio::test]
 async fn a_url_request_names_its_host_and_two_rounds_chain_through_new_tickets() {
     let Some((_mock, svc)) = service(lmchatkit::DEFAULT_INPUT_TTL).await else {
         return;
@@ -301,14 +337,9 @@ async fn chunks(res: reqwest::Response) -> Vec<Value> {
 
 #[tokio::test]
 async fn an_ai_sdk_turn_waits_for_input_and_the_answer_through_another_instance_continues_it() {
-    let Some((_mock, svc_a)) = service(lmchatkit::DEFAULT_INPUT_TTL).await else {
+    let Some((_mocks, a, b)) = two_instances().await else {
         return;
     };
-    let Some((_mock_b, svc_b)) = service(lmchatkit::DEFAULT_INPUT_TTL).await else {
-        return;
-    };
-    let a = serve_as(svc_a, Principal::new("alice")).await;
-    let b = serve_as(svc_b, Principal::new("alice")).await;
     let user = json!({"id": "u1", "role": "user", "parts": [
         {"type": "text", "text": "call tool elicit__book_table {\"day\": \"tuesday\"}"}]});
     let body = json!({"id": "thread-el", "trigger": "submit-message", "model": "mock-small",
