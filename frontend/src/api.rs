@@ -8,11 +8,11 @@ use std::fmt;
 
 use gloo_net::http::{Request, RequestBuilder, Response};
 use lmchatkit_protocol::{
-    AppProxyRequest, AppResult, AppViewRequest, AppViewResponse, BranchSwitch, ChatRequest,
-    ConfigResponse, ConflictResponse, ConversationPatch, ConversationSummary, ErrorBody, Model,
-    Persona, Prompt, RUN_ID_HEADER, RUN_MESSAGE_HEADER, Resource, ResourceReadRequest,
-    ResourceResult, RunInfo, SaveResponse, SearchResponse, SlashCommand, StoredConversation,
-    ToolApprovals, ToolCallRequest, ToolResult, UploadResponse,
+    AppProxyRequest, AppResult, AppViewRequest, AppViewResponse, BranchSwitch, CallProgress,
+    ChatRequest, ConfigResponse, ConflictResponse, ConversationPatch, ConversationSummary,
+    ErrorBody, Model, Persona, Prompt, RUN_ID_HEADER, RUN_MESSAGE_HEADER, Resource,
+    ResourceReadRequest, ResourceResult, RunInfo, SaveResponse, SearchResponse, SlashCommand,
+    StoredConversation, ToolApprovals, ToolCallEvent, ToolCallRequest, ToolResult, UploadResponse,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -98,6 +98,32 @@ impl Api {
     pub async fn call_tool(&self, req: &ToolCallRequest) -> Result<ToolResult, ApiError> {
         self.send_json(Request::post(&self.url("tools/call")), req)
             .await
+    }
+
+    /// `POST {prefix}/api/tools/call` as events: `on_progress` for each progress report the
+    /// call's server sends, then its result (or the error that ended it).
+    pub async fn call_tool_streaming(
+        &self,
+        req: &ToolCallRequest,
+        mut on_progress: impl FnMut(CallProgress),
+    ) -> Result<ToolResult, ApiError> {
+        let body = serde_json::to_string(req).map_err(|e| ApiError::Decode(e.to_string()))?;
+        let mut last: Option<Result<ToolResult, ApiError>> = None;
+        stream(
+            &self.url("tools/call"),
+            Some(&body),
+            None,
+            None,
+            |_| {},
+            |frame| match serde_json::from_str::<ToolCallEvent>(&frame.data) {
+                Ok(ToolCallEvent::Progress(p)) if last.is_none() => on_progress(p),
+                Ok(ToolCallEvent::Result { result }) => last = Some(Ok(result)),
+                Ok(ToolCallEvent::Error { error }) => last = Some(Err(ApiError::Network(error))),
+                _ => {}
+            },
+        )
+        .await?;
+        last.unwrap_or_else(|| Err(ApiError::Network("the call ended without a result".into())))
     }
 
     /// `GET {prefix}/api/tools/approvals`: the tools this user always allows.

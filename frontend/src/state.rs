@@ -152,6 +152,8 @@ pub struct Chat {
     pub results: ArcRwSignal<HashMap<CallKey, Shown>>,
     /// Calls running now, by (assistant message id, call id).
     pub running: ArcRwSignal<HashSet<CallKey>>,
+    /// The last progress report of each running call (its server's `notifications/progress`).
+    pub progress: ArcRwSignal<HashMap<CallKey, lmchatkit_protocol::CallProgress>>,
     /// Tools always allowed in this chat ("Always allow" in this chat); saved with it.
     pub allowed: ArcRwSignal<HashSet<String>>,
     /// Save bookkeeping.
@@ -219,6 +221,7 @@ impl Chat {
             messages: ArcRwSignal::new(messages),
             results: ArcRwSignal::new(results),
             running: ArcRwSignal::new(HashSet::new()),
+            progress: ArcRwSignal::new(HashMap::new()),
             allowed: ArcRwSignal::new(c.allowed_tools.into_iter().collect()),
             sync: Arc::new(Mutex::new(SyncState {
                 revision: c.revision,

@@ -480,7 +480,19 @@ async fn execute(store: Store, chat: &Chat, ui: &UiMessage) -> bool {
                     input: None,
                     task: None,
                 };
-                let res = store.api().call_tool(&req).await;
+                let progress = chat.progress.clone();
+                let at = key.clone();
+                let res = store
+                    .api()
+                    .call_tool_streaming(&req, |p| {
+                        progress.update(|m| {
+                            m.insert(at.clone(), p);
+                        })
+                    })
+                    .await;
+                chat.progress.update(|m| {
+                    m.remove(&key);
+                });
                 chat.running.update(|r| {
                     r.remove(&key);
                 });

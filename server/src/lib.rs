@@ -127,7 +127,8 @@ pub use async_trait::async_trait;
 pub use config::{Config, ConfigBuilder, ConfigError};
 pub use error::Failure;
 pub use host::{
-    CompleteRequest, EventStream, Host, HostError, Principal, RequestContext, ToolInput, ToolSource,
+    CompleteRequest, EventStream, Host, HostError, Principal, ProgressSink, RequestContext,
+    ToolInput, ToolProgress, ToolSource,
 };
 pub use live::events::EventBroadcaster;
 pub use lmchatkit_protocol as protocol;

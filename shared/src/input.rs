@@ -206,3 +206,56 @@ pub struct ToolTaskData {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_message: Option<String>,
 }
+
+/// How far a running tool call is (its server's progress reports), as the native route streams
+/// it (`progress` events of `POST {prefix}/api/tools/call` asked for as `text/event-stream`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CallProgress {
+    /// The progress so far.
+    pub progress: f64,
+    /// The total, when the server knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    /// What the server says (shown as text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The name of the AI SDK data part that carries a running call's progress
+/// (`data-tool-progress`), its id the call's id.
+pub const TOOL_PROGRESS_DATA: &str = "tool-progress";
+
+/// The payload of a `data-tool-progress` part (AI SDK, camelCase), replaced as reports come.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolProgressData {
+    /// The call.
+    pub tool_call_id: String,
+    /// The progress so far.
+    pub progress: f64,
+    /// The total, when the server knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    /// What the server says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// One event of `POST {prefix}/api/tools/call` asked for as `text/event-stream`: the call's
+/// progress reports as they come, then its result (or an error), which ends the stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolCallEvent {
+    /// How far the call is.
+    Progress(CallProgress),
+    /// The call's result, as the JSON answer would be.
+    Result {
+        /// The result.
+        result: crate::ToolResult,
+    },
+    /// The call failed before it had a result (as the JSON answer's error).
+    Error {
+        /// What went wrong.
+        error: String,
+    },
+}

@@ -44,8 +44,9 @@ pub use history::{
     ServerEventType, StoredConversation, TreeNode,
 };
 pub use input::{
-    INPUT_REQUEST_DATA, InputAction, InputAnswer, InputAnswers, InputKind, InputQuestion,
-    InputRequestData, InputRequired, TOOL_TASK_DATA, TaskPoll, TaskState, ToolTask, ToolTaskData,
+    CallProgress, INPUT_REQUEST_DATA, InputAction, InputAnswer, InputAnswers, InputKind,
+    InputQuestion, InputRequestData, InputRequired, TOOL_PROGRESS_DATA, TOOL_TASK_DATA, TaskPoll,
+    TaskState, ToolCallEvent, ToolProgressData, ToolTask, ToolTaskData,
 };
 pub use mcp::{
     Prompt, PromptArgument, PromptMessage, PromptResult, Resource, ResourceResult, Tool, ToolFile,

@@ -13,6 +13,7 @@ Tools:
 - `two_rounds`: asks a first question, then (answered) a second one, then answers both.
 - `sampler`: asks for sampling (which a host that does not offer it must refuse).
 - `plain`: answers at once.
+- `counter {n, ms}`: reports progress 1..n of n ("counted i"), one every `ms`, then answers.
 """
 
 import asyncio
@@ -50,6 +51,7 @@ async def list_tools(ctx, params) -> types.ListToolsResult:
             tool("two_rounds"),
             tool("sampler"),
             tool("plain"),
+            tool("counter", {"n": {"type": "integer"}, "ms": {"type": "integer"}}),
         ]
     )
 
@@ -77,6 +79,16 @@ async def call_tool(ctx, params):
     got = responses(params)
     if params.name == "plain":
         return text("plain result")
+    if params.name == "counter":
+        n = int(args.get("n", 3))
+        for i in range(1, n + 1):
+            await asyncio.sleep(int(args.get("ms", 50)) / 1000)
+            token = (ctx.meta or {}).get("progress_token")
+            if token is not None:
+                await ctx.session.send_progress_notification(
+                    token, i, n, f"counted {i}", related_request_id=ctx.request_id
+                )
+        return text(f"counted to {n}")
     if params.name == "book_table":
         if not got:
             return types.InputRequiredResult(

@@ -64,6 +64,10 @@ pub fn ToolCard(
     #[prop(optional)] early_view: bool,
 ) -> impl IntoView {
     let key: CallKey = (owner, call.id.clone());
+    let progress = {
+        let (progress, key) = (chat.progress.clone(), key.clone());
+        move || progress.with(|m| m.get(&key).cloned())
+    };
     let args = serde_json::to_string_pretty(&call.arguments).unwrap_or_default();
     let results = chat.results.clone();
     let running = chat.running.clone();
@@ -110,6 +114,20 @@ pub fn ToolCard(
             </summary>
             <div class="lmck-tool-label">"Arguments"</div>
             <pre class="lmck-tool-args">{args}</pre>
+            {move || progress().map(|p| {
+                let label = p.message.clone().unwrap_or_else(|| match p.total {
+                    Some(t) => format!("{} of {}", p.progress, t),
+                    None => format!("{}", p.progress),
+                });
+                view! {
+                    <div class="lmck-tool-progress">
+                        <progress aria-label="Progress of the tool call"
+                            value=p.progress.to_string()
+                            max=p.total.map(|t| t.to_string())></progress>
+                        <span class="lmck-tool-progress-text">{label}</span>
+                    </div>
+                }
+            })}
             {move || result().map(|(text, err)| {
                 let stale = stale_server(&text, err);
                 view! {

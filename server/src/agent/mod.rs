@@ -53,7 +53,7 @@ use crate::access::approval::Approvals;
 use crate::access::input::{InputTickets, Subject};
 use crate::access::{self, Scope};
 use crate::access::{Again, TaskGuard};
-use crate::host::{CompleteRequest, Host, RequestContext, ToolInput};
+use crate::host::{CompleteRequest, Host, ProgressSink, RequestContext, ToolInput, ToolProgress};
 
 /// Default cap on model calls per request.
 pub const DEFAULT_MAX_STEPS: usize = 10;
@@ -102,6 +102,11 @@ pub(crate) enum AgentEvent {
     InputRequested {
         call_id: String,
         request: InputRequired,
+    },
+    /// How far a running call is, as its server reports.
+    ToolProgress {
+        call_id: String,
+        progress: ToolProgress,
     },
     /// The call runs as a task on its server: its state now (reported at each poll).
     TaskState { call_id: String, task: ToolTask },
@@ -349,6 +354,18 @@ impl Agent {
             .into_iter()
             .map(|(call, again)| async move {
                 let host = &*self.host;
+                // The call's progress reports go out as they come (dropped when the channel is
+                // full: a later report says more).
+                let sink = {
+                    let (out, id) = (calls.out.clone(), call.id.clone());
+                    ProgressSink(Arc::new(move |progress| {
+                        let _ = out.try_send(AgentEvent::ToolProgress {
+                            call_id: id.clone(),
+                            progress,
+                        });
+                    }))
+                };
+                let scope = &scope.clone().with_extension(sink);
                 let mut result =
                     match access::call_tool_with(host, scope, &call.name, &call.arguments, again)
                         .await

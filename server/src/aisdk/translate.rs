@@ -19,6 +19,8 @@
 //! - A call that waits for the user's input is a `data-input-request` part (its id the call's
 //!   id, its payload [`InputRequestData`]) instead of an output; the finish reason is then
 //!   `tool-calls`, as when approvals wait.
+//! - A running call's progress reports (MCP `notifications/progress`) are a `data-tool-progress`
+//!   part (its id the call's id, replaced at each report, payload [`ToolProgressData`]).
 //! - A call that runs as a task reports its state as a `data-tool-task` part (its id the
 //!   call's id, replaced at each change, payload [`ToolTaskData`]) before its output.
 //! - The end is `message-metadata` (model, usage, time) then `finish`; an upstream failure is
@@ -38,8 +40,8 @@ use lmchatkit_protocol::ui_stream::{
     UiChunk, UiDataChunk, UiFinishReason, UiMessageMetadata, UiUsage,
 };
 use lmchatkit_protocol::{
-    FinishReason, INPUT_REQUEST_DATA, InputRequestData, TOOL_TASK_DATA, ToolCall, ToolTaskData,
-    Usage,
+    FinishReason, INPUT_REQUEST_DATA, InputRequestData, TOOL_PROGRESS_DATA, TOOL_TASK_DATA,
+    ToolCall, ToolProgressData, ToolTaskData, Usage,
 };
 use serde_json::Value;
 
@@ -232,6 +234,20 @@ impl Translator {
                 }
             }
             AgentEvent::ToolDenied { call_id } => out.push(UiChunk::tool_output_denied(call_id)),
+            AgentEvent::ToolProgress { call_id, progress } => {
+                let data = ToolProgressData {
+                    tool_call_id: call_id.clone(),
+                    progress: progress.progress,
+                    total: progress.total,
+                    message: progress.message,
+                };
+                out.push(UiChunk::Data(UiDataChunk {
+                    name: TOOL_PROGRESS_DATA.into(),
+                    id: Some(call_id),
+                    data: serde_json::to_value(data).unwrap_or(Value::Null),
+                    transient: None,
+                }));
+            }
             AgentEvent::TaskState { call_id, task } => {
                 let data = ToolTaskData {
                     tool_call_id: call_id.clone(),

@@ -105,6 +105,12 @@ impl RequestContext {
         &self.extensions
     }
 
+    /// The context with `value` among its extensions (replacing one of its type).
+    pub fn with_extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
+        self
+    }
+
     /// The request's headers.
     pub fn headers(&self) -> &HeaderMap {
         &self.headers
@@ -145,6 +151,40 @@ pub struct CompleteRequest {
     pub tools: Vec<Tool>,
     /// Persona params overridden key by key by the request's; empty when none.
     pub params: Params,
+}
+
+/// How far a running tool call is (MCP's `notifications/progress`), as its server says.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct ToolProgress {
+    /// The progress so far (increases).
+    pub progress: f64,
+    /// The total, when the server knows it.
+    pub total: Option<f64>,
+    /// What the server says of it.
+    pub message: Option<String>,
+}
+
+impl ToolProgress {
+    /// Progress without a total or message.
+    pub fn new(progress: f64) -> Self {
+        Self {
+            progress,
+            ..Self::default()
+        }
+    }
+}
+
+/// Where a tool call's progress goes: put into the [`RequestContext`]'s extensions of the
+/// call's scope by the service ([`RequestContext::with_extension`]); a host whose tools report
+/// progress (the MCP hub) calls it as reports come.
+#[derive(Clone)]
+pub struct ProgressSink(pub std::sync::Arc<dyn Fn(ToolProgress) + Send + Sync>);
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressSink")
+    }
 }
 
 /// The user's answers to a tool's request for input, for [`Host::call_tool_with_input`].

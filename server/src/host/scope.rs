@@ -89,6 +89,13 @@ impl Scope {
         &self.cx
     }
 
+    /// The scope with `value` among its context's extensions (e.g. a
+    /// [`ProgressSink`](crate::host::ProgressSink) for one call).
+    pub fn with_extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.cx = self.cx.with_extension(value);
+        self
+    }
+
     /// The caller.
     pub fn principal(&self) -> Principal {
         self.cx.principal()

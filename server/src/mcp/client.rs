@@ -80,6 +80,7 @@ impl Server {
                 events,
                 refreshes: Refreshes::default(),
                 server: me.clone(),
+                progress: Mutex::new(std::collections::HashMap::new()),
             }),
             cfg,
             conn: tokio::sync::Mutex::new(ConnState::default()),
@@ -614,15 +615,16 @@ impl Server {
         }
     }
 
-    /// One `tools/call`: a result, or the server's request for the user's input (a task is
-    /// not asked for: the hub does not advertise the tasks extension). With `input`, the call
-    /// made again with the user's answers and the server's `requestState`.
+    /// One `tools/call`: a result, the server's request for the user's input, or a task. With
+    /// `input`, the call made again with the user's answers and the server's `requestState`;
+    /// with `progress`, the call's progress reports go there while it runs.
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: Option<Map<String, Value>>,
         timeout: Duration,
         input: Option<&crate::host::ToolInput>,
+        progress: Option<crate::host::ProgressSink>,
     ) -> Result<rmcp::model::CallToolResponse, CallError> {
         let mut params = CallToolRequestParams::new(name.to_owned());
         if let Some(a) = arguments {
@@ -638,9 +640,52 @@ impl Server {
             );
             params.request_state = input.request_state.clone();
         }
+        let Some(sink) = progress else {
+            return self
+                .run(timeout, |c| {
+                    let params = params.clone();
+                    async move { c.svc.peer().call_tool_once(params).await }
+                })
+                .await;
+        };
+        // rmcp gives every request a progress token of its own: the call is sent by hand to
+        // learn it, and its reports go to `sink` while it runs.
+        let shared = self.shared.clone();
         self.run(timeout, |c| {
-            let params = params.clone();
-            async move { c.svc.peer().call_tool_once(params).await }
+            let (params, sink, shared) = (params.clone(), sink.clone(), shared.clone());
+            async move {
+                use rmcp::model::{ClientRequest, NumberOrString, ServerResult};
+                let peer = c.svc.peer().clone();
+                let handle = peer
+                    .send_request_with_option(
+                        ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)),
+                        rmcp::service::PeerRequestOptions::no_options(),
+                    )
+                    .await?;
+                let token = match &handle.progress_token.0 {
+                    NumberOrString::String(s) => s.to_string(),
+                    NumberOrString::Number(n) => n.to_string(),
+                };
+                shared
+                    .progress
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(token.clone(), sink);
+                let _registered = ProgressToken(shared.clone(), token);
+                let mut cancel = CancelOnDrop(Some((peer, handle.id.clone())));
+                let result = handle.await_response().await;
+                cancel.0 = None;
+                match result? {
+                    ServerResult::CallToolResult(r) => {
+                        Ok(rmcp::model::CallToolResponse::Complete(r))
+                    }
+                    ServerResult::InputRequiredResult(r) => {
+                        Ok(rmcp::model::CallToolResponse::InputRequired(r))
+                    }
+                    ServerResult::CreateTaskResult(r) => Ok(rmcp::model::CallToolResponse::Task(r)),
+                    _ => Err(rmcp::ServiceError::UnexpectedResponse),
+                }
+            }
         })
         .await
     }
@@ -699,5 +744,40 @@ impl Server {
             async move { c.svc.peer().read_resource(params).await }
         })
         .await
+    }
+}
+
+/// Tells the server a call was abandoned (`notifications/cancelled`) when dropped armed, as
+/// rmcp's own `call_tool_once` does.
+struct CancelOnDrop(Option<(rmcp::Peer<rmcp::RoleClient>, rmcp::model::RequestId)>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some((peer, id)) = self.0.take() else {
+            return;
+        };
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = peer
+                    .notify_cancelled(rmcp::model::CancelledNotificationParam::new(
+                        Some(id),
+                        Some("the caller no longer waits".into()),
+                    ))
+                    .await;
+            });
+        }
+    }
+}
+
+/// A call's progress token, taken out of the registry when the call ends (or is dropped).
+struct ProgressToken(Arc<Shared>, String);
+
+impl Drop for ProgressToken {
+    fn drop(&mut self) {
+        self.0
+            .progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.1);
     }
 }

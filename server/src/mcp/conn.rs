@@ -69,6 +69,8 @@ pub(crate) struct Shared {
     pub refreshes: Refreshes,
     /// The server, to refresh a listing when a notification outdates it.
     pub server: Weak<Server>,
+    /// Where each running call's progress goes, by its progress token.
+    pub progress: Mutex<std::collections::HashMap<String, crate::host::ProgressSink>>,
 }
 
 impl Shared {
@@ -155,6 +157,33 @@ impl ClientHandler for Handler {
         Ok(rmcp::model::ElicitResult::new(
             rmcp::model::ElicitationAction::Cancel,
         ))
+    }
+
+    /// A running call's progress goes to its sink (an unknown token, or one whose call ended,
+    /// is dropped).
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _cx: NotificationContext<RoleClient>,
+    ) {
+        let token = match &params.progress_token.0 {
+            rmcp::model::NumberOrString::String(s) => s.to_string(),
+            rmcp::model::NumberOrString::Number(n) => n.to_string(),
+        };
+        let sink = self
+            .0
+            .progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&token)
+            .cloned();
+        if let Some(sink) = sink {
+            (sink.0)(crate::host::ToolProgress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message.clone(),
+            });
+        }
     }
 
     async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {

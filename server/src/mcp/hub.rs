@@ -18,7 +18,7 @@ use super::listing::Wait;
 use super::oauth::OperatorOAuth;
 use super::outbound::OutboundPolicy;
 use crate::access::Scope;
-use crate::host::{HostError, Principal, ToolInput, ToolSource};
+use crate::host::{HostError, Principal, ProgressSink, ToolInput, ToolSource};
 use crate::live::events::EventBroadcaster;
 use rmcp::model::CallToolResponse;
 
@@ -541,7 +541,13 @@ impl McpHub {
             })
             .flatten();
         match s
-            .call_tool(&original, args, self.inner.call_timeout, input)
+            .call_tool(
+                &original,
+                args,
+                self.inner.call_timeout,
+                input,
+                scope.cx().extensions().get::<ProgressSink>().cloned(),
+            )
             .await
         {
             Ok(CallToolResponse::Complete(r)) => {

@@ -6,12 +6,20 @@
 //! ticket bound to the principal, `call_id`, the tool and its arguments); the UI asks the user
 //! and posts the same call again with `input` (the ticket and the answers). The rules are
 //! [`crate::access::input`]'s.
+//!
+//! Asked for as `text/event-stream`, the answer is events ([`ToolCallEvent`]): the call's
+//! progress reports (MCP `notifications/progress`) as they come, then its result, which ends
+//! the stream. The UI asks so for the model's calls and shows a progress bar on the card.
 
-use lmchatkit_protocol::ToolCallRequest;
+use std::sync::Arc;
 
-use crate::access::{self, Again, Role, input::Subject};
+use lmchatkit_protocol::{CallProgress, ToolCallEvent, ToolCallRequest};
+
+use crate::access::{self, Again, Role, Scope, input::Subject};
 use crate::api::{ApiError, Response, json};
+use crate::host::{ProgressSink, ToolProgress};
 use crate::routes::Req;
+use crate::sse;
 use crate::state::State;
 
 pub(crate) async fn call(state: &State, mut req: Req) -> Result<Response, ApiError> {
@@ -44,6 +52,9 @@ pub(crate) async fn call(state: &State, mut req: Req) -> Result<Response, ApiErr
         }),
         (None, None) => None,
     };
+    if wants_events(&req.parts.headers) {
+        return Ok(streamed(state, scope, body, arguments, again));
+    }
     let mut result =
         access::call_tool_with(host, &scope, &body.name, &body.arguments, again).await?;
     if scope.role() == Role::App && result.task.is_some() {
@@ -53,4 +64,98 @@ pub(crate) async fn call(state: &State, mut req: Req) -> Result<Response, ApiErr
     }
     let result = state.input_tickets.issue(&scope, &subject, result);
     Ok(json(http::StatusCode::OK, &result))
+}
+
+/// Where a streamed call is: running (its result to come), its result ready (the reports still
+/// queued go first), or done.
+enum Events<F> {
+    Running(
+        std::pin::Pin<Box<F>>,
+        tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>,
+    ),
+    Draining(
+        bytes::Bytes,
+        tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>,
+    ),
+    Done,
+}
+
+/// Whether the caller asks for the call as events (`Accept: text/event-stream`).
+fn wants_events(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("text/event-stream"))
+}
+
+/// The call as server-sent events: its progress reports as they come, then its result (or
+/// an error), which ends the stream. The checks have run: what fails now is an `error` event.
+/// Dropping the body (the caller left) drops the call, as a dropped JSON request does.
+fn streamed(
+    state: &State,
+    scope: Scope,
+    body: ToolCallRequest,
+    arguments: serde_json::Value,
+    again: Option<Again>,
+) -> Response {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let sink = ProgressSink(Arc::new(move |p: ToolProgress| {
+        let event = ToolCallEvent::Progress(CallProgress {
+            progress: p.progress,
+            total: p.total,
+            message: p.message,
+        });
+        let _ = tx.send(sse::frame(None, &event));
+    }));
+    let (host, tickets) = (state.host.clone(), state.input_tickets.clone());
+    let call = async move {
+        let scope = scope.with_extension(sink);
+        let mut result =
+            access::call_tool_with(&*host, &scope, &body.name, &body.arguments, again).await;
+        // The scope held the sink: without it the progress stream ends once its queue is read.
+        let principal = scope.principal();
+        let plain = scope.clone();
+        drop(scope);
+        let event = match result.as_mut() {
+            Ok(result) => {
+                let subject = Subject {
+                    principal: principal.id(),
+                    thread: "",
+                    call_id: body.call_id.as_deref().unwrap_or(""),
+                    tool: body.name.trim(),
+                    input: &arguments,
+                };
+                ToolCallEvent::Result {
+                    result: tickets.issue(&plain, &subject, std::mem::take(result)),
+                }
+            }
+            Err(e) => ToolCallEvent::Error {
+                error: e.to_string(),
+            },
+        };
+        sse::frame(None, &event)
+    };
+    // Reports as they come; once the call has its result, the reports still queued, then it.
+    let frames = futures_util::stream::unfold(Events::Running(Box::pin(call), rx), |st| async {
+        let (call, mut rx) = match st {
+            Events::Running(call, rx) => (call, rx),
+            Events::Draining(last, mut rx) => {
+                return Some(match rx.try_recv() {
+                    Ok(f) => (f, Events::Draining(last, rx)),
+                    Err(_) => (last, Events::Done),
+                });
+            }
+            Events::Done => return None,
+        };
+        let mut call = call;
+        tokio::select! {
+            Some(f) = rx.recv() => Some((f, Events::Running(call, rx))),
+            last = &mut call => Some(match rx.try_recv() {
+                Ok(f) => (f, Events::Draining(last, rx)),
+                Err(_) => (last, Events::Done),
+            }),
+        }
+    });
+    sse::response(frames, state.settings.heartbeat)
 }

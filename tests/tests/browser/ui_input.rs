@@ -2,7 +2,8 @@
 //! call's card (typed fields, a required one checked, defaults), the answer reaching the tool and
 //! the turn going on; the same request after a reload; a URL's consent card showing the whole URL
 //! and its host; a decline reaching the tool; a call that runs as a task shown with its state,
-//! polled to its result across a reload, and cancelled from its card.
+//! polled to its result across a reload, and cancelled from its card; a running call's progress
+//! as a bar on its card.
 //!
 //! The host asks as an MCP hub does (`ToolResult::input_required`, then
 //! `Host::call_tool_with_input`); the hub itself is tested against a real Python MCP server
@@ -14,8 +15,8 @@ use lmchatkit::protocol::{
 };
 use lmchatkit::store::MemoryStore;
 use lmchatkit::{
-    CompleteRequest, EventStream, Host, HostError, RequestContext, Scope, ToolInput, ToolSource,
-    async_trait,
+    CompleteRequest, EventStream, Host, HostError, ProgressSink, RequestContext, Scope, ToolInput,
+    ToolProgress, ToolSource, async_trait,
 };
 use lmchatkit_tests::browser::app::{ONE_AT_A_TIME, idle, setup_hosted, start_chat};
 use serde_json::{Value, json};
@@ -67,6 +68,7 @@ impl<H: Host> Host for Asking<H> {
         tools.push(Tool::new("book_table"));
         tools.push(Tool::new("sign_in"));
         tools.push(Tool::new("long_job"));
+        tools.push(Tool::new("counter"));
         Ok(tools)
     }
     async fn call_tool(
@@ -103,6 +105,20 @@ impl<H: Host> Host for Asking<H> {
                 "signin",
             )),
             "long_job" => Ok(task_result(0)),
+            "counter" => {
+                // Reports progress as an MCP server does, through the call's sink.
+                let sink = scope.cx().extensions().get::<ProgressSink>().cloned();
+                for i in 1..=3u32 {
+                    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+                    if let Some(s) = &sink {
+                        let mut p = ToolProgress::new(f64::from(i));
+                        p.total = Some(3.0);
+                        p.message = Some(format!("counted {i}"));
+                        (s.0)(p);
+                    }
+                }
+                Ok(ToolResult::text("counted to 3"))
+            }
             _ => self.0.call_tool(scope, name, arguments).await,
         }
     }
@@ -286,5 +302,36 @@ async fn a_task_shows_its_state_is_polled_across_a_reload_and_cancels_from_its_c
     b.click(".lmck-task-cancel").await;
     b.wait_text(".lmck-tool-result", "the task was cancelled")
         .await;
+    idle(b).await;
+}
+
+/// A running call's progress reports show as a bar with the server's message on its card, and
+/// go once the result is in.
+#[tokio::test]
+async fn a_running_calls_progress_shows_on_its_card_until_its_result() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_hosted(Asking, |c| c.history(MemoryStore::new())).await else {
+        return;
+    };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("call tool counter").await;
+    b.click(".lmck-allow").await;
+    b.wait_text(".lmck-tool-progress-text", "counted").await;
+    let value = b
+        .js("const p = document.querySelector('.lmck-tool-progress progress'); return [p.value, p.max];")
+        .await;
+    assert!(
+        value[0].as_f64().is_some_and(|v| (1.0..=3.0).contains(&v)) && value[1] == json!(3),
+        "{value}"
+    );
+    b.screenshot("23-tool-progress").await;
+    b.wait_text(".lmck-tool-result", "counted to 3").await;
+    assert_eq!(
+        b.js("return document.querySelectorAll('.lmck-tool-progress').length;")
+            .await,
+        json!(0),
+        "the bar goes with the result"
+    );
     idle(b).await;
 }

@@ -3,6 +3,8 @@
 //! (`tests/python/elicit_server.py`, installed by `scripts/setup-test.sh`): the hub, the native
 //! tool call route (a ticket, the answers, the checks), and the AI SDK route's server-side loop
 //! (a `data-input-request` part, the answers in the next request, through another instance).
+//! Progress reports of a running call, through the native route's events and the AI SDK's
+//! `data-tool-progress` parts.
 //! Skipped with a note when the Python package is missing.
 
 use std::time::Duration;
@@ -426,4 +428,74 @@ async fn an_ai_sdk_turn_waits_for_input_and_the_answer_through_another_instance_
         .await
         .unwrap();
     assert_eq!(res.status(), 400);
+}
+
+#[tokio::test]
+async fn a_calls_progress_streams_to_the_native_route_and_the_ai_sdk_before_its_result() {
+    let Some((_mock, svc)) = service(lmchatkit::DEFAULT_INPUT_TTL).await else {
+        return;
+    };
+    let alice = serve_as(svc, Principal::new("alice")).await;
+    let res = reqwest::Client::new()
+        .post(alice.url("/chat/api/tools/call"))
+        .header("accept", "text/event-stream")
+        .json(&call("elicit__counter", json!({"n": 3, "ms": 100})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-type"], "text/event-stream");
+    // The first report arrives while the call still runs.
+    let mut stream = res.bytes_stream();
+    let first = tokio::time::timeout(
+        Duration::from_secs(5),
+        futures_util::StreamExt::next(&mut stream),
+    )
+    .await
+    .expect("a first frame")
+    .unwrap()
+    .unwrap();
+    let first = String::from_utf8_lossy(&first).to_string();
+    assert!(first.contains(r#""type":"progress""#), "{first}");
+    let mut rest = first;
+    while let Some(Ok(b)) = futures_util::StreamExt::next(&mut stream).await {
+        rest.push_str(&String::from_utf8_lossy(&b));
+    }
+    let events: Vec<Value> = rest
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect();
+    assert_eq!(
+        events,
+        [
+            json!({"type": "progress", "progress": 1.0, "total": 3.0, "message": "counted 1"}),
+            json!({"type": "progress", "progress": 2.0, "total": 3.0, "message": "counted 2"}),
+            json!({"type": "progress", "progress": 3.0, "total": 3.0, "message": "counted 3"}),
+            json!({"type": "result", "result": {"content": "counted to 3"}}),
+        ]
+    );
+
+    let body = json!({"id": "thread-progress", "trigger": "submit-message", "model": "mock-small",
+        "messages": [{"id": "u1", "role": "user", "parts": [
+            {"type": "text", "text": "call tool elicit__counter {\"n\": 2, \"ms\": 50}"}]}]});
+    let res = reqwest::Client::new()
+        .post(alice.url("/chat/api/aisdk/chat"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let out = chunks(res).await;
+    let progress: Vec<&Value> = out
+        .iter()
+        .filter(|c| c["type"] == "data-tool-progress")
+        .collect();
+    assert_eq!(progress.len(), 2, "{out:?}");
+    assert_eq!(progress[1]["id"], "call_mcp");
+    assert_eq!(
+        progress[1]["data"],
+        json!({"toolCallId": "call_mcp", "progress": 2.0, "total": 2.0, "message": "counted 2"})
+    );
+    let at = |t: &str| out.iter().position(|c| c["type"] == t).unwrap();
+    assert!(at("data-tool-progress") < at("tool-output-available"));
 }
