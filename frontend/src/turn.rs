@@ -571,6 +571,15 @@ pub fn answer_input(
             r.remove(&key);
         });
         let (text, is_error, extra) = match res {
+            Ok(mut r) if r.task.is_some() => {
+                // Answers to a task's question: the task goes on, polled as before.
+                set_input_request(&ui, &call.id, r.input_required.take());
+                set_task(&ui, &call.id, r.task.take());
+                persist(store, &chat);
+                store.busy.set(false);
+                follow_task(store, chat, ui, call.id.clone());
+                return;
+            }
             Ok(mut r) => match r.input_required.take() {
                 Some(request) => {
                     set_input_request(&ui, &call.id, Some(request));
@@ -650,6 +659,11 @@ pub fn follow_task(store: Store, chat: Chat, ui: UiMessage, call_id: String) {
                 break;
             };
             let Some(task) = call.task.clone() else { break };
+            if call.input_request.is_some() && !CANCEL.with(|c| c.borrow().contains(&key)) {
+                // The task asked the user: no polling until they answer (`answer_input`).
+                crate::timer::sleep(300).await;
+                continue;
+            }
             let cancel = CANCEL.with(|c| c.borrow_mut().remove(&key));
             if !cancel {
                 let wait = task.poll_interval_ms.unwrap_or(1000).clamp(100, 5000);
@@ -674,6 +688,10 @@ pub fn follow_task(store: Store, chat: Chat, ui: UiMessage, call_id: String) {
                 Ok(mut r) => match r.task.take() {
                     Some(t) => {
                         set_task(&ui, &call.id, Some(t));
+                        if let Some(request) = r.input_required.take() {
+                            set_input_request(&ui, &call.id, Some(request));
+                            persist(store, &chat);
+                        }
                         continue;
                     }
                     None => (r.content.clone(), r.is_error, Some(r)),
@@ -681,6 +699,7 @@ pub fn follow_task(store: Store, chat: Chat, ui: UiMessage, call_id: String) {
                 Err(e) => (format!("[error] {e}"), true, None),
             };
             set_task(&ui, &call.id, None);
+            set_input_request(&ui, &call.id, None);
             record(&chat, &ui, &call, key.clone(), text, is_error, extra);
             persist(store, &chat);
             POLLING.with(|p| p.borrow_mut().remove(&key));

@@ -2,7 +2,8 @@
 //! 2026-07-28, SEP-2663, through rmcp's `TaskManager`): `long_job {steps, ms}` answers
 //! `tools/call` with a task at once, says "step i of n" as it goes, and completes with
 //! "job done after n steps"; `tasks/cancel` stops it (counted in [`TaskServer::cancelled`]).
-//! `quick` answers at once, as an ordinary tool.
+//! `quick` answers at once, as an ordinary tool. `ask_job` asks the user for a name from inside
+//! its task (`tasks/update` answers it) and completes with "hello {name}" (or what they did).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -76,6 +77,7 @@ impl ServerHandler for TaskServer {
                 serde_json::json!({"steps": {"type": "integer"}, "ms": {"type": "integer"}}),
             ),
             tool("quick", serde_json::json!({})),
+            tool("ask_job", serde_json::json!({})),
         ]))
     }
 
@@ -88,6 +90,39 @@ impl ServerHandler for TaskServer {
         let num = |k: &str, d: u64| args.get(k).and_then(|v| v.as_u64()).unwrap_or(d);
         match request.name.as_ref() {
             "quick" => Ok(CallToolResult::success(vec![ContentBlock::text("quick result")]).into()),
+            "ask_job" => {
+                let task =
+                    self.tasks
+                        .spawn(TaskOptions::new().with_poll_interval_ms(100), move |cx| {
+                            Box::pin(async move {
+                                let schema = ElicitationSchema::builder()
+                                    .required_string("name")
+                                    .build()
+                                    .map_err(|e| {
+                                        TaskExit::Error(McpError::internal_error(e, None))
+                                    })?;
+                                let ask = ElicitRequest::new(
+                                    ElicitRequestParams::FormElicitationParams {
+                                        meta: None,
+                                        message: "Your name?".into(),
+                                        requested_schema: schema,
+                                    },
+                                );
+                                let answer = cx
+                                    .request_input("who", InputRequest::Elicitation(ask))
+                                    .await?;
+                                let text = match answer["action"].as_str() {
+                                    Some("accept") => format!(
+                                        "hello {}",
+                                        answer["content"]["name"].as_str().unwrap_or("?")
+                                    ),
+                                    other => format!("not told: {}", other.unwrap_or("?")),
+                                };
+                                Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+                            })
+                        });
+                Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+            }
             "long_job" => {
                 let (steps, ms) = (num("steps", 3), num("ms", 300));
                 let cancelled = self.cancelled.clone();
@@ -129,6 +164,15 @@ impl ServerHandler for TaskServer {
     ) -> Result<GetTaskResult, McpError> {
         self.polls.fetch_add(1, Ordering::SeqCst);
         Ok(GetTaskResult::new(self.tasks.get_task(&request.task_id)?))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks
+            .update_task(&request.task_id, request.input_responses)
     }
 
     async fn cancel_task(

@@ -238,10 +238,10 @@ fn AssistantBubble(ui: UiMessage, chat: Chat, created: Option<i64>) -> impl Into
                         || c.task.is_some()
                 })
                 .map(|c| {
-                    if c.task.is_some() {
-                        view! { <TaskCard call=c chat=chat.clone() ui=ui.clone() /> }.into_any()
-                    } else if c.input_request.is_some() {
+                    if c.input_request.is_some() {
                         view! { <InputCard call=c chat=chat.clone() ui=ui.clone() /> }.into_any()
+                    } else if c.task.is_some() {
+                        view! { <TaskCard call=c chat=chat.clone() ui=ui.clone() /> }.into_any()
                     } else {
                         view! { <ApprovalCard call=c chat=chat.clone() ui=ui.clone() /> }.into_any()
                     }

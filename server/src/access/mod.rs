@@ -209,6 +209,11 @@ pub(crate) async fn follow_task(
 ) -> ToolResult {
     let started = std::time::Instant::now();
     while let Some(task) = result.task.take() {
+        if result.input_required.is_some() {
+            // The task waits for the user: the caller asks them (the task goes on meanwhile).
+            result.task = Some(task);
+            return result;
+        }
         on_state(&task);
         if started.elapsed() > TASK_FOLLOW_FOR {
             let _ = call_tool_with(

@@ -198,6 +198,9 @@ pub struct ToolInput {
     pub request_state: Option<String>,
     /// The request expired before the user answered (the answers are all `cancel`).
     pub expired: bool,
+    /// The task that asked, when the request came from inside a call's task (the answers
+    /// then go to the task, MCP's `tasks/update`, and the task goes on).
+    pub task_id: Option<String>,
 }
 
 /// Where a tool comes from, for the same-server checks of MCP App calls.

@@ -716,6 +716,26 @@ impl Server {
         .await
     }
 
+    /// `tasks/update`: the user's answers to a task's requests for input.
+    pub async fn update_task(
+        &self,
+        task_id: &str,
+        responses: rmcp::model::InputResponses,
+        timeout: Duration,
+    ) -> Result<(), CallError> {
+        let id = task_id.to_owned();
+        self.run(timeout, |c| {
+            let (id, responses) = (id.clone(), responses.clone());
+            async move {
+                c.svc
+                    .peer()
+                    .update_task(rmcp::model::UpdateTaskParams::new(id, responses))
+                    .await
+            }
+        })
+        .await
+    }
+
     pub async fn get_prompt(
         &self,
         name: &str,

@@ -447,6 +447,26 @@ impl McpHub {
         arguments: Value,
         input: ToolInput,
     ) -> Result<ToolResult, HostError> {
+        if let Some(task_id) = &input.task_id {
+            // Answers to the task's own requests: `tasks/update`, then the task as it is now.
+            let Some((s, _)) = self.resolve_tool(scope, name).await else {
+                return Err(HostError::NotFound(format!("unknown tool {name:?}")));
+            };
+            let responses = input
+                .answers
+                .iter()
+                .map(|(k, a)| (k.clone(), serde_json::to_value(a).unwrap_or(Value::Null)))
+                .collect();
+            if let Err(e) = s
+                .update_task(task_id, responses, self.inner.call_timeout)
+                .await
+            {
+                return Ok(ToolResult::error(format!(
+                    "the answers could not reach {name}'s task: {e}"
+                )));
+            }
+            return self.poll_tool_task(scope, name, task_id, false).await;
+        }
         self.call(scope, name, arguments, Some(&input)).await
     }
 
@@ -501,12 +521,20 @@ impl McpHub {
             TaskPayload::Cancelled => {
                 ToolResult::error(format!("tool {name}'s task was cancelled"))
             }
-            TaskPayload::InputRequired { .. } => {
-                let _ = s.task(task_id, true, self.inner.call_timeout).await;
-                ToolResult::error(format!(
-                    "tool {name}'s task asked for the user's input inside the task, which this \
-                     host does not offer yet; it was cancelled"
-                ))
+            TaskPayload::InputRequired { input_requests } => {
+                // The task asks the user: its state, with the questions (answered through
+                // `tasks/update`, see `call_tool_with_input`).
+                let asked = rmcp::model::InputRequiredResult::from_input_requests(input_requests);
+                let mut out = convert::task(&got.task.task, name);
+                out.input_required = convert::input_required(&asked, name).input_required;
+                if out.input_required.is_none() {
+                    let _ = s.task(task_id, true, self.inner.call_timeout).await;
+                    return Ok(ToolResult::error(format!(
+                        "tool {name}'s task asked for something other than the user's input; \
+                         it was cancelled"
+                    )));
+                }
+                out
             }
             _ => convert::task(&got.task.task, name),
         })

@@ -2,7 +2,7 @@
 //! `mcp::oauth`'s), and the client ID metadata document:
 //! - `GET {prefix}/mcp/operator`: a page listing those servers, each signed in or not, with a
 //!   "Sign in" button (a form posting to the next route);
-//! - `POST {prefix}/mcp/operator/{server}`: starts a sign-in and answers `303` to the
+//! - `POST {prefix}/mcp/operator/sign-in/{server}`: starts a sign-in and answers `303` to the
 //!   authorization page;
 //! - `GET {prefix}/mcp/operator/callback`: where the authorization server sends the browser
 //!   back; a page saying how it went;

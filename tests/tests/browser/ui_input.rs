@@ -40,6 +40,21 @@ fn asks(key: &str, message: &str, kind: InputKind, state: &str) -> ToolResult {
     }
 }
 
+/// A task `id` in `status`, polled every 100 ms.
+fn a_task(id: &str, status: TaskState) -> ToolResult {
+    ToolResult {
+        content: "runs as a task".into(),
+        task: Some(Box::new(ToolTask {
+            status,
+            status_message: None,
+            poll_interval_ms: Some(100),
+            ticket: None,
+            task_id: id.into(),
+        })),
+        ..ToolResult::default()
+    }
+}
+
 /// The task of `long_job` after `n` polls (its id counts them: the host keeps no state).
 fn task_result(n: u32) -> ToolResult {
     ToolResult {
@@ -69,6 +84,7 @@ impl<H: Host> Host for Asking<H> {
         tools.push(Tool::new("sign_in"));
         tools.push(Tool::new("long_job"));
         tools.push(Tool::new("counter"));
+        tools.push(Tool::new("ask_task"));
         Ok(tools)
     }
     async fn call_tool(
@@ -105,6 +121,7 @@ impl<H: Host> Host for Asking<H> {
                 "signin",
             )),
             "long_job" => Ok(task_result(0)),
+            "ask_task" => Ok(a_task("ask-0", TaskState::Working)),
             "counter" => {
                 // Reports progress as an MCP server does, through the call's sink.
                 let sink = scope.cx().extensions().get::<ProgressSink>().cloned();
@@ -132,6 +149,24 @@ impl<H: Host> Host for Asking<H> {
         if cancel {
             return Ok(ToolResult::error("the task was cancelled"));
         }
+        if task_id == "ask-0" {
+            // The task asks the user from inside.
+            let mut r = a_task("ask-1", TaskState::InputRequired);
+            r.input_required = asks(
+                "who",
+                "Who runs the job?",
+                InputKind::Form {
+                    schema: json!({"type": "object", "properties": {"name": {"type": "string"}},
+                                   "required": ["name"]}),
+                },
+                "",
+            )
+            .input_required;
+            return Ok(r);
+        }
+        if let Some(name) = task_id.strip_prefix("ask-done-") {
+            return Ok(ToolResult::text(format!("hello {name}")));
+        }
         let n: u32 = task_id.trim_start_matches("job-").parse().unwrap_or(0) + 1;
         // Done at the 40th poll (4 s at 100 ms): time to reload in the middle.
         Ok(if n >= 40 {
@@ -147,6 +182,17 @@ impl<H: Host> Host for Asking<H> {
         _: Value,
         input: ToolInput,
     ) -> Result<ToolResult, HostError> {
+        if input.task_id.as_deref() == Some("ask-1") {
+            // The answer reaches the task, which goes on.
+            let name = input.answers["who"]
+                .content
+                .as_ref()
+                .and_then(|c| c.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_owned();
+            return Ok(a_task(&format!("ask-done-{name}"), TaskState::Working));
+        }
         let (key, answer) = input
             .answers
             .iter()
@@ -333,5 +379,30 @@ async fn a_running_calls_progress_shows_on_its_card_until_its_result() {
         json!(0),
         "the bar goes with the result"
     );
+    idle(b).await;
+}
+
+/// A task that asks the user from inside shows the form on its call; the answer reaches the
+/// task, which goes on to its result.
+#[tokio::test]
+async fn a_task_that_asks_shows_its_form_and_goes_on_with_the_answer() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = setup_hosted(Asking, |c| c.history(MemoryStore::new())).await else {
+        return;
+    };
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("call tool ask_task").await;
+    b.click(".lmck-allow").await;
+    b.wait_text(
+        ".lmck-input-request .lmck-input-message",
+        "Who runs the job?",
+    )
+    .await;
+    b.fill(".lmck-input-request input[name=name]", "Ada").await;
+    b.click(".lmck-input-submit").await;
+    b.wait_text(".lmck-tool-result", "hello Ada").await;
+    b.wait_text(".lmck-assistant .lmck-md", "Tool said: hello Ada")
+        .await;
     idle(b).await;
 }

@@ -2,7 +2,8 @@
 //! rmcp's task runtime (`lmchatkit_tests::task_server`): the hub hands on the task and polls it;
 //! the native route gives a ticket to poll and cancel with, bound like a request for input's;
 //! the AI SDK loop follows the task, reports its states and goes on with its result; a stopped
-//! AI SDK run cancels the task on the server.
+//! AI SDK run cancels the task on the server; a task that asks the user from inside waits and
+//! goes on with the answers (`tasks/update`), through both protocols.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -245,4 +246,98 @@ async fn a_stopped_ai_sdk_run_cancels_the_task_it_follows() {
         "the stop reached the server as tasks/cancel"
     );
     drop(res);
+}
+
+#[tokio::test]
+async fn a_task_that_asks_the_user_waits_and_goes_on_with_the_answers_through_both_protocols() {
+    let server = TaskServer::new();
+    let (_mock, svc) = service(&server).await;
+    let alice = serve_as(svc, Principal::new("alice")).await;
+
+    // Native: the poll that finds the question carries a request for input beside the task.
+    let call = json!({"name": "jobs__ask_job", "arguments": {}, "call_id": "c9"});
+    let (_, mut last) = post(&alice, &call).await;
+    for _ in 0..50 {
+        if last.get("input_required").is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut b = call.clone();
+        b["task"] = json!({"ticket": last["task"]["ticket"]});
+        last = post(&alice, &b).await.1;
+    }
+    assert_eq!(last["task"]["status"], "input_required", "{last}");
+    assert_eq!(
+        last["input_required"]["questions"][0]["key"], "who",
+        "{last}"
+    );
+    let ticket = last["input_required"]["ticket"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The task's own ticket does not answer, nor the question's poll.
+    let mut wrong = call.clone();
+    wrong["input"] = json!({"ticket": last["task"]["ticket"], "answers": {}});
+    assert_eq!(post(&alice, &wrong).await.0, 400);
+    let mut answer = call.clone();
+    answer["input"] = json!({"ticket": ticket, "answers": {"who": {"action": "accept", "content": {"name": "Ada"}}}});
+    let (status, mut now) = post(&alice, &answer).await;
+    assert_eq!(status, 200, "{now}");
+    for _ in 0..50 {
+        if now.get("task").is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut b = call.clone();
+        b["task"] = json!({"ticket": now["task"]["ticket"]});
+        now = post(&alice, &b).await.1;
+    }
+    assert_eq!(now["content"], "hello Ada", "{now}");
+
+    // AI SDK: the turn waits with the task alive, and the answer in the next request goes on.
+    let user = json!({"id": "u1", "role": "user", "parts": [
+        {"type": "text", "text": "call tool jobs__ask_job"}]});
+    let body = json!({"id": "thread-ask", "trigger": "submit-message", "model": "mock-small",
+        "messages": [user]});
+    let res = reqwest::Client::new()
+        .post(alice.url("/chat/api/aisdk/chat"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let first = chunks(res).await;
+    let request = first
+        .iter()
+        .find(|c| c["type"] == "data-input-request")
+        .unwrap_or_else(|| panic!("{first:?}"))
+        .clone();
+    assert_eq!(
+        server.cancelled.load(Ordering::SeqCst),
+        0,
+        "the task lives on"
+    );
+    let message_id = first.iter().find(|c| c["type"] == "start").unwrap()["messageId"].clone();
+    let mut data = request["data"].clone();
+    data["answers"] = json!({"who": {"action": "accept", "content": {"name": "Grace"}}});
+    let assistant = json!({"id": message_id, "role": "assistant", "parts": [
+        {"type": "step-start"},
+        {"type": "dynamic-tool", "toolName": "jobs__ask_job", "toolCallId": "call_mcp",
+         "state": "input-available", "input": {}},
+        {"type": "data-input-request", "id": "call_mcp", "data": data},
+    ]});
+    let again = json!({"id": "thread-ask", "trigger": "submit-message", "model": "mock-small",
+        "messages": [user, assistant]});
+    let res = reqwest::Client::new()
+        .post(alice.url("/chat/api/aisdk/chat"))
+        .json(&again)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let second = chunks(res).await;
+    let output = second
+        .iter()
+        .find(|c| c["type"] == "tool-output-available")
+        .unwrap_or_else(|| panic!("{second:?}"));
+    assert_eq!(output["output"], "hello Grace");
 }

@@ -27,6 +27,11 @@
 //!   [`ConfigBuilder::input_request_ttl`](crate::ConfigBuilder::input_request_ttl)): answers
 //!   that arrive later are all made `cancel`, and the call is made again with them, so the
 //!   server learns the request was dropped and the model gets the server's answer to that.
+//! - **Tasks get tickets too** (a call that runs as a task, MCP's tasks extension): the same
+//!   binding, the task id inside, good for a day (the server's own `ttlMs` usually ends the task
+//!   sooner); only the user or the model's loop polls or cancels it, a view never. A request
+//!   for input from inside a task gets its own ticket naming the task, so its answers go to
+//!   the task (`tasks/update`); a task's ticket never answers a question, nor the other way.
 //! - **The server's `requestState` reaches the browser inside the ticket**, as it reaches any
 //!   MRTR client; it cannot be altered (the HMAC), and servers that keep secrets in it seal it
 //!   themselves, as the spec says they must.
@@ -148,14 +153,28 @@ impl InputTickets {
                     s.tool
                 ));
             }
+            let task_id = std::mem::take(&mut task.task_id);
             let payload = Payload {
                 s: None,
                 k: Vec::new(),
                 e: now_ms().saturating_add(TASK_TICKET_TTL.as_millis() as u64),
-                t: Some(std::mem::take(&mut task.task_id)),
+                t: Some(task_id.clone()),
             };
             task.ticket = Some(self.sign(s, &payload));
             result.task = Some(task);
+            // A request for input from inside the task: its own ticket, naming the task.
+            if let Some(mut req) = result.input_required.take() {
+                let expires = now_ms().saturating_add(self.ttl.as_millis() as u64);
+                let payload = Payload {
+                    s: None,
+                    k: req.questions.iter().map(|q| q.key.clone()).collect(),
+                    e: expires,
+                    t: Some(task_id),
+                };
+                req.ticket = Some(self.sign(s, &payload));
+                req.expires_at_ms = Some(expires);
+                result.input_required = Some(req);
+            }
             return result;
         }
         let Some(mut req) = result.input_required.take() else {
@@ -210,7 +229,7 @@ impl InputTickets {
             ));
         }
         let payload = self.verified(s, &answers.ticket)?;
-        if payload.t.is_some() {
+        if payload.t.is_some() && payload.k.is_empty() {
             return Err(Failure::Invalid(
                 "that ticket is a task's, not a request for input's".into(),
             ));
@@ -233,6 +252,7 @@ impl InputTickets {
             answers: out,
             request_state: payload.s,
             expired,
+            task_id: payload.t,
         })
     }
 }
@@ -275,6 +295,11 @@ impl InputTickets {
             return Err(Failure::Denied("a view does not poll tasks".into()));
         }
         let payload = self.verified(s, ticket)?;
+        if !payload.k.is_empty() {
+            return Err(Failure::Invalid(
+                "that ticket is a request for input's, not a task's".into(),
+            ));
+        }
         if now_ms() > payload.e {
             return Err(Failure::Invalid("the task's ticket has expired".into()));
         }
