@@ -3,7 +3,7 @@
 //! the turn going on; the same request after a reload; a URL's consent card showing the whole URL
 //! and its host; a decline reaching the tool; a call that runs as a task shown with its state,
 //! polled to its result across a reload, and cancelled from its card; a running call's progress
-//! as a bar on its card.
+//! as a bar on its card; a request asked through one instance answered in a tab of another.
 //!
 //! The host asks as an MCP hub does (`ToolResult::input_required`, then
 //! `Host::call_tool_with_input`); the hub itself is tested against a real Python MCP server
@@ -404,5 +404,55 @@ async fn a_task_that_asks_shows_its_form_and_goes_on_with_the_answer() {
     b.wait_text(".lmck-tool-result", "hello Ada").await;
     b.wait_text(".lmck-assistant .lmck-md", "Tool said: hello Ada")
         .await;
+    idle(b).await;
+}
+
+/// A request for input asked through instance A is answered in a tab of instance B (the same
+/// history store and signing secret): B takes A's ticket, and the turn goes on through B.
+#[tokio::test]
+async fn a_request_asked_through_one_instance_is_answered_in_a_tab_of_another() {
+    use lmchatkit::llm::openai::{OpenAiBackend, OpenAiConfig};
+    use lmchatkit::{ChatService, Config};
+    use lmchatkit_tests::test_host::TestHost;
+    const SECRET: &[u8] = b"two-instances-secret-0123456789abcdef";
+    let _one = ONE_AT_A_TIME.lock().await;
+    let store: std::sync::Arc<dyn lmchatkit::store::HistoryStore> =
+        std::sync::Arc::new(MemoryStore::new());
+    let for_a = store.clone();
+    let Some(env) =
+        setup_hosted(Asking, move |c| c.history_arc(for_a).signing_secret(SECRET)).await
+    else {
+        return;
+    };
+    let backend =
+        OpenAiBackend::new(OpenAiConfig::new(env.mock.base_url()).with_api_key("sk-test"));
+    let config = Config::builder(Asking(TestHost(backend)))
+        .events(true)
+        .history_arc(store)
+        .signing_secret(SECRET)
+        .build()
+        .unwrap();
+    let b_instance = lmchatkit_tests::serve::serve(ChatService::new(config)).await;
+    let b = &env.browser;
+    start_chat(b).await;
+    b.send_message("call tool book_table {\"day\": \"friday\"}")
+        .await;
+    b.click(".lmck-allow").await;
+    b.wait_for(".lmck-input-request").await;
+    idle(b).await;
+
+    b.client.goto(&b_instance.url("/chat")).await.unwrap();
+    b.wait_text(".lmck-conv", "call tool book_table").await;
+    b.click(".lmck-conv .lmck-conv-open").await;
+    b.wait_for(".lmck-input-request").await;
+    b.fill(".lmck-input-request input[name=name]", "Lin").await;
+    b.click(".lmck-input-submit").await;
+    b.wait_text(".lmck-tool-result", "book_table who accepted (state book)")
+        .await;
+    b.wait_text(
+        ".lmck-assistant .lmck-md",
+        "Tool said: book_table who accepted",
+    )
+    .await;
     idle(b).await;
 }
