@@ -471,15 +471,7 @@ async fn execute(store: Store, chat: &Chat, ui: &UiMessage) -> bool {
                 chat.running.update(|r| {
                     r.insert(key.clone());
                 });
-                let req = ToolCallRequest {
-                    name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                    source: ToolCallSource::Model,
-                    via: None,
-                    call_id: Some(call.id.clone()),
-                    input: None,
-                    task: None,
-                };
+                let req = model_call(&call);
                 let progress = chat.progress.clone();
                 let at = key.clone();
                 let res = store
@@ -523,6 +515,19 @@ async fn execute(store: Store, chat: &Chat, ui: &UiMessage) -> bool {
     waiting
 }
 
+/// The model's `call` as the tab makes it (the user approved it, or the policy allows it).
+fn model_call(call: &ToolCall) -> ToolCallRequest {
+    ToolCallRequest {
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        source: ToolCallSource::Model,
+        via: None,
+        call_id: Some(call.id.clone()),
+        input: None,
+        task: None,
+    }
+}
+
 /// Sets (or clears) the request for input a call of `ui` waits on.
 fn set_input_request(ui: &UiMessage, call_id: &str, request: Option<Box<InputRequired>>) {
     ui.data.update(|d| {
@@ -558,13 +563,8 @@ pub fn answer_input(
             r.insert(key.clone());
         });
         let req = ToolCallRequest {
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-            source: ToolCallSource::Model,
-            via: None,
-            call_id: Some(call.id.clone()),
             input: Some(InputAnswers { ticket, answers }),
-            task: None,
+            ..model_call(&call)
         };
         let res = store.api().call_tool(&req).await;
         chat.running.update(|r| {
@@ -673,16 +673,11 @@ pub fn follow_task(store: Store, chat: Chat, ui: UiMessage, call_id: String) {
                 }
             }
             let req = ToolCallRequest {
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-                source: ToolCallSource::Model,
-                via: None,
-                call_id: Some(call.id.clone()),
-                input: None,
                 task: Some(TaskPoll {
                     ticket: task.ticket.clone().unwrap_or_default(),
                     cancel,
                 }),
+                ..model_call(&call)
             };
             let (text, is_error, extra) = match store.api().call_tool(&req).await {
                 Ok(mut r) => match r.task.take() {

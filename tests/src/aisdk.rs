@@ -149,3 +149,25 @@ impl Relay {
         }
     }
 }
+
+/// Posts `body` to `{served}/chat/api/aisdk/chat` as a plain HTTP client and reads the whole
+/// answer: its status and the UI Message Stream chunks (each `data:` line's JSON).
+pub async fn post_turn(
+    served: &crate::serve::Served,
+    body: &serde_json::Value,
+) -> (u16, Vec<serde_json::Value>) {
+    let res = reqwest::Client::new()
+        .post(served.url("/chat/api/aisdk/chat"))
+        .json(body)
+        .send()
+        .await
+        .expect("the AI SDK route answers");
+    let status = res.status().as_u16();
+    let text = res.text().await.unwrap_or_default();
+    let chunks = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect();
+    (status, chunks)
+}

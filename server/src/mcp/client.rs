@@ -631,13 +631,7 @@ impl Server {
             params = params.with_arguments(a);
         }
         if let Some(input) = input {
-            params.input_responses = Some(
-                input
-                    .answers
-                    .iter()
-                    .map(|(k, a)| (k.clone(), serde_json::to_value(a).unwrap_or(Value::Null)))
-                    .collect(),
-            );
+            params.input_responses = Some(super::convert::input_responses(input));
             params.request_state = input.request_state.clone();
         }
         let Some(sink) = progress else {

@@ -181,6 +181,15 @@ pub(crate) fn call_result(
     }
 }
 
+/// The user's answers as MCP's `inputResponses` (for a call made again, or `tasks/update`).
+pub(crate) fn input_responses(input: &crate::host::ToolInput) -> rmcp::model::InputResponses {
+    input
+        .answers
+        .iter()
+        .map(|(k, a)| (k.clone(), serde_json::to_value(a).unwrap_or(Value::Null)))
+        .collect()
+}
+
 /// A call that runs as a task, as the service hands it on: its state, the server's task id
 /// kept for the ticket.
 pub(crate) fn task(t: &rmcp::model::Task, tool: &str) -> ToolResult {

@@ -452,11 +452,7 @@ impl McpHub {
             let Some((s, _)) = self.resolve_tool(scope, name).await else {
                 return Err(HostError::NotFound(format!("unknown tool {name:?}")));
             };
-            let responses = input
-                .answers
-                .iter()
-                .map(|(k, a)| (k.clone(), serde_json::to_value(a).unwrap_or(Value::Null)))
-                .collect();
+            let responses = convert::input_responses(&input);
             if let Err(e) = s
                 .update_task(task_id, responses, self.inner.call_timeout)
                 .await
@@ -495,15 +491,7 @@ impl McpHub {
         use rmcp::model::TaskPayload;
         Ok(match got.task.payload {
             TaskPayload::Completed { result } => {
-                let ui = s
-                    .tools(&scope.principal(), Wait::ForCall)
-                    .await
-                    .and_then(|ts| {
-                        ts.iter()
-                            .find(|t| t.name == original)
-                            .map(|t| convert::tool(t, name).ui)
-                    })
-                    .flatten();
+                let ui = tool_ui(s, scope, &original, name).await;
                 match serde_json::from_value::<rmcp::model::CallToolResult>(Value::Object(result)) {
                     Ok(r) => convert::call_result(&r, ui, self.inner.result_cap),
                     Err(e) => ToolResult::error(format!(
@@ -559,15 +547,7 @@ impl McpHub {
         let Some((s, original)) = self.resolve_tool(scope, name).await else {
             return Err(HostError::NotFound(format!("unknown tool {name:?}")));
         };
-        let ui = s
-            .tools(&scope.principal(), Wait::ForCall)
-            .await
-            .and_then(|ts| {
-                ts.iter()
-                    .find(|t| t.name == original)
-                    .map(|t| convert::tool(t, name).ui)
-            })
-            .flatten();
+        let ui = tool_ui(s, scope, &original, name).await;
         match s
             .call_tool(
                 &original,
@@ -594,4 +574,22 @@ impl McpHub {
             Err(e) => Ok(ToolResult::error(format!("Error calling {name}: {e}"))),
         }
     }
+}
+
+/// The `_meta.ui` of `server`'s tool `original` (offered as `name`), for its results' views.
+async fn tool_ui(
+    server: &Arc<Server>,
+    scope: &Scope,
+    original: &str,
+    name: &str,
+) -> Option<lmchatkit_protocol::UiToolMeta> {
+    server
+        .tools(&scope.principal(), Wait::ForCall)
+        .await
+        .and_then(|ts| {
+            ts.iter()
+                .find(|t| t.name == original)
+                .map(|t| convert::tool(t, name).ui)
+        })
+        .flatten()
 }

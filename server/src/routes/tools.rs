@@ -33,13 +33,7 @@ pub(crate) async fn call(state: &State, mut req: Req) -> Result<Response, ApiErr
         serde_json::Value::Null => serde_json::Value::Object(Default::default()),
         v => v.clone(),
     };
-    let subject = Subject {
-        principal: principal.id(),
-        thread: "",
-        call_id: body.call_id.as_deref().unwrap_or(""),
-        tool: body.name.trim(),
-        input: &arguments,
-    };
+    let subject = subject(&principal, &body, &arguments);
     let again = match (&body.input, &body.task) {
         (Some(answers), _) => Some(Again::Input(
             state.input_tickets.open(&scope, &subject, answers)?,
@@ -78,6 +72,22 @@ enum Events<F> {
         tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>,
     ),
     Done,
+}
+
+/// What a request for input or a task of this call is bound to: the caller, the model's call
+/// id, the tool and its arguments (`{}` for none); native calls have no conversation.
+fn subject<'a>(
+    principal: &'a crate::host::Principal,
+    body: &'a ToolCallRequest,
+    arguments: &'a serde_json::Value,
+) -> Subject<'a> {
+    Subject {
+        principal: principal.id(),
+        thread: "",
+        call_id: body.call_id.as_deref().unwrap_or(""),
+        tool: body.name.trim(),
+        input: arguments,
+    }
 }
 
 /// Whether the caller asks for the call as events (`Accept: text/event-stream`).
@@ -119,13 +129,7 @@ fn streamed(
         drop(scope);
         let event = match result.as_mut() {
             Ok(result) => {
-                let subject = Subject {
-                    principal: principal.id(),
-                    thread: "",
-                    call_id: body.call_id.as_deref().unwrap_or(""),
-                    tool: body.name.trim(),
-                    input: &arguments,
-                };
+                let subject = subject(&principal, &body, &arguments);
                 ToolCallEvent::Result {
                     result: tickets.issue(&plain, &subject, std::mem::take(result)),
                 }

@@ -15,6 +15,7 @@ use lmchatkit::protocol::{InputAction, InputAnswer, ToolDecision};
 use lmchatkit::{
     ApprovalPolicy, ChatService, Config, Principal, RequestContext, Scope, StandardHost, ToolInput,
 };
+use lmchatkit_tests::aisdk::post_turn;
 use lmchatkit_tests::mcp_server::python_bin;
 use lmchatkit_tests::mock_upstream::MockUpstream;
 use lmchatkit_tests::serve::{Served, serve_as};
@@ -328,15 +329,6 @@ async fn an_answer_after_the_request_expired_reaches_the_server_as_cancel() {
     let _ = InputAction::Cancel;
 }
 
-/// Reads an AI SDK response's chunks (the `data:` lines' JSON).
-async fn chunks(res: reqwest::Response) -> Vec<Value> {
-    let text = res.text().await.unwrap();
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter_map(|d| serde_json::from_str(d).ok())
-        .collect()
-}
-
 #[tokio::test]
 async fn an_ai_sdk_turn_waits_for_input_and_the_answer_through_another_instance_continues_it() {
     let Some((_mocks, a, b)) = two_instances().await else {
@@ -346,14 +338,8 @@ async fn an_ai_sdk_turn_waits_for_input_and_the_answer_through_another_instance_
         {"type": "text", "text": "call tool elicit__book_table {\"day\": \"tuesday\"}"}]});
     let body = json!({"id": "thread-el", "trigger": "submit-message", "model": "mock-small",
         "messages": [user]});
-    let res = reqwest::Client::new()
-        .post(a.url("/chat/api/aisdk/chat"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    let first = chunks(res).await;
+    let (status, first) = post_turn(&a, &body).await;
+    assert_eq!(status, 200);
     let request = first
         .iter()
         .find(|c| c["type"] == "data-input-request")
@@ -385,23 +371,12 @@ async fn an_ai_sdk_turn_waits_for_input_and_the_answer_through_another_instance_
     // Tampered input: refused, nothing runs.
     let mut tampered = again.clone();
     tampered["messages"][1]["parts"][1]["input"] = json!({"day": "wednesday"});
-    let res = reqwest::Client::new()
-        .post(b.url("/chat/api/aisdk/chat"))
-        .json(&tampered)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 403);
+    let (status, _) = post_turn(&b, &tampered).await;
+    assert_eq!(status, 403);
 
     // Through instance B (the same signing secret): the call is made again and the turn goes on.
-    let res = reqwest::Client::new()
-        .post(b.url("/chat/api/aisdk/chat"))
-        .json(&again)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    let second = chunks(res).await;
+    let (status, second) = post_turn(&b, &again).await;
+    assert_eq!(status, 200);
     let output = second
         .iter()
         .find(|c| c["type"] == "tool-output-available")
@@ -421,13 +396,8 @@ async fn an_ai_sdk_turn_waits_for_input_and_the_answer_through_another_instance_
     // Unanswered: a 400 naming the waiting call.
     let mut unanswered = again.clone();
     unanswered["messages"][1]["parts"][2]["data"] = request["data"].clone();
-    let res = reqwest::Client::new()
-        .post(a.url("/chat/api/aisdk/chat"))
-        .json(&unanswered)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 400);
+    let (status, _) = post_turn(&a, &unanswered).await;
+    assert_eq!(status, 400);
 }
 
 #[tokio::test]
@@ -479,13 +449,7 @@ async fn a_calls_progress_streams_to_the_native_route_and_the_ai_sdk_before_its_
     let body = json!({"id": "thread-progress", "trigger": "submit-message", "model": "mock-small",
         "messages": [{"id": "u1", "role": "user", "parts": [
             {"type": "text", "text": "call tool elicit__counter {\"n\": 2, \"ms\": 50}"}]}]});
-    let res = reqwest::Client::new()
-        .post(alice.url("/chat/api/aisdk/chat"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let out = chunks(res).await;
+    let (_, out) = post_turn(&alice, &body).await;
     let progress: Vec<&Value> = out
         .iter()
         .filter(|c| c["type"] == "data-tool-progress")

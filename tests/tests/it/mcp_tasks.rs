@@ -14,6 +14,7 @@ use lmchatkit::protocol::{RUN_ID_HEADER, TaskState, ToolDecision};
 use lmchatkit::{
     ApprovalPolicy, ChatService, Config, Principal, RequestContext, Scope, StandardHost,
 };
+use lmchatkit_tests::aisdk::post_turn;
 use lmchatkit_tests::mock_upstream::MockUpstream;
 use lmchatkit_tests::serve::{Served, serve_as};
 use lmchatkit_tests::task_server::TaskServer;
@@ -148,14 +149,6 @@ async fn a_native_call_that_runs_as_a_task_is_polled_with_its_ticket_and_only_it
     );
 }
 
-async fn chunks(res: reqwest::Response) -> Vec<Value> {
-    let text = res.text().await.unwrap();
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter_map(|d| serde_json::from_str(d).ok())
-        .collect()
-}
-
 #[tokio::test]
 async fn an_ai_sdk_turn_follows_a_task_reports_its_states_and_goes_on_with_its_result() {
     let server = TaskServer::new();
@@ -164,14 +157,8 @@ async fn an_ai_sdk_turn_follows_a_task_reports_its_states_and_goes_on_with_its_r
     let body = json!({"id": "thread-task", "trigger": "submit-message", "model": "mock-small",
         "messages": [{"id": "u1", "role": "user", "parts": [
             {"type": "text", "text": "call tool jobs__long_job {\"steps\": 3, \"ms\": 600}"}]}]});
-    let res = reqwest::Client::new()
-        .post(alice.url("/chat/api/aisdk/chat"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    let out = chunks(res).await;
+    let (status, out) = post_turn(&alice, &body).await;
+    assert_eq!(status, 200);
     let states: Vec<&Value> = out
         .iter()
         .filter(|c| c["type"] == "data-tool-task")
@@ -299,13 +286,7 @@ async fn a_task_that_asks_the_user_waits_and_goes_on_with_the_answers_through_bo
         {"type": "text", "text": "call tool jobs__ask_job"}]});
     let body = json!({"id": "thread-ask", "trigger": "submit-message", "model": "mock-small",
         "messages": [user]});
-    let res = reqwest::Client::new()
-        .post(alice.url("/chat/api/aisdk/chat"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let first = chunks(res).await;
+    let (_, first) = post_turn(&alice, &body).await;
     let request = first
         .iter()
         .find(|c| c["type"] == "data-input-request")
@@ -327,14 +308,8 @@ async fn a_task_that_asks_the_user_waits_and_goes_on_with_the_answers_through_bo
     ]});
     let again = json!({"id": "thread-ask", "trigger": "submit-message", "model": "mock-small",
         "messages": [user, assistant]});
-    let res = reqwest::Client::new()
-        .post(alice.url("/chat/api/aisdk/chat"))
-        .json(&again)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    let second = chunks(res).await;
+    let (status, second) = post_turn(&alice, &again).await;
+    assert_eq!(status, 200);
     let output = second
         .iter()
         .find(|c| c["type"] == "tool-output-available")

@@ -344,3 +344,50 @@ fn a_result_that_asks_nothing_passes_unchanged() {
         r
     );
 }
+
+fn running(id: &str) -> ToolResult {
+    ToolResult {
+        content: "runs".into(),
+        task: Some(Box::new(lmchatkit_protocol::ToolTask {
+            task_id: id.into(),
+            ..Default::default()
+        })),
+        ..ToolResult::default()
+    }
+}
+
+#[test]
+fn a_tasks_ticket_polls_only_its_own_task_and_never_for_a_view_or_as_answers() {
+    let t = InputTickets::random(DEFAULT_INPUT_TTL);
+    let input = json!({"n": 1});
+    let model = Scope::model(cx("alice"));
+    let r = t.issue(&model, &subject("alice", &input), running("task-7"));
+    let task = r.task.expect("the task stays");
+    assert_eq!(task.task_id, "", "the task id travels only in the ticket");
+    let ticket = task.ticket.expect("a ticket");
+    assert_eq!(
+        t.open_task(
+            &Scope::user(cx("alice")),
+            &subject("alice", &input),
+            &ticket
+        )
+        .expect("its own call"),
+        "task-7"
+    );
+    let other = t.open_task(&model, &subject("mallory", &input), &ticket);
+    assert!(matches!(other, Err(Failure::Denied(_))), "{other:?}");
+    let view = Scope::view(cx("alice"), Some("srv".into()));
+    let err = t.open_task(&view, &subject("alice", &input), &ticket);
+    assert!(
+        matches!(err, Err(Failure::Denied(_))),
+        "a view polling: {err:?}"
+    );
+    let as_answers = InputAnswers {
+        ticket,
+        answers: BTreeMap::new(),
+    };
+    let err = t.open(&model, &subject("alice", &input), &as_answers);
+    assert!(matches!(err, Err(Failure::Invalid(_))), "{err:?}");
+    let r = t.issue(&view, &subject("alice", &input), running("task-8"));
+    assert!(r.is_error && r.task.is_none(), "a view gets no task ticket");
+}
