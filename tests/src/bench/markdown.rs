@@ -96,24 +96,30 @@ pub fn render(r: &Results) -> String {
         );
     }
     if let Some(f) = &r.first_load {
-        s.push_str("\nUI first load, bytes as sent (the highlighter, loaded at the first code block, not counted):\n\n| file | plain | gzip | brotli |\n|---|---|---|---|\n");
-        for file in &f.files {
-            let _ = writeln!(
-                s,
-                "| `{}` | {} | {} | {} |",
-                file.path, file.identity, file.gzip, file.br
-            );
-        }
         let _ = writeln!(
             s,
-            "| **all** | {} ({:.1} KiB) | {} ({:.1} KiB) | {} ({:.1} KiB) |",
-            f.identity,
-            f.identity as f64 / 1024.0,
-            f.gzip,
-            f.gzip as f64 / 1024.0,
-            f.br,
-            f.br as f64 / 1024.0
+            "\nUI first paint, bytes as sent (files found by {}; the highlighter, loaded at the first code block, not counted):\n",
+            f.measured_by
         );
+        files_table(&mut s, &f.paint);
+        if let (Some(m), Some(reply)) = (&f.first_message, f.first_reply) {
+            let _ = writeln!(
+                s,
+                "\nWhat the first sent message loads after the first paint (typed and sent in Chromium, the reply from the mock shown):\n"
+            );
+            files_table(&mut s, m);
+            let _ = writeln!(
+                s,
+                "\nUI first reply (first paint + first message, {} + {} files): {} B gzip ({:.1} KiB), {} B brotli ({:.1} KiB), {} B plain.",
+                f.paint.files.len(),
+                m.files.len(),
+                reply.gzip,
+                reply.gzip as f64 / 1024.0,
+                reply.br,
+                reply.br as f64 / 1024.0,
+                reply.identity
+            );
+        }
     }
     s.push_str("\nHistory (SQLite file; one more turn saved as the UI saves it, keeping the stored messages, and as a whole-conversation save; in the store, then as the service's `PUT` with its body size):\n\n| messages | load (ms) | load per message (µs) | load the last 64 (ms) | save one more turn (ms) | whole save of it (ms) | `PUT` of the turn (ms, bytes) | whole `PUT` (ms, bytes) |\n|---|---|---|---|---|---|---|---|\n");
     for h in &r.history {
@@ -208,4 +214,27 @@ pub fn render(r: &Results) -> String {
         );
     }
     s
+}
+
+/// A table of `f`'s files and their sums.
+fn files_table(s: &mut String, f: &super::first_load::Files) {
+    s.push_str("| file | plain | gzip | brotli |\n|---|---|---|---|\n");
+    for file in &f.files {
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | {} |",
+            file.path, file.identity, file.gzip, file.br
+        );
+    }
+    let t = f.sums;
+    let _ = writeln!(
+        s,
+        "| **all** | {} ({:.1} KiB) | {} ({:.1} KiB) | {} ({:.1} KiB) |",
+        t.identity,
+        t.identity as f64 / 1024.0,
+        t.gzip,
+        t.gzip as f64 / 1024.0,
+        t.br,
+        t.br as f64 / 1024.0
+    );
 }

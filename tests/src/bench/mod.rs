@@ -17,6 +17,7 @@ pub mod checks;
 pub mod echo;
 pub mod engines;
 pub mod first_load;
+pub mod first_reply;
 pub mod history;
 pub mod load;
 pub mod markdown;

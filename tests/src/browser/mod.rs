@@ -327,6 +327,17 @@ impl Driver {
 /// Starts chromedriver and a headless Chromium session, or `None` (with a message) when they are
 /// not installed and not expected. The session is the test's own (see the [module docs](self)).
 pub async fn launch() -> Option<Browser> {
+    launch_with(true).await
+}
+
+/// Like [`launch`], without starting the next session ahead: for a process that needs one
+/// browser once (the bench's first reply, [`crate::bench::first_reply`]), where an idle spare
+/// Chromium would only take memory and CPU from what is measured next.
+pub async fn launch_once() -> Option<Browser> {
+    launch_with(false).await
+}
+
+async fn launch_with(spare_ahead: bool) -> Option<Browser> {
     let Some(driver) = driver() else {
         assert!(
             !browser_expected(),
@@ -355,7 +366,7 @@ pub async fn launch() -> Option<Browser> {
             .unwrap_or_else(|e| panic!("cannot start a Chromium session: {e}")),
     };
     // The next test's Chromium starts while this test runs.
-    {
+    if spare_ahead {
         let mut spares = SPARE.lock().unwrap_or_else(|e| e.into_inner());
         if spares.len() < SPARES {
             spares.push_back(driver.start_session());

@@ -234,7 +234,19 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
         );
         let n = |k: &str| f[k].as_u64().unwrap();
         assert!(n("br") < n("gzip") && n("gzip") < n("identity"), "{f}");
-        assert!(md.contains("UI first load"), "{md}");
+        assert!(md.contains("UI first paint"), "{md}");
+        // With Chromium, the first reply too: the first message loads the turn's chunks.
+        if lmchatkit_tests::browser::browser_expected() {
+            let m = &f["first_message"];
+            keys(m, "first_message", &["files", "identity", "gzip", "br"]);
+            assert!(m["files"].as_array().is_some_and(|f| !f.is_empty()), "{f}");
+            assert_eq!(
+                f["first_reply"]["gzip"].as_u64(),
+                Some(n("gzip") + m["gzip"].as_u64().unwrap()),
+                "{f}"
+            );
+            assert!(md.contains("UI first reply"), "{md}");
+        }
     }
     for t in r["targets"].as_array().unwrap() {
         keys(t, "target", &["target", "met", "detail"]);
