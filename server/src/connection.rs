@@ -20,6 +20,16 @@
 //!   keeps that buffer while its stream runs (16.4 KB per connection at 2,000 open streams,
 //!   half the heap). Peeked bytes stay in the socket, so hyper's first read takes the whole
 //!   head into 8 KiB.
+//! - **What an open stream holds**, as heaptrack attributed the heap of 2,000 open native
+//!   streams (2026-12-07; the upstream over HTTP/2, as in the bench's open-streams phase), about
+//!   30 KiB each: hyper's read buffer, 8 KiB (allocated when hyper reads on after the request,
+//!   for the next one or the close, and kept while the response streams), and its write buffer,
+//!   8 KiB (reserved when the connection is served); neither size can be set in hyper 1.12. Then
+//!   the connection's task, 2.3 KiB; the response's run, 3.4 KiB; the run's log and the other
+//!   small allocations, about 8 KiB. An upstream over HTTP/1.1 adds, per stream, its client
+//!   connection's read buffer (8.8 KiB) and hyper's dispatch channel (9 KiB: 32 request slots).
+//!   Pages never written stay out of RSS, so RSS per stream is below the heap's figure (25.7
+//!   KiB at 10,000 streams in the last full run).
 //! - **Nothing reaches hyper before the first bytes do.** A client that sends nothing, or only
 //!   the start of the HTTP/2 preface, within the header timeout is dropped.
 //! - **Every connection runs on a timer**: an HTTP/1 request head must arrive within the header

@@ -20,6 +20,9 @@ use lmchatkit::{ChatService, Config};
 /// Where the relay keeps history and runs.
 #[derive(Debug, Clone, Copy)]
 pub enum Storage<'a> {
+    /// No history store: nothing is saved (a client that keeps its conversations itself, as an
+    /// AI SDK app without server-side persistence does); runs in-process.
+    None,
     /// The SQLite file at the path; runs in-process (the default deployment).
     Sqlite(&'a Path),
     /// History in PostgreSQL (`postgres`, schema `schema`, created and migrated at start) and
@@ -57,6 +60,7 @@ pub async fn serve(
     }
     let mut builder = Config::builder(OpenAiBackend::new(upstream));
     builder = match storage {
+        Storage::None => builder,
         Storage::Sqlite(db) => builder.history(SqliteStore::open(db)?),
         Storage::Shared {
             postgres,

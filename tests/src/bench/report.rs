@@ -15,10 +15,13 @@ use super::workload::Workload;
 
 /// The schema tag of `results.json`.
 pub const SCHEMA: &str = "lmchatkit-bench/1";
-/// The path whose overhead is "ours".
+/// The path whose overhead is "ours" (lmchatkit without a history store, `/api/chat`).
 pub const OURS: &str = "lmchatkit";
-/// The same lmchatkit process on its AI SDK route (`/api/aisdk/chat`).
+/// lmchatkit without a history store on its AI SDK route (`/api/aisdk/chat`), beside
+/// [`OURS`] on the same process.
 pub const AISDK_ROUTE: &str = "lmchatkit-aisdk";
+/// The AI SDK route with server-side history: it saves each request's thread itself.
+pub const AISDK_ROUTE_HISTORY: &str = "lmchatkit-aisdk+history";
 /// The peers ours is compared with.
 pub const PEERS: [&str; 2] = ["ai-sdk", "litellm"];
 

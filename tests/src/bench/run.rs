@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::load::{self, Phase, Target};
 use super::point::{Point, fold};
 use super::procs::{self, Proc};
-use super::report::{self, AISDK_ROUTE, Results};
+use super::report::{self, AISDK_ROUTE, AISDK_ROUTE_HISTORY, Results};
 use super::sys::{Usage, raise_nofile};
 use super::workload::{Body, Flavor, Workload};
 
@@ -82,6 +82,12 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
             &db.to_string_lossy(),
         ],
     )?;
+    // The same relay without a history store: what a turn costs when nothing is saved, on
+    // both routes (a client that keeps its conversations itself).
+    let bare = procs::serve_self(
+        "lmchatkit-bare",
+        &["lmchatkit", "--upstream", &v1, "--no-history"],
+    )?;
     match super::first_load::measure(ours.addr, "/chat").await {
         Ok(f) => results.first_load = Some(f),
         Err(e) => results.note(format!("UI first load not measured: {e}")),
@@ -115,11 +121,27 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
             false,
             Some(echo.pid()),
         ),
-        path("lmchatkit", ours_t.clone(), false, Some(ours.pid())),
+        // Without history: nothing saved on either route (the pair of issue 48's first target).
+        path(
+            "lmchatkit",
+            target("lmchatkit", bare.addr, "/chat/api/chat", Flavor::Lmchatkit),
+            false,
+            Some(bare.pid()),
+        ),
+        // The AI SDK route: the UI Message Stream, read as the AI SDK relay's.
+        path(AISDK_ROUTE, aisdk_route(bare.addr), false, Some(bare.pid())),
+        // With SQLite history: our UI's turn (the stream, then the `PUT` of the turn) and the
+        // AI SDK route's (a fresh thread per request, which the route saves itself).
         path("lmchatkit+history", ours_t, true, Some(ours.pid())),
-        // The same process on the AI SDK route: the UI Message Stream, read as the AI SDK
-        // relay's; a fresh thread per request, which the route saves in the SQLite history.
-        path(AISDK_ROUTE, aisdk_route(ours.addr), false, Some(ours.pid())),
+        path(
+            AISDK_ROUTE_HISTORY,
+            Target {
+                name: AISDK_ROUTE_HISTORY.into(),
+                ..aisdk_route(ours.addr)
+            },
+            false,
+            Some(ours.pid()),
+        ),
     ];
     for p in &peers {
         let t = match p.name.as_str() {
@@ -257,7 +279,9 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
     };
     let mut traw: BTreeMap<usize, Vec<Point>> = BTreeMap::new();
     for _ in 0..opts.rounds.max(1) {
-        for (i, p) in paths.iter().enumerate().filter(|(_, p)| !p.history) {
+        // Nothing saved: the relay's own work on each route.
+        let saved = |p: &PathUnderTest| p.history || p.name == AISDK_ROUTE_HISTORY;
+        for (i, p) in paths.iter().enumerate().filter(|(_, p)| !saved(p)) {
             let phase = Phase {
                 concurrency: tc,
                 max_requests: tmax,
@@ -333,6 +357,7 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
         results.set_open_streams(&o, n, slow, idle_rss, rss, cpu);
     }
     drop(echo);
+    drop(bare);
     drop(ours);
     drop(mock);
 

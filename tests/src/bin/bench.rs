@@ -16,7 +16,9 @@ use lmchatkit_tests::bench::workload::{Flavor, Workload};
 use lmchatkit_tests::bench::{echo, engines, history, load, mock, pipeline, procs, relay, run};
 
 /// The `lmchatkit` app's allocator: the relay measured is the one the app runs (the echo, the
-/// mock and the load generator share it, being this binary).
+/// mock and the load generator share it, being this binary). Feature `system-alloc` leaves the
+/// system's, for heap profilers that hook `malloc`.
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -123,13 +125,17 @@ enum Server {
         upstream: String,
     },
     /// lmchatkit with the OpenAI backend and SQLite history (or, with `--postgres`, history
-    /// in PostgreSQL and runs through Redis, or through PostgreSQL without `--redis`).
+    /// in PostgreSQL and runs through Redis, or through PostgreSQL without `--redis`; with
+    /// `--no-history`, no history store at all).
     Lmchatkit {
         #[arg(long)]
         upstream: String,
-        /// The SQLite file (required without `--postgres`).
-        #[arg(long, required_unless_present = "postgres")]
+        /// The SQLite file (required without `--postgres` or `--no-history`).
+        #[arg(long, required_unless_present_any = ["postgres", "no_history"])]
         db: Option<PathBuf>,
+        /// No history store: nothing is saved.
+        #[arg(long, conflicts_with_all = ["db", "postgres"])]
+        no_history: bool,
         /// History in the PostgreSQL at this URL, in `--schema` (created at start).
         #[arg(long, requires = "schema")]
         postgres: Option<String>,
@@ -241,6 +247,7 @@ async fn start(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             Server::Lmchatkit {
                 upstream,
                 db,
+                no_history,
                 postgres,
                 schema,
                 redis,
@@ -269,6 +276,7 @@ async fn start(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                         redis,
                     },
                     (_, _, Some(db)) => relay::Storage::Sqlite(db),
+                    _ if no_history => relay::Storage::None,
                     _ => return Err("serve lmchatkit: give --db or --postgres".into()),
                 };
                 relay::serve(any, &upstream, storage, upstream_h2, !no_nodelay).await?

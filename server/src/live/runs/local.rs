@@ -23,8 +23,17 @@ mod tests;
 
 /// How long a finished run stays readable.
 pub(crate) const RETENTION: Duration = Duration::from_secs(300);
-/// How many bytes the logs of finished runs keep in all.
-pub(crate) const RETAINED_BYTES: usize = 64 << 20;
+/// How many bytes finished runs keep in all: their logs, each run counted with
+/// [`RUN_OVERHEAD`] besides. 8 MiB holds about 1,300 finished 50-token replies (a 5 KB log
+/// each): minutes of a busy instance's replies, for a tab that reconnects near a reply's end.
+/// At 64 MiB (until 2026-12-07) the retained logs were most of the relay's memory after a
+/// burst: 500 concurrent streams of 50 tokens left the process at 165 MiB against 51 MiB before
+/// runs were retained at all (issue 48's outside harness).
+pub(crate) const RETAINED_BYTES: usize = 8 << 20;
+/// What a retained run costs besides its log, counted against [`RETAINED_BYTES`]: the `Run`
+/// and its two `watch` channels (about 1,030 B), its ids and the registry's entries for it,
+/// as heaptrack attributed them at 2,000 runs (2026-12-07).
+const RUN_OVERHEAD: usize = 1280;
 
 /// A new run id: `run-` and 128 random bits in hex.
 pub(crate) fn new_id() -> String {
@@ -543,6 +552,7 @@ impl Runs {
             }
         }
         let now = Instant::now();
+        let bytes = bytes + RUN_OVERHEAD;
         reg.finished.push_back((now, run.id.clone(), bytes));
         reg.finished_bytes += bytes;
         while let Some((at, _, size)) = reg.finished.front() {

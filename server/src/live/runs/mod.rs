@@ -47,8 +47,10 @@
 //!   0.51 ms a stream) and p99 did not fall (41-45 against 38-40 ms): it gains only on
 //!   bursts, where it loses the CPU.
 //! - **Retention**: a finished run stays readable for [`local::RETENTION`] (a tab that lost its
-//!   connection near the end still gets the end), and finished logs hold at most
-//!   [`local::RETAINED_BYTES`] in all, the oldest dropped first. A running run is never dropped.
+//!   connection near the end still gets the end), and finished runs hold at most
+//!   [`local::RETAINED_BYTES`] in all (8 MiB: their logs, and a fixed cost each for the run
+//!   itself), the oldest dropped first. A running run is never dropped. The bound was 64 MiB
+//!   of logs alone until 2026-12-07, which made retained runs most of a busy relay's memory.
 //! - **A run whose task ended without saying how** (it panicked) is marked failed, so its
 //!   followers end instead of waiting for ever.
 //!

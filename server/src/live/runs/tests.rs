@@ -310,8 +310,9 @@ async fn a_writer_dropped_without_finishing_fails_the_run_and_frees_the_conversa
 
 #[tokio::test]
 async fn finished_runs_are_dropped_oldest_first_past_the_byte_limit() {
-    // Each run logs one 100-byte event (plus its framing); the limit holds two.
-    let runs = Runs::with_limits(RETENTION, 250);
+    // Each run logs one 100-byte event (plus its framing) and counts its own cost besides;
+    // the limit holds two.
+    let runs = Runs::with_limits(RETENTION, 2 * (RUN_OVERHEAD + 130));
     let mut ids = Vec::new();
     for n in 0..3 {
         let w = runs
@@ -327,6 +328,27 @@ async fn finished_runs_are_dropped_oldest_first_past_the_byte_limit() {
     );
     assert!(runs.get(&alice(), &ids[1]).is_some());
     assert!(runs.get(&alice(), &ids[2]).is_some());
+}
+
+#[tokio::test]
+async fn runs_with_empty_logs_still_count_against_the_byte_limit() {
+    // A thousand finished runs that logged nothing must not all stay: each costs memory of its
+    // own (the run, its channels, its ids) whatever its log holds.
+    let runs = Runs::with_limits(RETENTION, 10 * RUN_OVERHEAD);
+    let mut ids = Vec::new();
+    for n in 0..1000 {
+        let w = runs
+            .start(&alice(), Some(&format!("t{n}")), "m", None)
+            .unwrap();
+        ids.push(w.run().id().to_owned());
+        w.finish(RunStatus::Finished);
+    }
+    let kept = ids
+        .iter()
+        .filter(|id| runs.get(&alice(), id).is_some())
+        .count();
+    assert_eq!(kept, 10, "the newest ten stay");
+    assert!(runs.get(&alice(), &ids[999]).is_some());
 }
 
 #[tokio::test]
