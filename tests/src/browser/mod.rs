@@ -514,12 +514,20 @@ impl Browser {
     /// The click waits until the element stands still (the same box in two reads 50 ms apart):
     /// WebDriver clicks at coordinates, and a card that has just appeared can still be moving
     /// (the chat keeps to its bottom as content grows), so an early click lands beside it.
+    ///
+    /// An element the page replaced meanwhile (a view that re-rendered it between the lookup
+    /// and the click: a stale reference) is looked up again, up to three times.
     pub async fn click(&self, css: &str) {
-        let el = self.wait_for(css).await;
-        self.wait_still(css).await;
-        el.click()
-            .await
-            .unwrap_or_else(|e| panic!("click {css}: {e}"));
+        let mut tries = 0;
+        loop {
+            let el = self.wait_for(css).await;
+            self.wait_still(css).await;
+            match el.click().await {
+                Ok(_) => return,
+                Err(e) if tries < 3 && e.to_string().contains("stale element") => tries += 1,
+                Err(e) => panic!("click {css}: {e}"),
+            }
+        }
     }
 
     /// Waits until the first element matching `css` has the same box in two reads 50 ms apart.

@@ -111,7 +111,10 @@ async fn service(ttl: Duration) -> Option<(MockUpstream, ChatService)> {
     let backend = OpenAiBackend::new(
         OpenAiConfig::new(mock.base_url()).with_idle_timeout(Duration::from_secs(5)),
     );
-    let hub = McpHub::new(vec![cfg]);
+    // A route's listing waits for the Python server as long as a loaded machine needs (the
+    // default 2 s, in one full run every call through the route found no tool while the
+    // hub's own calls did: its listing came late).
+    let hub = McpHub::new(vec![cfg]).with_listing_wait(Duration::from_secs(30));
     hub.start().await;
     let host = StandardHost::new(backend).with_mcp(hub);
     let config = Config::builder(host)
