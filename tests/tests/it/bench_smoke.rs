@@ -23,10 +23,6 @@ fn keys(v: &Value, path: &str, want: &[&str]) {
 #[test]
 fn smoke_run_completes_every_stream_and_keeps_the_schema() {
     let out = std::env::temp_dir().join(format!("lmchatkit-bench-smoke-{}", std::process::id()));
-    // The smoke times streams and drives a Chromium of its own (the UI's first reply): it
-    // takes its turn with the browser tests, as a timed test does (`lmchatkit_tests::quiet`),
-    // rather than load the machine under their waits.
-    let _quiet = lmchatkit_tests::quiet::exclusive();
     let status = Command::new(env!("CARGO_BIN_EXE_bench"))
         .args(["--smoke", "--open-streams", "100", "--out"])
         .arg(&out)
