@@ -26,7 +26,8 @@
 // streamingInputs every {toolCallId, input} a tool part showed in state `input-streaming`
 // since then, in order (what an app's UI renders while the model writes the arguments). Every step waits until the chat has
 // settled (no request running, automatic re-posts included), at most
-// stepTimeoutMs, else $LMCHATKIT_AISDK_STEP_TIMEOUT_MS, else 20000, then records "timeout": true and goes on.
+// the step's own timeoutMs, else stepTimeoutMs, else $LMCHATKIT_AISDK_STEP_TIMEOUT_MS, else 20000,
+// then records "timeout": true and goes on.
 // Exit 0 when the scenario ran (judging it is the caller's job); non-zero only when the harness
 // broke (bad arguments or scenario, the package failed to import), the reason on stderr.
 import { importAi } from './load.mjs';
@@ -267,7 +268,7 @@ async function main() {
     const out = { step };
     let timer;
     const timedOut = new Promise((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), stepTimeoutMs);
+      timer = setTimeout(() => resolve('timeout'), Number(step.timeoutMs ?? stepTimeoutMs));
     });
     const result = await Promise.race([
       run(step, out).then(

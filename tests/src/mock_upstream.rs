@@ -7,6 +7,7 @@
 //! | `use the tool` (and no tool result since the last user message) | a `get_weather` tool call, fragmented over chunks |
 //! | `call tool NAME {json}` (and no tool result since the last user message) | a call of tool `NAME` with those arguments (`{}` when absent), always with the id `call_mcp` (as providers that number calls per response do) |
 //! | `call tool slowly NAME {json}` | the same call, its arguments streamed 6 characters a chunk, one chunk every 60 ms (a view follows them) |
+//! | `call tool held NAME {json}` | as `slowly`, but after the first half of the arguments it waits at the gate ([`MockUpstream::open_gate`]) |
 //! | `call tool …` after a tool result | `Tool said: ` + the last tool message's content |
 //! | `think` | `reasoning_content` deltas, then text |
 //! | `fail500` | HTTP 500 with a JSON error body |
@@ -16,6 +17,7 @@
 //! | `slow` | a delta every 20 ms for 30 s (for disconnect tests) |
 //! | `paced` | 100 deltas `p0 ` … `p99 `, one every 20 ms (2 s: a reply to leave and resume) |
 //! | `unhurried` | 200 deltas `u0 ` … `u199 `, one every 40 ms (8 s: a reply to reload a page in the middle of) |
+//! | `held` | deltas `h0 ` … `h9 `, one every 40 ms, then it waits at the gate ([`MockUpstream::open_gate`]), then `h10 ` … `h19 ` and `stop`: a reply that is still streaming whenever a test acts, however loaded the machine (a test that stops it never opens the gate) |
 //! | `xss-payload` | Markdown/HTML with script, `onerror`, `javascript:` and `data:` payloads (UI tests) |
 //! | `inline-think` | `<think>…</think>` inline in the content, tags split across chunks |
 //! | `bench-48k` | a 48 KB Markdown reply (paragraphs, lists, code, tables) in 8-byte deltas (UI benchmark) |
@@ -27,7 +29,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -52,6 +54,8 @@ pub struct Observed {
     pub dropped_at: Mutex<Vec<Instant>>,
     /// Streams that finished.
     pub completed: AtomicUsize,
+    /// Whether the gate is open: the `held` replies wait for it.
+    pub gate_open: AtomicBool,
 }
 
 /// A running mock upstream.
@@ -95,6 +99,11 @@ impl MockUpstream {
             observed,
             task,
         }
+    }
+
+    /// Opens the gate: every `held` reply, waiting or still to come, goes on.
+    pub fn open_gate(&self) {
+        self.observed.gate_open.store(true, Ordering::SeqCst);
     }
 
     /// The base URL as OpenAI SDKs take it (`http://127.0.0.1:N/v1`).
@@ -226,6 +235,8 @@ fn ui_trigger(text: &str) -> Option<Vec<String>> {
 enum Step {
     Send(String),
     Wait(Duration),
+    /// Waits until the gate is open.
+    Gate,
     /// Ends the body with an error: hyper resets the connection.
     Cut,
     /// Ends the body cleanly, without a finish reason or `[DONE]` (a proxy that gave up).
@@ -255,9 +266,12 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
         );
     } else if let Some(rest) = text.split("call tool ").nth(1) {
         let rest = rest.trim();
-        let (slowly, rest) = match rest.strip_prefix("slowly ") {
-            Some(rest) => (true, rest.trim()),
-            None => (false, rest),
+        let (slowly, held, rest) = if let Some(rest) = rest.strip_prefix("slowly ") {
+            (true, false, rest.trim())
+        } else if let Some(rest) = rest.strip_prefix("held ") {
+            (true, true, rest.trim())
+        } else {
+            (false, false, rest)
         };
         let (name, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
         if has_tool_result {
@@ -274,7 +288,11 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
         } else if slowly {
             steps.push(Step::Send(chunk(json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_mcp", "type": "function", "function": {"name": name, "arguments": ""}}]}), None)));
             let chars: Vec<char> = args.trim().chars().collect();
-            for piece in chars.chunks(6) {
+            let half = chars.len().div_ceil(12);
+            for (i, piece) in chars.chunks(6).enumerate() {
+                if held && i == half {
+                    steps.push(Step::Gate);
+                }
                 let piece: String = piece.iter().collect();
                 steps.push(Step::Wait(Duration::from_millis(60)));
                 steps.push(Step::Send(chunk(
@@ -323,6 +341,9 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
         paced(&mut steps, "p", 100);
     } else if text.contains("unhurried") {
         paced_every(&mut steps, "u", 200, Duration::from_millis(40));
+    } else if text.contains("held") {
+        paced_every(&mut steps, "h", 20, Duration::from_millis(40));
+        steps.insert(20, Step::Gate);
     } else {
         let reply = if has_tool_result {
             "The weather in Oslo is sunny."
@@ -351,6 +372,11 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
                         return Some((Ok(Frame::data(Bytes::from(s))), (it, guard)));
                     }
                     Some(Step::Wait(d)) => tokio::time::sleep(d).await,
+                    Some(Step::Gate) => {
+                        while !guard.obs.gate_open.load(Ordering::SeqCst) {
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                    }
                     Some(Step::Cut) => {
                         guard.finished = true;
                         let cut = std::io::Error::new(

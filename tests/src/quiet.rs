@@ -1,7 +1,7 @@
-//! A machine quiet enough for a timed assertion. The browser tests run beside the other test
-//! binaries (`scripts/test.sh`: they mostly wait on WebDriver round trips and the page), and
-//! Chromium's bursts of work would stretch a latency a test asserts (a stop that must reach
-//! another instance's upstream within 100 ms once took 180 ms beside them). So every browser
+//! A machine quiet enough for a timed assertion. The browser tests may run beside the other
+//! test binaries (`scripts/test.sh` runs them after the others since 2026-12-07; a developer's
+//! runs may overlap them), and Chromium's bursts of work would stretch a latency a test
+//! asserts (a stop to another instance's upstream once took 180 ms beside them). So every browser
 //! test holds [`shared`] while it runs, and a test that times something holds [`exclusive`]
 //! around what it times: it waits for the browser tests under way to end, and none starts until
 //! it is done.

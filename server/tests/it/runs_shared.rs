@@ -1,7 +1,7 @@
 //! Runs across two instances of the service sharing one engine — Redis (127.0.0.1:6379) or
 //! PostgreSQL (127.0.0.1:5432, database `test`) — and one history store: a run started on A
-//! followed from B after the client left A, a stop sent to B stopping A's upstream within
-//! 100 ms, one running run per conversation across instances, and a run whose instance
+//! followed from B after the client left A, a stop sent to B stopping A's upstream through
+//! the engine's notice (not the once-a-second lease refresh), one running run per conversation across instances, and a run whose instance
 //! vanished marked failed by B with its partial reply saved. Every test runs on each engine
 //! (`…::on_redis`, `…::on_postgres`).
 //!
@@ -78,7 +78,7 @@ impl Host for FedHost {
 on_each_engine!(
     a_run_started_on_a_is_followed_from_b_with_nothing_lost_or_repeated,
     another_principal_can_neither_follow_nor_stop_a_run_through_the_other_instance,
-    a_stop_sent_to_b_drops_the_upstream_on_a_within_100_ms,
+    a_stop_sent_to_b_drops_the_upstream_on_a_by_its_notice_not_the_lease_refresh,
     two_instances_starting_a_run_in_one_conversation_at_once_get_one_409,
     the_next_message_sent_the_moment_a_reply_ended_is_taken_by_either_instance,
     a_run_whose_instance_vanished_is_marked_failed_by_b_with_its_partial_reply_saved,
@@ -220,15 +220,20 @@ async fn another_principal_can_neither_follow_nor_stop_a_run_through_the_other_i
     assert!(on_b.rest().await.contains("alice's words"));
 }
 
-async fn a_stop_sent_to_b_drops_the_upstream_on_a_within_100_ms(spec: &Spec) {
+async fn a_stop_sent_to_b_drops_the_upstream_on_a_by_its_notice_not_the_lease_refresh(spec: &Spec) {
     // Timed: no browser test runs meanwhile (support/quiet.rs).
     let _quiet = support::quiet::exclusive().await;
     let (host, store) = (FedHost::default(), Arc::new(MemoryStore::new()));
     let a = instance(&host, &store, spec).await;
     let b = instance(&host, &store, spec).await;
 
+    // The notice is what is tested: without it a stop still arrives, with the lease refresh
+    // (once a second), at a uniformly random 0 to 1,000 ms. Every one of eight stops landing
+    // within 400 ms would then be a 0.4^8 = 0.07% chance, while a notice takes a few ms, and
+    // 116 ms at worst seen on a machine loaded by a whole CI run (this bound is no latency
+    // target: the bench measures speed).
     let mut worst = Duration::ZERO;
-    for n in 0..5 {
+    for n in 0..8 {
         let thread = format!("t{n}");
         let feed = host.next_feed();
         *host.dropped_at.lock().unwrap() = None;
@@ -251,7 +256,7 @@ async fn a_stop_sent_to_b_drops_the_upstream_on_a_within_100_ms(spec: &Spec) {
         let c = stored_as(&store, &thread, |c| c.messages.len() == 2).await;
         assert_eq!(c.messages[1].content.joined_text(""), "par");
     }
-    assert!(worst < Duration::from_millis(100), "worst {worst:?}");
+    assert!(worst < Duration::from_millis(400), "worst {worst:?}");
 }
 
 async fn two_instances_starting_a_run_in_one_conversation_at_once_get_one_409(spec: &Spec) {

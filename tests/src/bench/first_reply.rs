@@ -41,8 +41,10 @@ use crate::browser::{Browser, launch_once};
 /// How long the page fetches nothing before a step counts as finished.
 pub const QUIET: Duration = Duration::from_millis(1000);
 
-/// How long a step may take in all.
-const STEP: Duration = Duration::from_secs(30);
+/// How long a step may take in all: what is counted is bytes, not time, so only a broken page
+/// should run out of it (the bench smoke, in a whole CI run on two cores, once waited over 30 s
+/// for the UI to be ready).
+const STEP: Duration = Duration::from_secs(90);
 
 /// The message sent (the mock upstream's default workload: 50 short tokens).
 pub const MESSAGE: &str = "hello there";
@@ -103,12 +105,15 @@ async fn steps(b: &Browser, origin: &str, prefix: &str) -> Result<Fetched, Strin
         .goto(&format!("{origin}{prefix}"))
         .await
         .map_err(|e| format!("open {prefix}: {e}"))?;
-    // Ready: the composer is there and a model is chosen (the start button is enabled).
+    // Ready: the composer is there and a model is chosen: the picker's start button is
+    // enabled, or the page skipped the picker (one persona and one model: a new chat is open).
     until(
         b,
         "the UI to be ready",
         "const s = document.querySelector('button.lmck-start'); \
-         return !!document.querySelector('.lmck-input') && !!s && !s.disabled;",
+         const open = !document.querySelector('div.lmck-start') \
+           && !!document.querySelector('.lmck-transcript'); \
+         return !!document.querySelector('.lmck-input') && (open || (!!s && !s.disabled));",
     )
     .await?;
     let paint_urls = quiet(b).await?;
@@ -175,7 +180,17 @@ async fn until(b: &Browser, what: &str, script: &str) -> Result<(), String> {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(format!("timed out waiting for {what}"));
+            // What the page shows instead, so the report says why.
+            let seen = run(
+                b,
+                "const s = document.querySelector('button.lmck-start'); \
+                 return `composer: ${!!document.querySelector('.lmck-input')}, start button: \
+                   ${s ? (s.disabled ? 'disabled' : 'enabled') : 'absent'}, page: \
+                   ${document.body.innerText.replace(/\\s+/g, ' ').slice(0, 300)}`;",
+            )
+            .await
+            .unwrap_or_default();
+            return Err(format!("timed out waiting for {what} ({seen})"));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

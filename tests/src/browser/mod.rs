@@ -65,8 +65,10 @@ use tokio::task::JoinHandle;
 /// Environment variable that turns a missing browser into a failure.
 pub const EXPECT_BROWSER: &str = "LMCHATKIT_EXPECT_BROWSER";
 
-/// How long the helpers wait for the page by default.
-pub const WAIT: Duration = Duration::from_secs(20);
+/// How long the helpers wait for the page by default: long, because only a failing test
+/// waits it out, and a loaded machine (a whole CI run on two cores) once took over 20 s to show
+/// an MCP App's frame or a drawn diagram that takes a second on an idle one.
+pub const WAIT: Duration = Duration::from_secs(45);
 
 /// How often the helpers' waits look again (in the page: see [`Browser::wait_js`]; at the
 /// service: see [`app::wait_saved`]).

@@ -112,7 +112,7 @@ async fn every_screen_meets_wcag_2_1_aa_in_both_themes_and_on_a_phone() {
         check(b, &mut found, &format!("a tool card (dark: {dark})")).await;
     }
     // A reply streaming (Stop) with a message queued under the composer.
-    b.send_message("an unhurried reply please").await;
+    b.send_message("a held reply please").await;
     b.wait_for(".lmck-stop").await;
     b.send_message("queued while it streams").await;
     b.wait_for(".lmck-queued").await;

@@ -434,7 +434,9 @@ async fn a_view_opened_for_a_call_stopped_mid_stream_is_told_it_was_cancelled() 
     let b = &apps.env.browser;
     start_chat(b).await;
     let args = serde_json::json!({"note": "stopped before the end; ".repeat(8)});
-    b.send_message(&format!("call tool slowly test__show_app {args}"))
+    // Half the arguments, then the mock waits at its gate (never opened): the call is still
+    // streaming when Stop is clicked, however long the steps before took.
+    b.send_message(&format!("call tool held test__show_app {args}"))
         .await;
     b.wait_for(".lmck-tool-streaming").await;
     enter_view(b, false).await;

@@ -276,7 +276,9 @@ async fn messages_sent_while_a_reply_streams_wait_in_a_queue_that_survives_a_rel
     let Some(env) = setup().await else { return };
     let b = &env.browser;
     start_chat(b).await;
-    b.send_message("an unhurried reply please").await;
+    // The reply waits at the mock's gate after ten words until the test opens it: it is still
+    // streaming at the reload, however long the steps before took.
+    b.send_message("a held reply please").await;
     wait_words(b, 5).await;
     for text in ["first queued", "second queued", "to edit"] {
         b.send_message(text).await;
@@ -303,7 +305,7 @@ async fn messages_sent_while_a_reply_streams_wait_in_a_queue_that_survives_a_rel
     assert_eq!(queued(b).await, json!(["first queued"]));
     b.send_text("edited").await;
     assert_eq!(queued(b).await, json!(["first queued", "edited"]));
-    assert_eq!(user_texts(b).await, json!(["an unhurried reply please"]));
+    assert_eq!(user_texts(b).await, json!(["a held reply please"]));
     b.screenshot("29-queued-messages").await;
 
     // A reload keeps the queue; the reply carries on, and its end sends the queue, one message
@@ -315,7 +317,13 @@ async fn messages_sent_while_a_reply_streams_wait_in_a_queue_that_survives_a_rel
         "return [...document.querySelectorAll('.lmck-queue .lmck-queued-text')].map((e) => e.textContent).join('|') === 'first queued|edited';",
     )
     .await;
-    b.wait_text(REPLY, "u199").await;
+    assert_eq!(
+        user_texts(b).await,
+        json!(["a held reply please"]),
+        "nothing was sent while the reply streamed"
+    );
+    env.mock.open_gate();
+    b.wait_text(REPLY, "h19").await;
     b.wait_js(
         "the queue to be sent",
         "return !document.querySelector('.lmck-queue') && [...document.querySelectorAll('.lmck-user .lmck-user-text')].length === 3;",
@@ -324,7 +332,7 @@ async fn messages_sent_while_a_reply_streams_wait_in_a_queue_that_survives_a_rel
     idle(b).await;
     assert_eq!(
         user_texts(b).await,
-        json!(["an unhurried reply please", "first queued", "edited"])
+        json!(["a held reply please", "first queued", "edited"])
     );
     for _ in 0..100 {
         if first_stored(&env)
@@ -348,7 +356,7 @@ async fn messages_sent_while_a_reply_streams_wait_in_a_queue_that_survives_a_rel
     assert_eq!(
         said,
         [
-            json!("an unhurried reply please"),
+            json!("a held reply please"),
             json!("first queued"),
             json!("edited")
         ],
@@ -369,7 +377,7 @@ async fn stop_keeps_the_queue_paused_until_send_at_a_phone_width() {
     let b = &env.browser;
     b.client.set_window_size(360, 740).await.unwrap();
     start_chat(b).await;
-    b.send_message("an unhurried reply please").await;
+    b.send_message("a held reply please").await;
     wait_words(b, 5).await;
     b.send_message("a long message queued after a stop, longer than the phone is wide")
         .await;
@@ -383,7 +391,7 @@ async fn stop_keeps_the_queue_paused_until_send_at_a_phone_width() {
     );
     assert_eq!(
         user_texts(b).await,
-        json!(["an unhurried reply please"]),
+        json!(["a held reply please"]),
         "and sends nothing"
     );
     b.wait_text(".lmck-queue-note", "Stopped").await;

@@ -6,7 +6,8 @@
 //! - a save through B reaches a tab on A over `/api/events`;
 //! - a run started on A is followed from B after the client's connection to A is cut, with no
 //!   event lost or duplicated;
-//! - a stop sent to B stops A's upstream request within 100 ms (measured by the mock upstream);
+//! - a stop sent to B stops A's upstream request through the engine's notice, not the once-a-second
+//!   lease refresh (measured by the mock upstream);
 //! - a view URL issued by A loads from B, once;
 //! - `kill -9` of A mid-run leaves the partial reply saved and the run marked failed;
 //! - Redis stopped mid-reply and started again empty (a `redis-server` of the test's own)
@@ -158,7 +159,7 @@ macro_rules! on_each_engine {
 on_each_engine!(
     a_save_through_b_reaches_a_tab_on_a,
     a_run_started_on_a_is_followed_from_b_with_no_event_lost_or_twice,
-    a_stop_sent_to_b_stops_the_upstream_of_a_within_100_ms,
+    a_stop_sent_to_b_stops_the_upstream_of_a_by_its_notice_not_the_lease_refresh,
     a_view_url_issued_by_a_loads_from_b_once,
     killing_a_mid_run_leaves_the_partial_reply_saved_and_the_run_failed,
 );
@@ -384,7 +385,9 @@ async fn a_run_started_on_a_is_followed_from_b_with_no_event_lost_or_twice(engin
     assert_eq!(reply["content"], want.as_str());
 }
 
-async fn a_stop_sent_to_b_stops_the_upstream_of_a_within_100_ms(engine: Engine) {
+async fn a_stop_sent_to_b_stops_the_upstream_of_a_by_its_notice_not_the_lease_refresh(
+    engine: Engine,
+) {
     // Timed: no browser test runs meanwhile (lmchatkit_tests::quiet).
     let _quiet = tokio::task::spawn_blocking(lmchatkit_tests::quiet::exclusive)
         .await
@@ -393,44 +396,61 @@ async fn a_stop_sent_to_b_stops_the_upstream_of_a_within_100_ms(engine: Engine) 
         return;
     };
     let (a, b) = (cluster.instance(), cluster.instance());
-    save_question(&a, "stopped", "slow please").await;
-    let (run, mut on_a) = start_turn(&a, "stopped", "slow please").await;
-    for _ in 0..5 {
-        on_a.next().await.expect("A's stream ended early");
-    }
+    // The engine's notice is what is tested: without it the stop still arrives, with the lease
+    // refresh (once a second), at a uniformly random 0 to 1,000 ms; four stops all within
+    // 400 ms would then be a 0.4^4 = 2.6% chance. A notice takes a few ms (no latency target
+    // here: the bench measures speed).
     let http = client();
-    let asked = Instant::now();
-    let (code, info) = stop(&http, &b, &run).await;
-    assert_eq!((code, &info["status"]), (200, &json!("stopped")), "{info}");
-    let dropped = cluster
-        .mock
-        .observed
-        .dropped_at
-        .lock()
-        .unwrap()
-        .first()
-        .copied()
-        .expect("the upstream saw its request dropped");
-    let latency = dropped.saturating_duration_since(asked);
-    println!("stop through B → A's upstream request dropped after {latency:?}");
-    assert!(
-        latency < Duration::from_millis(100),
-        "A's upstream request was dropped {latency:?} after the stop"
-    );
-    assert_eq!(cluster.mock.observed.completed.load(Ordering::SeqCst), 0);
-    let tail = on_a.rest().await;
-    assert!(
-        tail.iter().any(|e| e.data.contains("\"stopped\"")),
-        "A's client is told: {tail:?}"
-    );
-    let reply = stored_reply(&b, "stopped")
-        .await
-        .expect("the partial reply is kept");
-    assert_eq!(reply["stopped"], true, "{reply}");
-    assert!(
-        reply["content"].as_str().unwrap().starts_with("t0 t1 t2 "),
-        "{reply}"
-    );
+    for n in 0..4 {
+        let thread = format!("stopped-{n}");
+        save_question(&a, &thread, "slow please").await;
+        let (run, mut on_a) = start_turn(&a, &thread, "slow please").await;
+        for _ in 0..5 {
+            on_a.next().await.expect("A's stream ended early");
+        }
+        let dropped_before = cluster.mock.observed.dropped_at.lock().unwrap().len();
+        let asked = Instant::now();
+        let (code, info) = stop(&http, &b, &run).await;
+        assert_eq!((code, &info["status"]), (200, &json!("stopped")), "{info}");
+        // The mock notes the drop when its connection task sees it, which may be just after
+        // the stop's answer: the time noted is what is measured.
+        let mut dropped = None;
+        for _ in 0..200 {
+            dropped = cluster
+                .mock
+                .observed
+                .dropped_at
+                .lock()
+                .unwrap()
+                .get(dropped_before)
+                .copied();
+            if dropped.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let dropped = dropped.expect("the upstream saw its request dropped");
+        let latency = dropped.saturating_duration_since(asked);
+        println!("stop through B → A's upstream request dropped after {latency:?}");
+        assert!(
+            latency < Duration::from_millis(400),
+            "A's upstream request was dropped {latency:?} after the stop"
+        );
+        assert_eq!(cluster.mock.observed.completed.load(Ordering::SeqCst), 0);
+        let tail = on_a.rest().await;
+        assert!(
+            tail.iter().any(|e| e.data.contains("\"stopped\"")),
+            "A's client is told: {tail:?}"
+        );
+        let reply = stored_reply(&b, &thread)
+            .await
+            .expect("the partial reply is kept");
+        assert_eq!(reply["stopped"], true, "{reply}");
+        assert!(
+            reply["content"].as_str().unwrap().starts_with("t0 t1 t2 "),
+            "{reply}"
+        );
+    }
 }
 
 async fn a_view_url_issued_by_a_loads_from_b_once(engine: Engine) {
