@@ -21,6 +21,33 @@ fn errors(p: &Point) -> String {
     }
 }
 
+/// A direct stream's TTFT p50 at one stream in the book's published run (2026-12-05 03:15
+/// UTC): how fast that machine was.
+const REFERENCE_DIRECT_TTFT_MS: f64 = 0.086;
+
+/// How much slower than the reference run's machine this one ran, past which a run's absolute
+/// figures do not compare with the published ones.
+const SLOWER_THAN_PUBLISHED: f64 = 1.5;
+
+/// The machine's speed, read off a direct stream's TTFT p50 at one stream (the mock alone, no
+/// relay), against the published run's: a run on a slower machine is for its ratios only (the
+/// run of 2026-12-07 15:09 UTC ran 2.9x slower and was not published).
+fn machine_speed(r: &Results) -> Option<String> {
+    let direct = r.point("direct", 1)?.ttft_ms.p50;
+    let times = direct / REFERENCE_DIRECT_TTFT_MS;
+    let verdict = if times > SLOWER_THAN_PUBLISHED {
+        "this machine is slower than that one: compare ratios within this run only, not its \
+         absolute figures with the published ones"
+    } else {
+        "as fast as that one or faster: its figures compare with the published ones"
+    };
+    Some(format!(
+        "Machine speed: a direct stream's TTFT p50 at one stream is {direct:.3} ms, {times:.1}x \
+         the {REFERENCE_DIRECT_TTFT_MS} ms of the run the book publishes (2026-12-05 03:15 UTC); \
+         {verdict}.\n"
+    ))
+}
+
 /// Renders the markdown report.
 pub fn render(r: &Results) -> String {
     let mut s = String::new();
@@ -38,6 +65,10 @@ pub fn render(r: &Results) -> String {
         w.tokens,
         w.chunk
     );
+    // The smoke's debug build says nothing of the machine.
+    if let Some(speed) = machine_speed(r).filter(|_| r.mode != "smoke") {
+        let _ = writeln!(s, "{speed}");
+    }
     s.push_str("| path | streams | TTFT p50 / p90 / p99 (ms) | overhead p50 / p99 (ms) | streams/s | PUT p50 (ms) | errors | relay CPU ms/stream | relay peak RSS (MiB) |\n");
     s.push_str("|---|---|---|---|---|---|---|---|---|\n");
     for p in &r.latency {
@@ -237,4 +268,41 @@ fn files_table(s: &mut String, f: &super::first_load::Files) {
         t.br,
         t.br as f64 / 1024.0
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::point::Point;
+
+    fn with_direct(p50: f64) -> Results {
+        let mut r = Results::new(&crate::bench::run::Options::for_tests(), 0);
+        let mut direct = Point {
+            path: "direct".into(),
+            concurrency: 1,
+            ..Point::default()
+        };
+        direct.ttft_ms.p50 = p50;
+        r.latency.push(direct);
+        r
+    }
+
+    #[test]
+    fn a_run_on_a_slower_machine_says_to_read_its_ratios_only() {
+        let slow = machine_speed(&with_direct(0.249)).unwrap();
+        assert!(slow.contains("0.249 ms, 2.9x"), "{slow}");
+        assert!(
+            slow.contains("compare ratios within this run only"),
+            "{slow}"
+        );
+        let fast = machine_speed(&with_direct(0.09)).unwrap();
+        assert!(fast.contains("compare with the published ones"), "{fast}");
+        let mut none = with_direct(0.249);
+        none.latency.clear();
+        assert_eq!(machine_speed(&none), None);
+        let mut full = with_direct(0.249);
+        full.mode = "full".into();
+        assert!(render(&full).contains("Machine speed:"));
+        assert!(!render(&with_direct(0.249)).contains("Machine speed:"));
+    }
 }

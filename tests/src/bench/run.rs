@@ -35,6 +35,22 @@ pub struct Options {
     pub open_streams: usize,
 }
 
+#[cfg(test)]
+impl Options {
+    /// A smoke run's options, for unit tests that build [`super::report::Results`] by hand.
+    pub fn for_tests() -> Self {
+        Options {
+            smoke: true,
+            out_dir: std::env::temp_dir(),
+            rounds: 1,
+            aisdk_dir: None,
+            litellm_bin: None,
+            install_s: BTreeMap::new(),
+            open_streams: 0,
+        }
+    }
+}
+
 /// A path of the matrix: a target, whether turns are followed by the history `PUT`, and the
 /// process whose CPU and RSS are its cost.
 struct PathUnderTest {

@@ -159,16 +159,7 @@ mod tests {
 
     #[test]
     fn the_route_is_set_against_the_relay_at_each_concurrency_with_the_native_paths_beside() {
-        let opts = crate::bench::run::Options {
-            smoke: true,
-            out_dir: "x".into(),
-            rounds: 1,
-            aisdk_dir: None,
-            litellm_bin: None,
-            install_s: Default::default(),
-            open_streams: 0,
-        };
-        let mut r = Results::new(&opts, 0);
+        let mut r = Results::new(&crate::bench::run::Options::for_tests(), 0);
         r.latency = vec![
             point(OURS, 1, 0.3, 0.7),
             point(AISDK_ROUTE, 1, 0.5, 1.5),

@@ -518,7 +518,10 @@ impl Browser {
     /// (the chat keeps to its bottom as content grows), so an early click lands beside it.
     ///
     /// An element the page replaced meanwhile (a view that re-rendered it between the lookup
-    /// and the click: a stale reference) is looked up again, up to three times.
+    /// and the click: a stale reference), or one another element covered at the moment of the
+    /// click (Chromium's "element click intercepted": the page's layout moved after the
+    /// element stood still, as an approval card's arguments rendering over its Allow button in
+    /// a loaded run), is looked up again and waited still, up to three times.
     pub async fn click(&self, css: &str) {
         let mut tries = 0;
         loop {
@@ -526,7 +529,14 @@ impl Browser {
             self.wait_still(css).await;
             match el.click().await {
                 Ok(_) => return,
-                Err(e) if tries < 3 && e.to_string().contains("stale element") => tries += 1,
+                Err(e)
+                    if tries < 3
+                        && (e.to_string().contains("stale element")
+                            || e.to_string().contains("element click intercepted")) =>
+                {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
                 Err(e) => panic!("click {css}: {e}"),
             }
         }
