@@ -343,7 +343,8 @@ fn completion(body: &Value, obs: Arc<Observed>) -> Response<Body> {
         paced_every(&mut steps, "u", 200, Duration::from_millis(40));
     } else if text.contains("held") {
         paced_every(&mut steps, "h", 20, Duration::from_millis(40));
-        steps.insert(20, Step::Gate);
+        // After the first ten deltas, each a send and a wait: `h0 ` … `h9 `.
+        steps.insert(2 * 10, Step::Gate);
     } else {
         let reply = if has_tool_result {
             "The weather in Oslo is sunny."
