@@ -118,7 +118,7 @@ impl Api {
             |frame| match serde_json::from_str::<ToolCallEvent>(&frame.data) {
                 Ok(ToolCallEvent::Progress(p)) if last.is_none() => on_progress(p),
                 Ok(ToolCallEvent::Result { result }) => last = Some(Ok(result)),
-                Ok(ToolCallEvent::Error { error }) => last = Some(Err(ApiError::Network(error))),
+                Ok(ToolCallEvent::Error { error }) => last = Some(Err(ApiError::Reported(error))),
                 _ => {}
             },
         )
@@ -517,6 +517,10 @@ pub enum ApiError {
     },
     /// The body was not the expected JSON.
     Decode(String),
+    /// The service answered, then reported that what was asked failed (a stream's `error`
+    /// event, e.g. a tool call's: an unknown tool, a server that failed). Its words, as they
+    /// are: not a network error, which the request did not meet.
+    Reported(String),
     /// The request was aborted (Stop, or leaving the chat); not an error to show.
     Aborted,
 }
@@ -564,6 +568,7 @@ impl fmt::Display for ApiError {
             Self::Status { status, message } if message.is_empty() => write!(f, "HTTP {status}"),
             Self::Status { status, message } => write!(f, "HTTP {status}: {message}"),
             Self::Decode(e) => write!(f, "unexpected response: {e}"),
+            Self::Reported(e) => f.write_str(e),
             Self::Aborted => write!(f, "aborted"),
         }
     }
@@ -623,5 +628,12 @@ mod tests {
             message: String::new(),
         };
         assert_eq!(e.to_string(), "HTTP 404");
+        // A call's failure the service reported reads as its words, not as the network's.
+        let e = ApiError::Reported("tool \"basic__get-time\" is not recognized".into());
+        assert_eq!(e.to_string(), "tool \"basic__get-time\" is not recognized");
+        assert_eq!(
+            ApiError::Network("Failed to fetch".into()).to_string(),
+            "network error: Failed to fetch"
+        );
     }
 }

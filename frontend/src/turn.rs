@@ -644,13 +644,17 @@ pub fn cancel_task(ui: &UiMessage, call_id: &str) {
 
 /// Polls the task a call of `ui` runs as, at the server's interval (kept within 100 ms and
 /// 5 s), until its result comes; then records it and the turn goes on. One poller per call in
-/// this tab (a reload starts it again from the saved call).
+/// this tab (a reload starts it again from the saved call). A poll lost on its way
+/// ([`lost_on_the_way`]) says nothing of the task, so it is tried again, 0.5 s to 5 s later
+/// while polls fail; only the task's own answer, or another error, ends the call.
 pub fn follow_task(store: Store, chat: Chat, ui: UiMessage, call_id: String) {
     let key: CallKey = (ui.key.clone(), call_id.clone());
     if !POLLING.with(|p| p.borrow_mut().insert(key.clone())) {
         return;
     }
     spawn_local(async move {
+        // The extra wait after a poll the network lost (doubling, 0.5 s to 5 s).
+        let mut lost_ms = 0u32;
         loop {
             let Some(call) = ui
                 .data
@@ -680,8 +684,17 @@ pub fn follow_task(store: Store, chat: Chat, ui: UiMessage, call_id: String) {
                 ..model_call(&call)
             };
             let (text, is_error, extra) = match store.api().call_tool(&req).await {
+                Err(e) if !cancel && lost_on_the_way(&e) => {
+                    // The task runs on at the server whatever became of this poll (a reload
+                    // cuts it short, the network blinks, a proxy restarts): poll again, less
+                    // often while it lasts. Only the task's own answer ends the call.
+                    lost_ms = (lost_ms * 2).clamp(500, 5_000);
+                    crate::timer::sleep(lost_ms).await;
+                    continue;
+                }
                 Ok(mut r) => match r.task.take() {
                     Some(t) => {
+                        lost_ms = 0;
                         set_task(&ui, &call.id, Some(t));
                         if let Some(request) = r.input_required.take() {
                             set_input_request(&ui, &call.id, Some(request));
@@ -703,6 +716,20 @@ pub fn follow_task(store: Store, chat: Chat, ui: UiMessage, call_id: String) {
         }
         POLLING.with(|p| p.borrow_mut().remove(&key));
     });
+}
+
+/// Whether a task's poll failed on its way rather than at the task: the request did not
+/// complete (network), or a gateway in front of the service answered for it (502, 503, 504).
+/// The task's state is unknown, not ended, so [`follow_task`] polls again.
+fn lost_on_the_way(e: &ApiError) -> bool {
+    matches!(
+        e,
+        ApiError::Network(_)
+            | ApiError::Status {
+                status: 502..=504,
+                ..
+            }
+    )
 }
 
 /// Records `call`'s result: the tool message answering it, and the card's result.
@@ -798,4 +825,33 @@ pub(crate) async fn compact_now(store: Store, chat: Chat) {
         json!({"title": format!("Conversation Compacted: {n} messages → summary"), "items": []}),
     );
     persist(store, &chat);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_poll_lost_on_the_network_or_at_a_gateway_is_polled_again_and_any_other_error_ends_the_call()
+     {
+        assert!(lost_on_the_way(&ApiError::Network(
+            "TypeError: Failed to fetch".into()
+        )));
+        for status in [502, 503, 504] {
+            let e = ApiError::Status {
+                status,
+                message: String::new(),
+            };
+            assert!(lost_on_the_way(&e), "{status}");
+        }
+        for status in [400, 403, 404, 409, 500] {
+            let e = ApiError::Status {
+                status,
+                message: "no such task".into(),
+            };
+            assert!(!lost_on_the_way(&e), "{status}");
+        }
+        assert!(!lost_on_the_way(&ApiError::Decode("not JSON".into())));
+        assert!(!lost_on_the_way(&ApiError::Aborted));
+    }
 }

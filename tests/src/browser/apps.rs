@@ -39,7 +39,11 @@ fn hub() -> (McpHub, bool) {
             ["--stdio"],
         ));
     }
-    (McpHub::new(servers), basic.is_some())
+    // A turn (and the page's tool list) waits for the npm server's first listing as long as a
+    // loaded machine needs: at the default 2 s, CI once approved `basic__get-time` in a turn
+    // that went on without the server's tools, and no view came.
+    let hub = McpHub::new(servers).with_listing_wait(std::time::Duration::from_secs(30));
+    (hub, basic.is_some())
 }
 
 /// Starts everything; `proxy` serves views through the sandbox proxy on `localhost`.

@@ -420,11 +420,30 @@ impl Browser {
             let seen = self.look_until(&look, deadline).await.is_some();
             match self.client.find(Locator::Css(css)).await {
                 Ok(el) => return el,
-                Err(e) if !seen || Instant::now() > deadline => panic!("no element {css}: {e}"),
+                Err(e) if !seen || Instant::now() > deadline => {
+                    self.screenshot("failure").await;
+                    let page = self.page_text().await;
+                    panic!("no element {css}: {e}\nthe page's text ends: {page}")
+                }
                 // Gone again between the page's look and WebDriver's: wait on.
                 Err(_) => tokio::time::sleep(POLL).await,
             }
         }
+    }
+
+    /// The end of the page's visible text (its last 800 characters), for a failure's message.
+    pub async fn page_text(&self) -> String {
+        let text = self
+            .client
+            .execute(
+                "return document.body ? document.body.innerText : '';",
+                vec![],
+            )
+            .await
+            .unwrap_or_default();
+        let text = text.as_str().unwrap_or_default();
+        let start = text.char_indices().rev().nth(799).map_or(0, |(i, _)| i);
+        text[start..].to_owned()
     }
 
     /// The `textContent` of every element matching `css`, joined with newlines.

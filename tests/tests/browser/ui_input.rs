@@ -18,7 +18,7 @@ use lmchatkit::{
     CompleteRequest, EventStream, Host, HostError, ProgressSink, RequestContext, Scope, ToolInput,
     ToolProgress, ToolSource, async_trait,
 };
-use lmchatkit_tests::browser::app::{ONE_AT_A_TIME, idle, setup_hosted, start_chat};
+use lmchatkit_tests::browser::app::{Env, ONE_AT_A_TIME, idle, setup_hosted, start_chat};
 use serde_json::{Value, json};
 
 /// The test host plus two tools that ask: `book_table` (a form) and `sign_in` (a URL).
@@ -68,6 +68,16 @@ fn task_result(n: u32) -> ToolResult {
         })),
         ..ToolResult::default()
     }
+}
+
+/// The asking host's chat (history in memory) with a new chat open, `message` sent and the call
+/// it makes allowed; `None` when the bundle or browser is missing (`setup_hosted` said why).
+async fn allowed_call(message: &str) -> Option<Env> {
+    let env = setup_hosted(Asking, |c| c.history(MemoryStore::new())).await?;
+    start_chat(&env.browser).await;
+    env.browser.send_message(message).await;
+    env.browser.click(".lmck-allow").await;
+    Some(env)
 }
 
 #[async_trait]
@@ -292,13 +302,10 @@ async fn a_tools_form_is_filled_on_its_card_survives_a_reload_and_its_answer_rea
 #[tokio::test]
 async fn a_url_request_shows_the_url_and_its_host_and_a_decline_reaches_the_tool() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let Some(env) = setup_hosted(Asking, |c| c.history(MemoryStore::new())).await else {
+    let Some(env) = allowed_call("call tool sign_in").await else {
         return;
     };
     let b = &env.browser;
-    start_chat(b).await;
-    b.send_message("call tool sign_in").await;
-    b.click(".lmck-allow").await;
     b.wait_for(".lmck-input-url").await;
     assert_eq!(
         b.texts(".lmck-input-full-url").await,
@@ -319,13 +326,10 @@ async fn a_url_request_shows_the_url_and_its_host_and_a_decline_reaches_the_tool
 #[tokio::test]
 async fn a_task_shows_its_state_is_polled_across_a_reload_and_cancels_from_its_card() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let Some(env) = setup_hosted(Asking, |c| c.history(MemoryStore::new())).await else {
+    let Some(env) = allowed_call("call tool long_job").await else {
         return;
     };
     let b = &env.browser;
-    start_chat(b).await;
-    b.send_message("call tool long_job").await;
-    b.click(".lmck-allow").await;
     b.wait_text(".lmck-task .lmck-task-message", "poll").await;
     assert_eq!(b.texts(".lmck-task-state").await, "running");
     b.screenshot("22-task-running").await;
@@ -357,18 +361,64 @@ async fn a_task_shows_its_state_is_polled_across_a_reload_and_cancels_from_its_c
     idle(b).await;
 }
 
+/// A task's poll that the network loses (as a reload cuts the tab's requests short, or a blip
+/// does) is not the task's result: the task runs on at the server, so the tab polls on and the
+/// task's own result comes. (CI once recorded "network error: Failed to fetch" as the result of
+/// a task polled across a reload, and saved it.)
+#[tokio::test]
+async fn a_task_poll_lost_on_the_network_polls_on_to_the_tasks_own_result() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = allowed_call("call tool long_job").await else {
+        return;
+    };
+    let b = &env.browser;
+    b.wait_text(".lmck-task .lmck-task-message", "poll 2").await;
+    // The tab's next three task polls fail as a lost connection does (fetch rejects with a
+    // TypeError); everything else goes through.
+    b.js("window.__dropped = 0; const fetch0 = window.fetch; \
+          window.fetch = async function (input, init) { \
+            if (input instanceof Request && window.__dropped < 3 && input.url.endsWith('/api/tools/call')) { \
+              const body = await input.clone().text(); \
+              if (body.includes('\"task\":{')) { window.__dropped += 1; throw new TypeError('Failed to fetch'); } \
+            } \
+            return fetch0.apply(this, arguments); \
+          }; return true;")
+        .await;
+    b.wait_text(".lmck-tool-result", "job done").await;
+    assert_eq!(b.js("return window.__dropped;").await, json!(3));
+    b.wait_text(".lmck-assistant .lmck-md", "Tool said: job done")
+        .await;
+    assert!(
+        !b.texts(".lmck-tool-result").await.contains("[error]"),
+        "no lost poll shows as the call's result"
+    );
+    idle(b).await;
+}
+
+/// A call the host refuses shows the host's words on its card. The service reported them in
+/// the call's stream after it had answered, so they are not called a network error (the card
+/// once read "network error: tool … is not recognized").
+#[tokio::test]
+async fn a_call_the_host_refuses_shows_its_words_on_the_card_not_a_network_error() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(env) = allowed_call("call tool get_weather {}").await else {
+        return;
+    };
+    let b = &env.browser;
+    let text = b.wait_text(".lmck-tool-result", "city is required").await;
+    assert!(!text.contains("network"), "{text}");
+    idle(b).await;
+}
+
 /// A running call's progress reports show as a bar with the server's message on its card, and
 /// go once the result is in.
 #[tokio::test]
 async fn a_running_calls_progress_shows_on_its_card_until_its_result() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let Some(env) = setup_hosted(Asking, |c| c.history(MemoryStore::new())).await else {
+    let Some(env) = allowed_call("call tool counter").await else {
         return;
     };
     let b = &env.browser;
-    start_chat(b).await;
-    b.send_message("call tool counter").await;
-    b.click(".lmck-allow").await;
     b.wait_text(".lmck-tool-progress-text", "counted").await;
     let value = b
         .js("const p = document.querySelector('.lmck-tool-progress progress'); return [p.value, p.max];")
@@ -393,13 +443,10 @@ async fn a_running_calls_progress_shows_on_its_card_until_its_result() {
 #[tokio::test]
 async fn a_task_that_asks_shows_its_form_and_goes_on_with_the_answer() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let Some(env) = setup_hosted(Asking, |c| c.history(MemoryStore::new())).await else {
+    let Some(env) = allowed_call("call tool ask_task").await else {
         return;
     };
     let b = &env.browser;
-    start_chat(b).await;
-    b.send_message("call tool ask_task").await;
-    b.click(".lmck-allow").await;
     b.wait_text(
         ".lmck-input-request .lmck-input-message",
         "Who runs the job?",
