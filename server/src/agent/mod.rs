@@ -1,8 +1,9 @@
 //! The server-side agent loop: one engine that runs a turn to its end on the server — model
 //! call → tool calls → a decision per call → the allowed calls run → their results go back to
 //! the model → the next step — for protocols whose clients do not run tools themselves (the AI
-//! SDK route is the first). It knows nothing of any wire format: it reports [`AgentEvent`]s on
-//! a channel, and a protocol translates them.
+//! SDK route is the first). It knows nothing of any wire format: it reports [`AgentEvent`]s as
+//! a stream ([`Agent::events`], which runs the loop as it is read; [`outbox`] says how), and a
+//! protocol translates them.
 //!
 //! Decisions:
 //! - **Every call goes through the access layer**: the decision comes from the approval policy
@@ -34,6 +35,7 @@
 //! - **Failures are events, not errors**: an upstream error ends the turn with
 //!   [`AgentEvent::Error`] after what was streamed; a failing tool is an error result.
 
+mod outbox;
 #[cfg(test)]
 mod tests;
 
@@ -47,13 +49,14 @@ use lmchatkit_protocol::{
     Event, FinishReason, InputRequired, Message, ToolCall, ToolDecision as Decision, ToolResult,
     ToolTask, Usage,
 };
-use tokio::sync::mpsc;
 
 use crate::access::approval::Approvals;
 use crate::access::input::{InputTickets, Subject};
 use crate::access::{self, Scope};
 use crate::access::{Again, TaskGuard};
 use crate::host::{CompleteRequest, Host, ProgressSink, RequestContext, ToolInput, ToolProgress};
+pub(crate) use outbox::Events;
+use outbox::Outbox;
 
 /// Default cap on model calls per request.
 pub const DEFAULT_MAX_STEPS: usize = 10;
@@ -180,17 +183,16 @@ pub(crate) struct Agent {
     pub tickets: InputTickets,
 }
 
-/// The loop stopped because nobody listens any more.
-struct Gone;
-
 impl Agent {
-    /// Runs `turn` to its end, reporting on `out`. Returns early (without a `Finish`) when `out`
-    /// is closed. Drop the future to cancel.
-    pub(crate) async fn run(&self, turn: Turn, out: mpsc::Sender<AgentEvent>) {
-        let _ = self.run_inner(turn, &out).await;
+    /// Runs `turn` to its end as its events are read: the stream ends after the turn's
+    /// `Finish`. Drop it to cancel.
+    pub(crate) fn events(self, turn: Turn) -> Events {
+        let outbox = Outbox::default();
+        let out = outbox.clone();
+        Events::new(outbox, async move { self.run(turn, &out).await })
     }
 
-    async fn run_inner(&self, turn: Turn, out: &mpsc::Sender<AgentEvent>) -> Result<(), Gone> {
+    async fn run(&self, turn: Turn, out: &Outbox) {
         let Turn {
             cx,
             mut request,
@@ -216,23 +218,23 @@ impl Agent {
             for a in answers {
                 let decision = self.decide.decide(&scope, &a.call).await;
                 if decision == Decision::Deny {
-                    results.push(blocked(&a.call, out).await?);
+                    results.push(blocked(&a.call, out).await);
                 } else if a.approved {
                     runs.push((a.call, None));
                 } else {
-                    emit(out, denied(&a.call)).await?;
+                    emit(out, denied(&a.call)).await;
                     let text = denied_text(&a.call.name, a.reason.as_deref());
                     results.push(tool_message(&a.call, &ToolResult::error(text)));
                 }
             }
             for r in inputs {
                 if self.decide.decide(&scope, &r.call).await == Decision::Deny {
-                    results.push(blocked(&r.call, out).await?);
+                    results.push(blocked(&r.call, out).await);
                 } else {
                     runs.push((r.call, Some(Again::Input(r.input))));
                 }
             }
-            let ran = self.run_calls(&calls, runs).await?;
+            let ran = self.run_calls(&calls, runs).await;
             results.extend(ran.messages);
             if ran.waiting {
                 return finish(out, Finish::AwaitingInput, total).await;
@@ -241,12 +243,12 @@ impl Agent {
         }
 
         for _ in 0..self.max_steps {
-            emit(out, AgentEvent::StepStart).await?;
-            let step = self.model_step(&cx, &request, out).await?;
+            emit(out, AgentEvent::StepStart).await;
+            let step = self.model_step(&cx, &request, out).await;
             add_usage(&mut total, step.usage);
-            emit(out, AgentEvent::StepEnd { usage: step.usage }).await?;
+            emit(out, AgentEvent::StepEnd { usage: step.usage }).await;
             if let Some(error) = step.error {
-                emit(out, AgentEvent::Error(error)).await?;
+                emit(out, AgentEvent::Error(error)).await;
                 return finish(out, Finish::Error, total).await;
             }
             if step.calls.is_empty() {
@@ -261,21 +263,21 @@ impl Agent {
             for call in &step.calls {
                 match self.decide.decide(&scope, call).await {
                     Decision::Allow => {
-                        emit(out, decided(call, true)).await?;
+                        emit(out, decided(call, true)).await;
                         runs.push((call.clone(), None));
                     }
                     Decision::Ask => asks.push(call.clone()),
                     Decision::Deny => {
-                        emit(out, decided(call, false)).await?;
-                        results.push(blocked(call, out).await?);
+                        emit(out, decided(call, false)).await;
+                        results.push(blocked(call, out).await);
                     }
                 }
             }
-            let ran = self.run_calls(&calls, runs).await?;
+            let ran = self.run_calls(&calls, runs).await;
             results.extend(ran.messages);
             if !asks.is_empty() {
                 for call in asks {
-                    emit(out, AgentEvent::ApprovalRequested(call)).await?;
+                    emit(out, AgentEvent::ApprovalRequested(call)).await;
                 }
                 return finish(out, Finish::AwaitingApproval, total).await;
             }
@@ -292,32 +294,30 @@ impl Agent {
         &self,
         cx: &RequestContext,
         request: &CompleteRequest,
-        out: &mpsc::Sender<AgentEvent>,
-    ) -> Result<Step, Gone> {
+        out: &Outbox,
+    ) -> Step {
         let mut step = Step::default();
         let mut events = self.host.complete(cx, request.clone());
         while let Some(ev) = events.next().await {
             match ev {
                 Event::Delta { delta } => {
                     step.text.push_str(&delta);
-                    emit(out, AgentEvent::Text(delta)).await?;
+                    emit(out, AgentEvent::Text(delta)).await;
                 }
-                Event::Reasoning { reasoning } => {
-                    emit(out, AgentEvent::Reasoning(reasoning)).await?
-                }
+                Event::Reasoning { reasoning } => emit(out, AgentEvent::Reasoning(reasoning)).await,
                 Event::ToolCallDelta {
                     id,
                     name,
                     arguments_delta: delta,
                     ..
-                } => emit(out, AgentEvent::ToolInputDelta { id, name, delta }).await?,
+                } => emit(out, AgentEvent::ToolInputDelta { id, name, delta }).await,
                 Event::ToolCall { tool_call, .. } => {
                     let mut call = tool_call;
                     call.approval = None;
                     call.hints = Vec::new();
                     call.input_request = None;
                     call.task = None;
-                    emit(out, AgentEvent::ToolInput(call.clone())).await?;
+                    emit(out, AgentEvent::ToolInput(call.clone())).await;
                     step.calls.push(call);
                 }
                 Event::Done {
@@ -337,18 +337,14 @@ impl Agent {
                 Event::Saved { .. } => {}
             }
         }
-        Ok(step)
+        step
     }
 
     /// Runs `runs` concurrently (each with the user's input when it answers a request for
     /// it), reporting each result as it arrives; the tool messages come back in any order (see
     /// [`order`]). A call that asks for the user's input reports its request instead, and has
     /// no message: the turn then waits.
-    async fn run_calls(
-        &self,
-        calls: &Calls<'_>,
-        runs: Vec<(ToolCall, Option<Again>)>,
-    ) -> Result<Ran, Gone> {
+    async fn run_calls(&self, calls: &Calls<'_>, runs: Vec<(ToolCall, Option<Again>)>) -> Ran {
         let scope = calls.scope;
         let mut running: FuturesUnordered<_> = runs
             .into_iter()
@@ -359,7 +355,7 @@ impl Agent {
                 let sink = {
                     let (out, id) = (calls.out.clone(), call.id.clone());
                     ProgressSink(Arc::new(move |progress| {
-                        let _ = out.try_send(AgentEvent::ToolProgress {
+                        out.try_push(AgentEvent::ToolProgress {
                             call_id: id.clone(),
                             progress,
                         });
@@ -390,7 +386,7 @@ impl Agent {
                         &call.arguments,
                         result,
                         |t| {
-                            let _ = out.try_send(AgentEvent::TaskState {
+                            out.try_push(AgentEvent::TaskState {
                                 call_id: id.clone(),
                                 task: t.clone(),
                             });
@@ -422,12 +418,12 @@ impl Agent {
                         request: *request,
                     },
                 )
-                .await?;
+                .await;
                 continue;
             }
-            ran.messages.push(report(calls.out, &call, result).await?);
+            ran.messages.push(report(calls.out, &call, result).await);
         }
-        Ok(ran)
+        ran
     }
 }
 
@@ -435,7 +431,7 @@ impl Agent {
 struct Calls<'a> {
     scope: &'a Scope,
     thread: &'a str,
-    out: &'a mpsc::Sender<AgentEvent>,
+    out: &'a Outbox,
 }
 
 /// What running a step's calls gave: the tool messages, and whether a call waits for input.
@@ -454,15 +450,11 @@ struct Step {
     error: Option<String>,
 }
 
-async fn emit(out: &mpsc::Sender<AgentEvent>, ev: AgentEvent) -> Result<(), Gone> {
-    out.send(ev).await.map_err(|_| Gone)
+async fn emit(out: &Outbox, ev: AgentEvent) {
+    out.push(ev).await
 }
 
-async fn finish(
-    out: &mpsc::Sender<AgentEvent>,
-    reason: Finish,
-    usage: Option<Usage>,
-) -> Result<(), Gone> {
+async fn finish(out: &Outbox, reason: Finish, usage: Option<Usage>) {
     emit(out, AgentEvent::Finish { reason, usage }).await
 }
 
@@ -476,16 +468,12 @@ fn decided(call: &ToolCall, approved: bool) -> AgentEvent {
     }
 }
 
-async fn blocked(call: &ToolCall, out: &mpsc::Sender<AgentEvent>) -> Result<Message, Gone> {
+async fn blocked(call: &ToolCall, out: &Outbox) -> Message {
     report(out, call, ToolResult::error(blocked_text(&call.name))).await
 }
 
 /// Reports `call`'s result and returns the tool message that tells the model.
-async fn report(
-    out: &mpsc::Sender<AgentEvent>,
-    call: &ToolCall,
-    result: ToolResult,
-) -> Result<Message, Gone> {
+async fn report(out: &Outbox, call: &ToolCall, result: ToolResult) -> Message {
     let message = tool_message(call, &result);
     emit(
         out,
@@ -494,8 +482,8 @@ async fn report(
             result,
         },
     )
-    .await?;
-    Ok(message)
+    .await;
+    message
 }
 
 fn denied(call: &ToolCall) -> AgentEvent {

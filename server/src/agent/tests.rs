@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures_util::StreamExt;
 use lmchatkit_protocol::{
     Event, FinishReason, Message, Model, Role, Tool, ToolCall, ToolResult, Usage,
 };
@@ -136,18 +137,33 @@ fn turn(answers: Vec<Answer>) -> Turn {
 }
 
 async fn run(agent: &Agent, turn: Turn) -> Vec<AgentEvent> {
-    let (tx, mut rx) = mpsc::channel(64);
-    let agent = agent.clone();
-    let task = tokio::spawn(async move { agent.run(turn, tx).await });
+    let mut events = agent.clone().events(turn);
     let mut out = Vec::new();
-    while let Some(ev) = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(5), events.next())
         .await
         .expect("the loop answers within 5 s")
     {
         out.push(ev);
     }
-    task.await.unwrap();
     out
+}
+
+/// The loop's events read in a task of their own, forwarded to the receiver (a test that
+/// leaves mid-turn aborts the task, which drops the loop).
+fn spawn_run(
+    agent: &Agent,
+    turn: Turn,
+) -> (tokio::task::JoinHandle<()>, mpsc::Receiver<AgentEvent>) {
+    let (tx, rx) = mpsc::channel(64);
+    let mut events = agent.clone().events(turn);
+    let task = tokio::spawn(async move {
+        while let Some(ev) = events.next().await {
+            if tx.send(ev).await.is_err() {
+                break;
+            }
+        }
+    });
+    (task, rx)
 }
 
 fn finish_of(events: &[AgentEvent]) -> (Finish, Option<Usage>) {
@@ -417,11 +433,7 @@ async fn dropping_the_run_cancels_the_running_tool_call() {
         &[],
         10,
     );
-    let (tx, mut rx) = mpsc::channel(64);
-    let task = tokio::spawn({
-        let agent = agent.clone();
-        async move { agent.run(turn(vec![]), tx).await }
-    });
+    let (task, mut rx) = spawn_run(&agent, turn(vec![]));
     // Wait until the call runs, then leave.
     while let Some(ev) = rx.recv().await {
         if matches!(ev, AgentEvent::ToolInput(_)) {

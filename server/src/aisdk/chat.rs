@@ -24,11 +24,6 @@
 //!   before the first token, and is saved again at the end of a step that ran tools (more
 //!   steps follow) and at the finish.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use futures_util::Stream;
 use lmchatkit_protocol::ui_stream::{
     AiSdkChatRequest, DONE_DATA, UiChunk, UiMessage, UiMessageBuilder, UiMessageMetadata, UiPart,
     UiRole, UiToolState, to_messages,
@@ -38,7 +33,6 @@ use lmchatkit_protocol::{
     REASONING_EFFORT_PARAM, Role, StoredConversation, ToolCall,
 };
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 use super::approval_id::{ApprovalKey, Subject};
 use super::translate::Translator;
@@ -367,56 +361,7 @@ pub(crate) async fn run(
         lost: &lost,
         save,
     };
-    crate::turn::run::start(
-        services.turn.runs,
-        new,
-        loop_driver(agent, turn),
-        encoder,
-        hold,
-    )
-    .await
-}
-
-/// The agent loop as a stream of its events: the loop runs as the stream is polled (in the
-/// run's own task), hands each event over a bounded channel, and the stream ends when the loop
-/// has and its last event is out.
-fn loop_driver(agent: Agent, turn: Turn) -> impl Stream<Item = AgentEvent> + Send + 'static {
-    let (tx, events) = mpsc::channel(64);
-    Driver {
-        events,
-        agent: Some(Box::pin(async move { agent.run(turn, tx).await })),
-    }
-}
-
-/// [`loop_driver`]'s stream. A struct of its own rather than `select` over the channel and the
-/// loop then `filter_map`: those combinators moved every event through two more wrappers
-/// (`Option`, a `Ready` future), which showed in the route's profile as copies of the event.
-struct Driver {
-    events: mpsc::Receiver<AgentEvent>,
-    /// The loop, until it ends (dropping its sender, which ends the channel once drained).
-    agent: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
-}
-
-impl Stream for Driver {
-    type Item = AgentEvent;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
-        let this = &mut *self;
-        loop {
-            if let Poll::Ready(Some(ev)) = this.events.poll_recv(cx) {
-                return Poll::Ready(Some(ev));
-            }
-            let Some(agent) = &mut this.agent else {
-                return this.events.poll_recv(cx);
-            };
-            if agent.as_mut().poll(cx).is_ready() {
-                this.agent = None;
-            } else if this.events.is_empty() {
-                // The loop waits (on its model, a tool or a full channel) and sent nothing.
-                return Poll::Pending;
-            }
-        }
-    }
+    crate::turn::run::start(services.turn.runs, new, agent.events(turn), encoder, hold).await
 }
 
 /// The AI SDK encoder: each agent event as UI Message Stream chunks, applied to the reply.
