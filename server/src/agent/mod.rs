@@ -350,7 +350,7 @@ impl Agent {
             .into_iter()
             .map(|(call, again)| async move {
                 let host = &*self.host;
-                // The call's progress reports go out as they come (dropped when the channel is
+                // The call's progress reports go out as they come (dropped when the outbox is
                 // full: a later report says more).
                 let sink = {
                     let (out, id) = (calls.out.clone(), call.id.clone());
