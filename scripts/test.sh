@@ -106,6 +106,9 @@ cargo clippy -p lmchatkit --no-default-features --features test-support --lib -j
 # An OpenAI-compatible upstream alone (no Anthropic backend): a variant only `anthropic` builds
 # went unused here unnoticed.
 cargo clippy -p lmchatkit --no-default-features --features openai --lib -j"$JOBS" -- -D warnings
+# The default features alone, as a crates.io user builds them (the workspace's runs unify more
+# features: two search methods only the PostgreSQL store uses went unused here unnoticed).
+cargo clippy -p lmchatkit --lib -j"$JOBS" -- -D warnings
 echo "== docs (at ${SECONDS} s)"
 # As docs.rs builds them (server/Cargo.toml's package.metadata.docs.rs: every feature, `--cfg
 # docsrs`, which turns on `doc(cfg)` feature badges; docs.rs runs a nightly rustdoc, and

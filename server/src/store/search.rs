@@ -297,6 +297,7 @@ impl<'q> NewestFirst<'q> {
     /// the page fills within about `most` messages in all (the hits so far, at the rate they
     /// came): a store whose index costs more per match than its reading does per message
     /// (PostgreSQL) reads on through a query of middling density instead.
+    #[cfg(feature = "postgres")]
     pub(crate) fn worth_more(&self, most: usize) -> bool {
         if self.wants_more() {
             return true;
@@ -317,6 +318,7 @@ impl<'q> NewestFirst<'q> {
     }
 
     /// The conversations read whole, in the order read.
+    #[cfg(feature = "postgres")]
     pub(crate) fn scanned(&self) -> &[String] {
         &self.scanned
     }
