@@ -111,11 +111,12 @@ pub fn submit_text(store: Store, text: &str, files: Vec<UploadedFile>) -> bool {
             }
             _ => {}
         }
-        let lname = name.to_lowercase();
-        if let Some(cmd) = store
-            .commands
-            .with_untracked(|cs| cs.iter().find(|c| c.name.to_lowercase() == lname).cloned())
-        {
+        let lname = crate::text::lower(&name);
+        if let Some(cmd) = store.commands.with_untracked(|cs| {
+            cs.iter()
+                .find(|c| crate::text::lower(&c.name) == lname)
+                .cloned()
+        }) {
             store.allow_for_session(cmd.allowed_tools.iter().cloned());
             turn::send(store, chat, Content::Text(expand_command(&cmd, &args)));
             return true;

@@ -73,7 +73,7 @@ pub fn slash_matches(draft: &str, commands: &[SlashCommand], prompts: &[Prompt])
     if q.chars().any(char::is_whitespace) {
         return Vec::new();
     }
-    let q = q.to_lowercase();
+    let q = crate::text::lower(q);
     let mut out: Vec<SlashItem> = BUILTINS
         .iter()
         .map(|(n, d)| SlashItem {
@@ -95,7 +95,7 @@ pub fn slash_matches(draft: &str, commands: &[SlashCommand], prompts: &[Prompt])
         hint: argument_hint(p),
         kind: SlashKind::Prompt(p.clone()),
     }));
-    out.retain(|i| i.name.to_lowercase().starts_with(&q));
+    out.retain(|i| crate::text::lower(&i.name).starts_with(&q));
     out
 }
 
@@ -276,14 +276,14 @@ pub fn resource_insert(r: &Resource) -> String {
 
 /// Up to 10 resources matching `q` on the URI (a template's fixed part) or the name.
 pub fn resource_matches<'a>(q: &str, resources: &'a [Resource]) -> Vec<&'a Resource> {
-    let q = q.to_lowercase();
+    let q = crate::text::lower(q);
     resources
         .iter()
         .filter(|r| {
-            resource_insert(r).to_lowercase().contains(&q)
+            crate::text::lower(&resource_insert(r)).contains(&q)
                 || r.name
                     .as_deref()
-                    .is_some_and(|n| n.to_lowercase().contains(&q))
+                    .is_some_and(|n| crate::text::lower(n).contains(&q))
         })
         .take(10)
         .collect()

@@ -42,6 +42,7 @@ pub mod state;
 pub mod storage;
 pub mod stored;
 pub mod sync;
+pub mod text;
 pub mod think;
 pub mod timer;
 pub mod transfer;

@@ -40,8 +40,7 @@ pub fn params_from_fields(base: &Params, fields: &ParamFields) -> Params {
         let num = if let Ok(i) = v.parse::<i64>() {
             Some(serde_json::Value::from(i))
         } else {
-            v.parse::<f64>()
-                .ok()
+            crate::text::parse_decimal(v)
                 .and_then(serde_json::Number::from_f64)
                 .map(serde_json::Value::Number)
         };

@@ -202,7 +202,7 @@ pub fn settings_body(t: &AcceptedTool, enabled: bool, approval: UserToolApproval
 /// 32 characters (the user may still edit it).
 pub fn slug_from(name: &str) -> String {
     let mut out = String::new();
-    for c in name.trim().to_lowercase().chars() {
+    for c in crate::text::lower(name.trim()).chars() {
         if c.is_ascii_alphanumeric() {
             out.push(c);
         } else if !out.is_empty() && !out.ends_with('-') {

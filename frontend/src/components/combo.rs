@@ -50,7 +50,7 @@ impl ComboOption {
             || hay
                 .into_iter()
                 .flatten()
-                .any(|s| s.to_lowercase().contains(q))
+                .any(|s| crate::text::lower(s).contains(q))
     }
 }
 
@@ -66,7 +66,7 @@ pub fn Combo(
     let open = RwSignal::new(false);
     let active = RwSignal::new(0usize);
     let filtered = Signal::derive(move || {
-        let q = query.get().to_lowercase();
+        let q = crate::text::lower(&query.get());
         options
             .get()
             .into_iter()
@@ -87,8 +87,8 @@ pub fn Combo(
         open.set(false);
         query.set(String::new());
     };
-    let list_id = format!("lmck-combo-{}", label.to_lowercase());
-    let option_id = move |i: usize| format!("lmck-combo-{}-opt-{i}", label.to_lowercase());
+    let list_id = format!("lmck-combo-{}", crate::text::lower(label));
+    let option_id = move |i: usize| format!("lmck-combo-{}-opt-{i}", crate::text::lower(label));
     Effect::new(move |_| {
         let n = filtered.with(Vec::len);
         if open.get() && n > 0 {

@@ -167,10 +167,8 @@ fn content(
         let v = values.get(&f.name).cloned().unwrap_or(Value::Null);
         let v = match (&f.kind, v) {
             (FieldKind::Number { integer, .. }, Value::String(s)) if !s.trim().is_empty() => {
-                let n: f64 = s
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("{} must be a number", f.title))?;
+                let n = crate::text::parse_decimal(s.trim())
+                    .ok_or_else(|| format!("{} must be a number", f.title))?;
                 if *integer {
                     if n.fract() != 0.0 {
                         return Err(format!("{} must be a whole number", f.title));
@@ -628,5 +626,13 @@ mod tests {
             content(&f, &v),
             Err("seats must be a whole number".to_owned())
         );
+        for not_a_number in ["two", "NaN", "inf", "0x2"] {
+            v.insert("seats".into(), json!(not_a_number));
+            assert_eq!(
+                content(&f, &v),
+                Err("seats must be a number".to_owned()),
+                "{not_a_number}"
+            );
+        }
     }
 }

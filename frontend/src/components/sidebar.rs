@@ -52,12 +52,12 @@ pub fn Sidebar() -> impl IntoView {
     let deleting = RwSignal::new(None::<(String, String)>);
     let current = move || store.chat.with(|c| c.as_ref().map(|c| c.id.get()));
     let list = move || {
-        let q = search.get().to_lowercase();
+        let q = crate::text::lower(&search.get());
         store
             .conversations
             .get()
             .into_iter()
-            .filter(|c| q.is_empty() || c.title.to_lowercase().contains(&q))
+            .filter(|c| q.is_empty() || crate::text::lower(&c.title).contains(&q))
             .collect::<Vec<_>>()
     };
     let on_import = move |ev: leptos::ev::Event| {

@@ -117,6 +117,7 @@ const FRONTEND: Crate = Crate {
                 "commands",
                 "bench",
                 "storage",
+                "text",
                 "timer",
             ],
         ),
