@@ -488,6 +488,9 @@ async fn stream(
     };
     let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
     let mut parser = SseParser::new();
+    // Buffered frames are handled in slices, with a turn for the browser between them
+    // (`crate::timer::Slice` says why).
+    let mut slice = crate::timer::Slice::begin();
     loop {
         let chunk = JsFuture::from(reader.read()).await.map_err(js_err)?;
         let done = js_sys::Reflect::get(&chunk, &JsValue::from_str("done")).map_err(js_err)?;
@@ -498,6 +501,9 @@ async fn stream(
         let bytes = js_sys::Uint8Array::new(&value).to_vec();
         for frame in parser.push(&bytes) {
             on_frame(frame);
+            if slice.spent() {
+                crate::timer::yield_now().await;
+            }
         }
     }
     Ok(())

@@ -349,7 +349,7 @@ fn bubble_for(chat: &Chat, id: Option<String>) -> UiMessage {
             d.stopped = false;
             d.failed = None;
         });
-        ui.html.set(String::new());
+        ui.set_html(String::new());
         ui.error.set(None);
         ui.streamed.set(Vec::new());
         return ui;

@@ -186,15 +186,12 @@ impl ReplyWriter {
                         }
                     });
                     if !self.scheduled.replace(true) {
-                        let (inc, scheduled, html) = (
-                            self.inc.clone(),
-                            self.scheduled.clone(),
-                            self.ui.html.clone(),
-                        );
+                        let (inc, scheduled, ui) =
+                            (self.inc.clone(), self.scheduled.clone(), self.ui.clone());
                         request_animation_frame(move || {
                             if scheduled.replace(false) {
                                 let t0 = bench::now();
-                                html.set(inc.borrow().html());
+                                ui.show_blocks(&inc.borrow());
                                 bench::record("frame", bench::now() - t0);
                             }
                         });
@@ -226,7 +223,7 @@ impl ReplyWriter {
         let rest = self.splitter.finish();
         self.pieces(rest);
         self.scheduled.set(false);
-        self.ui.html.set(self.inc.borrow().html());
+        self.ui.show_blocks(&self.inc.borrow());
         self.ui.streaming.set(false);
         self.ended
     }

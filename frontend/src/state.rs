@@ -55,6 +55,9 @@ pub struct UiMessage {
     pub data: ArcRwSignal<Message>,
     /// Rendered Markdown of an assistant message's content.
     pub html: ArcRwSignal<String>,
+    /// Where each top-level block of `html` is while a reply streams ([`Self::show_blocks`]);
+    /// empty when `html` is to be shown whole. Read untracked, with `html`.
+    pub layout: ArcRwSignal<Vec<BlockSpan>>,
     /// The reply is still streaming.
     pub streaming: ArcRwSignal<bool>,
     /// The turn failed (shown in the bubble with a Retry); not saved.
@@ -80,7 +83,43 @@ pub struct StreamedCall {
     pub cut: bool,
 }
 
+/// One rendered top-level block of a streaming reply's HTML: its key and revision (the
+/// [`crate::markdown::Incremental`]'s) and its length in bytes, the blocks in order and joined
+/// being the whole HTML. The bubble replaces only the blocks whose key or revision changed
+/// (`components::message`), so a long reply does not have all its HTML parsed again on
+/// every frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockSpan {
+    /// The block's key.
+    pub key: u64,
+    /// Its revision.
+    pub rev: u64,
+    /// Its HTML's length in bytes.
+    pub len: usize,
+}
+
 impl UiMessage {
+    /// Shows the blocks of a reply as it streams: their HTML joined, and where each is.
+    pub fn show_blocks(&self, inc: &crate::markdown::Incremental) {
+        let blocks = inc.blocks();
+        let spans = blocks
+            .iter()
+            .map(|b| BlockSpan {
+                key: b.key,
+                rev: b.rev,
+                len: b.html.len(),
+            })
+            .collect();
+        self.layout.set(spans);
+        self.html.set(inc.html());
+    }
+
+    /// Shows `html` whole (not as a streaming reply's blocks).
+    pub fn set_html(&self, html: String) {
+        self.layout.set(Vec::new());
+        self.html.set(html);
+    }
+
     /// Wraps a message, giving it an id when it has none.
     pub fn new(mut m: Message) -> Self {
         let key =
@@ -96,6 +135,7 @@ impl UiMessage {
             key,
             data: ArcRwSignal::new(m),
             html: ArcRwSignal::new(html),
+            layout: ArcRwSignal::new(Vec::new()),
             streaming: ArcRwSignal::new(false),
             error: ArcRwSignal::new(None),
             streamed: ArcRwSignal::new(Vec::new()),

@@ -74,7 +74,7 @@ fn rerender(m: &UiMessage) {
     };
     let html = markdown::render(&text);
     if m.html.with_untracked(|h| *h != html) {
-        m.html.set(html);
+        m.set_html(html);
     }
 }
 

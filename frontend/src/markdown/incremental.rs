@@ -22,7 +22,8 @@ use super::{Defs, Parsed, parse, sanitize::TABLE_OPEN as TABLE};
 
 /// A rendered top-level block of a reply.
 ///
-/// The UI keeps one DOM node per key and rewrites its content when `rev` changes.
+/// The UI keeps the nodes a block's HTML made and replaces them, and those of every block
+/// after it, when the block's key or `rev` changes (`components::message`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Block {
     /// Stable while the block starts at the same place in the source: a growing paragraph keeps

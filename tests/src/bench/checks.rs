@@ -10,6 +10,10 @@ pub const FIRST_PAINT_GZIP: usize = 250 * 1024;
 pub const FIRST_PAINT_BR: usize = 250_000;
 /// Issue 48's first reply (first paint + what the first message loads), gzip: 321 KiB.
 pub const FIRST_REPLY_GZIP: usize = 321 * 1024;
+/// Issue 48's render of a streamed delta (p99 of the main-thread time per frame), ms.
+pub const DELTA_MS: f64 = 1.0;
+/// Issue 48's 1,000-message conversation interactive after a reload (median), ms.
+pub const OPEN_1000_MS: f64 = 300.0;
 
 fn check_of(target: &str, met: Option<bool>, detail: String) -> Check {
     Check {
@@ -170,6 +174,26 @@ pub fn check(r: &Results) -> Vec<Check> {
             (Some(f), None) => format!("not measured: {}", f.measured_by),
             (None, None) => "not measured".into(),
         },
+    ));
+
+    let t = r.ui_timings.as_ref();
+    out.push(check_of(
+        "UI: a streamed delta handled in <= 1 ms (p99, 48 KB Markdown reply, Chromium; issue 48)",
+        t.map(|t| t.delta_ms.n > 0 && t.delta_ms.p99 <= DELTA_MS),
+        t.map_or("not measured".into(), |t| t.stream_summary()),
+    ));
+    out.push(check_of(
+        "UI: a 1,000-message conversation interactive <= 300 ms after a reload (median; issue 48)",
+        t.map(|t| !t.open_1000_ms.is_empty() && t.open_1000_median_ms <= OPEN_1000_MS),
+        t.map_or("not measured".into(), |t| {
+            let each: Vec<String> = t.open_1000_ms.iter().map(|ms| format!("{ms:.0}")).collect();
+            format!(
+                "median {:.0} ms of {} reloads ({} ms), navigation start to the latest 60 messages rendered",
+                t.open_1000_median_ms,
+                t.open_1000_ms.len(),
+                each.join(", ")
+            )
+        }),
     ));
 
     let at = |n: usize| r.history.iter().find(|h| h.messages == n);
@@ -418,5 +442,45 @@ mod tests {
         let gap = cpu_ratio("t", vec![(1, Some(0.5), None)]);
         assert_eq!(gap.met, None);
         assert_eq!(cpu_ratio("t", Vec::new()).met, None);
+    }
+
+    fn ui_checks(t: Option<crate::bench::ui_timing::UiTimings>) -> Vec<Check> {
+        let mut r = Results::new(&crate::bench::run::Options::for_tests(), 0);
+        r.ui_timings = t;
+        check(&r)
+            .into_iter()
+            .filter(|c| c.target.starts_with("UI: "))
+            .collect()
+    }
+
+    #[test]
+    fn the_ui_timings_are_met_under_their_targets_missed_over_and_unmeasured_without_chromium() {
+        use crate::bench::ui_timing::UiTimings;
+        let fast = UiTimings::of(
+            "Chromium 1".into(),
+            &[0.1; 100],
+            &[0.5],
+            vec![250.0, 280.0, 320.0],
+        );
+        let met = ui_checks(Some(fast));
+        assert_eq!(met.len(), 2, "{met:?}");
+        assert!(met.iter().all(|c| c.met == Some(true)), "{met:?}");
+        assert!(met[1].detail.contains("median 280 ms"), "{}", met[1].detail);
+
+        // Two slow frames in a hundred put the p99 over 1 ms; the median reload over 300 ms.
+        let mut deltas = vec![0.1; 98];
+        deltas.extend([4.0, 5.0]);
+        let slow = UiTimings::of("Chromium 1".into(), &deltas, &[], vec![310.0, 290.0, 305.0]);
+        let missed = ui_checks(Some(slow));
+        assert!(missed.iter().all(|c| c.met == Some(false)), "{missed:?}");
+
+        let none = ui_checks(None);
+        assert!(
+            none.iter()
+                .all(|c| c.met.is_none() && c.detail == "not measured")
+        );
+        // A run whose probes recorded no reload is not a pass.
+        let empty = UiTimings::of("Chromium 1".into(), &[0.1], &[], vec![]);
+        assert_eq!(ui_checks(Some(empty))[1].met, Some(false));
     }
 }

@@ -46,6 +46,19 @@ pub const QUIET: Duration = Duration::from_millis(1000);
 /// for the UI to be ready).
 const STEP: Duration = Duration::from_secs(90);
 
+/// Whether the UI is ready: the composer is there and a model is chosen: the picker's start
+/// button is enabled, or the page skipped the picker (one persona and one model: a new chat is
+/// open).
+pub(super) const READY: &str = "const s = document.querySelector('button.lmck-start'); \
+     const open = !document.querySelector('div.lmck-start') \
+       && !!document.querySelector('.lmck-transcript'); \
+     return !!document.querySelector('.lmck-input') && (open || (!!s && !s.disabled));";
+
+/// Whether the reply is shown and the turn has ended.
+pub(super) const TURN_ENDED: &str = "const md = document.querySelector('.lmck-assistant .lmck-md'); \
+     return !!md && md.textContent.trim().length > 0 \
+       && !!document.querySelector('.lmck-send') && !document.querySelector('.lmck-streaming');";
+
 /// The message sent (the mock upstream's default workload: 50 short tokens).
 pub const MESSAGE: &str = "hello there";
 
@@ -105,19 +118,24 @@ async fn steps(b: &Browser, origin: &str, prefix: &str) -> Result<Fetched, Strin
         .goto(&format!("{origin}{prefix}"))
         .await
         .map_err(|e| format!("open {prefix}: {e}"))?;
-    // Ready: the composer is there and a model is chosen: the picker's start button is
-    // enabled, or the page skipped the picker (one persona and one model: a new chat is open).
-    until(
-        b,
-        "the UI to be ready",
-        "const s = document.querySelector('button.lmck-start'); \
-         const open = !document.querySelector('div.lmck-start') \
-           && !!document.querySelector('.lmck-transcript'); \
-         return !!document.querySelector('.lmck-input') && (open || (!!s && !s.disabled));",
-    )
-    .await?;
+    until(b, "the UI to be ready", READY).await?;
     let paint_urls = quiet(b).await?;
-    // The full version (the user agent string says only the major one).
+    let browser = version(b).await;
+    let paint = ui_files(&paint_urls, origin, prefix);
+
+    send(b, MESSAGE).await?;
+    until(b, "the reply to be shown and the turn to end", TURN_ENDED).await?;
+    let all = ui_files(&quiet(b).await?, origin, prefix);
+    Ok(Fetched {
+        first_message: added(&paint, &all),
+        paint,
+        browser,
+    })
+}
+
+/// The browser and its full version, e.g. `Chromium 156.0.8078.129` (the user agent string
+/// says only the major one).
+pub(super) async fn version(b: &Browser) -> String {
     let version = b
         .client
         .execute_async(
@@ -129,43 +147,31 @@ async fn steps(b: &Browser, origin: &str, prefix: &str) -> Result<Fetched, Strin
         )
         .await
         .ok();
-    let browser = match version.as_ref().and_then(Value::as_str) {
+    match version.as_ref().and_then(Value::as_str) {
         Some(v) if !v.is_empty() => format!("Chromium {v}"),
         _ => "Chromium".to_owned(),
-    };
-    let paint = ui_files(&paint_urls, origin, prefix);
+    }
+}
 
+/// Types `text` into the composer and sends it (Enter).
+pub(super) async fn send(b: &Browser, text: &str) -> Result<(), String> {
     let input = b
         .client
         .find(fantoccini::Locator::Css(".lmck-input"))
         .await
         .map_err(|e| format!("the composer: {e}"))?;
     input
-        .send_keys(MESSAGE)
+        .send_keys(text)
         .await
         .map_err(|e| format!("type: {e}"))?;
     input
         .send_keys("\u{E007}")
         .await
-        .map_err(|e| format!("send: {e}"))?;
-    until(
-        b,
-        "the reply to be shown and the turn to end",
-        "const md = document.querySelector('.lmck-assistant .lmck-md'); \
-         return !!md && md.textContent.trim().length > 0 \
-           && !!document.querySelector('.lmck-send') && !document.querySelector('.lmck-streaming');",
-    )
-    .await?;
-    let all = ui_files(&quiet(b).await?, origin, prefix);
-    Ok(Fetched {
-        first_message: added(&paint, &all),
-        paint,
-        browser,
-    })
+        .map_err(|e| format!("send: {e}"))
 }
 
 /// Runs `script` (a function body) in the page.
-async fn run(b: &Browser, script: &str) -> Result<Value, String> {
+pub(super) async fn run(b: &Browser, script: &str) -> Result<Value, String> {
     b.client
         .execute(script, vec![])
         .await
@@ -173,7 +179,7 @@ async fn run(b: &Browser, script: &str) -> Result<Value, String> {
 }
 
 /// Waits until `script` returns `true`.
-async fn until(b: &Browser, what: &str, script: &str) -> Result<(), String> {
+pub(super) async fn until(b: &Browser, what: &str, script: &str) -> Result<(), String> {
     let deadline = Instant::now() + STEP;
     loop {
         if run(b, script).await? == Value::Bool(true) {

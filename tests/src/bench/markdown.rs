@@ -156,6 +156,17 @@ pub fn render(r: &Results) -> String {
             );
         }
     }
+    if let Some(t) = &r.ui_timings {
+        let each: Vec<String> = t.open_1000_ms.iter().map(|ms| format!("{ms:.0}")).collect();
+        let _ = writeln!(
+            s,
+            "\nUI timings ({}, the UI's own probes): a 48 KB Markdown reply streamed in {}; a 1,000-message conversation opened on reload, its latest 60 messages rendered {:.0} ms after navigation start (median of {} ms).",
+            t.measured_by,
+            t.stream_summary(),
+            t.open_1000_median_ms,
+            each.join(", ")
+        );
+    }
     s.push_str("\nHistory (SQLite file; one more turn saved as the UI saves it, keeping the stored messages, and as a whole-conversation save; in the store, then as the service's `PUT` with its body size):\n\n| messages | load (ms) | load per message (µs) | load the last 64 (ms) | save one more turn (ms) | whole save of it (ms) | `PUT` of the turn (ms, bytes) | whole `PUT` (ms, bytes) |\n|---|---|---|---|---|---|---|---|\n");
     for h in &r.history {
         let _ = writeln!(

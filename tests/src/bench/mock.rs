@@ -1,6 +1,7 @@
 //! The benchmark's mock OpenAI-compatible upstream: `POST /v1/chat/completions` streams
 //! `chat.completion.chunk`s shaped by the [`Workload`] in the last user message (first-token
-//! delay, token count, interval, chunk size), then a finish chunk, a usage chunk and `[DONE]`.
+//! delay, token count, interval, chunk size), then a finish chunk, a usage chunk and `[DONE]`;
+//! a message containing [`MARKDOWN_48K`] gets a 48 KB Markdown reply instead (the UI's timings).
 //! Unlike the e2e mock it records nothing, so it costs as little as possible per request.
 //! HTTP/1.1 keep-alive and HTTP/2 (prior knowledge, no stream limit) on one port.
 
@@ -53,7 +54,23 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok())
                 .unwrap_or(Value::Null);
-            stream(Workload::parse(&last_user_text(&body), Workload::default()))
+            let text = last_user_text(&body);
+            if text.contains(MARKDOWN_48K) {
+                let parts = markdown_48k();
+                let w = Workload {
+                    tokens: parts.len() as u32,
+                    first_us: 0,
+                    interval_us: 0,
+                    chunk: 8,
+                };
+                stream(
+                    reply_frames(parts.iter().map(|p| json_string(p)), w.tokens),
+                    w,
+                )
+            } else {
+                let w = Workload::parse(&text, Workload::default());
+                stream(frames(&w), w)
+            }
         }
         _ => full(
             StatusCode::NOT_FOUND,
@@ -87,16 +104,41 @@ fn last_user_text(body: &Value) -> String {
 
 const HEAD: &str = r#"data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1,"model":"mock-small","choices":[{"index":0,"delta":"#;
 
+/// What a user message says to get [`markdown_48k`] instead of a [`Workload`]'s reply (the
+/// UI's timings, [`super::ui_timing`]).
+pub const MARKDOWN_48K: &str = "bench-48k";
+
+/// A 48 KB Markdown reply (headings, paragraphs, lists, code, tables) in 8-character deltas,
+/// the reply the UI benchmark streams (the same text as the browser tests' mock sends).
+pub fn markdown_48k() -> Vec<String> {
+    let chars: Vec<char> = crate::mock_upstream::bench_reply(48 * 1024)
+        .chars()
+        .collect();
+    chars.chunks(8).map(|c| c.iter().collect()).collect()
+}
+
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
 /// The SSE frames of one reply: a role chunk, `tokens` content chunks, finish, usage, `[DONE]`.
 pub fn frames(w: &Workload) -> Vec<Bytes> {
-    let mut out = Vec::with_capacity(w.tokens as usize + 4);
+    // The workload's texts are plain ASCII without quotes or backslashes: quoting is escaping.
+    reply_frames(
+        (0..w.tokens).map(|i| format!("\"{}\"", w.token_text(i))),
+        w.tokens,
+    )
+}
+
+/// The frames of a reply whose deltas are `contents` (JSON string literals), `tokens` of them.
+fn reply_frames(contents: impl Iterator<Item = String>, tokens: u32) -> Vec<Bytes> {
+    let mut out = Vec::with_capacity(tokens as usize + 4);
     out.push(Bytes::from(format!(
         "{HEAD}{{\"role\":\"assistant\",\"content\":\"\"}},\"finish_reason\":null}}]}}\n\n"
     )));
-    for i in 0..w.tokens {
+    for content in contents {
         out.push(Bytes::from(format!(
-            "{HEAD}{{\"content\":\"{}\"}},\"finish_reason\":null}}]}}\n\n",
-            w.token_text(i)
+            "{HEAD}{{\"content\":{content}}},\"finish_reason\":null}}]}}\n\n"
         )));
     }
     out.push(Bytes::from(format!(
@@ -104,15 +146,14 @@ pub fn frames(w: &Workload) -> Vec<Bytes> {
     )));
     out.push(Bytes::from(format!(
         "data: {{\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"mock-small\",\"choices\":[],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{},\"total_tokens\":{}}}}}\n\n",
-        w.tokens,
-        w.tokens + 8
+        tokens,
+        tokens + 8
     )));
     out.push(Bytes::from_static(b"data: [DONE]\n\n"));
     out
 }
 
-fn stream(w: Workload) -> Response<Body> {
-    let frames = frames(&w);
+fn stream(frames: Vec<Bytes>, w: Workload) -> Response<Body> {
     let s = futures_util::stream::unfold(
         (frames.into_iter().enumerate(), w),
         |(mut it, w)| async move {

@@ -31,5 +31,6 @@ pub mod run;
 pub mod sse;
 pub mod stats;
 pub mod sys;
+pub mod ui_timing;
 pub mod versus;
 pub mod workload;

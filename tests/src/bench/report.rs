@@ -116,6 +116,8 @@ pub struct Results {
     pub open_streams: Option<OpenStreams>,
     /// The UI's first load, bytes as sent.
     pub first_load: Option<super::first_load::FirstLoad>,
+    /// The UI's render of a streamed delta and a 1,000-message conversation's open, in Chromium.
+    pub ui_timings: Option<super::ui_timing::UiTimings>,
     /// History store costs by size.
     pub history: Vec<HistoryPoint>,
     /// History save cost with `synchronous=FULL` and `NORMAL`.
@@ -168,6 +170,7 @@ impl Results {
             throughput: Throughput::default(),
             open_streams: None,
             first_load: None,
+            ui_timings: None,
             history: Vec::new(),
             durability: Vec::new(),
             pipeline: None,

@@ -108,6 +108,11 @@ pub async fn run(opts: &Options) -> Result<Results, String> {
         Ok(f) => results.first_load = Some(f),
         Err(e) => results.note(format!("UI first load not measured: {e}")),
     }
+    match super::ui_timing::measure(&format!("http://{}", ours.addr), "/chat").await {
+        Ok(Some(t)) => results.ui_timings = Some(t),
+        Ok(None) => results.note("UI timings not measured: Chromium not installed".into()),
+        Err(e) => results.note(format!("UI timings not measured: {e}")),
+    }
     let mut peers: Vec<Proc> = Vec::new();
     if let Some(dir) = &opts.aisdk_dir {
         match procs::aisdk(dir, &v1) {

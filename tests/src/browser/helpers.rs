@@ -18,9 +18,10 @@ pub async fn talk(b: &Browser, text: &str) {
     idle(b).await;
 }
 
-/// Stores conversation `id` with `n` messages, user and assistant in turn, message `i` reading
-/// `"Message number {i}. With some **markdown** and `code`."`, through the service's API.
-pub async fn put_long_conversation(server: &Served, id: &str, n: usize) {
+/// Conversation `id` with `n` messages, user and assistant in turn, message `i` reading
+/// `"Message number {i}. With some **markdown** and `code`."`, as the service's `PUT` takes it
+/// (also the bench's 1,000-message conversation, [`crate::bench::ui_timing`]).
+pub fn long_conversation(id: &str, n: usize) -> serde_json::Value {
     let messages: Vec<_> = (0..n)
         .map(|i| {
             let role = if i % 2 == 0 { "user" } else { "assistant" };
@@ -28,11 +29,14 @@ pub async fn put_long_conversation(server: &Served, id: &str, n: usize) {
                    "content": format!("Message number {i}. With some **markdown** and `code`.")})
         })
         .collect();
-    let conv =
-        json!({"id": id, "title": id, "model": "mock-small", "revision": 0, "messages": messages});
+    json!({"id": id, "title": id, "model": "mock-small", "revision": 0, "messages": messages})
+}
+
+/// Stores [`long_conversation`] `id` with `n` messages through the service's API.
+pub async fn put_long_conversation(server: &Served, id: &str, n: usize) {
     let res = reqwest::Client::new()
         .put(server.url(&format!("/chat/api/conversations/{id}")))
-        .json(&conv)
+        .json(&long_conversation(id, n))
         .send()
         .await
         .unwrap();

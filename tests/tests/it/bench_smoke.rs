@@ -54,6 +54,7 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
             "throughput",
             "open_streams",
             "first_load",
+            "ui_timings",
             "history",
             "durability",
             "pipeline",
@@ -246,6 +247,28 @@ fn smoke_run_completes_every_stream_and_keeps_the_schema() {
                 "{f}"
             );
             assert!(md.contains("UI first reply"), "{md}");
+            // And the UI's timings: every frame of the 48 KB reply probed, each reload timed.
+            let t = &r["ui_timings"];
+            keys(
+                t,
+                "ui_timings",
+                &[
+                    "measured_by",
+                    "delta_ms",
+                    "render_ms",
+                    "open_1000_ms",
+                    "streaming",
+                ],
+            );
+            keys(
+                &t["streaming"],
+                "streaming",
+                &["ms", "animation_frames", "long_tasks_ms"],
+            );
+            assert!(t["streaming"]["ms"].as_f64().unwrap() > 0.0, "{t}");
+            assert!(t["delta_ms"]["n"].as_u64().unwrap() > 100, "{t}");
+            assert_eq!(t["open_1000_ms"].as_array().map(Vec::len), Some(3), "{t}");
+            assert!(md.contains("UI timings"), "{md}");
         }
     }
     for t in r["targets"].as_array().unwrap() {
