@@ -48,11 +48,12 @@ pub async fn yield_now() {
 /// reload that follows a run's log) is read from the body as promise continuations, which
 /// never leave the task they began in. Measured in Chromium on a 48 KB Markdown reply in
 /// 6,184 frames as fast as loopback sends them (the bench's UI timings,
-/// `tests/src/bench/ui_timing.rs`): without slices the page had six tasks of 60-148 ms and ran
-/// 13 animation frames in the 727 ms until the reply was shown. Slices of 8 ms leave time in
-/// each 16.7 ms frame to paint; with the bubble replacing only the blocks that changed
-/// (`components::message`), five runs had 0-3 tasks over 50 ms (the longest 64 ms) and 57-68
-/// animation frames in 1.07-1.26 s.
+/// `tests/src/bench/ui_timing.rs`, three runs of each UI taken in turn): without slices the
+/// page had 3-6 tasks over 50 ms, the longest 484-591 ms, and ran 16-18 animation frames in
+/// the 0.95-1.40 s until the reply was shown whole. Slices of 8 ms leave time in each 16.7 ms
+/// frame to paint; with the bubble replacing only the blocks that changed
+/// (`components::message`), 0-1 task over 50 ms (54 ms at most) and 36-56 animation frames in
+/// 0.62-1.09 s.
 pub struct Slice(f64);
 
 /// The main-thread time a [`Slice`] may take before the browser gets a turn, ms.
