@@ -22,12 +22,7 @@ pub fn enabled() -> bool {
 }
 
 /// `performance.now()` (0 when unavailable).
-pub fn now() -> f64 {
-    web_sys::window()
-        .and_then(|w| w.performance())
-        .map(|p| p.now())
-        .unwrap_or(0.0)
-}
+pub use crate::timer::now;
 
 /// Appends `value` to `window.__lmckBench[name]` when enabled.
 pub fn record(name: &str, value: f64) {

@@ -201,6 +201,13 @@ pub fn bench_reply(size: usize) -> String {
     out
 }
 
+/// [`bench_reply`] of 48 KB in 8-character deltas: the UI benchmark's reply (here and in the
+/// bench's own mock, `crate::bench::mock`).
+pub fn bench_reply_deltas() -> Vec<String> {
+    let chars: Vec<char> = bench_reply(48 * 1024).chars().collect();
+    chars.chunks(8).map(|c| c.iter().collect()).collect()
+}
+
 /// The replies of the UI-test triggers, as content deltas.
 fn ui_trigger(text: &str) -> Option<Vec<String>> {
     if text.contains("xss-payload") {
@@ -221,9 +228,7 @@ fn ui_trigger(text: &str) -> Option<Vec<String>> {
         );
     }
     if text.contains("bench-48k") {
-        let reply = bench_reply(48 * 1024);
-        let chars: Vec<char> = reply.chars().collect();
-        return Some(chars.chunks(8).map(|c| c.iter().collect()).collect());
+        return Some(bench_reply_deltas());
     }
     if text.contains("mirror-back") {
         let echo: String = text.chars().take(400).collect();

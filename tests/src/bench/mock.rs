@@ -111,10 +111,7 @@ pub const MARKDOWN_48K: &str = "bench-48k";
 /// A 48 KB Markdown reply (headings, paragraphs, lists, code, tables) in 8-character deltas,
 /// the reply the UI benchmark streams (the same text as the browser tests' mock sends).
 pub fn markdown_48k() -> Vec<String> {
-    let chars: Vec<char> = crate::mock_upstream::bench_reply(48 * 1024)
-        .chars()
-        .collect();
-    chars.chunks(8).map(|c| c.iter().collect()).collect()
+    crate::mock_upstream::bench_reply_deltas()
 }
 
 fn json_string(s: &str) -> String {
